@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// FaithQA (Wang et al., "Beyond Facts: Evaluating Intent Hallucination in
+// FaithQA (Hao, Yu and You, "Beyond Facts: Evaluating Intent Hallucination in
 // Large Language Models") — the Constraint Score, §4.2.
 
 // Priority is an intent constraint's class (§4.1).

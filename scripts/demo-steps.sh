@@ -60,3 +60,11 @@ step "hypo suite (TruthHypo + KnowHD): 1 item per task, all four knowledge setti
 $HALU run hypo --models "$GEN" --setting parametric,kg,lit,kg+lit --index "$OUT/index" --kg "$OUT/kg" --limit 1 \
   --knowhd kg+lit --candidates 2 --max-tokens 60 --verifier-max-tokens 64 --out "$OUT/runs/hypo" --cache "$CACHE" | tee -a "$OUT/report.txt"
 took
+
+step "intent suite (FaithQA): every task type of the bundled sample, Constraint Score beside the 1–10 baseline"
+INTENT_GEN="$GEN"
+if [ -z "${HALU_DEMO_GEN:-}" ] && [ -f "$STORIES" ]; then INTENT_GEN=stories; fi
+$HALU intent make --articles testdata/intent/pubmedqa_articles.jsonl --out "$OUT/intent-made.jsonl" --groups 1 --response-eval 1 --topic health | tee -a "$OUT/report.txt"
+$HALU run intent --models "$INTENT_GEN" --judge "$JUDGE" --max-tokens 60 --judge-max-tokens 1500 --baseline-samples 2 --fact-samples 3 \
+  --out "$OUT/runs/intent" --cache "$CACHE" | tee -a "$OUT/report.txt"
+took

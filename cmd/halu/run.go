@@ -15,6 +15,7 @@ import (
 	"halu/runner/hic"
 	"halu/runner/hypo"
 	"halu/runner/ideas"
+	"halu/runner/intent"
 	"halu/runner/smoke"
 )
 
@@ -71,6 +72,8 @@ func suites() []suiteDef {
 			ideas.DefaultConfig, bindIdeas, ideas.New),
 		defineSuite("hypo", "TruthHypo: biomedical hypotheses with KG and PubMed knowledge; KnowHD groundedness",
 			hypo.DefaultConfig, bindHypo, hypo.New),
+		defineSuite("intent", "FaithQA: intent hallucination (omission, misinterpretation) scored by the Constraint Score, beside a 1–10 judge baseline",
+			intent.DefaultConfig, bindIntent, intent.New),
 	}
 }
 
@@ -156,6 +159,28 @@ func bindHypo(fs *pflag.FlagSet, cfg *hypo.Config) func() error {
 	fs.StringVar(&cfg.Data, "data", "", "TruthHypo-format TSV (default: the bundled 2,024 test items)")
 	fs.StringVar(&cfg.Open, "open", "", "open-ended mode: JSONL of {id, background}; 5 hypotheses each, ranked by groundedness")
 	fs.IntVar(&cfg.VerifierMaxTokens, "verifier-max-tokens", cfg.VerifierMaxTokens, "cap for entity extraction and claim decomposition replies")
+	return nil
+}
+
+func bindIntent(fs *pflag.FlagSet, cfg *intent.Config) func() error {
+	fs.StringSliceVar(&cfg.Models, "models", nil, "models under test")
+	fs.StringVar(&cfg.Judge, "judge", "", "judge model: maps constraints, scores them, rates the baseline, checks facts")
+	fs.StringVar(&cfg.Data, "data", "", "FaithQA-format JSONL (default: the bundled sample; see halu intent make)")
+	fs.StringSliceVar(&cfg.Tasks, "tasks", nil, "task types to keep: factqa, story, poem, response_eval, relationship, summary")
+	fs.IntVar(&cfg.Limit, "limit", 0, "items per task (0: all)")
+	fs.IntVar(&cfg.Seed, "seed", cfg.Seed, "sampling seed (sample i of a judge call uses seed+i)")
+	fs.Float64Var(&cfg.Temperature, "temperature", cfg.Temperature, "generation temperature of the models under test")
+	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "generation cap (num_predict)")
+	fs.StringVar(&cfg.Weights, "weights", cfg.Weights, "constraint weights: default (3/2/1), uniform, steep (5/2/1), flat (2/1.5/1), inverted (1/2/3)")
+	fs.IntVar(&cfg.MapSamples, "map-samples", cfg.MapSamples, "constraint mappings per query; the majority set is kept")
+	fs.Float64Var(&cfg.MapTemperature, "map-temperature", cfg.MapTemperature, "mapping temperature when --map-samples > 1")
+	fs.IntVar(&cfg.BaselineSamples, "baseline-samples", cfg.BaselineSamples, "self-consistency samples of the 1–10 baseline (0: no baseline)")
+	fs.Float64Var(&cfg.BaselineTemperature, "baseline-temperature", cfg.BaselineTemperature, "baseline sampling temperature")
+	fs.IntVar(&cfg.FactSamples, "fact-samples", cfg.FactSamples, "independent fact checks of Fact QA responses (0: none)")
+	fs.Float64Var(&cfg.FactTemperature, "fact-temperature", cfg.FactTemperature, "fact-check sampling temperature")
+	fs.StringVar(&cfg.JudgeFormat, "judge-format", cfg.JudgeFormat, "json (one structured verdict per constraint) or text (Table 7's X/Y ratios)")
+	fs.IntVar(&cfg.JudgeMaxTokens, "judge-max-tokens", cfg.JudgeMaxTokens, "judge reply cap")
+	fs.BoolVar(&cfg.CodeChecks, "code-checks", cfg.CodeChecks, "let code decide countable constraints (word/line/stanza counts, required or forbidden words)")
 	return nil
 }
 

@@ -1,0 +1,95 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"halu/localmodels"
+	"halu/runner"
+	"halu/runner/intent"
+)
+
+// TestIntent: FaithQA on the real server — stories260K (a real trained
+// model) answers every task type of the bundled sample, and the tiny model
+// is the judge; items made from PubMedQA by "halu intent make" run too.
+func TestIntent(t *testing.T) {
+	shared := os.Getenv("HALU_SHARED")
+	stories := filepath.Join(shared, "models", "stories260K.gguf")
+	if _, err := os.Stat(stories); err != nil {
+		t.Fatalf("need %s (HALU_SHARED=%q): %v", stories, shared, err)
+	}
+	srv := server(t, t.TempDir())
+	mustHalu(t, srv.Host, "models", "import", stories, "--name", "stories", "--template", localmodels.TinyTemplate)
+	importTiny(t, srv.Host, "5", "judge")
+	work := t.TempDir()
+
+	made := filepath.Join(work, "made.jsonl")
+	mustHalu(t, srv.Host, "intent", "make", "--articles", filepath.Join("..", "testdata", "intent", "pubmedqa_articles.jsonl"),
+		"--out", made, "--groups", "1", "--response-eval", "1", "--seed", "3")
+
+	for _, tc := range []struct{ name, data string }{{"sample", ""}, {"made", made}} {
+		args := []string{"run", "intent", "--models", "stories", "--judge", "judge", "--max-tokens", "60",
+			"--judge-max-tokens", "1500", "--baseline-samples", "2", "--fact-samples", "3",
+			"--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, tc.name)}
+		if tc.data != "" {
+			args = append(args, "--data", tc.data)
+		}
+		r := mustHalu(t, srv.Host, args...)
+		for _, want := range []string{"FaithQA Table 3", "Appendix G.1", "WARNING: the random-weight tiny test model"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("%s: summary lacks %q:\n%s", tc.name, want, r.stdout)
+			}
+		}
+		m, recs, err := runner.ReadRun(filepath.Join(work, tc.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Status != "complete" || len(recs) == 0 {
+			t.Fatalf("%s: %d records, status %s", tc.name, len(recs), m.Status)
+		}
+		tasks := map[string]int{}
+		unscored, scored := 0, 0
+		for _, rec := range recs {
+			var r intent.ItemResult
+			if err := json.Unmarshal(rec.Data, &r); err != nil {
+				t.Fatal(err)
+			}
+			tasks[r.Task]++
+			if r.Response == "" && r.EvalCount == 0 {
+				t.Errorf("%s: no response", r.ID)
+			}
+			if len(r.MapSamples) != 1 || len(r.BaselineSamples) > 2 {
+				t.Errorf("%s: %d map samples, %d baseline samples", r.ID, len(r.MapSamples), len(r.BaselineSamples))
+			}
+			if r.Scored {
+				scored++
+				if r.CS == nil || len(r.Constraints) == 0 || r.Constraints[0].Source == "" {
+					t.Errorf("%s: scored without CS or verdicts: %+v", r.ID, r)
+				}
+			} else {
+				// The tiny judge's replies rarely parse: an unscored item
+				// must say why and keep the raw replies.
+				unscored++
+				if r.Unscorable == "" || len(rec.Failures) == 0 {
+					t.Errorf("%s: unscored without a reason or raw replies", r.ID)
+				}
+			}
+		}
+		if scored == 0 {
+			t.Errorf("%s: no record scored", tc.name)
+		}
+		if tc.name == "sample" {
+			for _, task := range intent.Tasks {
+				if tasks[task] == 0 {
+					t.Errorf("no %s record", task)
+				}
+			}
+		}
+		t.Logf("%s: %d records %v, %d unscored; judge failures %d; model calls %d", tc.name, len(recs), tasks, unscored, m.Counts.JudgeFailures, m.Counts.ModelCalls)
+	}
+}

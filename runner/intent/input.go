@@ -1,0 +1,177 @@
+package intent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// Tasks are FaithQA's six task types (Table 1): the omission tasks (Fact QA,
+// Creative Writing story and poem) and the misinterpretation tasks
+// (Response Evaluation, Content Analysis relationship and summary).
+var Tasks = []string{"factqa", "story", "poem", "response_eval", "relationship", "summary"}
+
+// Misinterpretation reports whether task withholds one piece of content
+// on purpose (§5.2).
+func Misinterpretation(task string) bool {
+	return task == "response_eval" || task == "relationship" || task == "summary"
+}
+
+// Input is one FaithQA item, one line of the input JSONL:
+//
+//	{"id": "…", "task": "factqa|story|poem|response_eval|relationship|summary",
+//	 "difficulty": "easy|hard", "topic": "culture", "query": "…",
+//	 "articles": [{"label": "Article 1", "text": "…"}, {"label": "Article 2", "missing": true}, …],
+//	 "human_score": 7.5}
+//
+// articles hold the external content a query needs, each under the label
+// the model sees ("Article 1", or "Query" / "Article" / "Response" for
+// Response Evaluation). Misinterpretation items mark exactly one part
+// missing: it is left out of what the model sees. human_score (0–10) is an
+// optional human Constraint Score for the §7 comparison.
+type Input struct {
+	ID         string   `json:"id"`
+	Task       string   `json:"task"`
+	Difficulty string   `json:"difficulty,omitempty"`
+	Topic      string   `json:"topic,omitempty"`
+	Query      string   `json:"query"`
+	Articles   []Part   `json:"articles,omitempty"`
+	HumanScore *float64 `json:"human_score,omitempty"`
+	Source     string   `json:"source,omitempty"`
+}
+
+// Part is one piece of external content.
+type Part struct {
+	Label   string `json:"label"`
+	Text    string `json:"text,omitempty"`
+	Missing bool   `json:"missing,omitempty"`
+}
+
+// MissingPart is the label of the withheld part, "" if none.
+func (in Input) MissingPart() string {
+	for _, p := range in.Articles {
+		if p.Missing {
+			return p.Label
+		}
+	}
+	return ""
+}
+
+var trailingNum = regexp.MustCompile(`\s*\d+$`)
+
+// MissingKind is what kind of content was withheld — Query, Response or
+// Article (Appendix F.1's columns) — the label without its number.
+func (in Input) MissingKind() string {
+	return trailingNum.ReplaceAllString(in.MissingPart(), "")
+}
+
+// Prompt is what the model under test sees: the query, then each provided
+// part as "Label: text". The missing part is left out entirely.
+func (in Input) Prompt() string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(in.Query))
+	for _, p := range in.Articles {
+		if p.Missing {
+			continue
+		}
+		fmt.Fprintf(&b, "\n\n%s: %s", p.Label, strings.TrimSpace(p.Text))
+	}
+	return b.String()
+}
+
+func (in Input) validate() error {
+	if strings.TrimSpace(in.ID) == "" {
+		return fmt.Errorf("no id")
+	}
+	known := false
+	for _, t := range Tasks {
+		known = known || t == in.Task
+	}
+	if !known {
+		return fmt.Errorf("task %q (want one of %s)", in.Task, strings.Join(Tasks, ", "))
+	}
+	if d := in.Difficulty; d != "" && d != "easy" && d != "hard" {
+		return fmt.Errorf("difficulty %q (want easy, hard or none)", d)
+	}
+	if strings.TrimSpace(in.Query) == "" {
+		return fmt.Errorf("empty query")
+	}
+	missing := 0
+	for i, p := range in.Articles {
+		if strings.TrimSpace(p.Label) == "" {
+			return fmt.Errorf("articles[%d]: no label", i)
+		}
+		if p.Missing {
+			missing++
+		} else if strings.TrimSpace(p.Text) == "" {
+			return fmt.Errorf("articles[%d] (%s): no text and not marked missing", i, p.Label)
+		}
+	}
+	if Misinterpretation(in.Task) && missing != 1 {
+		return fmt.Errorf("task %s needs exactly one article marked missing, has %d", in.Task, missing)
+	}
+	if !Misinterpretation(in.Task) && missing != 0 {
+		return fmt.Errorf("task %s is an omission task: no article may be marked missing", in.Task)
+	}
+	if h := in.HumanScore; h != nil && (*h < 0 || *h > 10) {
+		return fmt.Errorf("human_score %g outside 0..10", *h)
+	}
+	return nil
+}
+
+// ParseInputs reads FaithQA-format JSONL; name is used in errors, which
+// give the line and item.
+func ParseInputs(b []byte, name string) ([]Input, error) {
+	var out []Input
+	seen := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		l := bytes.TrimSpace(sc.Bytes())
+		if len(l) == 0 {
+			continue
+		}
+		var in Input
+		dec := json.NewDecoder(bytes.NewReader(l))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
+		}
+		if err := in.validate(); err != nil {
+			return nil, fmt.Errorf("%s:%d: item %q: %v", name, line, in.ID, err)
+		}
+		if prev, ok := seen[in.ID]; ok {
+			return nil, fmt.Errorf("%s:%d: item %q: id already used on line %d", name, line, in.ID, prev)
+		}
+		seen[in.ID] = line
+		out = append(out, in)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no items", name)
+	}
+	return out, nil
+}
+
+// LoadInputs reads a FaithQA-format JSONL file; path "" reads the bundled
+// sample.
+func LoadInputs(path string) ([]Input, error) {
+	if path == "" {
+		b, err := assets.ReadFile("data/sample.jsonl")
+		if err != nil {
+			return nil, err
+		}
+		return ParseInputs(b, "sample.jsonl (bundled)")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("intent data: %w", err)
+	}
+	return ParseInputs(b, path)
+}

@@ -1,0 +1,196 @@
+package intent
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// MissingVerdict is the judge's reading of a response to a query with one
+// part withheld.
+type MissingVerdict struct {
+	MentionsMissing bool `json:"mentions_missing"`
+	InventsMissing  bool `json:"invents_missing"`
+	OnTask          bool `json:"on_task"`
+}
+
+const missingSchema = `{"type":"object","properties":{"mentions_missing":{"type":"boolean"},` +
+	`"invents_missing":{"type":"boolean"},"on_task":{"type":"boolean"}},` +
+	`"required":["mentions_missing","invents_missing","on_task"]}`
+
+// Misinterpretation outcomes. OK is the ideal response of §5.2 (it notices
+// the missing content and asks for it); the others are intent
+// hallucinations, typed as Appendix F.2 does for Response Evaluation.
+const (
+	OutcomeOK     = "ok"
+	OutcomeInvent = "invent" // invents content for the missing part
+	OutcomeCount  = "count"  // carries on without saying a part is missing
+	OutcomeOther  = "other"  // any other failure
+)
+
+// Classify applies the rules: inventing the missing content is Invent even
+// when the response also says it is missing (the paper's "intentional
+// invention", §8.2); noticing it without inventing is OK; carrying on with
+// the task without mentioning it is Count; anything else (off task, empty)
+// is Other.
+func Classify(v MissingVerdict) string {
+	switch {
+	case v.InventsMissing:
+		return OutcomeInvent
+	case v.MentionsMissing:
+		return OutcomeOK
+	case v.OnTask:
+		return OutcomeCount
+	}
+	return OutcomeOther
+}
+
+var yesNo = func(name string) *regexp.Regexp {
+	return regexp.MustCompile(`(?i)` + name + `\W{0,6}(yes|no)\b`)
+}
+
+var (
+	mentionsRE = yesNo(`mentions\s+missing`)
+	inventsRE  = yesNo(`invents\s+missing`)
+	onTaskRE   = yesNo(`on\s+task`)
+	inaccRE    = yesNo(`factual\s+inaccurac(?:y|ies)`)
+	missFactRE = yesNo(`missing\s+required\s+facts?`)
+	scoreRE    = regexp.MustCompile(`(?i)score\W{0,6}(\d{1,2})\b`)
+)
+
+// yes reads one Yes/No field; two different answers are an error.
+func yes(s string, re *regexp.Regexp, name string) (bool, error) {
+	ms := re.FindAllStringSubmatch(strings.NewReplacer("*", "", "[", "", "]", "").Replace(s), -1)
+	if len(ms) == 0 {
+		return false, fmt.Errorf("no %q line", name)
+	}
+	v := strings.EqualFold(ms[0][1], "yes")
+	for _, m := range ms[1:] {
+		if strings.EqualFold(m[1], "yes") != v {
+			return false, fmt.Errorf("two different answers for %q", name)
+		}
+	}
+	return v, nil
+}
+
+// ParseMissingText reads the three Yes/No lines of missing_content_check.txt.
+func ParseMissingText(reply string) (MissingVerdict, error) {
+	var v MissingVerdict
+	var err error
+	if v.MentionsMissing, err = yes(reply, mentionsRE, "Mentions missing"); err != nil {
+		return v, err
+	}
+	if v.InventsMissing, err = yes(reply, inventsRE, "Invents missing"); err != nil {
+		return v, err
+	}
+	v.OnTask, err = yes(reply, onTaskRE, "On task")
+	return v, err
+}
+
+// FactVerdict is one fact check (Appendix D.2.3, Step 0).
+type FactVerdict struct {
+	FactualInaccuracies  bool `json:"factual_inaccuracies"`
+	MissingRequiredFacts bool `json:"missing_required_facts"`
+}
+
+// Inaccurate is what the check reports: an error or a required fact left
+// out.
+func (v FactVerdict) Inaccurate() bool { return v.FactualInaccuracies || v.MissingRequiredFacts }
+
+const factSchema = `{"type":"object","properties":{"factual_inaccuracies":{"type":"boolean"},` +
+	`"missing_required_facts":{"type":"boolean"}},"required":["factual_inaccuracies","missing_required_facts"]}`
+
+// ParseFactText reads the two Yes/No lines of fact_check.txt.
+func ParseFactText(reply string) (FactVerdict, error) {
+	var v FactVerdict
+	var err error
+	if v.FactualInaccuracies, err = yes(reply, inaccRE, "Factual inaccuracies"); err != nil {
+		return v, err
+	}
+	v.MissingRequiredFacts, err = yes(reply, missFactRE, "Missing required facts")
+	return v, err
+}
+
+// BaselineVerdict is one zero-shot 1–10 rating (§6).
+type BaselineVerdict struct {
+	Score int `json:"score"`
+}
+
+// Validate rejects ratings outside 1..10.
+func (v *BaselineVerdict) Validate() error {
+	if v.Score < 1 || v.Score > 10 {
+		return fmt.Errorf("score %d outside 1..10", v.Score)
+	}
+	return nil
+}
+
+const baselineSchema = `{"type":"object","properties":{"score":{"type":"integer","minimum":1,"maximum":10}},"required":["score"]}`
+
+// ParseBaselineText reads the last "Score: N" of a free-text rating.
+func ParseBaselineText(reply string) (BaselineVerdict, error) {
+	ms := scoreRE.FindAllStringSubmatch(strings.ReplaceAll(reply, "*", ""), -1)
+	if len(ms) == 0 {
+		return BaselineVerdict{}, fmt.Errorf(`no "Score: N" line`)
+	}
+	n, _ := strconv.Atoi(ms[len(ms)-1][1])
+	return BaselineVerdict{Score: n}, nil
+}
+
+// SelfConsistent is the self-consistency aggregate of sampled ratings
+// (Wang et al. 2023, as §6 uses it): the most frequent score. A tie goes to
+// the tied score nearest the samples' median, then to the lower one. ok is
+// false with no sample.
+func SelfConsistent(scores []int) (int, bool) {
+	if len(scores) == 0 {
+		return 0, false
+	}
+	count := map[int]int{}
+	for _, s := range scores {
+		count[s]++
+	}
+	sorted := append([]int(nil), scores...)
+	sort.Ints(sorted)
+	var median float64
+	if n := len(sorted); n%2 == 1 {
+		median = float64(sorted[n/2])
+	} else {
+		median = float64(sorted[n/2-1]+sorted[n/2]) / 2
+	}
+	best := 0
+	for s, c := range count {
+		if best == 0 || c > count[best] {
+			best = s
+			continue
+		}
+		if c < count[best] {
+			continue
+		}
+		db, ds := abs(float64(best)-median), abs(float64(s)-median)
+		if ds < db || (ds == db && s < best) {
+			best = s
+		}
+	}
+	return best, true
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// MajorityTrue is the fact check's vote: true when more checks said yes
+// than no; a tie (possible when some checks were unscored) is false — the
+// response is not counted as verifiably wrong.
+func MajorityTrue(votes []bool) bool {
+	y := 0
+	for _, v := range votes {
+		if v {
+			y++
+		}
+	}
+	return 2*y > len(votes)
+}
