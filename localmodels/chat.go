@@ -23,10 +23,13 @@ type Options struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	TopP        *float64 `json:"top_p,omitempty"`
 	TopK        *int     `json:"top_k,omitempty"`
-	Seed        *int     `json:"seed,omitempty"`
-	NumPredict  *int     `json:"num_predict,omitempty"`
-	NumCtx      *int     `json:"num_ctx,omitempty"`
-	Stop        []string `json:"stop,omitempty"`
+	// FrequencyPenalty is Ollama's frequency_penalty (honoured by the
+	// llama.cpp runner).
+	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
+	Seed             *int     `json:"seed,omitempty"`
+	NumPredict       *int     `json:"num_predict,omitempty"`
+	NumCtx           *int     `json:"num_ctx,omitempty"`
+	Stop             []string `json:"stop,omitempty"`
 }
 
 // Float returns a pointer to v, for Options fields.
@@ -46,6 +49,9 @@ func (o Options) Map() map[string]any {
 	}
 	if o.TopK != nil {
 		m["top_k"] = *o.TopK
+	}
+	if o.FrequencyPenalty != nil {
+		m["frequency_penalty"] = *o.FrequencyPenalty
 	}
 	if o.Seed != nil {
 		m["seed"] = *o.Seed

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"halu/runner"
+	"halu/runner/cfaith"
 	"halu/runner/hic"
 	"halu/runner/hypo"
 	"halu/runner/ideas"
@@ -74,6 +75,8 @@ func suites() []suiteDef {
 			hypo.DefaultConfig, bindHypo, hypo.New),
 		defineSuite("intent", "FaithQA: intent hallucination (omission, misinterpretation) scored by the Constraint Score, beside a 1–10 judge baseline",
 			intent.DefaultConfig, bindIntent, intent.New),
+		defineSuite("cfaith", "C-FAITH: hallucination rates on a HaluAgent-built dataset (generative, single-choice, true/false; per type)",
+			cfaith.DefaultConfig, bindCFaith, cfaith.New),
 	}
 }
 

@@ -1,0 +1,669 @@
+package cfaith
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"halu/embed"
+	"halu/localmodels"
+	"halu/runner"
+)
+
+// Doc is one knowledge document.
+type Doc struct {
+	ID        string `json:"id"`
+	Knowledge string `json:"knowledge"`
+}
+
+// ReadDocs reads knowledge documents from a directory of .txt/.md files
+// (one document each, named by file), a JSONL file (id, ent or pmid; and
+// knowledge, text or abstract — the C-FAITH domain_data and PubMedQA
+// shapes), or a CSV with a "Knowledge Base" column (HIC-Bench's CDID).
+func ReadDocs(path string) ([]Doc, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("docs: %w", err)
+	}
+	if st.IsDir() {
+		var out []Doc
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			ext := filepath.Ext(e.Name())
+			if e.IsDir() || (ext != ".txt" && ext != ".md") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(path, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			if t := strings.TrimSpace(string(b)); t != "" {
+				out = append(out, Doc{ID: strings.TrimSuffix(e.Name(), ext), Knowledge: t})
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%s: no .txt or .md document", path)
+		}
+		return out, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasSuffix(path, ".csv") {
+		return readCSVDocs(path, b)
+	}
+	var out []Doc
+	seen := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		l := bytes.TrimSpace(sc.Bytes())
+		if len(l) == 0 {
+			continue
+		}
+		var raw map[string]any
+		if err := json.Unmarshal(l, &raw); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+		}
+		str := func(keys ...string) string {
+			for _, k := range keys {
+				switch v := raw[k].(type) {
+				case string:
+					if v != "" {
+						return v
+					}
+				case float64:
+					return fmt.Sprint(int64(v))
+				}
+			}
+			return ""
+		}
+		d := Doc{ID: str("id", "ent", "pmid"), Knowledge: strings.TrimSpace(str("knowledge", "text", "abstract"))}
+		if d.ID == "" || d.Knowledge == "" {
+			return nil, fmt.Errorf("%s:%d: want an id (id, ent or pmid) and a text (knowledge, text or abstract)", path, line)
+		}
+		if prev, ok := seen[d.ID]; ok {
+			return nil, fmt.Errorf("%s:%d: document %q already on line %d", path, line, d.ID, prev)
+		}
+		seen[d.ID] = line
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no documents", path)
+	}
+	return out, sc.Err()
+}
+
+func readCSVDocs(path string, b []byte) ([]Doc, error) {
+	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(b, []byte("\ufeff"))))
+	header, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", path, err)
+	}
+	kb, id := -1, -1
+	for i, h := range header {
+		switch strings.TrimSpace(h) {
+		case "Knowledge Base":
+			kb = i
+		case "ID":
+			id = i
+		}
+	}
+	if kb < 0 {
+		return nil, fmt.Errorf(`%s: no "Knowledge Base" column`, path)
+	}
+	var out []Doc
+	for line := 2; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		d := Doc{ID: fmt.Sprint(line - 1), Knowledge: strings.TrimSpace(rec[kb])}
+		if id >= 0 {
+			d.ID = strings.TrimSpace(rec[id])
+		}
+		if d.Knowledge != "" {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// BuildConfig is the construction's settings.
+type BuildConfig struct {
+	Docs     string   `json:"docs"`
+	Lang     string   `json:"lang"`
+	Agent    string   `json:"agent"`
+	Verifier string   `json:"verifier"`
+	Types    []string `json:"types"`
+	Rules    RuleSet  `json:"rules"`
+	// MaxQuestions keeps at most this many of the (three) questions the
+	// agent writes per document and type (0: all).
+	MaxQuestions int `json:"max_questions"`
+	// Responses is the number of hallucinated responses per question
+	// (the paper: three).
+	Responses int `json:"responses"`
+	Seed      int `json:"seed"`
+	// Format is "json" (structured output for agents and verifier) or
+	// "text" (the authors' formats, parsed leniently).
+	Format    string `json:"format"`
+	MaxTokens int    `json:"max_tokens"`
+	// EmbedModel embeds single-choice options for near-duplicate removal;
+	// empty compares normalised text only.
+	EmbedModel string `json:"embed_model,omitempty"`
+	// OnlyDocs restricts the run to these document IDs (the optimisation
+	// loop's training and validation samples).
+	OnlyDocs []string `json:"only_docs,omitempty"`
+}
+
+// DefaultBuildConfig has the authors' code's settings.
+func DefaultBuildConfig() BuildConfig {
+	return BuildConfig{Lang: "zh", Types: DefaultTypes, MaxQuestions: 0, Responses: 3, Seed: 1, Format: "json", MaxTokens: 768}
+}
+
+// Builder is the construction as an engine suite: one item per document.
+type Builder struct {
+	cfg  BuildConfig
+	docs []Doc
+}
+
+// NewBuilder checks cfg and reads the documents.
+func NewBuilder(cfg BuildConfig) (*Builder, error) {
+	if cfg.Agent == "" {
+		return nil, errors.New("cfaith build: --agent is required")
+	}
+	if cfg.Verifier == "" {
+		cfg.Verifier = cfg.Agent
+	}
+	if cfg.Lang != "zh" && cfg.Lang != "en" {
+		return nil, fmt.Errorf("cfaith build: --lang %q (want zh or en)", cfg.Lang)
+	}
+	if cfg.Format != "json" && cfg.Format != "text" {
+		return nil, fmt.Errorf("cfaith build: --format %q (want json or text)", cfg.Format)
+	}
+	if cfg.Responses < 1 {
+		return nil, errors.New("cfaith build: --responses must be at least 1")
+	}
+	for _, t := range cfg.Types {
+		if !knownType(t) {
+			return nil, fmt.Errorf("cfaith build: unknown type %q (want %s)", t, strings.Join(Types, ", "))
+		}
+	}
+	if err := cfg.Rules.Validate(); err != nil {
+		return nil, fmt.Errorf("cfaith build: %w", err)
+	}
+	docs, err := ReadDocs(cfg.Docs)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.OnlyDocs) > 0 {
+		keep := map[string]bool{}
+		for _, id := range cfg.OnlyDocs {
+			keep[id] = true
+		}
+		var sub []Doc
+		for _, d := range docs {
+			if keep[d.ID] {
+				sub = append(sub, d)
+			}
+		}
+		docs = sub
+	}
+	return &Builder{cfg: cfg, docs: docs}, nil
+}
+
+func (b *Builder) Name() string { return "cfaith-build" }
+
+func (b *Builder) Models() []string {
+	m := []string{b.cfg.Agent, b.cfg.Verifier}
+	if b.cfg.EmbedModel != "" {
+		m = append(m, b.cfg.EmbedModel)
+	}
+	return m
+}
+
+func (b *Builder) Prompts() map[string]runner.PromptInfo {
+	out := map[string]runner.PromptInfo{}
+	for n, t := range Templates(b.cfg.Lang) {
+		src := "github.com/pkulcwmzx/C-FAITH (verbatim)"
+		if b.cfg.Lang == "en" {
+			src = "halu's English rendering of the C-FAITH prompts (rules from the paper's translations)"
+		}
+		switch {
+		case strings.Contains(n, "eval_true_false"), strings.Contains(n, "judge_generative"), strings.Contains(n, "optimizer"):
+			src = "halu"
+		}
+		out[n] = runner.PromptInfo{SHA256: runner.HashText(t), Source: src, Text: t}
+	}
+	rs, _ := json.Marshal(b.cfg.Rules)
+	out["rules"] = runner.PromptInfo{SHA256: runner.HashText(string(rs)), Source: "rule set " + b.cfg.Rules.Name, Text: string(rs)}
+	return out
+}
+
+func (b *Builder) Datasets() []string { return []string{b.cfg.Docs} }
+
+func (b *Builder) Items(context.Context) ([]runner.Item, error) {
+	var items []runner.Item
+	for _, d := range b.docs {
+		items = append(items, runner.Item{ID: d.ID, Payload: d})
+	}
+	return items, nil
+}
+
+// DocResult is the record of one document: every question the agents made,
+// with the verifier's verdicts as provenance.
+type DocResult struct {
+	Doc       string     `json:"doc"`
+	Questions []Question `json:"questions"`
+	// Declined lists the types for which the agent said it cannot write a
+	// question; Unparsed those whose reply never parsed.
+	Declined []string `json:"declined,omitempty"`
+	Unparsed []string `json:"unparsed,omitempty"`
+}
+
+// Question is one generated question with its hallucinated responses and
+// every check.
+type Question struct {
+	Mode      string     `json:"mode"` // the type the question was generated to induce
+	QA        QA         `json:"qa"`
+	Correct   *Verdict   `json:"correctness,omitempty"` // nil: unparseable
+	Responses []Response `json:"responses"`
+	// Label is the question's hallucination type: the majority label of
+	// its verified responses (tie: the generation mode if tied, else the
+	// first in type order); "" when no response passed.
+	Label string `json:"label,omitempty"`
+	// MaxOptionSimilarity is the largest pairwise similarity among the
+	// single-choice options (correct answer and verified responses).
+	MaxOptionSimilarity *float64 `json:"max_option_similarity,omitempty"`
+	Drop                string   `json:"drop,omitempty"` // why the question yields no data
+}
+
+// Response is one hallucinated response.
+type Response struct {
+	Text  string   `json:"text"`
+	Label string   `json:"label,omitempty"` // "" when the label never parsed
+	Halu  *Verdict `json:"hallucination,omitempty"`
+	Type  *Verdict `json:"label_check,omitempty"`
+	Drop  string   `json:"drop,omitempty"`
+}
+
+// Passed reports whether the response passed both its checks.
+func (r Response) Passed() bool {
+	return r.Halu != nil && r.Halu.Verdict == Pass && r.Type != nil && r.Type.Verdict == Pass
+}
+
+func (b *Builder) opts(seed int) localmodels.Options {
+	// The authors' construction settings: temperature 0.7, top_p 0.7,
+	// top_k 50, frequency penalty 0.5.
+	return localmodels.Options{Temperature: localmodels.Float(0.7), TopP: localmodels.Float(0.7), TopK: localmodels.Int(50),
+		FrequencyPenalty: localmodels.Float(0.5), Seed: localmodels.Int(seed), NumPredict: localmodels.Int(b.cfg.MaxTokens)}
+}
+
+func (b *Builder) req(model, content string, seed int, schema string) localmodels.ChatRequest {
+	r := localmodels.ChatRequest{Model: model, Messages: []localmodels.Message{{Role: "user", Content: content}}, Options: b.opts(seed)}
+	if b.cfg.Format == "json" && schema != "" {
+		r.Format = json.RawMessage(schema)
+	}
+	return r
+}
+
+// qaSchema is the question agent's structured output. Types whose prompt
+// lets the agent decline (RefErr, Outdated: "无法生成") may return no item;
+// the others must return at least one, as their prompts demand.
+func qaSchema(typ string) string {
+	min := 1
+	if typ == "RefErr" || typ == "Outdated" {
+		min = 0
+	}
+	return fmt.Sprintf(qaSchemaFmt, min)
+}
+
+const (
+	qaSchemaFmt = `{"type":"object","properties":{"items":{"type":"array","minItems":%d,"maxItems":3,"items":{"type":"object","properties":{` +
+		`"question":{"type":"string","minLength":1,"maxLength":300},"answer":{"type":"string","minLength":1,"maxLength":400},` +
+		`"evidence":{"type":"string","minLength":1,"maxLength":600}},"required":["question","answer","evidence"]}}},"required":["items"]}`
+	haluSchema = `{"type":"object","properties":{"response":{"type":"string","minLength":1,"maxLength":400}},"required":["response"]}`
+)
+
+func labelSchema(lang string) string {
+	names := make([]string, len(Types))
+	for i, t := range Types {
+		names[i] = `"` + TypeName(lang, t) + `"`
+	}
+	return `{"type":"object","properties":{"label":{"type":"string","enum":[` + strings.Join(names, ",") + `]}},"required":["label"]}`
+}
+
+func (b *Builder) Process(ctx context.Context, c *runner.Calls, it runner.Item) (any, error) {
+	d := it.Payload.(Doc)
+	res := DocResult{Doc: d.ID}
+	lang := b.cfg.Lang
+	for _, typ := range b.cfg.Types {
+		req := b.req(b.cfg.Agent, QAPrompt(lang, typ, b.cfg.Rules, d.Knowledge), b.cfg.Seed, qaSchema(typ))
+		qas, ok, err := runner.JudgeAs(ctx, c, "generate", req, nil, func(raw string) ([]QA, error) {
+			if b.cfg.Format == "json" {
+				var v struct {
+					Items []QA `json:"items"`
+				}
+				if err := runner.DecodeJSON(raw, &v); err != nil {
+					return nil, err
+				}
+				var out []QA
+				for _, q := range v.Items {
+					if strings.TrimSpace(q.Question) != "" && strings.TrimSpace(q.Answer) != "" && strings.TrimSpace(q.Evidence) != "" {
+						out = append(out, q)
+					}
+				}
+				return out, nil
+			}
+			return ParseQA(lang, raw)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			res.Unparsed = append(res.Unparsed, typ)
+			continue
+		}
+		if len(qas) == 0 {
+			res.Declined = append(res.Declined, typ)
+			continue
+		}
+		if b.cfg.MaxQuestions > 0 && len(qas) > b.cfg.MaxQuestions {
+			qas = qas[:b.cfg.MaxQuestions]
+		}
+		for _, qa := range qas {
+			q, err := b.question(ctx, c, typ, qa)
+			if err != nil {
+				return nil, err
+			}
+			res.Questions = append(res.Questions, q)
+		}
+	}
+	return res, nil
+}
+
+func (b *Builder) verify(ctx context.Context, c *runner.Calls, check, content string) (*Verdict, error) {
+	req := b.req(b.cfg.Verifier, content, b.cfg.Seed, verdictSchema)
+	// Verification is a judgement: greedy, not the agents' sampling.
+	req.Options = localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(b.cfg.Seed), NumPredict: localmodels.Int(b.cfg.MaxTokens)}
+	var schema json.RawMessage
+	if b.cfg.Format == "json" {
+		schema = json.RawMessage(verdictSchema)
+	}
+	v, ok, err := runner.JudgeAs(ctx, c, "verify", req, schema, func(raw string) (Verdict, error) { return ParseVerdict(b.cfg.Lang, check, raw) })
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &v, nil
+}
+
+func (b *Builder) question(ctx context.Context, c *runner.Calls, mode string, qa QA) (Question, error) {
+	lang := b.cfg.Lang
+	q := Question{Mode: mode, QA: qa}
+	var err error
+	if q.Correct, err = b.verify(ctx, c, "correct", VerifyCorrectPrompt(lang, qa.Evidence, qa.Question, qa.Answer)); err != nil {
+		return q, err
+	}
+	for i := 0; i < b.cfg.Responses; i++ {
+		req := b.req(b.cfg.Agent, HaluAnswerPrompt(lang, b.cfg.Rules, qa.Question, qa.Answer, qa.Evidence), b.cfg.Seed+i, haluSchema)
+		text, ok, err := runner.JudgeAs(ctx, c, "generate", req, nil, func(raw string) (string, error) {
+			if b.cfg.Format == "json" {
+				var v struct {
+					Response string `json:"response"`
+				}
+				if err := runner.DecodeJSON(raw, &v); err != nil {
+					return "", err
+				}
+				return ParseHaluAnswer(v.Response)
+			}
+			return ParseHaluAnswer(raw)
+		})
+		if err != nil {
+			return q, err
+		}
+		if !ok {
+			q.Responses = append(q.Responses, Response{Drop: "response unparseable"})
+			continue
+		}
+		r := Response{Text: text}
+		lreq := b.req(b.cfg.Agent, LabelPrompt(lang, b.cfg.Rules, qa.Question, text, qa.Answer), b.cfg.Seed+i, labelSchema(lang))
+		label, ok, err := runner.JudgeAs(ctx, c, "label", lreq, nil, func(raw string) (string, error) {
+			if b.cfg.Format == "json" {
+				var v struct {
+					Label string `json:"label"`
+				}
+				if err := runner.DecodeJSON(raw, &v); err != nil {
+					return "", err
+				}
+				raw = v.Label
+			}
+			return ParseLabel(lang, raw)
+		})
+		if err != nil {
+			return q, err
+		}
+		if ok {
+			r.Label = label
+		}
+		if r.Halu, err = b.verify(ctx, c, "halu", VerifyHaluPrompt(lang, qa.Evidence, qa.Question, text)); err != nil {
+			return q, err
+		}
+		if r.Label != "" {
+			if r.Type, err = b.verify(ctx, c, "type", VerifyTypePrompt(lang, r.Label, qa.Question, qa.Answer, text)); err != nil {
+				return q, err
+			}
+		}
+		r.Drop = responseDrop(r)
+		q.Responses = append(q.Responses, r)
+	}
+	q.Drop = questionDrop(q)
+	q.Label = questionLabel(q)
+	if b.cfg.EmbedModel != "" && q.Drop == "" {
+		opts := choiceOptions(q)
+		if len(opts) == 4 {
+			vecs, err := c.Embed(ctx, "embed", b.cfg.EmbedModel, opts)
+			if err != nil {
+				return q, err
+			}
+			m := maxPairwise(vecs)
+			q.MaxOptionSimilarity = &m
+		}
+	}
+	return q, nil
+}
+
+func verdictDrop(check string, v *Verdict) string {
+	switch {
+	case v == nil:
+		return check + ": unparseable"
+	case v.Verdict == Fail:
+		return check + ": fail"
+	case v.Verdict == Uncertain:
+		return check + ": uncertain"
+	}
+	return ""
+}
+
+// responseDrop is why a response is rejected: its label never parsed, or
+// its hallucination or label check did not pass.
+func responseDrop(r Response) string {
+	if r.Label == "" {
+		return "label: unparseable"
+	}
+	if d := verdictDrop("hallucination check", r.Halu); d != "" {
+		return d
+	}
+	return verdictDrop("label check", r.Type)
+}
+
+// questionDrop is why a question yields no data: its correctness check did
+// not pass, or none of its responses did.
+func questionDrop(q Question) string {
+	if d := verdictDrop("correctness check", q.Correct); d != "" {
+		return d
+	}
+	for _, r := range q.Responses {
+		if r.Passed() {
+			return ""
+		}
+	}
+	return "no response passed"
+}
+
+func questionLabel(q Question) string {
+	count := map[string]int{}
+	for _, r := range q.Responses {
+		if r.Passed() {
+			count[r.Label]++
+		}
+	}
+	best := ""
+	for _, t := range Types {
+		if count[t] > count[best] || (count[t] == count[best] && count[t] > 0 && t == q.Mode) {
+			best = t
+		}
+	}
+	return best
+}
+
+func choiceOptions(q Question) []string {
+	opts := []string{q.QA.Answer}
+	for _, r := range q.Responses {
+		if r.Passed() {
+			opts = append(opts, r.Text)
+		}
+	}
+	return opts
+}
+
+func maxPairwise(vecs [][]float32) float64 {
+	m := -1.0
+	for i := range vecs {
+		for j := i + 1; j < len(vecs); j++ {
+			if s, err := embed.Cosine(vecs[i], vecs[j]); err == nil && s > m {
+				m = s
+			}
+		}
+	}
+	return m
+}
+
+// Summarize gives the rejection counts by reason and the pass rates of
+// Table 3.
+func (b *Builder) Summarize(recs []runner.Record) (*runner.Summary, error) {
+	docs, err := decodeDocs(recs)
+	if err != nil {
+		return nil, err
+	}
+	sum := &runner.Summary{Suite: "cfaith-build", Metrics: map[string]float64{}}
+	pr := PassRates(docs)
+	sum.Metrics["pass/correctness"], sum.Metrics["pass/hallucination"], sum.Metrics["pass/label"], sum.Metrics["pass/overall"] = pr.Corr, pr.Halu, pr.Label, pr.Overall
+	sum.Tables = append(sum.Tables, runner.Table{Title: "HaluAgent verification pass rates (C-FAITH Table 3 layout)",
+		Columns: []string{"questions", "responses", "Corr.", "Halu.", "Label", "Overall"},
+		Rows:    [][]string{{fmt.Sprint(pr.Questions), fmt.Sprint(pr.Responses), pct(pr.Corr), pct(pr.Halu), pct(pr.Label), pct(pr.Overall)}}})
+	reasons := map[string]int{}
+	for _, d := range docs {
+		for _, t := range d.Declined {
+			reasons["question generation: declined ("+t+")"]++
+		}
+		for _, t := range d.Unparsed {
+			reasons["question generation: unparseable ("+t+")"]++
+		}
+		for _, q := range d.Questions {
+			if q.Drop != "" {
+				reasons["question dropped — "+q.Drop]++
+			}
+			for _, r := range q.Responses {
+				if r.Drop != "" {
+					reasons["response rejected — "+r.Drop]++
+				}
+			}
+		}
+	}
+	var keys []string
+	for k := range reasons {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	t := runner.Table{Title: "Rejected by the verification module, by reason", Columns: []string{"reason", "count"}}
+	for _, k := range keys {
+		t.Rows = append(t.Rows, []string{k, fmt.Sprint(reasons[k])})
+	}
+	sum.Tables = append(sum.Tables, t)
+	return sum, nil
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
+
+func decodeDocs(recs []runner.Record) ([]DocResult, error) {
+	var out []DocResult
+	for _, r := range recs {
+		var d DocResult
+		if err := json.Unmarshal(r.Data, &d); err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Doc < out[j].Doc })
+	return out, nil
+}
+
+// Rates are Table 3's pass rates: Corr over questions, Halu and Label over
+// responses, Overall over (question, response) pairs passing all three
+// checks. An unparseable check counts as not passed.
+type Rates struct {
+	Questions, Responses       int
+	Corr, Halu, Label, Overall float64
+}
+
+// PassRates computes Rates over documents' records.
+func PassRates(docs []DocResult) Rates {
+	var r Rates
+	corr, halu, label, all := 0, 0, 0, 0
+	for _, d := range docs {
+		for _, q := range d.Questions {
+			r.Questions++
+			qok := q.Correct != nil && q.Correct.Verdict == Pass
+			if qok {
+				corr++
+			}
+			for _, resp := range q.Responses {
+				r.Responses++
+				h := resp.Halu != nil && resp.Halu.Verdict == Pass
+				l := resp.Type != nil && resp.Type.Verdict == Pass
+				if h {
+					halu++
+				}
+				if l {
+					label++
+				}
+				if qok && h && l {
+					all++
+				}
+			}
+		}
+	}
+	if r.Questions > 0 {
+		r.Corr = float64(corr) / float64(r.Questions)
+	}
+	if r.Responses > 0 {
+		r.Halu, r.Label, r.Overall = float64(halu)/float64(r.Responses), float64(label)/float64(r.Responses), float64(all)/float64(r.Responses)
+	}
+	return r
+}

@@ -1,0 +1,466 @@
+package cfaith
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"halu/localmodels/fakeollama"
+	"halu/runner"
+)
+
+func TestRenderingBothLanguages(t *testing.T) {
+	for _, lang := range Langs {
+		orig, err := BuiltinRules(lang, "original")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt, err := BuiltinRules(lang, "optimized")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range []RuleSet{orig, opt} {
+			if err := rs.Validate(); err != nil {
+				t.Fatalf("%s: %v", lang, err)
+			}
+		}
+		for _, typ := range Types {
+			p := QAPrompt(lang, typ, orig, "KNOWLEDGE-TEXT")
+			if !strings.HasSuffix(strings.TrimSpace(p), "KNOWLEDGE-TEXT") || strings.Contains(p, "{}") {
+				t.Errorf("%s/%s: knowledge not filled:\n%s", lang, typ, p)
+			}
+			// The original rules reproduce the template exactly.
+			if lang == "zh" && p != fillPositional(tmpl(lang, "datagen_qa_"+typ), "KNOWLEDGE-TEXT") {
+				t.Errorf("zh/%s: original rules changed the authors' template", typ)
+			}
+			po := QAPrompt(lang, typ, opt, "K")
+			if !strings.Contains(po, "1. "+opt.QARules[0]) || !strings.Contains(po, "4. "+opt.QARules[3]) || !strings.Contains(po, "\n5. ") || !strings.Contains(po, "\n6. ") {
+				t.Errorf("%s/%s: optimized rules not in place:\n%s", lang, typ, po)
+			}
+			v := VerifyTypePrompt(lang, typ, "Q?", "A.", "H.")
+			if !strings.Contains(v, "Q?") || !strings.HasSuffix(strings.TrimSpace(v), TypeName(lang, typ)) {
+				t.Errorf("%s/%s: verify prompt:\n%s", lang, typ, v)
+			}
+		}
+		h := HaluAnswerPrompt(lang, opt, "Q?", "A.", "E.")
+		if !strings.Contains(h, "4. "+opt.HaluRules[3]) || strings.Contains(h, "{}") || !strings.Contains(h, "E.") {
+			t.Errorf("%s: halu prompt:\n%s", lang, h)
+		}
+		l := LabelPrompt(lang, opt, "Q?", "H.", "A.")
+		if !strings.Contains(l, opt.LabelDefs["SpaErr"]) || strings.Contains(l, "{}") {
+			t.Errorf("%s: label prompt lacks the optimized SpaErr definition:\n%s", lang, l)
+		}
+		if lang == "zh" && LabelPrompt(lang, orig, "Q", "H", "A") != fillPositional(tmpl(lang, "datagen_halu_label"), "Q", "H", "A") {
+			t.Error("zh: original definitions changed the authors' label template")
+		}
+		sc := SingleChoicePrompt(lang, "Q?", [4]string{"a1", "b1", "c1", "d1"})
+		if !strings.Contains(sc, "A. a1\nB. b1\nC. c1\nD. d1") {
+			t.Errorf("%s: single choice:\n%s", lang, sc)
+		}
+		if op := OptimizerPrompt(lang, orig, "FEEDBACK"); !strings.Contains(op, "FEEDBACK") || !strings.Contains(op, "4. "+orig.QARules[3]) {
+			t.Errorf("%s: optimizer prompt:\n%s", lang, op)
+		}
+	}
+}
+
+func TestParseVerdict(t *testing.T) {
+	tests := []struct {
+		lang, check, reply, want, err string
+	}{
+		{"zh", "correct", "[正确检测]：符合。答案与背景知识一致。", Pass, ""},
+		{"zh", "correct", "[正确检测]：不符合。背景知识中提到……", Fail, ""},
+		{"zh", "halu", "**[幻觉检测]**: 不确定，信息不足", Uncertain, ""},
+		{"zh", "type", "分析如下……\n[类型检测]：符合。理由：……", Pass, ""},
+		{"zh", "correct", "符合。", "", "no [正确检测]"},
+		{"zh", "correct", "[正确检测]：我认为答案可能是对的", "", "not followed by a verdict"},
+		{"en", "type", "[Type check]: Pass. Reason: …", Pass, ""},
+		{"en", "halu", "[Hallucination check]: fail — the answer agrees", Fail, ""},
+		{"en", "correct", "[Correctness check]: Uncertain", Uncertain, ""},
+		{"en", "correct", "Pass.", "", "no [Correctness check]"},
+	}
+	for _, tc := range tests {
+		v, err := ParseVerdict(tc.lang, tc.check, tc.reply)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.reply, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || v.Verdict != tc.want {
+			t.Errorf("%q: %+v %v, want %s", tc.reply, v, err, tc.want)
+		}
+	}
+}
+
+func TestParseAgents(t *testing.T) {
+	qas, err := ParseQA("zh", "[问题1]：长江有多长？\n[答案1]：约6300千米。\n[依据1]：长江全长约6300千米。\n\n[问题2]：缺答案？\n[依据2]：x\n\n[问题3]：三峡大坝在哪里？\n[答案3]：湖北省宜昌市。\n[依据3]：三峡大坝位于湖北省宜昌市。")
+	if err != nil || len(qas) != 2 || qas[1].Answer != "湖北省宜昌市。" {
+		t.Errorf("zh QA: %+v %v", qas, err)
+	}
+	qas, err = ParseQA("en", "[Question 1]: How long is the Danube?\n[Answer 1]: About 2,850 km.\n[Evidence 1]: It flows for about 2,850 kilometres.")
+	if err != nil || len(qas) != 1 || qas[0].Evidence != "It flows for about 2,850 kilometres." {
+		t.Errorf("en QA: %+v %v", qas, err)
+	}
+	if qas, err := ParseQA("zh", "无法生成"); err != nil || qas != nil {
+		t.Errorf("declining: %v %v", qas, err)
+	}
+	if _, err := ParseQA("en", "Here are some questions."); err == nil {
+		t.Error("no blocks parsed")
+	}
+	labels := []struct{ lang, reply, want string }{
+		{"zh", "实体错误", "EntErr"}, {"zh", "时空幻觉。因为……", "SpaErr"}, {"zh", "[幻觉标签]：虚假引用", "RefErr"},
+		{"en", "SpaErr", "SpaErr"}, {"en", "This is an Entity Error.", "EntErr"}, {"en", "**RelErr**", "RelErr"},
+	}
+	for _, l := range labels {
+		if got, err := ParseLabel(l.lang, l.reply); err != nil || got != l.want {
+			t.Errorf("label %q: %s %v", l.reply, got, err)
+		}
+	}
+	if _, err := ParseLabel("en", "Either AttrErr or EntErr"); err == nil {
+		t.Error("two types accepted")
+	}
+	if h, err := ParseHaluAnswer("[幻觉回复]：李白最长的一首诗是《长相思》。\n"); err != nil || h != "李白最长的一首诗是《长相思》。" {
+		t.Errorf("halu answer %q %v", h, err)
+	}
+	for _, c := range []struct {
+		reply  string
+		letter string
+		ok     bool
+	}{{"B", "B", true}, {"答案：C", "C", true}, {" d. because", "D", true}, {"我不知道", "", false}} {
+		if l, ok := ParseChoice(c.reply); l != c.letter || ok != c.ok {
+			t.Errorf("choice %q: %q %v", c.reply, l, ok)
+		}
+	}
+	for _, c := range []struct {
+		reply      string
+		judged, ok bool
+	}{{"正确", true, true}, {"错误", false, true}, {"不正确", false, true}, {"True", true, true}, {"false.", false, true}, {"Incorrect", false, true}, {"…", false, false}} {
+		if j, ok := ParseTrueFalse(c.reply); j != c.judged || ok != c.ok {
+			t.Errorf("true/false %q: %v %v", c.reply, j, ok)
+		}
+	}
+	if c, err := ParseConflict("zh", "[冲突检测]：不冲突"); err != nil || c.Conflict {
+		t.Errorf("conflict zh: %v %v", c, err)
+	}
+	if c, err := ParseConflict("en", "[Conflict check]: Conflict"); err != nil || !c.Conflict {
+		t.Errorf("conflict en: %v %v", c, err)
+	}
+}
+
+func pass() *Verdict { return &Verdict{Verdict: Pass} }
+func fail() *Verdict { return &Verdict{Verdict: Fail} }
+
+func TestFilteringAndLabels(t *testing.T) {
+	ok := Response{Text: "x", Label: "EntErr", Halu: pass(), Type: pass()}
+	tests := []struct {
+		r    Response
+		drop string
+	}{
+		{ok, ""},
+		{Response{Text: "x", Halu: pass()}, "label: unparseable"},
+		{Response{Text: "x", Label: "EntErr", Halu: fail(), Type: pass()}, "hallucination check: fail"},
+		{Response{Text: "x", Label: "EntErr", Halu: &Verdict{Verdict: Uncertain}, Type: pass()}, "hallucination check: uncertain"},
+		{Response{Text: "x", Label: "EntErr", Halu: pass()}, "label check: unparseable"},
+	}
+	for _, tc := range tests {
+		if got := responseDrop(tc.r); got != tc.drop {
+			t.Errorf("%+v: %q, want %q", tc.r, got, tc.drop)
+		}
+	}
+	q := Question{Mode: "SpaErr", Correct: pass(), Responses: []Response{
+		{Label: "EntErr", Halu: pass(), Type: pass()}, {Label: "SpaErr", Halu: pass(), Type: pass()}, {Label: "EntErr", Halu: fail(), Type: pass()}}}
+	if d := questionDrop(q); d != "" {
+		t.Errorf("drop %q", d)
+	}
+	// EntErr and SpaErr tie among verified responses: the generation mode wins.
+	if l := questionLabel(q); l != "SpaErr" {
+		t.Errorf("label %q, want SpaErr", l)
+	}
+	q.Mode = "RelErr"
+	if l := questionLabel(q); l != "EntErr" {
+		t.Errorf("label %q, want EntErr (first in type order)", l)
+	}
+	q.Correct = &Verdict{Verdict: Uncertain}
+	if d := questionDrop(q); d != "correctness check: uncertain" {
+		t.Errorf("drop %q", d)
+	}
+	q.Correct = nil
+	if d := questionDrop(q); d != "correctness check: unparseable" {
+		t.Errorf("drop %q", d)
+	}
+}
+
+func rates(o float64) Rates { return Rates{Overall: o} }
+
+func TestOptimisationLoop(t *testing.T) {
+	type step struct{ round, cand int }
+	run := func(val map[step]float64, rounds int) (RuleSet, []Round, []string) {
+		var proposed []string
+		l := Loop{
+			Rounds: rounds,
+			Validate: func(_ context.Context, r, c int, rs RuleSet) (Rates, error) {
+				return rates(val[step{r, c}]), nil
+			},
+			Feedback: func(_ context.Context, r int, rs RuleSet) (string, error) { return "fb", nil },
+			Propose: func(_ context.Context, r int, rs RuleSet, fb string) ([]RuleSet, error) {
+				proposed = append(proposed, rs.Name)
+				return []RuleSet{{Name: fmt.Sprintf("r%dc1", r)}, {Name: fmt.Sprintf("r%dc2", r)}}, nil
+			},
+		}
+		final, rows, err := l.Run(context.Background(), RuleSet{Name: "start"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return final, rows, proposed
+	}
+	// Paper-like: 0.625 → 0.81 → 0.88 → 0.86 (drop: stop, keep round 2's).
+	val := map[step]float64{{0, 0}: 0.625, {1, 1}: 0.81, {1, 2}: 0.70, {2, 1}: 0.80, {2, 2}: 0.88, {3, 1}: 0.86, {3, 2}: 0.85}
+	final, rows, proposed := run(val, 5)
+	if final.Name != "r2c2" || len(rows) != 4 || !rows[3].Stopped || rows[3].Rates.Overall != 0.86 {
+		t.Errorf("final %s, rows %+v", final.Name, rows)
+	}
+	if !reflect.DeepEqual(proposed, []string{"start", "r1c1", "r2c2"}) {
+		t.Errorf("each round starts from the kept prompt: %v", proposed)
+	}
+	// Never worse: runs all rounds; an equal score keeps going (ties go to
+	// the earlier candidate).
+	val = map[step]float64{{0, 0}: 0.5, {1, 1}: 0.5, {1, 2}: 0.5, {2, 1}: 0.6, {2, 2}: 0.6}
+	final, rows, _ = run(val, 2)
+	if final.Name != "r2c1" || len(rows) != 3 || rows[2].Stopped {
+		t.Errorf("final %s rows %+v", final.Name, rows)
+	}
+	// Split is deterministic and disjoint.
+	var docs []Doc
+	for i := 0; i < 10; i++ {
+		docs = append(docs, Doc{ID: fmt.Sprint("d", i)})
+	}
+	tr1, va1 := Split(docs, 60, 20, 3)
+	tr2, va2 := Split(docs, 60, 20, 3)
+	if !reflect.DeepEqual(tr1, tr2) || !reflect.DeepEqual(va1, va2) || len(va1) != 2 || len(tr1) != 8 {
+		t.Errorf("split %v %v", tr1, va1)
+	}
+	if _, err := ParseRuleSet(`{"qa_rules":["a","b","c"],"halu_rules":["a","b","c","d"],"label_definitions":{}}`, "x"); err == nil {
+		t.Error("three rules accepted")
+	}
+}
+
+func verified(doc string, sims ...float64) DocResult {
+	d := DocResult{Doc: doc}
+	for i, s := range sims {
+		q := Question{Mode: "EntErr", Label: "EntErr", QA: QA{Question: fmt.Sprintf("%s Q%d", doc, i), Answer: "right"}, Correct: pass()}
+		for k := 0; k < 3; k++ {
+			q.Responses = append(q.Responses, Response{Text: fmt.Sprintf("wrong %d", k), Label: "EntErr", Halu: pass(), Type: pass()})
+		}
+		if s >= 0 {
+			s := s
+			q.MaxOptionSimilarity = &s
+		}
+		d.Questions = append(d.Questions, q)
+	}
+	return d
+}
+
+func TestAggregate(t *testing.T) {
+	d := verified("doc", 0.5, 0.95, -1)
+	// A fourth question with only one verified response.
+	q := Question{Mode: "SpaErr", Label: "SpaErr", QA: QA{Question: "when?", Answer: "1420"}, Correct: pass(),
+		Responses: []Response{{Text: "1421", Label: "SpaErr", Halu: pass(), Type: pass()}, {Text: "x", Label: "SpaErr", Halu: fail(), Type: pass()}}}
+	// A fifth whose options repeat a text.
+	dup := verified("doc", -1).Questions[0]
+	dup.Responses[2].Text = "  WRONG 0 "
+	bad := Question{Drop: "correctness check: fail"}
+	d.Questions = append(d.Questions, q, dup, bad)
+	ds := Aggregate([]DocResult{d}, 7, 0.9)
+	if len(ds.Generative) != 5 || len(ds.TrueFalse) != 10 || len(ds.Choice) != 2 {
+		t.Fatalf("gen %d tf %d choice %d, dropped %v", len(ds.Generative), len(ds.TrueFalse), len(ds.Choice), ds.Dropped)
+	}
+	want := map[string]int{"near-duplicate options (similarity ≥ 0.9)": 1, "fewer than three verified responses": 1, "duplicate options (same text)": 1}
+	if !reflect.DeepEqual(ds.Dropped, want) {
+		t.Errorf("dropped %v", ds.Dropped)
+	}
+	// True/false: one true (the correct answer), one false (a verified
+	// response) per question.
+	for i := 0; i < len(ds.TrueFalse); i += 2 {
+		a, b := ds.TrueFalse[i], ds.TrueFalse[i+1]
+		if !a.True || b.True || a.Question != b.Question || b.Statement == a.Statement {
+			t.Errorf("true/false pair %+v %+v", a, b)
+		}
+	}
+	// The shuffle is deterministic per seed, keeps the correct option's
+	// label, and differs across seeds for some item.
+	again := Aggregate([]DocResult{d}, 7, 0.9)
+	other := Aggregate([]DocResult{d}, 8, 0.9)
+	if !reflect.DeepEqual(ds.Choice, again.Choice) {
+		t.Error("same seed, different order")
+	}
+	differs := false
+	for i, it := range ds.Choice {
+		slot := it.CorrectOption[0] - 'A'
+		if it.Options[slot] != "right" || it.Labels[slot] != "correct" {
+			t.Errorf("%s: correct option %s holds %q", it.ID, it.CorrectOption, it.Options[slot])
+		}
+		differs = differs || it.Options != other.Choice[i].Options
+	}
+	if !differs {
+		t.Error("seeds 7 and 8 shuffle every item alike")
+	}
+}
+
+// The rates of Table 5, Table 6 and Figure 5 on a hand-made set of answers.
+func TestRateArithmetic(t *testing.T) {
+	tr, fa := true, false
+	answers := []Answer{
+		{Model: "m", Format: "generative", HaluType: "EntErr", Scored: true, Hallucinated: true},
+		{Model: "m", Format: "generative", HaluType: "EntErr", Scored: true},
+		{Model: "m", Format: "generative", HaluType: "SpaErr", Scored: true, Hallucinated: true},
+		{Model: "m", Format: "generative", HaluType: "SpaErr", Scored: false}, // unscored: left out
+		{Model: "m", Format: "choice", Scored: true, Hallucinated: true},
+		{Model: "m", Format: "choice", Scored: true},
+		{Model: "m", Format: "choice", Scored: true},
+		{Model: "m", Format: "choice", Scored: true},
+		{Model: "m", Format: "truefalse", Scored: true, Statement: &tr, JudgedTrue: &tr},
+		{Model: "m", Format: "truefalse", Scored: true, Statement: &fa, JudgedTrue: &tr, Hallucinated: true}, // FN
+		{Model: "m", Format: "truefalse", Scored: true, Statement: &fa, JudgedTrue: &fa},
+		{Model: "m", Format: "truefalse", Scored: true, Statement: &tr, JudgedTrue: &fa, Hallucinated: true}, // FP
+		{Model: "m", Format: "truefalse", Scored: true, Statement: &fa, JudgedTrue: &tr, Hallucinated: true}, // FN
+	}
+	var recs []runner.Record
+	for i, a := range answers {
+		b, _ := json.Marshal(a)
+		recs = append(recs, runner.Record{Item: fmt.Sprint(i), Data: b})
+	}
+	s := &Suite{}
+	sum, err := s.Summarize(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Gen 2/3, choice 1/4, true/false 3/5; overall (2/3+1/4+3/5)/3 = 91/180.
+	want := map[string]float64{"m/generative": 2.0 / 3, "m/choice": 0.25, "m/truefalse": 0.6, "m/overall": 91.0 / 180,
+		"m/truefalse/fn_rate": 2.0 / 3, "m/truefalse/fp_rate": 0.5}
+	for k, v := range want {
+		if math.Abs(sum.Metrics[k]-v) > 1e-12 {
+			t.Errorf("%s = %v, want %v", k, sum.Metrics[k], v)
+		}
+	}
+	if row := sum.Tables[1].Rows[0]; row[4] != "50.00 (n=2)" || row[6] != "100.00 (n=1)" {
+		t.Errorf("Table 6 row %v", row)
+	}
+	if row := sum.Tables[0].Rows[0]; row[5] != "1" {
+		t.Errorf("unscored count %v", row)
+	}
+}
+
+// Build and evaluate against the fake, in both languages.
+func TestBuildAndRunAgainstFake(t *testing.T) {
+	for _, lang := range Langs {
+		t.Run(lang, func(t *testing.T) {
+			var mu sync.Mutex
+			srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+				mu.Lock()
+				defer mu.Unlock()
+				u := r.LastUser()
+				seed, _ := r.Options["seed"].(float64)
+				switch {
+				case strings.Contains(u, "3个问题") || strings.Contains(u, "Generate 3 questions"):
+					return fakeollama.Reply{Content: `{"items":[{"question":"Q1?","answer":"A1","evidence":"E1"},{"question":"Q2?","answer":"A2","evidence":"E2"}]}`}
+				case strings.Contains(u, "幻觉回复生成者") || strings.Contains(u, "hallucinated-response writer"):
+					return fakeollama.Reply{Content: fmt.Sprintf(`{"response":"wrong answer %v"}`, seed)}
+				case strings.Contains(u, "幻觉分类器") || strings.Contains(u, "hallucination classifier"):
+					return fakeollama.Reply{Content: fmt.Sprintf(`{"label":"%s"}`, TypeName(lang, "EntErr"))}
+				case strings.Contains(u, "正确性检验者") || strings.Contains(u, "correctness of question answering"):
+					if strings.Contains(u, "Q2?") {
+						return fakeollama.Reply{Content: `{"verdict":"uncertain","reason":"not in the evidence"}`}
+					}
+					return fakeollama.Reply{Content: `{"verdict":"pass","reason":"ok"}`}
+				case strings.Contains(u, "错误性检验者") || strings.Contains(u, "checker of wrong answers"):
+					return fakeollama.Reply{Content: `{"verdict":"pass","reason":"ok"}`}
+				case strings.Contains(u, "幻觉类型检测员") || strings.Contains(u, "hallucination-type checker"):
+					if strings.Contains(u, "wrong answer 3") {
+						return fakeollama.Reply{Content: `{"verdict":"fail","reason":"not an entity"}`}
+					}
+					return fakeollama.Reply{Content: `{"verdict":"pass","reason":"ok"}`}
+				case strings.Contains(u, "[冲突检测]") || strings.Contains(u, "[Conflict check]"):
+					return fakeollama.Reply{Content: `{"conflict": true}`}
+				case strings.Contains(u, "四个可能的选项") || strings.Contains(u, "four possible options"):
+					return fakeollama.Reply{Content: "A"}
+				case strings.Contains(u, "一个回答") || strings.Contains(u, "a question and an answer"):
+					return fakeollama.Reply{Content: "True 正确"}
+				}
+				return fakeollama.Reply{Content: "an answer"}
+			}, fakeollama.Model{Name: "m:latest", Digest: "d1", ParameterCount: 1e9})
+			defer srv.Close()
+			dir := t.TempDir()
+			cfg := DefaultBuildConfig()
+			cfg.Lang, cfg.Agent, cfg.Types = lang, "m", []string{"EntErr", "SpaErr"}
+			cfg.Docs = filepath.Join("..", "..", "testdata", "cfaith", "docs_"+lang+".jsonl")
+			cfg.Rules, _ = BuiltinRules(lang, "optimized")
+			b, err := NewBuilder(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := srv.Engine(t, 2)
+			res, err := RunOrResume(context.Background(), e, b, filepath.Join(dir, "run"), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, recs, _ := runner.ReadRun(res.Dir)
+			docs, _ := decodeDocs(recs)
+			pr := PassRates(docs)
+			// Per document: 2 types × 2 questions, Q2 uncertain; 3 responses
+			// each, the seed-3 one failing its label check.
+			if pr.Questions != 16 || pr.Corr != 0.5 || pr.Halu != 1 || math.Abs(pr.Label-2.0/3) > 1e-12 || math.Abs(pr.Overall-1.0/3) > 1e-12 {
+				t.Errorf("rates %+v", pr)
+			}
+			ds := Aggregate(docs, 1, 0.9)
+			if len(ds.Generative) != 8 || len(ds.TrueFalse) != 16 || len(ds.Choice) != 0 || ds.Dropped["fewer than three verified responses"] != 8 {
+				t.Errorf("dataset: %d gen, %d tf, %d choice, dropped %v", len(ds.Generative), len(ds.TrueFalse), len(ds.Choice), ds.Dropped)
+			}
+			if err := WriteDataset(dir, ds, DatasetInfo{Lang: lang, Agent: "m", Verifier: "m"}); err != nil {
+				t.Fatal(err)
+			}
+			ecfg := DefaultConfig()
+			ecfg.Data, ecfg.Models, ecfg.Judge = dir, []string{"m"}, "m"
+			s, err := New(ecfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			er, err := e.Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(dir, "eval")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every generative answer conflicts; true/false always says true
+			// (so every false statement is a false negative).
+			if er.Summary.Metrics["m/generative"] != 1 || er.Summary.Metrics["m/truefalse"] != 0.5 || er.Summary.Metrics["m/truefalse/fn_rate"] != 1 {
+				t.Errorf("metrics %v", er.Summary.Metrics)
+			}
+		})
+	}
+}
+
+func TestReadDocsErrors(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "d.jsonl")
+	os.WriteFile(p, []byte("{\"id\":\"a\",\"knowledge\":\"x\"}\n{\"id\":\"b\"}\n"), 0o644)
+	if _, err := ReadDocs(p); err == nil || !strings.Contains(err.Error(), "d.jsonl:2") {
+		t.Errorf("err %v", err)
+	}
+	docs, err := ReadDocs(filepath.Join("..", "..", "testdata", "pubmed", "pubmedqa_contexts.jsonl"))
+	if err != nil || len(docs) != 1000 {
+		t.Errorf("PubMedQA abstracts: %d, %v", len(docs), err)
+	}
+	docs, err = ReadDocs(filepath.Join("..", "hic", "data", "CDID.csv"))
+	if err != nil || len(docs) != 100 {
+		t.Errorf("CDID knowledge: %d, %v", len(docs), err)
+	}
+	if _, err := ReadDocs(filepath.Join(dir, "missing")); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+}

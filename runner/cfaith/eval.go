@@ -1,0 +1,297 @@
+package cfaith
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"halu/localmodels"
+	"halu/metrics"
+	"halu/runner"
+)
+
+// Formats are the three QA formats (§3.3).
+var Formats = []string{"generative", "choice", "truefalse"}
+
+// Config is the evaluation's settings.
+type Config struct {
+	Data    string   `json:"data"`
+	Models  []string `json:"models"`
+	Judge   string   `json:"judge"`
+	Formats []string `json:"formats"`
+	// Limit keeps the first N items of each format (0: all).
+	Limit int `json:"limit,omitempty"`
+	// Temperature and TopP are the paper's decoding settings (1, 0.7).
+	Temperature    float64 `json:"temperature"`
+	TopP           float64 `json:"top_p"`
+	MaxTokens      int     `json:"max_tokens"`
+	Seed           int     `json:"seed"`
+	JudgeFormat    string  `json:"judge_format"`
+	JudgeMaxTokens int     `json:"judge_max_tokens"`
+}
+
+// DefaultConfig has the paper's decoding settings.
+func DefaultConfig() Config {
+	return Config{Formats: Formats, Temperature: 1, TopP: 0.7, MaxTokens: 256, Seed: 1, JudgeFormat: "json", JudgeMaxTokens: 200}
+}
+
+// Suite evaluates models on a built dataset.
+type Suite struct {
+	cfg  Config
+	ds   Dataset
+	info DatasetInfo
+}
+
+// New checks cfg and reads the dataset.
+func New(cfg Config) (*Suite, error) {
+	if cfg.Data == "" || len(cfg.Models) == 0 {
+		return nil, errors.New("cfaith: --data and --models are required")
+	}
+	if cfg.JudgeFormat != "json" && cfg.JudgeFormat != "text" {
+		return nil, fmt.Errorf("cfaith: --judge-format %q (want json or text)", cfg.JudgeFormat)
+	}
+	for _, f := range cfg.Formats {
+		if f != "generative" && f != "choice" && f != "truefalse" {
+			return nil, fmt.Errorf("cfaith: format %q (want generative, choice, truefalse)", f)
+		}
+		if f == "generative" && cfg.Judge == "" {
+			return nil, errors.New("cfaith: the generative format needs --judge")
+		}
+	}
+	ds, info, err := ReadDataset(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	return &Suite{cfg: cfg, ds: ds, info: info}, nil
+}
+
+func (s *Suite) Name() string { return "cfaith" }
+
+func (s *Suite) Models() []string {
+	m := append([]string(nil), s.cfg.Models...)
+	if s.cfg.Judge != "" {
+		m = append(m, s.cfg.Judge)
+	}
+	return m
+}
+
+func (s *Suite) Prompts() map[string]runner.PromptInfo {
+	out := map[string]runner.PromptInfo{}
+	for _, n := range []string{"eval_single_choice", "eval_true_false", "judge_generative"} {
+		t := tmpl(s.info.Lang, n)
+		src := "halu"
+		if n == "eval_single_choice" {
+			src = "github.com/pkulcwmzx/C-FAITH single_choice_qa.jsonl template"
+		}
+		out[s.info.Lang+"/"+n] = runner.PromptInfo{SHA256: runner.HashText(t), Source: src, Text: t}
+	}
+	return out
+}
+
+func (s *Suite) Datasets() []string { return []string{s.cfg.Data + "/" + infoFile} }
+
+type evalPayload struct {
+	model, format string
+	gen           *GenItem
+	choice        *ChoiceItem
+	tf            *TFItem
+}
+
+func limit[T any](xs []T, n int) []T {
+	if n > 0 && len(xs) > n {
+		return xs[:n]
+	}
+	return xs
+}
+
+func (s *Suite) Items(context.Context) ([]runner.Item, error) {
+	var items []runner.Item
+	for _, m := range s.cfg.Models {
+		for _, f := range s.cfg.Formats {
+			switch f {
+			case "generative":
+				for _, it := range limit(s.ds.Generative, s.cfg.Limit) {
+					it := it
+					items = append(items, runner.Item{ID: m + "/gen/" + it.ID, Payload: evalPayload{model: m, format: f, gen: &it}})
+				}
+			case "choice":
+				for _, it := range limit(s.ds.Choice, s.cfg.Limit) {
+					it := it
+					items = append(items, runner.Item{ID: m + "/choice/" + it.ID, Payload: evalPayload{model: m, format: f, choice: &it}})
+				}
+			case "truefalse":
+				for _, it := range limit(s.ds.TrueFalse, s.cfg.Limit) {
+					it := it
+					items = append(items, runner.Item{ID: m + "/tf/" + it.ID, Payload: evalPayload{model: m, format: f, tf: &it}})
+				}
+			}
+		}
+	}
+	if len(items) == 0 {
+		return nil, errors.New("cfaith: the dataset has no item in the chosen formats")
+	}
+	return items, nil
+}
+
+// Answer is one model answer, scored.
+type Answer struct {
+	Model    string `json:"model"`
+	Format   string `json:"format"`
+	ID       string `json:"id"`
+	HaluType string `json:"halu_type"`
+	Response string `json:"response"`
+	// Scored is false when the answer could not be read (no option letter,
+	// no true/false word) or the judge's reply never parsed.
+	Scored       bool   `json:"scored"`
+	Hallucinated bool   `json:"hallucinated"`
+	Statement    *bool  `json:"statement_true,omitempty"` // true/false items
+	JudgedTrue   *bool  `json:"judged_true,omitempty"`
+	Choice       string `json:"choice,omitempty"`
+}
+
+func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (any, error) {
+	p := it.Payload.(evalPayload)
+	lang := s.info.Lang
+	ask := func(content string) (string, error) {
+		r, err := c.Chat(ctx, "generate", localmodels.ChatRequest{Model: p.model,
+			Messages: []localmodels.Message{{Role: "user", Content: content}},
+			Options: localmodels.Options{Temperature: localmodels.Float(s.cfg.Temperature), TopP: localmodels.Float(s.cfg.TopP),
+				Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.MaxTokens)}}, 0)
+		return r.Content, err
+	}
+	a := Answer{Model: p.model, Format: p.format}
+	var err error
+	switch p.format {
+	case "generative":
+		a.ID, a.HaluType = p.gen.ID, p.gen.HaluType
+		if a.Response, err = ask(p.gen.Question); err != nil {
+			return nil, err
+		}
+		req := localmodels.ChatRequest{Model: s.cfg.Judge,
+			Messages: []localmodels.Message{{Role: "user", Content: JudgePrompt(lang, p.gen.Question, p.gen.CorrectAnswer, a.Response)}},
+			Options:  localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)}}
+		var schema json.RawMessage
+		if s.cfg.JudgeFormat == "json" {
+			schema = json.RawMessage(conflictSchema)
+		}
+		v, ok, err := runner.JudgeAs(ctx, c, "judge", req, schema, func(raw string) (Conflict, error) { return ParseConflict(lang, raw) })
+		if err != nil {
+			return nil, err
+		}
+		a.Scored, a.Hallucinated = ok, ok && v.Conflict
+	case "choice":
+		a.ID, a.HaluType = p.choice.ID, p.choice.HaluType
+		if a.Response, err = ask(SingleChoicePrompt(lang, p.choice.Question, p.choice.Options)); err != nil {
+			return nil, err
+		}
+		letter, ok := ParseChoice(a.Response)
+		a.Choice, a.Scored, a.Hallucinated = letter, ok, ok && letter != p.choice.CorrectOption
+	case "truefalse":
+		a.ID, a.HaluType = p.tf.ID, p.tf.HaluType
+		if a.Response, err = ask(TrueFalsePrompt(lang, p.tf.Question, p.tf.Statement)); err != nil {
+			return nil, err
+		}
+		jt, ok := ParseTrueFalse(a.Response)
+		st := p.tf.True
+		a.Statement, a.Scored = &st, ok
+		if ok {
+			a.JudgedTrue, a.Hallucinated = &jt, jt != st
+		}
+	}
+	return a, nil
+}
+
+// Summarize gives Table 5 (rate per format and overall), Table 6
+// (generative rate per hallucination type) and Figure 5 (true/false false
+// negatives and positives).
+func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
+	by := map[string][]Answer{}
+	var models []string
+	for _, r := range recs {
+		var a Answer
+		if err := json.Unmarshal(r.Data, &a); err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+		if _, ok := by[a.Model]; !ok {
+			models = append(models, a.Model)
+		}
+		by[a.Model] = append(by[a.Model], a)
+	}
+	sort.Strings(models)
+	sum := &runner.Summary{Suite: "cfaith", Metrics: map[string]float64{}}
+	t5 := runner.Table{Title: "C-FAITH Table 5 — hallucination rate (%) per format; overall = mean of the three",
+		Columns: []string{"model", "Gen.", "Choice.", "True/False.", "Ova.", "unscored"}}
+	t6 := runner.Table{Title: "C-FAITH Table 6 — generative QA hallucination rate (%) per hallucination type",
+		Columns: append([]string{"model", "Overall"}, Types...)}
+	f5 := runner.Table{Title: "C-FAITH Figure 5 — true/false errors: false negative (hallucinated statement accepted) and false positive (correct statement rejected) rates (%)",
+		Columns: []string{"model", "FN rate", "FP rate", "hallucinated statements", "correct statements"}}
+	for _, m := range models {
+		n := map[string]int{}
+		h := map[string]int{}
+		typeN, typeH := map[string]int{}, map[string]int{}
+		unscored := 0
+		var st, jt []bool
+		for _, a := range by[m] {
+			if !a.Scored {
+				unscored++
+				continue
+			}
+			n[a.Format]++
+			if a.Hallucinated {
+				h[a.Format]++
+			}
+			if a.Format == "generative" {
+				typeN[a.HaluType]++
+				if a.Hallucinated {
+					typeH[a.HaluType]++
+				}
+			}
+			if a.Format == "truefalse" && a.JudgedTrue != nil {
+				st, jt = append(st, *a.Statement), append(jt, *a.JudgedTrue)
+			}
+		}
+		row := []string{m}
+		var rates []float64
+		for _, f := range Formats {
+			if n[f] == 0 {
+				row = append(row, "–")
+				continue
+			}
+			r := metrics.HallucinationRate(h[f], n[f])
+			rates = append(rates, r)
+			sum.Metrics[m+"/"+f] = r
+			row = append(row, fmt.Sprintf("%.2f (n=%d)", 100*r, n[f]))
+		}
+		ova := "–"
+		if len(rates) == 3 {
+			o := metrics.OverallHallucinationRate(rates[0], rates[1], rates[2])
+			sum.Metrics[m+"/overall"] = o
+			ova = fmt.Sprintf("%.2f", 100*o)
+		}
+		t5.Rows = append(t5.Rows, append(row, ova, fmt.Sprint(unscored)))
+		if n["generative"] > 0 {
+			r6 := []string{m, fmt.Sprintf("%.2f", 100*metrics.HallucinationRate(h["generative"], n["generative"]))}
+			for _, t := range Types {
+				if typeN[t] == 0 {
+					r6 = append(r6, "–")
+				} else {
+					r6 = append(r6, fmt.Sprintf("%.2f (n=%d)", 100*metrics.HallucinationRate(typeH[t], typeN[t]), typeN[t]))
+				}
+			}
+			t6.Rows = append(t6.Rows, r6)
+		}
+		if len(st) > 0 {
+			e := metrics.TrueFalseErrorRates(st, jt)
+			f5.Rows = append(f5.Rows, []string{m, fmt.Sprintf("%.2f", 100*e.FalseNegativeRate), fmt.Sprintf("%.2f", 100*e.FalsePositiveRate),
+				fmt.Sprint(e.Hallucinated), fmt.Sprint(e.Correct)})
+			sum.Metrics[m+"/truefalse/fn_rate"], sum.Metrics[m+"/truefalse/fp_rate"] = e.FalseNegativeRate, e.FalsePositiveRate
+		}
+	}
+	sum.Tables = append(sum.Tables, t5, t6, f5)
+	sum.Notes = append(sum.Notes,
+		"unscored: a choice reply with no A–D letter, a true/false reply with neither word, or a judge reply that never parsed; excluded from the rates",
+		fmt.Sprintf("dataset %s: language %s, built by %s, verified by %s", s.cfg.Data, s.info.Lang, s.info.Agent, s.info.Verifier))
+	return sum, nil
+}
