@@ -103,6 +103,18 @@ func importTiny(t *testing.T, host string, seed string, names ...string) {
 	}
 }
 
+// importStories imports stories260K (a real trained model, from
+// $HALU_SHARED/models) under name.
+func importStories(t *testing.T, host, name string) {
+	t.Helper()
+	shared := os.Getenv("HALU_SHARED")
+	stories := filepath.Join(shared, "models", "stories260K.gguf")
+	if _, err := os.Stat(stories); err != nil {
+		t.Fatalf("need %s (HALU_SHARED=%q): %v", stories, shared, err)
+	}
+	mustHalu(t, host, "models", "import", stories, "--name", name, "--template", localmodels.TinyTemplate)
+}
+
 func sortedLines(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)

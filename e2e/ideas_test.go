@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"halu/localmodels"
 	"halu/runner"
 )
 
@@ -16,13 +14,8 @@ import (
 // model from ../shared/models) generates, and the tiny model under three
 // names (three seeds, three digests) is the panel; 3 keywords × 3 ideas.
 func TestIdeas(t *testing.T) {
-	shared := os.Getenv("HALU_SHARED")
-	stories := filepath.Join(shared, "models", "stories260K.gguf")
-	if _, err := os.Stat(stories); err != nil {
-		t.Fatalf("need %s (HALU_SHARED=%q): %v", stories, shared, err)
-	}
 	srv := server(t, t.TempDir())
-	mustHalu(t, srv.Host, "models", "import", stories, "--name", "stories", "--template", localmodels.TinyTemplate)
+	importStories(t, srv.Host, "stories")
 	importTiny(t, srv.Host, "1", "judge-a")
 	importTiny(t, srv.Host, "2", "judge-b")
 	importTiny(t, srv.Host, "3", "judge-c")

@@ -4,12 +4,10 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"halu/localmodels"
 	"halu/runner"
 	"halu/runner/intent"
 )
@@ -18,13 +16,8 @@ import (
 // model) answers every task type of the bundled sample, and the tiny model
 // is the judge; items made from PubMedQA by "halu intent make" run too.
 func TestIntent(t *testing.T) {
-	shared := os.Getenv("HALU_SHARED")
-	stories := filepath.Join(shared, "models", "stories260K.gguf")
-	if _, err := os.Stat(stories); err != nil {
-		t.Fatalf("need %s (HALU_SHARED=%q): %v", stories, shared, err)
-	}
 	srv := server(t, t.TempDir())
-	mustHalu(t, srv.Host, "models", "import", stories, "--name", "stories", "--template", localmodels.TinyTemplate)
+	importStories(t, srv.Host, "stories")
 	importTiny(t, srv.Host, "5", "judge")
 	work := t.TempDir()
 

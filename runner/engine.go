@@ -43,7 +43,8 @@ type Suite interface {
 }
 
 // Describer is implemented by suites that use prompt templates and data
-// files; both are recorded in the manifest by hash.
+// files; both are recorded in the manifest by hash (the engine computes the
+// hashes: a suite gives the text and its source).
 type Describer interface {
 	Prompts() map[string]PromptInfo
 	Datasets() []string
@@ -81,10 +82,10 @@ type Engine struct {
 	Version     string
 
 	models sync.Map // name -> localmodels.ModelInfo
-	sem    chan struct{}
-	once   sync.Once
-	tok    Tokenizer
-	stats  stats
+	sem     chan struct{}
+	once    sync.Once
+	tok     Tokenizer
+	stats   stats
 }
 
 type stats struct {
@@ -201,7 +202,13 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		}
 	}
 	if d, ok := s.(Describer); ok {
-		man.Prompts = d.Prompts()
+		// The engine hashes each template itself, so a manifest's hash
+		// always matches its text.
+		man.Prompts = map[string]PromptInfo{}
+		for name, p := range d.Prompts() {
+			p.SHA256 = HashText(p.Text)
+			man.Prompts[name] = p
+		}
 		man.Datasets = map[string]DatasetInfo{}
 		for _, p := range d.Datasets() {
 			h, err := HashFile(p)

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
+	"halu/runner"
 	"halu/runner/intent"
 )
 
@@ -36,25 +34,8 @@ Input JSONL: id (or pmid), title, text (or abstract), optional question and answ
 				return err
 			}
 			items := intent.Make(arts, o)
-			f, err := os.Create(out)
-			if err != nil {
+			if err := runner.WriteJSONL(out, items); err != nil {
 				return err
-			}
-			w := bufio.NewWriter(f)
-			for _, it := range items {
-				b, err := json.Marshal(it)
-				if err != nil {
-					f.Close()
-					return err
-				}
-				w.Write(append(b, '\n'))
-			}
-			if err := w.Flush(); err != nil {
-				f.Close()
-				return fmt.Errorf("%s: %w", out, err)
-			}
-			if err := f.Close(); err != nil {
-				return fmt.Errorf("%s: %w", out, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d items from %d articles written to %s\n", len(items), len(arts), out)
 			return nil

@@ -1,7 +1,6 @@
 package cfaith
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -9,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"halu/runner"
 )
 
 // GenItem is a generative QA item (§3.3): the question, its correct answer
@@ -154,13 +155,13 @@ const (
 func WriteDataset(dir string, ds Dataset, info DatasetInfo) error {
 	info.Counts = map[string]int{"generative": len(ds.Generative), "single_choice": len(ds.Choice), "true_false": len(ds.TrueFalse)}
 	info.Dropped = ds.Dropped
-	if err := writeJSONL(filepath.Join(dir, genFile), ds.Generative); err != nil {
+	if err := runner.WriteJSONL(filepath.Join(dir, genFile), ds.Generative); err != nil {
 		return err
 	}
-	if err := writeJSONL(filepath.Join(dir, choiceFile), ds.Choice); err != nil {
+	if err := runner.WriteJSONL(filepath.Join(dir, choiceFile), ds.Choice); err != nil {
 		return err
 	}
-	if err := writeJSONL(filepath.Join(dir, tfFile), ds.TrueFalse); err != nil {
+	if err := runner.WriteJSONL(filepath.Join(dir, tfFile), ds.TrueFalse); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(info, "", "  ")
@@ -168,49 +169,6 @@ func WriteDataset(dir string, ds Dataset, info DatasetInfo) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, infoFile), append(b, '\n'), 0o644)
-}
-
-func writeJSONL[T any](path string, items []T) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	for _, it := range items {
-		b, err := json.Marshal(it)
-		if err != nil {
-			f.Close()
-			return err
-		}
-		w.Write(append(b, '\n'))
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
-}
-
-func readJSONL[T any](path string) ([]T, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
-		}
-		out = append(out, v)
-	}
-	return out, sc.Err()
 }
 
 // ReadDataset reads a dataset directory written by WriteDataset.
@@ -224,13 +182,13 @@ func ReadDataset(dir string) (Dataset, DatasetInfo, error) {
 	if err := json.Unmarshal(b, &info); err != nil {
 		return ds, info, fmt.Errorf("%s: %w", filepath.Join(dir, infoFile), err)
 	}
-	if ds.Generative, err = readJSONL[GenItem](filepath.Join(dir, genFile)); err != nil {
+	if ds.Generative, err = runner.ReadJSONL[GenItem](filepath.Join(dir, genFile)); err != nil {
 		return ds, info, err
 	}
-	if ds.Choice, err = readJSONL[ChoiceItem](filepath.Join(dir, choiceFile)); err != nil {
+	if ds.Choice, err = runner.ReadJSONL[ChoiceItem](filepath.Join(dir, choiceFile)); err != nil {
 		return ds, info, err
 	}
-	if ds.TrueFalse, err = readJSONL[TFItem](filepath.Join(dir, tfFile)); err != nil {
+	if ds.TrueFalse, err = runner.ReadJSONL[TFItem](filepath.Join(dir, tfFile)); err != nil {
 		return ds, info, err
 	}
 	return ds, info, nil

@@ -1,22 +1,20 @@
 package cfaith
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"halu/embed"
 	"halu/localmodels"
 	"halu/runner"
+	"halu/runner/hic"
 )
 
 // Doc is one knowledge document.
@@ -28,7 +26,7 @@ type Doc struct {
 // ReadDocs reads knowledge documents from a directory of .txt/.md files
 // (one document each, named by file), a JSONL file (id, ent or pmid; and
 // knowledge, text or abstract — the C-FAITH domain_data and PubMedQA
-// shapes), or a CSV with a "Knowledge Base" column (HIC-Bench's CDID).
+// shapes), or a CDID-format CSV (HIC-Bench: its "Knowledge Base" texts).
 func ReadDocs(path string) ([]Doc, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -58,25 +56,30 @@ func ReadDocs(path string) ([]Doc, error) {
 		}
 		return out, nil
 	}
-	b, err := os.ReadFile(path)
+	if strings.HasSuffix(path, ".csv") {
+		qs, err := hic.LoadQuestions(path)
+		if err != nil {
+			return nil, err
+		}
+		var out []Doc
+		for _, q := range qs {
+			if k := strings.TrimSpace(q.Knowledge); k != "" {
+				out = append(out, Doc{ID: strconv.Itoa(q.ID), Knowledge: k})
+			}
+		}
+		return out, nil
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if strings.HasSuffix(path, ".csv") {
-		return readCSVDocs(path, b)
-	}
+	defer f.Close()
 	var out []Doc
 	seen := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		l := bytes.TrimSpace(sc.Bytes())
-		if len(l) == 0 {
-			continue
-		}
+	err = runner.ScanJSONL(f, path, func(line int, l []byte) error {
 		var raw map[string]any
 		if err := json.Unmarshal(l, &raw); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+			return err
 		}
 		str := func(keys ...string) string {
 			for _, k := range keys {
@@ -93,54 +96,20 @@ func ReadDocs(path string) ([]Doc, error) {
 		}
 		d := Doc{ID: str("id", "ent", "pmid"), Knowledge: strings.TrimSpace(str("knowledge", "text", "abstract"))}
 		if d.ID == "" || d.Knowledge == "" {
-			return nil, fmt.Errorf("%s:%d: want an id (id, ent or pmid) and a text (knowledge, text or abstract)", path, line)
+			return errors.New("want an id (id, ent or pmid) and a text (knowledge, text or abstract)")
 		}
 		if prev, ok := seen[d.ID]; ok {
-			return nil, fmt.Errorf("%s:%d: document %q already on line %d", path, line, d.ID, prev)
+			return fmt.Errorf("document %q already on line %d", d.ID, prev)
 		}
 		seen[d.ID] = line
 		out = append(out, d)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no documents", path)
-	}
-	return out, sc.Err()
-}
-
-func readCSVDocs(path string, b []byte) ([]Doc, error) {
-	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(b, []byte("\ufeff"))))
-	header, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s: header: %w", path, err)
-	}
-	kb, id := -1, -1
-	for i, h := range header {
-		switch strings.TrimSpace(h) {
-		case "Knowledge Base":
-			kb = i
-		case "ID":
-			id = i
-		}
-	}
-	if kb < 0 {
-		return nil, fmt.Errorf(`%s: no "Knowledge Base" column`, path)
-	}
-	var out []Doc
-	for line := 2; ; line++ {
-		rec, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		d := Doc{ID: fmt.Sprint(line - 1), Knowledge: strings.TrimSpace(rec[kb])}
-		if id >= 0 {
-			d.ID = strings.TrimSpace(rec[id])
-		}
-		if d.Knowledge != "" {
-			out = append(out, d)
-		}
 	}
 	return out, nil
 }
@@ -249,10 +218,10 @@ func (b *Builder) Prompts() map[string]runner.PromptInfo {
 		case strings.Contains(n, "eval_true_false"), strings.Contains(n, "judge_generative"), strings.Contains(n, "optimizer"):
 			src = "halu"
 		}
-		out[n] = runner.PromptInfo{SHA256: runner.HashText(t), Source: src, Text: t}
+		out[n] = runner.PromptInfo{Source: src, Text: t}
 	}
 	rs, _ := json.Marshal(b.cfg.Rules)
-	out["rules"] = runner.PromptInfo{SHA256: runner.HashText(string(rs)), Source: "rule set " + b.cfg.Rules.Name, Text: string(rs)}
+	out["rules"] = runner.PromptInfo{Source: "rule set " + b.cfg.Rules.Name, Text: string(rs)}
 	return out
 }
 
@@ -399,9 +368,9 @@ func (b *Builder) Process(ctx context.Context, c *runner.Calls, it runner.Item) 
 }
 
 func (b *Builder) verify(ctx context.Context, c *runner.Calls, check, content string) (*Verdict, error) {
-	req := b.req(b.cfg.Verifier, content, b.cfg.Seed, verdictSchema)
 	// Verification is a judgement: greedy, not the agents' sampling.
-	req.Options = localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(b.cfg.Seed), NumPredict: localmodels.Int(b.cfg.MaxTokens)}
+	req := localmodels.ChatRequest{Model: b.cfg.Verifier, Messages: []localmodels.Message{{Role: "user", Content: content}},
+		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(b.cfg.Seed), NumPredict: localmodels.Int(b.cfg.MaxTokens)}}
 	var schema json.RawMessage
 	if b.cfg.Format == "json" {
 		schema = json.RawMessage(verdictSchema)

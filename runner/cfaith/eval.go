@@ -85,7 +85,7 @@ func (s *Suite) Prompts() map[string]runner.PromptInfo {
 		if n == "eval_single_choice" {
 			src = "github.com/pkulcwmzx/C-FAITH single_choice_qa.jsonl template"
 		}
-		out[s.info.Lang+"/"+n] = runner.PromptInfo{SHA256: runner.HashText(t), Source: src, Text: t}
+		out[s.info.Lang+"/"+n] = runner.PromptInfo{Source: src, Text: t}
 	}
 	return out
 }

@@ -14,6 +14,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"halu/runner"
 )
 
 //go:embed prompts/zh/*.txt prompts/en/*.txt prompts/rules.json
@@ -76,14 +78,6 @@ func fillPositional(t string, args ...string) string {
 		b.WriteString(args[i])
 		t = t[j+2:]
 	}
-}
-
-func fillNamed(t string, vals map[string]string) string {
-	var pairs []string
-	for k, v := range vals {
-		pairs = append(pairs, "{"+k+"}", v)
-	}
-	return strings.NewReplacer(pairs...).Replace(t)
 }
 
 // RuleSet is the part of the generation prompts that prompt optimisation
@@ -199,19 +193,19 @@ func VerifyTypePrompt(lang, typ, question, answer, halu string) string {
 
 // SingleChoicePrompt is the authors' single-choice template.
 func SingleChoicePrompt(lang, question string, options [4]string) string {
-	return fillNamed(tmpl(lang, "eval_single_choice"), map[string]string{"q": question, "a": options[0], "b": options[1], "c": options[2], "d": options[3]})
+	return runner.Fill(tmpl(lang, "eval_single_choice"), map[string]string{"q": question, "a": options[0], "b": options[1], "c": options[2], "d": options[3]})
 }
 
 // TrueFalsePrompt is halu's true/false template (the authors published
 // none), written in the style of their single-choice one.
 func TrueFalsePrompt(lang, question, statement string) string {
-	return fillNamed(tmpl(lang, "eval_true_false"), map[string]string{"q": question, "a": statement})
+	return runner.Fill(tmpl(lang, "eval_true_false"), map[string]string{"q": question, "a": statement})
 }
 
 // JudgePrompt asks whether a generative answer conflicts with the correct
 // one (§4.2; the paper's GPT-4o prompt is not published: halu's).
 func JudgePrompt(lang, question, answer, response string) string {
-	return fillNamed(tmpl(lang, "judge_generative"), map[string]string{"q": question, "a": answer, "r": response})
+	return runner.Fill(tmpl(lang, "judge_generative"), map[string]string{"q": question, "a": answer, "r": response})
 }
 
 // OptimizerPrompt asks the optimisation agent for revised rules (halu's).
@@ -227,7 +221,7 @@ func OptimizerPrompt(lang string, rs RuleSet, feedback string) string {
 	for _, t := range Types {
 		fmt.Fprintf(&defs, "%s: %s\n", t, rs.LabelDefs[t])
 	}
-	return fillNamed(tmpl(lang, "optimizer"), map[string]string{
+	return runner.Fill(tmpl(lang, "optimizer"), map[string]string{
 		"qa_rules": number(rs.QARules), "halu_rules": number(rs.HaluRules),
 		"label_definitions": strings.TrimRight(defs.String(), "\n"), "feedback": feedback})
 }

@@ -107,16 +107,6 @@ func Templates() map[string]string {
 	return out
 }
 
-// fill substitutes {name} placeholders as Python's str.format does for the
-// authors' templates (which use no other braces).
-func fill(tmpl string, vals map[string]string) string {
-	var pairs []string
-	for k, v := range vals {
-		pairs = append(pairs, "{"+k+"}", v)
-	}
-	return strings.NewReplacer(pairs...).Replace(tmpl)
-}
-
 // Examples are DHP's dynamic examples (paper Algorithm 1).
 type Examples struct {
 	Positive string `json:"positive,omitempty"` // the answer text
@@ -132,27 +122,27 @@ type Examples struct {
 func RenderPrompt(strategy string, q Question, ex Examples, ragSource string) (string, error) {
 	examples := ""
 	if ex.Positive != "" {
-		examples += fill(prompt("dhp_positive_example"), map[string]string{"answer": ex.Positive})
+		examples += runner.Fill(prompt("dhp_positive_example"), map[string]string{"answer": ex.Positive})
 	}
 	neg := ""
 	if ex.Negative != "" {
-		neg = fill(prompt("dhp_negative_example"), map[string]string{"answer": ex.Negative})
+		neg = runner.Fill(prompt("dhp_negative_example"), map[string]string{"answer": ex.Negative})
 	}
 	vals := map[string]string{"field": q.Field, "question": q.Question}
 	switch strategy {
 	case "scp", "cot", "rcp":
-		return fill(prompt(strategy+"_prompt"), vals), nil
+		return runner.Fill(prompt(strategy+"_prompt"), vals), nil
 	case "rag":
 		vals["principle"] = q.Knowledge
 		if ragSource == "principle" {
 			vals["principle"] = q.Principle
 		}
-		return fill(prompt("rag_prompt"), vals), nil
+		return runner.Fill(prompt("rag_prompt"), vals), nil
 	case "dhp":
 		vals["positive"], vals["negative"] = examples, neg
-		return fill(prompt("dhp_prompt"), vals), nil
+		return runner.Fill(prompt("dhp_prompt"), vals), nil
 	case "rcp+dhp":
-		p := fill(prompt("rcp_prompt"), vals)
+		p := runner.Fill(prompt("rcp_prompt"), vals)
 		i := strings.LastIndex(p, "\nQuestion: ")
 		if i < 0 {
 			return "", errors.New("rcp prompt has no Question line")
@@ -372,7 +362,7 @@ func (s *Suite) Models() []string {
 func (s *Suite) Prompts() map[string]runner.PromptInfo {
 	out := map[string]runner.PromptInfo{}
 	for n, t := range Templates() {
-		out[n] = runner.PromptInfo{SHA256: runner.HashText(t), Source: "github.com/chujiguangniao/HIC-bench (MIT)", Text: t}
+		out[n] = runner.PromptInfo{Source: "github.com/chujiguangniao/HIC-bench (MIT)", Text: t}
 	}
 	return out
 }
@@ -578,7 +568,7 @@ func (s *Suite) judge(ctx context.Context, c *runner.Calls, judge, question, ans
 		Model: judge,
 		Messages: []localmodels.Message{
 			{Role: "system", Content: prompt("evaluation_system_prompt")},
-			{Role: "user", Content: fill(prompt("evaluation_user_prompt"), map[string]string{"question": question, "answer": answer})},
+			{Role: "user", Content: runner.Fill(prompt("evaluation_user_prompt"), map[string]string{"question": question, "answer": answer})},
 		},
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed),
 			NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)},

@@ -354,7 +354,7 @@ func (s *Suite) Models() []string {
 func (s *Suite) Prompts() map[string]runner.PromptInfo {
 	out := map[string]runner.PromptInfo{}
 	add := func(n, t string) {
-		out[n] = runner.PromptInfo{SHA256: runner.HashText(t), Source: "github.com/Teddy-XiongGZ/TruthHypo", Text: t}
+		out[n] = runner.PromptInfo{Source: "github.com/Teddy-XiongGZ/TruthHypo", Text: t}
 	}
 	add("system", s.prompts.System)
 	for k, v := range s.prompts.User {

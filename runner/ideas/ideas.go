@@ -306,7 +306,7 @@ func (s *Suite) Prompts() map[string]runner.PromptInfo {
 	for n, t := range map[string]string{"idea_prompt": s.prompts.Idea, "idea_fallback": s.prompts.Fallback, "critic_system": s.prompts.Critic,
 		"critic_user": s.prompts.CriticUser, "fluency_critic": s.prompts.Fluency, "refusal_phrases": strings.Join(RefusalPhrases(), "\n"),
 		"final_idea_markers": strings.Join(FinalIdeaMarkers(), "\n")} {
-		out[n] = runner.PromptInfo{SHA256: runner.HashText(t), Source: src, Text: t}
+		out[n] = runner.PromptInfo{Source: src, Text: t}
 	}
 	return out
 }

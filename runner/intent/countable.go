@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Countable constraints are checked by code, not by the judge: the paper
@@ -128,6 +129,8 @@ type response struct {
 	stanzas []string
 }
 
+var blankLineRE = regexp.MustCompile(`\n\s*\n`)
+
 var titleRE = regexp.MustCompile(`^(#+\s|\*\*[^*]+\*\*$|(?i:title)\s*:)`)
 
 func parseResponse(text string) response {
@@ -137,7 +140,7 @@ func parseResponse(text string) response {
 	}
 	body := strings.TrimSpace(strings.Join(lines, "\n"))
 	r := response{body: body, lines: nonEmpty(body)}
-	for _, s := range regexp.MustCompile(`\n\s*\n`).Split(body, -1) {
+	for _, s := range blankLineRE.Split(body, -1) {
 		if strings.TrimSpace(s) != "" {
 			r.stanzas = append(r.stanzas, s)
 		}
@@ -192,9 +195,23 @@ func lastWord(line string) string {
 	return strings.TrimFunc(ws[len(ws)-1], func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
 }
 
+// hasWord reports whether w occurs in body as a whole word, ignoring case.
 func hasWord(body, w string) bool {
-	re := regexp.MustCompile(`(?i)(^|[^\p{L}\p{N}])` + regexp.QuoteMeta(w) + `($|[^\p{L}\p{N}])`)
-	return re.MatchString(body)
+	lb, lw := strings.ToLower(body), strings.ToLower(w)
+	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }
+	for i := 0; ; {
+		j := strings.Index(lb[i:], lw)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(lw)
+		before, _ := utf8.DecodeLastRuneInString(lb[:start])
+		after, _ := utf8.DecodeRuneInString(lb[end:])
+		if (start == 0 || !isWord(before)) && (end == len(lb) || !isWord(after)) {
+			return true
+		}
+		i = start + 1
+	}
 }
 
 func all(xs []string, f func(string) bool) bool {

@@ -1,19 +1,29 @@
 package intent
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
 	"strings"
+
+	"halu/runner"
 )
 
 // Tasks are FaithQA's six task types (Table 1): the omission tasks (Fact QA,
 // Creative Writing story and poem) and the misinterpretation tasks
 // (Response Evaluation, Content Analysis relationship and summary).
 var Tasks = []string{"factqa", "story", "poem", "response_eval", "relationship", "summary"}
+
+func knownTask(t string) bool {
+	for _, x := range Tasks {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
 
 // Misinterpretation reports whether task withholds one piece of content
 // on purpose (§5.2).
@@ -87,11 +97,7 @@ func (in Input) validate() error {
 	if strings.TrimSpace(in.ID) == "" {
 		return fmt.Errorf("no id")
 	}
-	known := false
-	for _, t := range Tasks {
-		known = known || t == in.Task
-	}
-	if !known {
+	if !knownTask(in.Task) {
 		return fmt.Errorf("task %q (want one of %s)", in.Task, strings.Join(Tasks, ", "))
 	}
 	if d := in.Difficulty; d != "" && d != "easy" && d != "hard" {
@@ -128,30 +134,25 @@ func (in Input) validate() error {
 func ParseInputs(b []byte, name string) ([]Input, error) {
 	var out []Input
 	seen := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		l := bytes.TrimSpace(sc.Bytes())
-		if len(l) == 0 {
-			continue
-		}
+	err := runner.ScanJSONL(bytes.NewReader(b), name, func(line int, l []byte) error {
 		var in Input
 		dec := json.NewDecoder(bytes.NewReader(l))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&in); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
+			return err
 		}
 		if err := in.validate(); err != nil {
-			return nil, fmt.Errorf("%s:%d: item %q: %v", name, line, in.ID, err)
+			return fmt.Errorf("item %q: %v", in.ID, err)
 		}
 		if prev, ok := seen[in.ID]; ok {
-			return nil, fmt.Errorf("%s:%d: item %q: id already used on line %d", name, line, in.ID, prev)
+			return fmt.Errorf("item %q: id already used on line %d", in.ID, prev)
 		}
 		seen[in.ID] = line
 		out = append(out, in)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no items", name)

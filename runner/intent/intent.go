@@ -45,14 +45,6 @@ var promptSources = map[string]string{
 	"missing_content_check": "halu (§5.2 and Appendix F.2)",
 }
 
-func fill(tmpl string, vals map[string]string) string {
-	var pairs []string
-	for k, v := range vals {
-		pairs = append(pairs, "{"+k+"}", v)
-	}
-	return strings.NewReplacer(pairs...).Replace(tmpl)
-}
-
 // Config is the suite's settings.
 type Config struct {
 	Models []string `json:"models"`
@@ -135,8 +127,8 @@ func New(cfg Config) (*Suite, error) {
 		return nil, errors.New("intent: sample counts cannot be negative")
 	}
 	for _, t := range cfg.Tasks {
-		if err := (Input{ID: "x", Task: t, Query: "x"}).validate(); err != nil && strings.HasPrefix(err.Error(), "task") {
-			return nil, fmt.Errorf("intent: --tasks: %v", err)
+		if !knownTask(t) {
+			return nil, fmt.Errorf("intent: --tasks: task %q (want one of %s)", t, strings.Join(Tasks, ", "))
 		}
 	}
 	all, err := LoadInputs(cfg.Data)
@@ -174,7 +166,7 @@ func (s *Suite) Prompts() map[string]runner.PromptInfo {
 	out := map[string]runner.PromptInfo{}
 	for n, src := range promptSources {
 		t := prompt(n)
-		out[n] = runner.PromptInfo{SHA256: runner.HashText(t), Source: src, Text: t}
+		out[n] = runner.PromptInfo{Source: src, Text: t}
 	}
 	return out
 }
@@ -294,15 +286,15 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 	res.Response, res.EvalCount, res.DoneReason = strings.TrimSpace(gen.Content), gen.EvalCount, gen.DoneReason
 
 	// Constraint mapping (Table 6): the query as the model saw it. The
-	// mapping does not depend on the model under test, so the cache serves
-	// it once per query.
+	// mapping does not depend on the model under test, so the engine makes
+	// the call once per query (cached, and shared while in flight).
 	mis := Misinterpretation(in.Task)
 	for i := 0; i < s.cfg.MapSamples; i++ {
 		temp := 0.0
 		if s.cfg.MapSamples > 1 {
 			temp = s.cfg.MapTemperature
 		}
-		req := s.judgeReq(fill(prompt("constraint_mapping"), map[string]string{"query": task}), temp, s.cfg.Seed+i)
+		req := s.judgeReq(runner.Fill(prompt("constraint_mapping"), map[string]string{"query": task}), temp, s.cfg.Seed+i)
 		parse := func(raw string) (Mapping, error) { return ParseMapping(raw, mis) }
 		if s.cfg.JudgeFormat == "json" {
 			req.Format = json.RawMessage(mappingSchema)
@@ -323,7 +315,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 	}
 
 	if mis {
-		req := s.judgeReq(fill(prompt("missing_content_check"), map[string]string{
+		req := s.judgeReq(runner.Fill(prompt("missing_content_check"), map[string]string{
 			"missing": in.MissingPart(), "task": task, "response": res.Response}), 0, s.cfg.Seed)
 		v, ok, err := runner.JudgeAs(ctx, c, "judge", req, s.schema(missingSchema), ParseMissingText)
 		if err != nil {
@@ -379,7 +371,7 @@ func (s *Suite) score(ctx context.Context, c *runner.Calls, res *ItemResult, in 
 		scored[0].Satisfied, scored[0].Source = false, "rule"
 	}
 	// The judge sees the whole set, the missing-content constraint included.
-	req := s.judgeReq(fill(prompt("constraint_scoring"), map[string]string{
+	req := s.judgeReq(runner.Fill(prompt("constraint_scoring"), map[string]string{
 		"query": in.Prompt(), "constraints": ListConstraints(cs), "response": res.Response}), 0, s.cfg.Seed)
 	if s.cfg.JudgeFormat == "text" {
 		r, ok, err := runner.JudgeAs(ctx, c, "judge", req, nil, func(raw string) (Ratios, error) { return ParseRatios(raw, cs) })
@@ -459,7 +451,7 @@ func (s *Suite) baseline(ctx context.Context, c *runner.Calls, res *ItemResult, 
 	if s.cfg.BaselineSamples == 0 {
 		return nil
 	}
-	content := prompt("judge_baseline") + "\n" + fill(prompt("baseline_scale"), map[string]string{"query": task, "response": res.Response})
+	content := prompt("judge_baseline") + "\n" + runner.Fill(prompt("baseline_scale"), map[string]string{"query": task, "response": res.Response})
 	for i := 0; i < s.cfg.BaselineSamples; i++ {
 		req := s.judgeReq(content, s.cfg.BaselineTemperature, s.cfg.Seed+i)
 		v, ok, err := runner.JudgeAs(ctx, c, "baseline", req, s.schema(baselineSchema), ParseBaselineText)
@@ -483,7 +475,7 @@ func (s *Suite) factCheck(ctx context.Context, c *runner.Calls, res *ItemResult,
 	if s.cfg.FactSamples == 0 {
 		return nil
 	}
-	content := fill(prompt("fact_check"), map[string]string{"query": task, "response": res.Response})
+	content := runner.Fill(prompt("fact_check"), map[string]string{"query": task, "response": res.Response})
 	for i := 0; i < s.cfg.FactSamples; i++ {
 		req := s.judgeReq(content, s.cfg.FactTemperature, s.cfg.Seed+i)
 		v, ok, err := runner.JudgeAs(ctx, c, "factcheck", req, s.schema(factSchema), ParseFactText)

@@ -1,15 +1,16 @@
 package intent
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"regexp"
 	"sort"
 	"strings"
+
+	"halu/runner"
 )
 
 // Article is one source document for building misinterpretation items.
@@ -26,18 +27,13 @@ type Article struct {
 
 // ReadArticles reads article JSONL; errors name the file and line.
 func ReadArticles(path string) ([]Article, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("articles: %w", err)
 	}
+	defer f.Close()
 	var out []Article
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		l := bytes.TrimSpace(sc.Bytes())
-		if len(l) == 0 {
-			continue
-		}
+	err = runner.ScanJSONL(f, path, func(_ int, l []byte) error {
 		var raw struct {
 			ID         json.RawMessage `json:"id"`
 			PMID       json.RawMessage `json:"pmid"`
@@ -49,7 +45,7 @@ func ReadArticles(path string) ([]Article, error) {
 			LongAnswer string          `json:"long_answer"`
 		}
 		if err := json.Unmarshal(l, &raw); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+			return err
 		}
 		a := Article{ID: idString(raw.ID), Title: raw.Title, Text: first(raw.Text, raw.Abstract),
 			Question: raw.Question, Answer: first(raw.Answer, raw.LongAnswer)}
@@ -57,14 +53,12 @@ func ReadArticles(path string) ([]Article, error) {
 			a.ID = idString(raw.PMID)
 		}
 		if a.ID == "" || strings.TrimSpace(a.Text) == "" {
-			return nil, fmt.Errorf("%s:%d: want an id (or pmid) and a text (or abstract)", path, line)
+			return errors.New("want an id (or pmid) and a text (or abstract)")
 		}
 		out = append(out, a)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 func idString(r json.RawMessage) string {

@@ -101,8 +101,8 @@ func (s *Suite) Models() []string {
 // Prompts records the judge prompt in the manifest.
 func (s *Suite) Prompts() map[string]runner.PromptInfo {
 	return map[string]runner.PromptInfo{
-		"judge_system": {SHA256: runner.HashText(judgeSystem), Source: "halu smoke", Text: judgeSystem},
-		"judge_user":   {SHA256: runner.HashText(judgeTemplate), Source: "halu smoke", Text: judgeTemplate},
+		"judge_system": {Source: "halu smoke", Text: judgeSystem},
+		"judge_user":   {Source: "halu smoke", Text: judgeTemplate},
 	}
 }
 

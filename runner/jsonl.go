@@ -1,0 +1,88 @@
+package runner
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// ScanJSONL calls fn with each non-blank line of a JSONL stream and its
+// 1-based line number. An error from fn, or from reading, comes back as
+// "name:line: …", so every JSONL input names where it went wrong the same
+// way. Lines may be up to 64 MiB.
+func ScanJSONL(r io.Reader, name string, fn func(line int, b []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		if err := fn(line, b); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	return nil
+}
+
+// ReadJSONL decodes every line of a JSONL file into a T.
+func ReadJSONL[T any](path string) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []T
+	err = ScanJSONL(f, path, func(_ int, b []byte) error {
+		var v T
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// WriteJSONL writes items to path, one JSON object per line.
+func WriteJSONL[T any](path string, items []T) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		w.Write(append(b, '\n'))
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// Fill substitutes {name} placeholders in a prompt template, as Python's
+// str.format does for templates with no other braces.
+func Fill(tmpl string, vals map[string]string) string {
+	pairs := make([]string, 0, 2*len(vals))
+	for k, v := range vals {
+		pairs = append(pairs, "{"+k+"}", v)
+	}
+	return strings.NewReplacer(pairs...).Replace(tmpl)
+}
