@@ -92,32 +92,27 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 	if hit {
 		e.stats.hits.Add(1)
 	} else {
-		err = e.withRetry(ctx, func(ctx context.Context) error {
-			select {
-			case e.sem <- struct{}{}:
-			case <-ctx.Done():
-				return ctx.Err()
+		// Identical requests in flight at once (one query's constraint
+		// mapping asked for by every model's item, say) share one call: the
+		// first caller makes it, the others take its reply as a cache hit.
+		made := false
+		v, err, _ := e.flights.Do(key, func() (any, error) {
+			made = true
+			resp, err := e.chatOnce(ctx, req)
+			if err != nil {
+				return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
 			}
-			defer func() { <-e.sem }()
-			cctx, cancel := ctx, context.CancelFunc(func() {})
-			if e.CallTimeout > 0 {
-				cctx, cancel = context.WithTimeout(ctx, e.CallTimeout)
+			if e.Cache != nil {
+				err = e.Cache.Put(key, resp)
 			}
-			defer cancel()
-			e.stats.calls.Add(1)
-			var err error
-			resp, err = e.Client.Chat(cctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout})
-			return err
+			return resp, err
 		})
+		resp = v.(localmodels.ChatResponse)
 		if err != nil {
-			return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
+			return resp, err
 		}
-		e.stats.promptTokens.Add(int64(resp.PromptEvalCount))
-		e.stats.evalTokens.Add(int64(resp.EvalCount))
-		if e.Cache != nil {
-			if err := e.Cache.Put(key, resp); err != nil {
-				return resp, err
-			}
+		if !made {
+			e.stats.hits.Add(1)
 		}
 	}
 	c.record(CallLog{
@@ -125,6 +120,34 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 		PromptTokens: resp.PromptEvalCount, EvalTokens: resp.EvalCount, DoneReason: resp.DoneReason,
 	})
 	return resp, nil
+}
+
+// chatOnce makes one generation call with the engine's retry policy,
+// per-host concurrency limit and timeouts, and counts its tokens.
+func (e *Engine) chatOnce(ctx context.Context, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
+	var resp localmodels.ChatResponse
+	err := e.withRetry(ctx, func(ctx context.Context) error {
+		select {
+		case e.sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-e.sem }()
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if e.CallTimeout > 0 {
+			cctx, cancel = context.WithTimeout(ctx, e.CallTimeout)
+		}
+		defer cancel()
+		e.stats.calls.Add(1)
+		var err error
+		resp, err = e.Client.Chat(cctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout})
+		return err
+	})
+	if err == nil {
+		e.stats.promptTokens.Add(int64(resp.PromptEvalCount))
+		e.stats.evalTokens.Add(int64(resp.EvalCount))
+	}
+	return resp, err
 }
 
 // Judge asks a judge model and hands its reply to parse. An error from parse

@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"halu/localmodels"
 )
 
@@ -81,7 +83,8 @@ type Engine struct {
 	Interactive bool
 	Version     string
 
-	models sync.Map // name -> localmodels.ModelInfo
+	models  sync.Map // name -> localmodels.ModelInfo
+	flights singleflight.Group
 	sem     chan struct{}
 	once    sync.Once
 	tok     Tokenizer

@@ -433,3 +433,36 @@ func TestEmbedCachesPerText(t *testing.T) {
 		t.Fatal("cached vector differs")
 	}
 }
+
+// Identical requests in flight at once make one model call; the others
+// share its reply and count as cache hits.
+func TestConcurrentIdenticalCallsShareOne(t *testing.T) {
+	var n atomic.Int32
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		return fakeollama.Reply{Content: fmt.Sprint(n.Add(1)), Delay: 200 * time.Millisecond}
+	})
+	e := engine(t, srv.Host(), t.TempDir())
+	e.Parallel = 4
+	req := localmodels.ChatRequest{Model: "gen", Messages: []localmodels.Message{{Role: "user", Content: "q"}}}
+	got := make([]string, 4)
+	errs := make(chan error, 4)
+	for i := range got {
+		go func(i int) {
+			r, err := e.NewCalls(fmt.Sprint("item-", i)).Chat(context.Background(), "g", req, 0)
+			got[i] = r.Content
+			errs <- err
+		}(i)
+	}
+	for range got {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n.Load() != 1 || strings.Join(got, ",") != "1,1,1,1" {
+		t.Fatalf("%d calls, replies %v; want one call shared by all", n.Load(), got)
+	}
+	if st := e.Stats(); st.ModelCalls != 1 || st.CacheHits != 3 {
+		t.Errorf("stats: %d calls, %d hits; want 1 and 3", st.ModelCalls, st.CacheHits)
+	}
+}
