@@ -122,25 +122,34 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 	return resp, nil
 }
 
-// chatOnce makes one generation call with the engine's retry policy,
-// per-host concurrency limit and timeouts, and counts its tokens.
-func (e *Engine) chatOnce(ctx context.Context, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
-	var resp localmodels.ChatResponse
-	err := e.withRetry(ctx, func(ctx context.Context) error {
+// call runs one model request f under the engine's retry policy: each
+// attempt waits for a slot of the per-host concurrency limit, is bounded by
+// CallTimeout and counted.
+func (e *Engine) call(ctx context.Context, f func(ctx context.Context) error) error {
+	return e.withRetry(ctx, func(ctx context.Context) error {
 		select {
 		case e.sem <- struct{}{}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 		defer func() { <-e.sem }()
-		cctx, cancel := ctx, context.CancelFunc(func() {})
 		if e.CallTimeout > 0 {
-			cctx, cancel = context.WithTimeout(ctx, e.CallTimeout)
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, e.CallTimeout)
+			defer cancel()
 		}
-		defer cancel()
 		e.stats.calls.Add(1)
+		return f(ctx)
+	})
+}
+
+// chatOnce makes one generation call with the engine's retry policy,
+// per-host concurrency limit and timeouts, and counts its tokens.
+func (e *Engine) chatOnce(ctx context.Context, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
+	var resp localmodels.ChatResponse
+	err := e.call(ctx, func(ctx context.Context) error {
 		var err error
-		resp, err = e.Client.Chat(cctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout})
+		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout})
 		return err
 	})
 	if err == nil {
@@ -300,14 +309,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	}
 	if len(missTexts) > 0 {
 		var vecs [][]float32
-		err := e.withRetry(ctx, func(ctx context.Context) error {
-			select {
-			case e.sem <- struct{}{}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			defer func() { <-e.sem }()
-			e.stats.calls.Add(1)
+		err := e.call(ctx, func(ctx context.Context) error {
 			var err error
 			vecs, err = e.Client.Embed(ctx, model, missTexts, 64)
 			return err
