@@ -27,7 +27,7 @@ func TestCFaith(t *testing.T) {
 		common := []string{"--docs", docs, "--lang", lang, "--agent", "agent", "--types", "EntErr",
 			"--max-questions", "1", "--max-tokens", "1500", "--cache", cache}
 		plain := filepath.Join(work, lang+"-plain")
-		r := mustHalu(t, srv.Host, append([]string{"build", "cfaith", "--out", plain, "--rules", "optimized"}, common...)...)
+		r := mustHalu(t, srv.Host, append([]string{"build", "cfaith", "--out", plain, "--rules", "optimized", "--embed-model", "agent"}, common...)...)
 		for _, want := range []string{"verification pass rates", "Rejected by the verification module", "dataset " + plain} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("%s build: output lacks %q:\n%s", lang, want, r.stdout)
@@ -37,6 +37,24 @@ func TestCFaith(t *testing.T) {
 		m, recs, err := runner.ReadRun(filepath.Join(plain, "run"))
 		if err != nil || m.Status != "complete" || len(recs) != 4 {
 			t.Fatalf("%s build run: %v, %d records", lang, err, len(recs))
+		}
+		// Every question that passed verification had its four options
+		// embedded on the server for near-duplicate removal.
+		for _, d := range decodeBuild(t, recs) {
+			for _, q := range d.Questions {
+				kept := 0
+				for _, resp := range q.Responses {
+					if resp.Drop == "" {
+						kept++
+					}
+				}
+				if q.Drop == "" && kept == 3 && q.MaxOptionSimilarity == nil {
+					t.Errorf("%s %s: a verified question without option similarity", lang, d.Doc)
+				}
+				if q.MaxOptionSimilarity != nil {
+					t.Logf("%s %s: options embedded, max similarity %.3f", lang, d.Doc, *q.MaxOptionSimilarity)
+				}
+			}
 		}
 		var info cfaith.DatasetInfo
 		b, err := os.ReadFile(filepath.Join(plain, "dataset.json"))
@@ -52,7 +70,12 @@ func TestCFaith(t *testing.T) {
 		var rounds []cfaith.Round
 		b, err = os.ReadFile(filepath.Join(opt, "optimize", "rounds.json"))
 		if err != nil || json.Unmarshal(b, &rounds) != nil || len(rounds) < 2 {
-			t.Errorf("%s rounds: %v, %d", lang, err, len(rounds))
+			t.Fatalf("%s rounds: %v, %d", lang, err, len(rounds))
+		}
+		// Round 1 measured a proposal of the optimisation agent on the
+		// validation documents: the loop ran, not just its start.
+		if rounds[1].NoCandidate || len(rounds[1].Candidates) != 1 || len(rounds[1].Revised) != 1 {
+			t.Errorf("%s: round 1 has no measured candidate: %+v\n%s", lang, rounds[1], r.stdout)
 		}
 		if _, err := os.Stat(filepath.Join(opt, "optimized_rules.json")); err != nil {
 			t.Error(err)
@@ -60,38 +83,47 @@ func TestCFaith(t *testing.T) {
 
 		t.Logf("%s build output:\n%s", lang, plainOut)
 
-		// The evaluation path on the real server, on a small dataset written
-		// here (the tiny model's random verdicts rarely let a built item
-		// through, so the built dataset may be empty).
-		data := filepath.Join(work, lang+"-data")
-		os.MkdirAll(data, 0o755)
-		ds := cfaith.Dataset{
-			Generative: []cfaith.GenItem{{ID: "g1", Doc: "d", Question: "Q1?", CorrectAnswer: "A1", HaluType: "EntErr", HaluAnswer: "H1"}},
-			Choice:     []cfaith.ChoiceItem{{ID: "c1", Doc: "d", Question: "Q1?", Options: [4]string{"H1", "A1", "H2", "H3"}, Labels: [4]string{"EntErr", "correct", "EntErr", "EntErr"}, CorrectOption: "B", HaluType: "EntErr"}},
-			TrueFalse:  []cfaith.TFItem{{ID: "t1", Doc: "d", Question: "Q1?", Statement: "A1", True: true, HaluType: "EntErr"}, {ID: "t2", Doc: "d", Question: "Q1?", Statement: "H1", HaluType: "EntErr"}},
+		// Evaluation on the real server: on the dataset just built when the
+		// verifier let items through, and always on the bundled sample
+		// dataset (the tiny model's verdicts are random, so a build may
+		// keep nothing).
+		datasets := map[string]string{"sample": filepath.Join("..", "testdata", "cfaith", "sample_"+lang)}
+		if built, _, err := cfaith.ReadDataset(plain); err != nil {
+			t.Error(err)
+		} else if len(built.Generative)+len(built.Choice)+len(built.TrueFalse) > 0 {
+			datasets["built"] = plain
 		}
-		if err := cfaith.WriteDataset(data, ds, cfaith.DatasetInfo{Lang: lang, Agent: "hand-written", Verifier: "hand-written"}); err != nil {
-			t.Fatal(err)
-		}
-		ev := filepath.Join(work, lang+"-eval")
-		r = mustHalu(t, srv.Host, "run", "cfaith", "--data", data, "--models", "agent", "--judge", "agent",
-			"--max-tokens", "40", "--cache", cache, "--out", ev)
-		for _, want := range []string{"C-FAITH Table 5", "C-FAITH Table 6", "C-FAITH Figure 5"} {
-			if !strings.Contains(r.stdout, want) {
-				t.Errorf("%s run: output lacks %q:\n%s", lang, want, r.stdout)
+		for name, data := range datasets {
+			ds, _, err := cfaith.ReadDataset(data)
+			if err != nil {
+				t.Fatal(err)
 			}
+			ev := filepath.Join(work, lang+"-eval-"+name)
+			r = mustHalu(t, srv.Host, "run", "cfaith", "--data", data, "--models", "agent", "--judge", "agent",
+				"--max-tokens", "40", "--cache", cache, "--out", ev)
+			for _, want := range []string{"C-FAITH Table 5", "C-FAITH Table 6", "C-FAITH Figure 5"} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("%s run on %s: output lacks %q:\n%s", lang, name, want, r.stdout)
+				}
+			}
+			want := len(ds.Generative) + len(ds.Choice) + len(ds.TrueFalse)
+			if m, recs, err := runner.ReadRun(ev); err != nil || m.Status != "complete" || len(recs) != want {
+				t.Errorf("%s eval on %s: %v, %d records, want %d", lang, name, err, len(recs), want)
+			}
+			t.Logf("%s: evaluated the %s dataset (%d items)", lang, name, want)
 		}
-		if m, recs, err := runner.ReadRun(ev); err != nil || m.Status != "complete" || len(recs) != 4 {
-			t.Errorf("%s eval: %v, %d records", lang, err, len(recs))
-		}
-		t.Logf("%s: build %s", lang, firstLines(r.stdout, 12))
 	}
 }
 
-func firstLines(s string, n int) string {
-	ls := strings.Split(s, "\n")
-	if len(ls) > n {
-		ls = ls[:n]
+func decodeBuild(t *testing.T, recs []runner.Record) []cfaith.DocResult {
+	t.Helper()
+	var out []cfaith.DocResult
+	for _, r := range recs {
+		var d cfaith.DocResult
+		if err := json.Unmarshal(r.Data, &d); err != nil {
+			t.Fatalf("record %s: %v", r.Item, err)
+		}
+		out = append(out, d)
 	}
-	return strings.Join(ls, "\n")
+	return out
 }

@@ -59,7 +59,7 @@ func ReadSummary(dir string) (*Summary, error) {
 // Print writes the summary as plain-text tables.
 func (s *Summary) Print(w io.Writer) {
 	if s.TinyModel {
-		fmt.Fprintln(w, "WARNING: the random-weight tiny test model produced some of these numbers: they are meaningless.")
+		fmt.Fprintln(w, "WARNING: a toy-sized test model (under 10M parameters, such as the random-weight tiny model) produced some of these numbers: they are meaningless.")
 	}
 	for _, t := range s.Tables {
 		fmt.Fprintf(w, "\n%s\n", t.Title)

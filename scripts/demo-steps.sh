@@ -68,3 +68,10 @@ $HALU intent make --articles testdata/intent/pubmedqa_articles.jsonl --out "$OUT
 $HALU run intent --models "$INTENT_GEN" --judge "$JUDGE" --max-tokens 60 --judge-max-tokens 1500 --baseline-samples 2 --fact-samples 3 \
   --out "$OUT/runs/intent" --cache "$CACHE" | tee -a "$OUT/report.txt"
 took
+
+step "cfaith suite (HaluAgent + C-FAITH): build from 4 English documents, then evaluate the bundled sample dataset"
+$HALU build cfaith --docs testdata/cfaith/docs_en.jsonl --lang en --agent "$GEN" --verifier "$JUDGE" --types EntErr \
+  --max-questions 1 --max-tokens 1500 --out "$OUT/cfaith-build" --cache "$CACHE" | tee -a "$OUT/report.txt"
+$HALU run cfaith --data testdata/cfaith/sample_en --models "$GEN" --judge "$JUDGE" --max-tokens 60 \
+  --out "$OUT/runs/cfaith" --cache "$CACHE" | tee -a "$OUT/report.txt"
+took

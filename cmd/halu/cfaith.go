@@ -176,7 +176,7 @@ func loadRules(lang, spec string) (cfaith.RuleSet, error) {
 func printRounds(w interface{ Write([]byte) (int, error) }, rounds []cfaith.Round, train, val int) {
 	fmt.Fprintf(w, "\nPrompt optimisation: validation pass rates per round (C-FAITH Table 3 layout; %d training, %d validation documents)\n", train, val)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Iteration\tCorr.\tHalu.\tLabel\tOverall\tcandidates\tkept")
+	fmt.Fprintln(tw, "Iteration\tCorr.\tHalu.\tLabel\tOverall\tkept\tcandidates (part revised: overall)")
 	for _, r := range rounds {
 		kept := "yes"
 		switch {
@@ -185,7 +185,14 @@ func printRounds(w interface{ Write([]byte) (int, error) }, rounds []cfaith.Roun
 		case r.Stopped:
 			kept = "no (worse: stop)"
 		}
-		fmt.Fprintf(tw, "%d\t%.2f%%\t%.2f%%\t%.2f%%\t%.2f%%\t%d\t%s\n", r.Iteration, 100*r.Rates.Corr, 100*r.Rates.Halu, 100*r.Rates.Label, 100*r.Rates.Overall, len(r.Candidates), kept)
+		var cands []string
+		for i, c := range r.Candidates {
+			cands = append(cands, fmt.Sprintf("%s: %.2f%%", r.Revised[i], 100*c.Overall))
+		}
+		if r.Iteration == 0 {
+			kept = "start (" + r.Rules.Name + ")"
+		}
+		fmt.Fprintf(tw, "%d\t%.2f%%\t%.2f%%\t%.2f%%\t%.2f%%\t%s\t%s\n", r.Iteration, 100*r.Rates.Corr, 100*r.Rates.Halu, 100*r.Rates.Label, 100*r.Rates.Overall, kept, strings.Join(cands, "; "))
 	}
 	tw.Flush()
 }

@@ -65,8 +65,13 @@ func TestRenderingBothLanguages(t *testing.T) {
 		if !strings.Contains(sc, "A. a1\nB. b1\nC. c1\nD. d1") {
 			t.Errorf("%s: single choice:\n%s", lang, sc)
 		}
-		if op := OptimizerPrompt(lang, orig, "FEEDBACK"); !strings.Contains(op, "FEEDBACK") || !strings.Contains(op, "4. "+orig.QARules[3]) {
-			t.Errorf("%s: optimizer prompt:\n%s", lang, op)
+		if op := OptimizerPrompt(lang, orig, QAPart, "FEEDBACK"); !strings.Contains(op, "FEEDBACK") || !strings.Contains(op, "4. "+orig.QARules[3]) ||
+			!strings.Contains(op, partNames[lang][QAPart]+"\n1. "+orig.QARules[0]) || !strings.Contains(op, `{"rules": [`) || strings.Contains(op, "{output}") {
+			t.Errorf("%s: optimizer prompt for the question rules:\n%s", lang, op)
+		}
+		if op := OptimizerPrompt(lang, orig, LabelPart("SpaErr"), "FB"); !strings.Contains(op, " "+TypeName(lang, "SpaErr")+"\n"+orig.LabelDefs["SpaErr"]+"\n") ||
+			!strings.Contains(op, `{"definition": "..."}`) {
+			t.Errorf("%s: optimizer prompt for a label:\n%s", lang, op)
 		}
 	}
 }
@@ -209,10 +214,10 @@ func TestOptimisationLoop(t *testing.T) {
 			Validate: func(_ context.Context, r, c int, rs RuleSet) (Rates, error) {
 				return rates(val[step{r, c}]), nil
 			},
-			Feedback: func(_ context.Context, r int, rs RuleSet) (string, error) { return "fb", nil },
-			Propose: func(_ context.Context, r int, rs RuleSet, fb string) ([]RuleSet, error) {
+			Train: func(_ context.Context, r int, rs RuleSet) ([]DocResult, error) { return nil, nil },
+			Propose: func(_ context.Context, r int, rs RuleSet, _ []DocResult) ([]Candidate, error) {
 				proposed = append(proposed, rs.Name)
-				return []RuleSet{{Name: fmt.Sprintf("r%dc1", r)}, {Name: fmt.Sprintf("r%dc2", r)}}, nil
+				return []Candidate{{QAPart, RuleSet{Name: fmt.Sprintf("r%dc1", r)}}, {HaluPart, RuleSet{Name: fmt.Sprintf("r%dc2", r)}}}, nil
 			},
 		}
 		final, rows, err := l.Run(context.Background(), RuleSet{Name: "start"})
@@ -224,7 +229,8 @@ func TestOptimisationLoop(t *testing.T) {
 	// Paper-like: 0.625 → 0.81 → 0.88 → 0.86 (drop: stop, keep round 2's).
 	val := map[step]float64{{0, 0}: 0.625, {1, 1}: 0.81, {1, 2}: 0.70, {2, 1}: 0.80, {2, 2}: 0.88, {3, 1}: 0.86, {3, 2}: 0.85}
 	final, rows, proposed := run(val, 5)
-	if final.Name != "r2c2" || len(rows) != 4 || !rows[3].Stopped || rows[3].Rates.Overall != 0.86 {
+	if final.Name != "r2c2" || len(rows) != 4 || !rows[3].Stopped || rows[3].Rates.Overall != 0.86 ||
+		!reflect.DeepEqual(rows[1].Revised, []Part{QAPart, HaluPart}) {
 		t.Errorf("final %s, rows %+v", final.Name, rows)
 	}
 	if !reflect.DeepEqual(proposed, []string{"start", "r1c1", "r2c2"}) {
@@ -249,6 +255,61 @@ func TestOptimisationLoop(t *testing.T) {
 	}
 	if _, err := ParseRuleSet(`{"qa_rules":["a","b","c"],"halu_rules":["a","b","c","d"],"label_definitions":{}}`, "x"); err == nil {
 		t.Error("three rules accepted")
+	}
+}
+
+// TestProposalParts: failed checks blame parts, the most blamed are
+// revised first, feedback goes to the part it blames, and a proposal
+// replaces that part only.
+func TestProposalParts(t *testing.T) {
+	fail := &Verdict{Verdict: Fail, Reason: "why"}
+	unsure := &Verdict{Verdict: Uncertain, Reason: "unsure"}
+	docs := []DocResult{{Doc: "d1", Questions: []Question{
+		{QA: QA{Question: "Q1"}, Correct: pass(), Responses: []Response{
+			{Text: "r1", Label: "EntErr", Halu: pass(), Type: fail},
+			{Text: "r2", Label: "EntErr", Halu: fail, Type: unsure},
+			{Text: "r3", Label: "RelErr", Halu: pass(), Type: fail},
+		}},
+		{QA: QA{Question: "Q2"}, Correct: fail, Responses: []Response{{Text: "r4", Label: "RelErr", Halu: pass(), Type: pass()}}},
+	}}}
+	// Blame: EntErr 2, RelErr 1, qa 1, halu 1 → EntErr, then qa, halu,
+	// RelErr (ties in fixed order), cycling.
+	got := Targets(docs, []string{"EntErr", "RelErr"}, 6)
+	want := []Part{LabelPart("EntErr"), QAPart, HaluPart, LabelPart("RelErr"), LabelPart("EntErr"), QAPart}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("targets %v, want %v", got, want)
+	}
+	if got := Targets(nil, []string{"SpaErr"}, 4); !reflect.DeepEqual(got, []Part{QAPart, HaluPart, LabelPart("SpaErr"), QAPart}) {
+		t.Errorf("targets without failures %v", got)
+	}
+	fb := Feedback(docs, LabelPart("EntErr"), 40)
+	if want := "- label check EntErr (fail) — question: Q1 — response: r1 — reason: why\n- label check EntErr (uncertain) — question: Q1 — response: r2 — reason: unsure"; fb != want {
+		t.Errorf("feedback:\n%s\nwant:\n%s", fb, want)
+	}
+	if fb := Feedback(docs, QAPart, 1); fb != "- correctness check (fail) — question: Q2 — reason: why" {
+		t.Errorf("qa feedback %q", fb)
+	}
+	if fb := Feedback(docs, LabelPart("SpaErr"), 40); fb != "(no failed check)" {
+		t.Errorf("no feedback %q", fb)
+	}
+
+	orig, _ := BuiltinRules("en", "original")
+	rs, err := QAPart.Apply(orig, "```json\n{\"rules\": [\"one\", \"two\\nlines\", \"three\", \"four\"]}\n```", "r1c1")
+	if err != nil || !reflect.DeepEqual(rs.QARules, []string{"one", "two lines", "three", "four"}) || rs.Name != "r1c1" ||
+		!reflect.DeepEqual(rs.HaluRules, orig.HaluRules) || !reflect.DeepEqual(rs.LabelDefs, orig.LabelDefs) {
+		t.Errorf("apply qa: %v %+v", err, rs)
+	}
+	rs, err = LabelPart("SpaErr").Apply(orig, `{"definition": "Wrong  time or place."}`, "x")
+	if err != nil || rs.LabelDefs["SpaErr"] != "Wrong time or place." || orig.LabelDefs["SpaErr"] == rs.LabelDefs["SpaErr"] || rs.LabelDefs["EntErr"] != orig.LabelDefs["EntErr"] {
+		t.Errorf("apply label: %v %+v (original changed: %v)", err, rs.LabelDefs, orig.LabelDefs["SpaErr"])
+	}
+	for _, bad := range []struct {
+		part  Part
+		reply string
+	}{{HaluPart, `{"rules": ["a", "b", "c"]}`}, {LabelPart("EntErr"), `{"definition": ""}`}, {LabelPart("Nope"), `{"definition": "x"}`}, {QAPart, `not json`}} {
+		if _, err := bad.part.Apply(orig, bad.reply, "x"); err == nil {
+			t.Errorf("%s %s accepted", bad.part, bad.reply)
+		}
 	}
 }
 

@@ -20,7 +20,9 @@ type Round struct {
 	Iteration  int     `json:"iteration"`
 	Rates      Rates   `json:"rates"`
 	Candidates []Rates `json:"candidates,omitempty"`
-	Rules      RuleSet `json:"rules"`
+	// Revised names the part each candidate revised.
+	Revised []Part  `json:"revised,omitempty"`
+	Rules   RuleSet `json:"rules"`
 	// Stopped is true on the round whose best candidate did worse than the
 	// prompt before it: the loop ends and keeps the earlier prompt.
 	Stopped bool `json:"stopped,omitempty"`
@@ -28,15 +30,23 @@ type Round struct {
 	NoCandidate bool `json:"no_candidate,omitempty"`
 }
 
+// Candidate is one proposal of the optimisation agent: the current rule
+// set with one part revised.
+type Candidate struct {
+	Part  Part
+	Rules RuleSet
+}
+
 // Loop is prompt optimisation (§3.2) with its steps supplied: Validate
-// measures a rule set on the validation documents, Feedback gathers the
-// verifier's error feedback on the training documents, Propose asks the
-// optimisation agent for candidate rule sets.
+// measures a rule set on the validation documents, Train generates and
+// verifies on the training documents with the current rule set, Propose
+// asks the optimisation agent for candidates from the verifier's feedback
+// on those.
 type Loop struct {
 	Rounds   int
 	Validate func(ctx context.Context, round, cand int, rs RuleSet) (Rates, error)
-	Feedback func(ctx context.Context, round int, rs RuleSet) (string, error)
-	Propose  func(ctx context.Context, round int, rs RuleSet, feedback string) ([]RuleSet, error)
+	Train    func(ctx context.Context, round int, rs RuleSet) ([]DocResult, error)
+	Propose  func(ctx context.Context, round int, rs RuleSet, training []DocResult) ([]Candidate, error)
 }
 
 // Run optimises from start. Each round generates on the training documents
@@ -55,11 +65,11 @@ func (l Loop) Run(ctx context.Context, start RuleSet) (RuleSet, []Round, error) 
 	}
 	rounds := []Round{{Iteration: 0, Rates: rates, Rules: cur}}
 	for r := 1; r <= l.Rounds; r++ {
-		fb, err := l.Feedback(ctx, r, cur)
+		training, err := l.Train(ctx, r, cur)
 		if err != nil {
 			return cur, rounds, err
 		}
-		cands, err := l.Propose(ctx, r, cur, fb)
+		cands, err := l.Propose(ctx, r, cur, training)
 		if err != nil {
 			return cur, rounds, err
 		}
@@ -73,22 +83,23 @@ func (l Loop) Run(ctx context.Context, start RuleSet) (RuleSet, []Round, error) 
 		best := -1
 		var bestRates Rates
 		for i, c := range cands {
-			cr, err := l.Validate(ctx, r, i+1, c)
+			cr, err := l.Validate(ctx, r, i+1, c.Rules)
 			if err != nil {
 				return cur, rounds, err
 			}
 			row.Candidates = append(row.Candidates, cr)
+			row.Revised = append(row.Revised, c.Part)
 			if best < 0 || cr.Overall > bestRates.Overall {
 				best, bestRates = i, cr
 			}
 		}
-		row.Rates, row.Rules = bestRates, cands[best]
+		row.Rates, row.Rules = bestRates, cands[best].Rules
 		if bestRates.Overall < rates.Overall {
 			row.Stopped = true
 			rounds = append(rounds, row)
 			return cur, rounds, nil
 		}
-		cur, rates = cands[best], bestRates
+		cur, rates = cands[best].Rules, bestRates
 		rounds = append(rounds, row)
 	}
 	return cur, rounds, nil
@@ -111,20 +122,99 @@ func Split(docs []Doc, train, val int, seed uint64) (trainIDs, valIDs []string) 
 	return ids[val : val+train], ids[:val]
 }
 
-func ruleSetSchema() string {
-	var defs []string
-	var req []string
-	for _, t := range Types {
-		defs = append(defs, fmt.Sprintf(`"%s":{"type":"string","minLength":1,"maxLength":600}`, t))
-		req = append(req, `"`+t+`"`)
+// Part names the component of a rule set one optimisation proposal
+// revises: "qa_rules", "halu_rules", or "label_definitions.TYPE". Each
+// check of the verification module blames one part: a failed correctness
+// check the question rules, a failed hallucination check the response
+// rules, a failed label check the definition of that label.
+type Part string
+
+// The rule groups a proposal can revise besides one label definition.
+const (
+	QAPart   Part = "qa_rules"
+	HaluPart Part = "halu_rules"
+)
+
+// LabelPart is the part holding a type's label definition.
+func LabelPart(typ string) Part { return Part("label_definitions." + typ) }
+
+// labelType is the type whose definition p is, or "".
+func (p Part) labelType() string {
+	t, ok := strings.CutPrefix(string(p), "label_definitions.")
+	if !ok {
+		return ""
 	}
-	four := `{"type":"array","minItems":4,"maxItems":4,"items":{"type":"string","minLength":1,"maxLength":400}}`
-	return `{"type":"object","properties":{"qa_rules":` + four + `,"halu_rules":` + four +
-		`,"label_definitions":{"type":"object","properties":{` + strings.Join(defs, ",") + `},"required":[` + strings.Join(req, ",") + `]}},` +
-		`"required":["qa_rules","halu_rules","label_definitions"]}`
+	return t
 }
 
-// ParseRuleSet reads an optimisation agent's reply: JSON with four
+// Current is p's text in rs, as the optimisation prompt shows it.
+func (p Part) Current(rs RuleSet) string {
+	switch p {
+	case QAPart:
+		return numbered(rs.QARules)
+	case HaluPart:
+		return numbered(rs.HaluRules)
+	}
+	return rs.LabelDefs[p.labelType()]
+}
+
+// schema is the structured output a proposal for p must follow: the four
+// rules of a group, or one definition. Lengths are capped so that a small
+// model's proposal ends within its token budget (the longest rule of the
+// paper's Figure 7 in English is 354 characters, its longest definition
+// 573).
+func (p Part) schema() string {
+	if p.labelType() != "" {
+		return `{"type":"object","properties":{"definition":{"type":"string","minLength":1,"maxLength":600}},"required":["definition"]}`
+	}
+	return `{"type":"object","properties":{"rules":{"type":"array","minItems":4,"maxItems":4,"items":{"type":"string","minLength":1,"maxLength":400}}},"required":["rules"]}`
+}
+
+// Apply reads an optimisation agent's reply revising p and returns rs with
+// that part replaced, named name: JSON {"rules": [four rules]} for a rule
+// group, {"definition": "..."} for a label. Whitespace runs become single
+// spaces, as every rule is one line of the prompt.
+func (p Part) Apply(rs RuleSet, reply, name string) (RuleSet, error) {
+	one := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	out := RuleSet{Name: name, QARules: rs.QARules, HaluRules: rs.HaluRules, LabelDefs: map[string]string{}}
+	for k, d := range rs.LabelDefs {
+		out.LabelDefs[k] = d
+	}
+	if t := p.labelType(); t != "" {
+		if !knownType(t) {
+			return rs, fmt.Errorf("unknown rule part %q", p)
+		}
+		var v struct {
+			Definition string `json:"definition"`
+		}
+		if err := runner.DecodeJSON(reply, &v); err != nil {
+			return rs, err
+		}
+		out.LabelDefs[t] = one(v.Definition)
+		return out, out.Validate()
+	}
+	var v struct {
+		Rules []string `json:"rules"`
+	}
+	if err := runner.DecodeJSON(reply, &v); err != nil {
+		return rs, err
+	}
+	var rules []string
+	for _, r := range v.Rules {
+		rules = append(rules, one(r))
+	}
+	switch p {
+	case QAPart:
+		out.QARules = rules
+	case HaluPart:
+		out.HaluRules = rules
+	default:
+		return rs, fmt.Errorf("unknown rule part %q", p)
+	}
+	return out, out.Validate()
+}
+
+// ParseRuleSet reads a whole rule set from JSON (a --rules file): four
 // question rules, four response rules and a definition per type, each on
 // one line.
 func ParseRuleSet(reply, name string) (RuleSet, error) {
@@ -133,39 +223,89 @@ func ParseRuleSet(reply, name string) (RuleSet, error) {
 		return rs, err
 	}
 	rs.Name = name
-	for i := range rs.QARules {
-		rs.QARules[i] = strings.Join(strings.Fields(rs.QARules[i]), " ")
-	}
-	for i := range rs.HaluRules {
-		rs.HaluRules[i] = strings.Join(strings.Fields(rs.HaluRules[i]), " ")
-	}
-	for k, v := range rs.LabelDefs {
-		rs.LabelDefs[k] = strings.Join(strings.Fields(v), " ")
-	}
 	return rs, rs.Validate()
 }
 
-// Feedback is the verifier's error feedback on documents' records: every
-// failed or uncertain check with its reason, at most limit lines.
-func Feedback(docs []DocResult, limit int) string {
-	var lines []string
-	add := func(what string, v *Verdict, q QA, text string) {
-		if v == nil || v.Verdict == Pass || len(lines) >= limit {
+// failure is one failed or uncertain check with what it blames.
+type failure struct {
+	part Part
+	line string
+}
+
+func failures(docs []DocResult) []failure {
+	var out []failure
+	add := func(p Part, what string, v *Verdict, q QA, text string) {
+		if v == nil || v.Verdict == Pass {
 			return
 		}
 		l := fmt.Sprintf("- %s (%s) — question: %s", what, v.Verdict, q.Question)
 		if text != "" {
 			l += " — response: " + text
 		}
-		lines = append(lines, l+" — reason: "+v.Reason)
+		out = append(out, failure{p, l + " — reason: " + v.Reason})
 	}
 	for _, d := range docs {
 		for _, q := range d.Questions {
-			add("correctness check", q.Correct, q.QA, "")
+			add(QAPart, "correctness check", q.Correct, q.QA, "")
 			for _, r := range q.Responses {
-				add("hallucination check", r.Halu, q.QA, r.Text)
-				add("label check "+r.Label, r.Type, q.QA, r.Text)
+				add(HaluPart, "hallucination check", r.Halu, q.QA, r.Text)
+				add(LabelPart(r.Label), "label check "+r.Label, r.Type, q.QA, r.Text)
 			}
+		}
+	}
+	return out
+}
+
+// Targets are the parts n proposals revise: the parts blamed by the most
+// failed checks first (ties: question rules, response rules, then labels
+// in Types order), cycling when there are fewer blamed parts than
+// proposals. With no failure at all, the parts in that fixed order over
+// the build's types.
+func Targets(docs []DocResult, types []string, n int) []Part {
+	order := []Part{QAPart, HaluPart}
+	for _, t := range Types {
+		order = append(order, LabelPart(t))
+	}
+	rank := map[Part]int{}
+	for i, p := range order {
+		rank[p] = i
+	}
+	count := map[Part]int{}
+	for _, f := range failures(docs) {
+		count[f.part]++
+	}
+	var blamed []Part
+	for p := range count {
+		if _, ok := rank[p]; ok {
+			blamed = append(blamed, p)
+		}
+	}
+	sort.Slice(blamed, func(i, j int) bool {
+		if count[blamed[i]] != count[blamed[j]] {
+			return count[blamed[i]] > count[blamed[j]]
+		}
+		return rank[blamed[i]] < rank[blamed[j]]
+	})
+	if len(blamed) == 0 {
+		blamed = []Part{QAPart, HaluPart}
+		for _, t := range types {
+			blamed = append(blamed, LabelPart(t))
+		}
+	}
+	out := make([]Part, n)
+	for k := range out {
+		out[k] = blamed[k%len(blamed)]
+	}
+	return out
+}
+
+// Feedback is the verifier's error feedback that blames part: every failed
+// or uncertain check with its reason, at most limit lines.
+func Feedback(docs []DocResult, part Part, limit int) string {
+	var lines []string
+	for _, f := range failures(docs) {
+		if f.part == part && len(lines) < limit {
+			lines = append(lines, f.line)
 		}
 	}
 	if len(lines) == 0 {
@@ -210,7 +350,10 @@ func RunOrResume(ctx context.Context, e *runner.Engine, s runner.Suite, dir stri
 	return e.Run(ctx, s, runner.RunSpec{Dir: dir, Resume: err == nil, Config: cfg})
 }
 
-// Loop returns the optimisation loop over this optimizer's runs.
+// Loop returns the optimisation loop over this optimizer's runs. Each
+// candidate revises one part (see Targets): a proposal the agent can write
+// within a small model's token budget, and one whose effect on the
+// validation rate is attributable.
 func (o Optimizer) Loop(rounds int) Loop {
 	model := o.Optimizer
 	if model == "" {
@@ -222,27 +365,26 @@ func (o Optimizer) Loop(rounds int) Loop {
 			docs, err := o.build(ctx, filepath.Join(o.Dir, fmt.Sprintf("round%d-candidate%d-validation", round, cand)), rs, o.Val)
 			return PassRates(docs), err
 		},
-		Feedback: func(ctx context.Context, round int, rs RuleSet) (string, error) {
-			docs, err := o.build(ctx, filepath.Join(o.Dir, fmt.Sprintf("round%d-training", round)), rs, o.Train)
-			return Feedback(docs, 40), err
+		Train: func(ctx context.Context, round int, rs RuleSet) ([]DocResult, error) {
+			return o.build(ctx, filepath.Join(o.Dir, fmt.Sprintf("round%d-training", round)), rs, o.Train)
 		},
-		Propose: func(ctx context.Context, round int, rs RuleSet, fb string) ([]RuleSet, error) {
+		Propose: func(ctx context.Context, round int, rs RuleSet, training []DocResult) ([]Candidate, error) {
 			c := o.Engine.NewCalls(fmt.Sprintf("optimize/round%d", round))
-			var out []RuleSet
-			for k := 0; k < o.Candidates; k++ {
+			var out []Candidate
+			for k, part := range Targets(training, o.Base.Types, o.Candidates) {
 				req := localmodels.ChatRequest{Model: model,
-					Messages: []localmodels.Message{{Role: "user", Content: OptimizerPrompt(o.Base.Lang, rs, fb)}},
+					Messages: []localmodels.Message{{Role: "user", Content: OptimizerPrompt(o.Base.Lang, rs, part, Feedback(training, part, 40))}},
 					Options: localmodels.Options{Temperature: localmodels.Float(0.7), TopP: localmodels.Float(0.7), Seed: localmodels.Int(o.Base.Seed + k),
 						NumPredict: localmodels.Int(2048)},
-					Format: json.RawMessage(ruleSetSchema()),
+					Format: json.RawMessage(part.schema()),
 				}
 				name := fmt.Sprintf("round%d-candidate%d", round, k+1)
-				cand, ok, err := runner.JudgeAs(ctx, c, "optimize", req, nil, func(raw string) (RuleSet, error) { return ParseRuleSet(raw, name) })
+				cand, ok, err := runner.JudgeAs(ctx, c, "optimize", req, nil, func(raw string) (RuleSet, error) { return part.Apply(rs, raw, name) })
 				if err != nil {
 					return nil, err
 				}
 				if ok {
-					out = append(out, cand)
+					out = append(out, Candidate{Part: part, Rules: cand})
 				}
 			}
 			return out, nil

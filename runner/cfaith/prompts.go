@@ -208,22 +208,38 @@ func JudgePrompt(lang, question, answer, response string) string {
 	return runner.Fill(tmpl(lang, "judge_generative"), map[string]string{"q": question, "a": answer, "r": response})
 }
 
-// OptimizerPrompt asks the optimisation agent for revised rules (halu's).
-func OptimizerPrompt(lang string, rs RuleSet, feedback string) string {
-	number := func(xs []string) string {
-		var b strings.Builder
-		for i, x := range xs {
-			fmt.Fprintf(&b, "%d. %s\n", i+1, x)
-		}
-		return strings.TrimRight(b.String(), "\n")
+// numbered lists rules one per line as "1. rule".
+func numbered(xs []string) string {
+	var b strings.Builder
+	for i, x := range xs {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, x)
 	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// partNames are the headings of the rule parts in each language.
+var partNames = map[string]map[Part]string{
+	"zh": {QAPart: "问题生成规则", HaluPart: "幻觉回复规则", "label": "幻觉标签定义"},
+	"en": {QAPart: "Question generation rules", HaluPart: "Hallucinated response rules", "label": "Hallucination label definition"},
+}
+
+// OptimizerPrompt asks the optimisation agent to revise one part of the
+// rules from the error feedback that blames it (halu's prompt: the paper's
+// is not published). The whole rule set is shown for context.
+func OptimizerPrompt(lang string, rs RuleSet, part Part, feedback string) string {
 	var defs strings.Builder
 	for _, t := range Types {
-		fmt.Fprintf(&defs, "%s: %s\n", t, rs.LabelDefs[t])
+		fmt.Fprintf(&defs, "%s: %s\n", TypeName(lang, t), rs.LabelDefs[t])
+	}
+	names := partNames[lang]
+	name, output := names[part], `{"rules": ["...", "...", "...", "..."]}`
+	if t := part.labelType(); t != "" {
+		name, output = names["label"]+" "+TypeName(lang, t), `{"definition": "..."}`
 	}
 	return runner.Fill(tmpl(lang, "optimizer"), map[string]string{
-		"qa_rules": number(rs.QARules), "halu_rules": number(rs.HaluRules),
-		"label_definitions": strings.TrimRight(defs.String(), "\n"), "feedback": feedback})
+		"qa_rules": numbered(rs.QARules), "halu_rules": numbered(rs.HaluRules),
+		"label_definitions": strings.TrimRight(defs.String(), "\n"),
+		"part":              name, "current": part.Current(rs), "feedback": feedback, "output": output})
 }
 
 // Templates lists every template of a language by name, for the manifest.
