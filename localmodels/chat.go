@@ -3,6 +3,7 @@ package localmodels
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -96,11 +97,56 @@ type ChatResponse struct {
 
 // StreamLimits bound a streamed generation. Zero fields are no limit.
 type StreamLimits struct {
-	// Idle stops the call when no token arrived for this long.
+	// Idle fails the call (ErrIdle, a transient error) when no token
+	// arrived for this long: the server stalled.
 	Idle time.Duration
+	// Budget stops a generation that ran this long in all: the text so far
+	// is returned with DoneReason "budget", as a length cap would.
+	Budget time.Duration
+	// Repetition stops a generation caught in a loop: the text so far is
+	// returned with DoneReason "repetition".
+	Repetition Repetition
 	// OnChunk sees the text so far after every chunk; returning a non-nil
-	// error stops the call with that error (used for repetition detection).
+	// error stops the call with that error.
 	OnChunk func(content string) error
+}
+
+// Done reasons halu adds to Ollama's ("stop", "length").
+const (
+	DoneBudget     = "budget"
+	DoneRepetition = "repetition"
+)
+
+// Repetition detects a generation looping: its text ends in the same span
+// repeated back to back at least MinRepeats times and over at least
+// MinChars bytes in all (so a legitimate "----" rule or a short refrain
+// does not trip it). Spans up to MaxSpan bytes are looked for. The zero
+// value detects nothing.
+type Repetition struct {
+	MinRepeats int
+	MinChars   int
+	MaxSpan    int
+}
+
+// DefaultRepetition stops a span repeated 8 times over 200 bytes or more.
+var DefaultRepetition = Repetition{MinRepeats: 8, MinChars: 200, MaxSpan: 256}
+
+// Loops reports whether text ends in a loop, and the repeated span.
+func (r Repetition) Loops(text string) (span string, ok bool) {
+	if r.MinRepeats < 2 || r.MaxSpan < 1 {
+		return "", false
+	}
+	for p := 1; p <= r.MaxSpan && p*r.MinRepeats <= len(text); p++ {
+		unit := text[len(text)-p:]
+		n := 1
+		for end := len(text) - p; end >= p && text[end-p:end] == unit; end -= p {
+			n++
+		}
+		if n >= r.MinRepeats && n*p >= r.MinChars {
+			return unit, true
+		}
+	}
+	return "", false
 }
 
 // Chat runs one generation, streamed, and returns it complete.
@@ -134,20 +180,33 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (C
 		})
 		defer idle.Stop()
 	}
+	if lim.Budget > 0 {
+		budget := time.AfterFunc(lim.Budget, func() { cancel(errStopped{DoneBudget}) })
+		defer budget.Stop()
+	}
 
 	var content, thinking strings.Builder
 	var out ChatResponse
+	chunks := 0
 	err := c.api.Chat(ctx, ar, func(r api.ChatResponse) error {
 		if idle != nil {
 			idle.Reset(lim.Idle)
 		}
 		content.WriteString(r.Message.Content)
 		thinking.WriteString(r.Message.Thinking)
+		out.EvalCount++ // chunks so far; the final count replaces it
 		if r.Done {
 			out.DoneReason = r.DoneReason
 			out.PromptEvalCount = r.PromptEvalCount
 			out.EvalCount = r.EvalCount
 			out.TotalDuration = r.TotalDuration
+		}
+		chunks++
+		// Checking every 16th chunk keeps the cost linear in practice.
+		if !r.Done && chunks%16 == 0 {
+			if _, loops := lim.Repetition.Loops(content.String()); loops {
+				return errStopped{DoneRepetition}
+			}
 		}
 		if lim.OnChunk != nil {
 			return lim.OnChunk(content.String())
@@ -156,14 +215,25 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (C
 	})
 	out.Content = content.String()
 	out.Thinking = thinking.String()
+	if cause := context.Cause(ctx); cause != nil && cause != context.Canceled && ctx.Err() != nil {
+		err = cause // the stream may end quietly when its context is cancelled
+	}
+	var stop errStopped
+	if errors.As(err, &stop) {
+		// Stopped by halu on purpose: the text so far is the answer.
+		out.DoneReason = stop.reason
+		return out, nil
+	}
 	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled && ctx.Err() != nil {
-			err = cause
-		}
 		return out, c.wrap("chat "+req.Model, err)
 	}
 	return out, nil
 }
+
+// errStopped ends a stream that halu stopped on purpose.
+type errStopped struct{ reason string }
+
+func (e errStopped) Error() string { return "generation stopped: " + e.reason }
 
 // ErrIdle marks a generation stopped because no token arrived in time.
 var ErrIdle = fmt.Errorf("idle timeout")

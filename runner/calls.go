@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"halu/localmodels"
 )
@@ -56,9 +58,7 @@ func (c *Calls) record(l CallLog) {
 // a rerun reproduces.
 type chatKey struct {
 	Kind     string                `json:"kind"`
-	Model    string                `json:"model"`
-	Digest   string                `json:"digest"`
-	Template string                `json:"template_sha256"`
+	Serving  Fingerprint           `json:"serving"`
 	Messages []localmodels.Message `json:"messages"`
 	Options  localmodels.Options   `json:"options"`
 	Format   json.RawMessage       `json:"format,omitempty"`
@@ -74,12 +74,18 @@ func (c *Calls) Chat(ctx context.Context, stage string, req localmodels.ChatRequ
 
 func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.ChatRequest, sample int) (localmodels.ChatResponse, error) {
 	e := c.e
-	info, err := e.ModelInfo(ctx, req.Model)
+	req = e.serving(req)
+	asked := 0
+	if req.Options.NumCtx != nil {
+		asked = *req.Options.NumCtx
+	}
+	fp, info, err := e.fingerprint(ctx, req.Model, asked)
 	if err != nil {
 		return localmodels.ChatResponse{}, err
 	}
+	// The key leaves out keep_alive, which does not change the reply.
 	key := Key(chatKey{
-		Kind: "chat", Model: localmodels.CanonicalName(req.Model), Digest: info.Digest, Template: info.TemplateSHA256,
+		Kind: "chat", Serving: fp,
 		Messages: req.Messages, Options: req.Options, Format: req.Format, Think: req.Think, Sample: sample,
 	})
 	var resp localmodels.ChatResponse
@@ -102,7 +108,9 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 			if err != nil {
 				return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
 			}
-			if e.Cache != nil {
+			// A generation stopped by the time budget is not kept: it
+			// depends on the machine's speed, not on the request.
+			if e.Cache != nil && resp.DoneReason != localmodels.DoneBudget {
 				err = e.Cache.Put(key, resp)
 			}
 			return resp, err
@@ -115,48 +123,115 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 			e.stats.hits.Add(1)
 		}
 	}
-	c.record(CallLog{
+	l := CallLog{
 		Stage: stage, Kind: kind, Model: req.Model, Digest: info.Digest, Key: key,
 		PromptTokens: resp.PromptEvalCount, EvalTokens: resp.EvalCount, DoneReason: resp.DoneReason,
-	})
+	}
+	// Ollama truncates a prompt longer than the window without an error;
+	// a prompt that filled 90% of it probably lost its beginning.
+	if fp.NumCtx > 0 && resp.PromptEvalCount*10 >= fp.NumCtx*9 {
+		l.NearContext = fp.NumCtx
+		if !hit {
+			e.stats.nearContext.Add(1)
+			fmt.Fprintf(e.Log, "warning: %s: %s %s: prompt of %d tokens in a %d-token window (num_ctx): Ollama may have cut its beginning; raise --num-ctx\n",
+				c.item, stage, req.Model, resp.PromptEvalCount, fp.NumCtx)
+		}
+	}
+	c.record(l)
 	return resp, nil
 }
 
-// call runs one model request f under the engine's retry policy: each
-// attempt waits for a slot of the per-host concurrency limit, is bounded by
-// CallTimeout and counted.
-func (e *Engine) call(ctx context.Context, f func(ctx context.Context) error) error {
+// call runs one model request f for model under the engine's retry
+// policy: each attempt waits for the scheduler to admit it (a slot, and the
+// model's turn), is bounded by timeout when that is set, and is counted.
+func (e *Engine) call(ctx context.Context, model string, timeout time.Duration, f func(ctx context.Context) error) error {
 	return e.withRetry(ctx, func(ctx context.Context) error {
-		select {
-		case e.sem <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := e.sched.acquire(ctx, localmodels.CanonicalName(model)); err != nil {
+			return err
 		}
-		defer func() { <-e.sem }()
-		if e.CallTimeout > 0 {
+		if timeout > 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, e.CallTimeout)
+			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
 		e.stats.calls.Add(1)
-		return f(ctx)
+		err := f(ctx)
+		e.sched.release(localmodels.StatusCode(err) == http.StatusServiceUnavailable)
+		return err
 	})
 }
 
-// chatOnce makes one generation call with the engine's retry policy,
-// per-host concurrency limit and timeouts, and counts its tokens.
+// chatOnce makes one generation call, streamed under the engine's limits
+// (idle timeout, budget, repetition stop) with its num_ctx and keep_alive
+// unless the request sets its own, and counts its tokens.
 func (e *Engine) chatOnce(ctx context.Context, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
+	req = e.serving(req)
 	var resp localmodels.ChatResponse
-	err := e.call(ctx, func(ctx context.Context) error {
+	err := e.call(ctx, req.Model, 0, func(ctx context.Context) error {
 		var err error
-		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout})
+		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout, Budget: e.Budget, Repetition: e.Repetition})
 		return err
 	})
 	if err == nil {
 		e.stats.promptTokens.Add(int64(resp.PromptEvalCount))
 		e.stats.evalTokens.Add(int64(resp.EvalCount))
+		switch resp.DoneReason {
+		case localmodels.DoneBudget:
+			e.stats.budget.Add(1)
+		case localmodels.DoneRepetition:
+			e.stats.repetition.Add(1)
+		}
 	}
 	return resp, err
+}
+
+// serving fills in the engine's num_ctx and keep_alive.
+func (e *Engine) serving(req localmodels.ChatRequest) localmodels.ChatRequest {
+	if req.Options.NumCtx == nil && e.NumCtx > 0 {
+		req.Options.NumCtx = localmodels.Int(e.NumCtx)
+	}
+	if req.KeepAlive == 0 {
+		req.KeepAlive = e.KeepAlive
+	}
+	return req
+}
+
+// EffectiveNumCtx is the context window a request to a model gets: its
+// num_ctx (or the engine's), capped by the model's trained context, which
+// Ollama does not exceed. Zero when neither is known.
+func EffectiveNumCtx(asked int, info localmodels.ModelInfo) int {
+	if info.ContextLength > 0 && (asked == 0 || asked > info.ContextLength) {
+		return info.ContextLength
+	}
+	return asked
+}
+
+// Fingerprint is what identifies the serving of a model: the same weights
+// served by another Ollama version, under another template or quantization,
+// or with another context window answer differently. It is part of every
+// cache key and of the manifest.
+type Fingerprint struct {
+	Ollama       string `json:"ollama_version"`
+	Model        string `json:"model"`
+	Digest       string `json:"digest"`
+	Quantization string `json:"quantization,omitempty"`
+	Template     string `json:"template_sha256"`
+	NumCtx       int    `json:"num_ctx,omitempty"`
+}
+
+// fingerprint returns the serving fingerprint of model for a request asking
+// for numCtx.
+func (e *Engine) fingerprint(ctx context.Context, model string, numCtx int) (Fingerprint, localmodels.ModelInfo, error) {
+	info, err := e.ModelInfo(ctx, model)
+	if err != nil {
+		return Fingerprint{}, info, err
+	}
+	ver, err := e.ServerVersion(ctx)
+	if err != nil {
+		return Fingerprint{}, info, err
+	}
+	return Fingerprint{Ollama: ver, Model: localmodels.CanonicalName(model), Digest: info.Digest, Quantization: info.Quantization,
+		Template: info.TemplateSHA256, NumCtx: EffectiveNumCtx(numCtx, info)}, info, nil
 }
 
 // Judge asks a judge model and hands its reply to parse. An error from parse
@@ -274,17 +349,16 @@ func DecodeJSON(raw string, v any) error {
 
 // embedKey is what determines one embedding.
 type embedKey struct {
-	Kind   string `json:"kind"`
-	Model  string `json:"model"`
-	Digest string `json:"digest"`
-	Text   string `json:"text"`
+	Kind    string      `json:"kind"`
+	Serving Fingerprint `json:"serving"`
+	Text    string      `json:"text"`
 }
 
 // Embed returns one embedding per text. Each text is cached on its own by
 // (model digest, text); the misses go to the server in one batched call.
 func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) ([][]float32, error) {
 	e := c.e
-	info, err := e.ModelInfo(ctx, model)
+	fp, info, err := e.fingerprint(ctx, model, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +367,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	var missIdx []int
 	var missTexts []string
 	for i, t := range texts {
-		keys[i] = Key(embedKey{Kind: "embed", Model: localmodels.CanonicalName(model), Digest: info.Digest, Text: t})
+		keys[i] = Key(embedKey{Kind: "embed", Serving: fp, Text: t})
 		hit := false
 		if e.Cache != nil {
 			if hit, err = e.Cache.Get(keys[i], &out[i]); err != nil {
@@ -309,7 +383,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	}
 	if len(missTexts) > 0 {
 		var vecs [][]float32
-		err := e.call(ctx, func(ctx context.Context) error {
+		err := e.call(ctx, model, e.CallTimeout, func(ctx context.Context) error {
 			var err error
 			vecs, err = e.Client.Embed(ctx, model, missTexts, 64)
 			return err

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -65,14 +66,34 @@ type Retry struct {
 type Engine struct {
 	Client *localmodels.Client
 	Cache  *Cache
-	// Parallel is the number of model calls in flight on the host, and of
-	// items in progress. It should match the server's OLLAMA_NUM_PARALLEL.
+	// Parallel is the number of model calls in flight on the host (the
+	// server's parallel slots, OLLAMA_NUM_PARALLEL). It is lowered while the
+	// server answers 503 (queue full) and grows back after.
 	Parallel int
-	Retry    Retry
-	// CallTimeout bounds one model call; IdleTimeout stops a generation that
-	// sent no token for that long.
+	// ItemsInFlight is how many items are in progress at once (at least
+	// Parallel). More items than slots let the scheduler serve calls
+	// model-major: see scheduler.
+	ItemsInFlight int
+	Retry         Retry
+	// CallTimeout bounds one non-streamed call (embeddings, model info).
 	CallTimeout time.Duration
+	// IdleTimeout fails a generation that sent no token for that long (a
+	// stalled server: the call is retried). Budget stops a generation that
+	// ran that long in all and keeps its text (done reason "budget", not
+	// cached: a faster machine would finish it). Repetition stops a
+	// generation caught in a loop (done reason "repetition").
 	IdleTimeout time.Duration
+	Budget      time.Duration
+	Repetition  localmodels.Repetition
+	// NumCtx is the context window asked of every generation (Ollama's
+	// num_ctx; a request that sets its own keeps it). Ollama truncates a
+	// longer prompt silently, so the engine warns when a prompt came within
+	// 10% of the effective window (NumCtx, capped by the model's trained
+	// context). Zero leaves the server's default.
+	NumCtx int
+	// KeepAlive pins how long a model stays loaded after a call, for every
+	// call of the run (zero: the server's default).
+	KeepAlive time.Duration
 	// JudgeRepairs is how many times an unparseable judge reply is retried
 	// with a repair turn before the judgement is recorded as unscored.
 	JudgeRepairs int
@@ -85,14 +106,18 @@ type Engine struct {
 
 	models  sync.Map // name -> localmodels.ModelInfo
 	flights singleflight.Group
-	sem     chan struct{}
+	sched   *scheduler
 	once    sync.Once
 	tok     Tokenizer
 	stats   stats
+
+	verMu      sync.Mutex
+	serverVers string
 }
 
 type stats struct {
 	calls, hits, retries, judgeFailures, promptTokens, evalTokens atomic.Int64
+	budget, repetition, nearContext                               atomic.Int64
 }
 
 func (e *Engine) init() {
@@ -109,7 +134,8 @@ func (e *Engine) init() {
 		if e.Log == nil {
 			e.Log = io.Discard
 		}
-		e.sem = make(chan struct{}, e.Parallel)
+		e.ItemsInFlight = max(e.ItemsInFlight, e.Parallel)
+		e.sched = newScheduler(e.Parallel)
 	})
 }
 
@@ -184,7 +210,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	}
 
 	// Check the server and every model before any work.
-	ver, err := e.Client.Version(ctx)
+	ver, err := e.ServerVersion(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -194,11 +220,22 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	man.Ollama = OllamaInfo{Host: e.Client.Host(), Version: ver}
 	man.Models = nil
 	man.TinyModel = false
+	man.Serving = Serving{NumCtx: e.NumCtx, Parallel: e.Parallel, ItemsInFlight: e.ItemsInFlight,
+		Repetition: e.Repetition, JudgeRepairs: e.JudgeRepairs}
+	for _, d := range []struct {
+		d   time.Duration
+		out *string
+	}{{e.KeepAlive, &man.Serving.KeepAlive}, {e.IdleTimeout, &man.Serving.IdleTimeout}, {e.Budget, &man.Serving.Budget}} {
+		if d.d > 0 {
+			*d.out = d.d.String()
+		}
+	}
 	for _, name := range uniqueSorted(s.Models()) {
-		info, err := e.ModelInfo(ctx, name)
+		fp, info, err := e.fingerprint(ctx, name, e.NumCtx)
 		if err != nil {
 			return nil, err
 		}
+		man.Serving.Fingerprints = append(man.Serving.Fingerprints, fp)
 		man.Models = append(man.Models, info)
 		if info.Tiny {
 			man.TinyModel = true
@@ -284,6 +321,12 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		Retries:        delta.Retries,
 		PromptTokens:   delta.PromptTokens,
 		GeneratedToken: delta.GeneratedToken,
+
+		StoppedBudget:     delta.StoppedBudget,
+		StoppedRepetition: delta.StoppedRepetition,
+		NearContext:       delta.NearContext,
+		ModelSwitches:     delta.ModelSwitches,
+		Backoffs:          delta.Backoffs,
 	}
 	for _, r := range recs {
 		man.Counts.JudgeFailures += len(r.Failures)
@@ -335,7 +378,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *recordWriter
 	jobs := make(chan Item)
 	var failed atomic.Int64
 	var wg sync.WaitGroup
-	for i := 0; i < e.Parallel; i++ {
+	for i := 0; i < e.ItemsInFlight; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -409,8 +452,26 @@ func (e *Engine) ModelInfo(ctx context.Context, name string) (localmodels.ModelI
 	return info, nil
 }
 
+// ServerVersion returns (and remembers) the Ollama server's version, part
+// of every cache key.
+func (e *Engine) ServerVersion(ctx context.Context) (string, error) {
+	e.verMu.Lock()
+	defer e.verMu.Unlock()
+	if e.serverVers != "" {
+		return e.serverVers, nil
+	}
+	err := e.withRetry(ctx, func(ctx context.Context) error {
+		var err error
+		e.serverVers, err = e.Client.Version(ctx)
+		return err
+	})
+	return e.serverVers, err
+}
+
 // withRetry runs fn, repeating it with jittered exponential backoff while it
-// fails with a transient error.
+// fails with a transient error. A 503 (the server's queue is full) waits at
+// least twice the base wait: the scheduler has lowered the calls in flight,
+// and an immediate retry would meet the same full queue.
 func (e *Engine) withRetry(ctx context.Context, fn func(context.Context) error) error {
 	e.init()
 	var err error
@@ -424,6 +485,9 @@ func (e *Engine) withRetry(ctx context.Context, fn func(context.Context) error) 
 			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 		}
 		e.stats.retries.Add(1)
+		if localmodels.StatusCode(err) == http.StatusServiceUnavailable {
+			wait = max(wait, 2*e.Retry.Base)
+		}
 		d := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
 		fmt.Fprintf(e.Log, "retrying in %s (attempt %d of %d): %v\n", d.Round(time.Millisecond), attempt+1, e.Retry.Attempts, err)
 		select {
@@ -436,24 +500,36 @@ func (e *Engine) withRetry(ctx context.Context, fn func(context.Context) error) 
 }
 
 func (e *Engine) snapshot() Counts {
+	_, _, switches, lowered := e.sched.state()
 	return Counts{
-		ModelCalls:     int(e.stats.calls.Load()),
-		CacheHits:      int(e.stats.hits.Load()),
-		Retries:        int(e.stats.retries.Load()),
-		JudgeFailures:  int(e.stats.judgeFailures.Load()),
-		PromptTokens:   int(e.stats.promptTokens.Load()),
-		GeneratedToken: int(e.stats.evalTokens.Load()),
+		ModelCalls:        int(e.stats.calls.Load()),
+		CacheHits:         int(e.stats.hits.Load()),
+		Retries:           int(e.stats.retries.Load()),
+		JudgeFailures:     int(e.stats.judgeFailures.Load()),
+		PromptTokens:      int(e.stats.promptTokens.Load()),
+		GeneratedToken:    int(e.stats.evalTokens.Load()),
+		StoppedBudget:     int(e.stats.budget.Load()),
+		StoppedRepetition: int(e.stats.repetition.Load()),
+		NearContext:       int(e.stats.nearContext.Load()),
+		ModelSwitches:     switches,
+		Backoffs:          lowered,
 	}
 }
 
+// sub is c minus b, for the engine-wide counters.
 func (c Counts) sub(b Counts) Counts {
 	return Counts{
-		ModelCalls:     c.ModelCalls - b.ModelCalls,
-		CacheHits:      c.CacheHits - b.CacheHits,
-		Retries:        c.Retries - b.Retries,
-		JudgeFailures:  c.JudgeFailures - b.JudgeFailures,
-		PromptTokens:   c.PromptTokens - b.PromptTokens,
-		GeneratedToken: c.GeneratedToken - b.GeneratedToken,
+		ModelCalls:        c.ModelCalls - b.ModelCalls,
+		CacheHits:         c.CacheHits - b.CacheHits,
+		Retries:           c.Retries - b.Retries,
+		JudgeFailures:     c.JudgeFailures - b.JudgeFailures,
+		PromptTokens:      c.PromptTokens - b.PromptTokens,
+		GeneratedToken:    c.GeneratedToken - b.GeneratedToken,
+		StoppedBudget:     c.StoppedBudget - b.StoppedBudget,
+		StoppedRepetition: c.StoppedRepetition - b.StoppedRepetition,
+		NearContext:       c.NearContext - b.NearContext,
+		ModelSwitches:     c.ModelSwitches - b.ModelSwitches,
+		Backoffs:          c.Backoffs - b.Backoffs,
 	}
 }
 
@@ -499,4 +575,4 @@ func ReadRun(dir string) (*Manifest, []Record, error) {
 
 // Stats returns the engine's running totals: model calls, cache hits,
 // retries, unscored judgements and tokens, over its whole life.
-func (e *Engine) Stats() Counts { return e.snapshot() }
+func (e *Engine) Stats() Counts { e.init(); return e.snapshot() }

@@ -23,6 +23,7 @@ type Manifest struct {
 	Config      json.RawMessage         `json:"config"`
 	Ollama      OllamaInfo              `json:"ollama"`
 	Models      []localmodels.ModelInfo `json:"models"`
+	Serving     Serving                 `json:"serving"`
 	Prompts     map[string]PromptInfo   `json:"prompts,omitempty"`
 	Datasets    map[string]DatasetInfo  `json:"datasets,omitempty"`
 	Started     time.Time               `json:"started"`
@@ -39,6 +40,20 @@ type Manifest struct {
 type OllamaInfo struct {
 	Host    string `json:"host"`
 	Version string `json:"version"`
+}
+
+// Serving is how the engine talked to the server: each model's serving
+// fingerprint (also in every cache key) and the engine's limits.
+type Serving struct {
+	Fingerprints  []Fingerprint          `json:"fingerprints"`
+	NumCtx        int                    `json:"num_ctx,omitempty"`
+	KeepAlive     string                 `json:"keep_alive,omitempty"`
+	Parallel      int                    `json:"parallel"`
+	ItemsInFlight int                    `json:"items_in_flight"`
+	IdleTimeout   string                 `json:"idle_timeout,omitempty"`
+	Budget        string                 `json:"budget,omitempty"`
+	Repetition    localmodels.Repetition `json:"repetition"`
+	JudgeRepairs  int                    `json:"judge_repairs"`
 }
 
 // PromptInfo is a prompt template by hash and text, with where it came from.
@@ -65,6 +80,16 @@ type Counts struct {
 	Retries        int `json:"retries"`
 	PromptTokens   int `json:"prompt_tokens"`
 	GeneratedToken int `json:"generated_tokens"`
+	// StoppedBudget and StoppedRepetition count generations the engine
+	// stopped (time budget, repetition loop); NearContext counts prompts
+	// that filled 90% of the context window.
+	StoppedBudget     int `json:"stopped_budget,omitempty"`
+	StoppedRepetition int `json:"stopped_repetition,omitempty"`
+	NearContext       int `json:"near_context,omitempty"`
+	// ModelSwitches counts changes of the model being served; Backoffs
+	// counts the times a 503 lowered the calls in flight.
+	ModelSwitches int `json:"model_switches,omitempty"`
+	Backoffs      int `json:"backoffs,omitempty"`
 }
 
 // ReadManifest reads dir/manifest.json.

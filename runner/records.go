@@ -34,7 +34,12 @@ type CallLog struct {
 	Key          string `json:"key"`
 	PromptTokens int    `json:"prompt_eval_count,omitempty"`
 	EvalTokens   int    `json:"eval_count,omitempty"`
-	DoneReason   string `json:"done_reason,omitempty"`
+	// DoneReason is Ollama's ("stop", "length") or halu's ("budget",
+	// "repetition": the engine stopped the generation).
+	DoneReason string `json:"done_reason,omitempty"`
+	// NearContext is the context window when the prompt filled 90% of it
+	// or more (Ollama may have truncated it).
+	NearContext int `json:"near_context,omitempty"`
 }
 
 // Failure is a judgement that could not be scored: every attempt's raw reply

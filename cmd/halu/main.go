@@ -40,6 +40,12 @@ type globals struct {
 	cacheDir string
 	noCache  bool
 	retries  int
+	idle     time.Duration
+	budget   time.Duration
+	repeats  int
+	numCtx   int
+	keep     time.Duration
+	inFlight int
 	stdout   io.Writer
 	stderr   io.Writer
 }
@@ -95,7 +101,13 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.ollama, "ollama", localmodels.HostFromEnv(), "Ollama server (host:port or URL); default from OLLAMA_HOST")
-	pf.DurationVar(&g.timeout, "timeout", 10*time.Minute, "limit for one model call")
+	pf.DurationVar(&g.timeout, "timeout", 10*time.Minute, "limit for one non-streamed call (embeddings, model info)")
+	pf.DurationVar(&g.idle, "idle-timeout", 3*time.Minute, "fail (and retry) a generation that sent no token for this long")
+	pf.DurationVar(&g.budget, "budget", 10*time.Minute, "stop a generation that ran this long and keep its text (done reason \"budget\")")
+	pf.IntVar(&g.repeats, "repetition-stop", 8, "stop a generation whose text ends in one span repeated this many times (over 200 bytes); 0: never")
+	pf.IntVar(&g.numCtx, "num-ctx", 4096, "context window (num_ctx) asked of every generation; 0: the server's default")
+	pf.DurationVar(&g.keep, "keep-alive", 10*time.Minute, "how long a model stays loaded after each call (Ollama keep_alive)")
+	pf.IntVar(&g.inFlight, "items-in-flight", 32, "items in progress at once; more than --parallel lets calls be served model by model")
 	pf.IntVar(&g.parallel, "parallel", defaultParallel(), "model calls in flight on the server (match the server's OLLAMA_NUM_PARALLEL)")
 	pf.StringVar(&g.cacheDir, "cache", defaultCacheDir(), "response cache directory")
 	pf.BoolVar(&g.noCache, "no-cache", false, "do not read or write the response cache")
@@ -125,7 +137,8 @@ func defaultCacheDir() string {
 }
 
 func (g *globals) client() (*localmodels.Client, error) {
-	c, err := localmodels.New(g.ollama, g.timeout)
+	// The HTTP client's limit is a safety net behind the stream's own.
+	c, err := localmodels.New(g.ollama, max(g.timeout, g.budget+g.idle))
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -142,10 +155,19 @@ func (g *globals) engine() (*runner.Engine, error) {
 		Parallel:     g.parallel,
 		Retry:        runner.Retry{Attempts: g.retries, Base: time.Second, Max: 20 * time.Second},
 		CallTimeout:  g.timeout,
-		JudgeRepairs: 2,
-		Log:          g.stderr,
-		Interactive:  isTerminal(g.stderr),
-		Version:      version,
+		IdleTimeout:  g.idle,
+		Budget:       g.budget,
+		NumCtx:       g.numCtx,
+		KeepAlive:    g.keep,
+		JudgeRepairs: 1,
+
+		ItemsInFlight: g.inFlight,
+		Log:           g.stderr,
+		Interactive:   isTerminal(g.stderr),
+		Version:       version,
+	}
+	if g.repeats > 0 {
+		e.Repetition = localmodels.Repetition{MinRepeats: g.repeats, MinChars: localmodels.DefaultRepetition.MinChars, MaxSpan: localmodels.DefaultRepetition.MaxSpan}
 	}
 	if !g.noCache {
 		cache, err := runner.OpenCache(g.cacheDir)

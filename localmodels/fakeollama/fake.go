@@ -5,6 +5,7 @@
 package fakeollama
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -50,6 +51,11 @@ type Reply struct {
 	Status  int
 	Error   string
 	Delay   time.Duration
+	// ChunkDelay is the pause before each chunk after the first.
+	ChunkDelay time.Duration
+	// PromptEvalCount, when set, is the prompt_eval_count reported
+	// (default: the prompt's word count).
+	PromptEvalCount int
 }
 
 // Model is a model the fake serves.
@@ -61,6 +67,8 @@ type Model struct {
 	Quantization   string
 	ParameterCount int64
 	Template       string
+	// ContextLength is the trained context reported by show (default 4096).
+	ContextLength int
 }
 
 // Server is the fake.
@@ -75,14 +83,18 @@ type Server struct {
 	embeds   int
 	embedIn  int
 	embedDim int
+	version  string
 }
 
 // New starts a fake serving models; chat answers every chat request.
 func New(chat func(ChatRequest) Reply, models ...Model) *Server {
-	s := &Server{models: models, blobs: map[string][]byte{}, chat: chat, embedDim: 8}
+	s := &Server{models: models, blobs: map[string][]byte{}, chat: chat, embedDim: 8, version: "0.17.4-fake"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]string{"version": "0.17.4-fake"})
+		s.mu.Lock()
+		v := s.version
+		s.mu.Unlock()
+		writeJSON(w, map[string]string{"version": v})
 	})
 	mux.HandleFunc("GET /api/tags", s.tags)
 	mux.HandleFunc("POST /api/show", s.show)
@@ -96,6 +108,13 @@ func New(chat func(ChatRequest) Reply, models ...Model) *Server {
 }
 
 // Host returns host:port of the fake.
+// SetVersion changes the version the fake reports (default 0.17.4-fake).
+func (s *Server) SetVersion(v string) {
+	s.mu.Lock()
+	s.version = v
+	s.mu.Unlock()
+}
+
 func (s *Server) Host() string { return strings.TrimPrefix(s.URL, "http://") }
 
 // SetChat replaces the chat handler.
@@ -177,7 +196,7 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 		"template": m.Template,
 		"details":  map[string]any{"family": m.Family, "parameter_size": m.ParameterSize, "quantization_level": m.Quantization},
 		"model_info": map[string]any{"general.parameter_count": m.ParameterCount,
-			"llama.context_length": 4096},
+			"llama.context_length": cmp.Or(m.ContextLength, 4096)},
 	})
 }
 
@@ -217,16 +236,25 @@ func (s *Server) chatHandler(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	evals := 0
-	for _, c := range chunks {
+	for i, c := range chunks {
+		if i > 0 && rep.ChunkDelay > 0 {
+			select {
+			case <-time.After(rep.ChunkDelay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		evals += len(strings.Fields(c))
 		writeJSON(w, map[string]any{"model": req.Model, "message": map[string]string{"role": "assistant", "content": c}, "done": false})
 		if fl != nil {
 			fl.Flush()
 		}
 	}
-	prompt := 0
-	for _, m := range req.Messages {
-		prompt += len(strings.Fields(m.Content))
+	prompt := rep.PromptEvalCount
+	if prompt == 0 {
+		for _, m := range req.Messages {
+			prompt += len(strings.Fields(m.Content))
+		}
 	}
 	writeJSON(w, map[string]any{"model": req.Model, "message": map[string]string{"role": "assistant", "content": ""},
 		"done": true, "done_reason": "stop", "prompt_eval_count": prompt, "eval_count": evals})
