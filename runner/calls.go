@@ -17,8 +17,10 @@ import (
 // cache, the per-host concurrency limit and the retry policy, and is logged
 // into the item's record.
 type Calls struct {
-	e    *Engine
-	item string
+	e     *Engine
+	item  string
+	rerun *Rerun
+	plan  *planner // set in a dry run: calls are counted, not made
 
 	mu   sync.Mutex
 	log  []CallLog
@@ -90,10 +92,17 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 	})
 	var resp localmodels.ChatResponse
 	hit := false
-	if e.Cache != nil {
+	if e.Cache != nil && !c.rerun.fresh(c.item, stage, req.Model) {
 		if hit, err = e.Cache.Get(key, &resp); err != nil {
 			return resp, err
 		}
+	}
+	if !hit && c.rerun.cacheOnly(c.item, stage) {
+		return resp, c.notCached(stage, req.Model)
+	}
+	if c.plan != nil {
+		c.planChat(stage, kind, req, hit)
+		return resp, nil
 	}
 	if hit {
 		e.stats.hits.Add(1)
@@ -139,6 +148,11 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 	}
 	c.record(l)
 	return resp, nil
+}
+
+func (c *Calls) notCached(stage, model string) error {
+	return fmt.Errorf("%s: %s %s: %w: a rerun reuses the stages before the one it redoes from the cache; rerun from stage %q instead",
+		c.item, stage, model, ErrNotCached, stage)
 }
 
 // call runs one model request f for model under the engine's retry
@@ -256,6 +270,9 @@ func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatReq
 		if perr == nil {
 			return true, nil
 		}
+		if c.plan != nil {
+			return false, nil // a dry run's empty reply: no repair turn, no failure
+		}
 		reasons = append(reasons, perr.Error())
 		msgs = append(append([]localmodels.Message(nil), req.Messages...),
 			localmodels.Message{Role: "assistant", Content: resp.Content},
@@ -369,10 +386,13 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	for i, t := range texts {
 		keys[i] = Key(embedKey{Kind: "embed", Serving: fp, Text: t})
 		hit := false
-		if e.Cache != nil {
+		if e.Cache != nil && !c.rerun.fresh(c.item, stage, model) {
 			if hit, err = e.Cache.Get(keys[i], &out[i]); err != nil {
 				return nil, err
 			}
+		}
+		if !hit && c.rerun.cacheOnly(c.item, stage) {
+			return nil, c.notCached(stage, model)
 		}
 		if hit {
 			e.stats.hits.Add(1)
@@ -380,6 +400,13 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 			missIdx = append(missIdx, i)
 			missTexts = append(missTexts, t)
 		}
+	}
+	if c.plan != nil {
+		c.plan.add(stage, "embed", model, len(missTexts) == 0, 0, 0)
+		for _, i := range missIdx {
+			out[i] = []float32{0} // a placeholder of the right count
+		}
+		return out, nil
 	}
 	if len(missTexts) > 0 {
 		var vecs [][]float32

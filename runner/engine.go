@@ -134,6 +134,8 @@ func (e *Engine) init() {
 		if e.Log == nil {
 			e.Log = io.Discard
 		}
+		// Workers, retries and the progress display all write here.
+		e.Log = &lockedWriter{w: e.Log}
 		e.ItemsInFlight = max(e.ItemsInFlight, e.Parallel)
 		e.sched = newScheduler(e.Parallel)
 	})
@@ -145,10 +147,18 @@ type RunSpec struct {
 	Resume bool
 	Args   []string
 	Config any
+	// Rerun, when set, says which calls to make again (see Rerun).
+	Rerun *Rerun
+	// DryRun works out the plan (Result.Plan) and writes nothing.
+	DryRun bool
+	// Flags are the effective values of every command-line setting (from
+	// flags, HALU_ environment variables or a run file), for the manifest.
+	Flags map[string]string
 }
 
 // Result is what a run did.
 type Result struct {
+	Plan     *Plan // a dry run's
 	Dir      string
 	Counts   Counts
 	Summary  *Summary
@@ -165,6 +175,10 @@ var ErrIncomplete = errors.New("run incomplete")
 // Run runs suite s into spec.Dir, or resumes the run there.
 func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error) {
 	e.init()
+	if spec.DryRun {
+		p, err := e.dryRun(ctx, s)
+		return &Result{Plan: p, Dir: spec.Dir}, err
+	}
 	dir := spec.Dir
 	recPath := filepath.Join(dir, recordsFile)
 
@@ -204,6 +218,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 			HaluVersion: e.Version,
 			Suite:       s.Name(),
 			Args:        spec.Args,
+			Flags:       spec.Flags,
 			Config:      cfg,
 			Started:     time.Now().UTC(),
 		}
@@ -295,7 +310,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	}
 
 	base := e.snapshot()
-	failed, runErr := e.work(ctx, s, todo, w, ew)
+	failed, runErr := e.work(ctx, s, todo, w, ew, spec.Rerun)
 	if c, ok := s.(io.Closer); ok {
 		c.Close() // stores a suite opened (index, knowledge graph)
 	}
@@ -369,7 +384,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 // work runs todo on the worker pool. An item whose model call fails after
 // its retries is logged to errors.jsonl and counted; a server that cannot be
 // reached at all stops the run, since every further item would fail too.
-func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *recordWriter, ew *recordWriter) (int, error) {
+func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *recordWriter, ew *recordWriter, rerun *Rerun) (int, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	prog := newProgress(e.Log, e.Interactive, s.Name(), len(todo), e)
@@ -383,7 +398,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *recordWriter
 		go func() {
 			defer wg.Done()
 			for it := range jobs {
-				calls := &Calls{e: e, item: it.ID}
+				calls := &Calls{e: e, item: it.ID, rerun: rerun}
 				data, err := s.Process(ctx, calls, it)
 				if ctx.Err() != nil {
 					continue // interrupted: the item is redone on resume
@@ -576,3 +591,15 @@ func ReadRun(dir string) (*Manifest, []Record, error) {
 // Stats returns the engine's running totals: model calls, cache hits,
 // retries, unscored judgements and tokens, over its whole life.
 func (e *Engine) Stats() Counts { e.init(); return e.snapshot() }
+
+// lockedWriter serialises writes to a log shared by the engine's workers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

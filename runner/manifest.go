@@ -20,6 +20,7 @@ type Manifest struct {
 	HaluVersion string                  `json:"halu_version"`
 	Suite       string                  `json:"suite"`
 	Args        []string                `json:"args"`
+	Flags       map[string]string       `json:"flags,omitempty"`
 	Config      json.RawMessage         `json:"config"`
 	Ollama      OllamaInfo              `json:"ollama"`
 	Models      []localmodels.ModelInfo `json:"models"`

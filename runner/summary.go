@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 )
@@ -81,4 +82,61 @@ func (s *Summary) Print(w io.Writer) {
 			c.StoppedBudget, c.StoppedRepetition, c.NearContext, c.Backoffs)
 	}
 	fmt.Fprintf(w, "model switches: %d\n", c.ModelSwitches)
+}
+
+// Gate is a quality gate on a summary metric: --fail-under NAME=VALUE fails
+// a run whose metric is below VALUE, --fail-over one whose metric is above.
+type Gate struct {
+	Metric string
+	Bound  float64
+	Over   bool
+}
+
+// ParseGate reads NAME=VALUE.
+func ParseGate(s string, over bool) (Gate, error) {
+	name, val, ok := strings.Cut(s, "=")
+	var f float64
+	if ok {
+		_, err := fmt.Sscanf(val, "%g", &f)
+		ok = err == nil && strings.TrimSpace(name) != ""
+	}
+	if !ok {
+		return Gate{}, fmt.Errorf("gate %q: want METRIC=NUMBER", s)
+	}
+	return Gate{Metric: strings.TrimSpace(name), Bound: f, Over: over}, nil
+}
+
+func (g Gate) String() string {
+	if g.Over {
+		return fmt.Sprintf("%s <= %g", g.Metric, g.Bound)
+	}
+	return fmt.Sprintf("%s >= %g", g.Metric, g.Bound)
+}
+
+// Check returns the metrics that fail g. A gate names a metric whole
+// ("qwen2.5:1.5b/cs") or by its last part ("cs"), which then applies to
+// every model's; naming none of the summary's metrics is an error.
+func (s *Summary) Check(g Gate) (failed []string, err error) {
+	var keys []string
+	for k := range s.Metrics {
+		if k == g.Metric || strings.HasSuffix(k, "/"+g.Metric) || strings.HasSuffix(k, "."+g.Metric) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		var all []string
+		for k := range s.Metrics {
+			all = append(all, k)
+		}
+		sort.Strings(all)
+		return nil, fmt.Errorf("gate %s: no metric %q in this run's summary (it has: %s)", g, g.Metric, strings.Join(all, ", "))
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := s.Metrics[k]
+		if (g.Over && v > g.Bound) || (!g.Over && v < g.Bound) || math.IsNaN(v) {
+			failed = append(failed, fmt.Sprintf("%s = %.4g (gate: %s)", k, v, g))
+		}
+	}
+	return failed, nil
 }

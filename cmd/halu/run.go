@@ -31,6 +31,9 @@ type suiteDef struct {
 	// build makes the suite from a config in its JSON form; its errors are
 	// usage errors (the config cannot make a suite).
 	build func(cfg json.RawMessage) (runner.Suite, error)
+	// override returns the config base (a run's, in JSON) changed by the
+	// suite flags in args, for a rerun.
+	override func(base json.RawMessage, args []string) (any, error)
 }
 
 // defineSuite ties a suite's config type C to the command line. bind
@@ -59,6 +62,28 @@ func defineSuite[C any, S runner.Suite](name, short string, defaults func() C, b
 				return nil, err
 			}
 			return newSuite(cfg)
+		},
+		override: func(base json.RawMessage, args []string) (any, error) {
+			cfg := defaults()
+			fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+			finish := bind(fs, &cfg)
+			// Binding set the fields to their defaults; the run's own
+			// values go back in, then the flags given change some.
+			if err := json.Unmarshal(base, &cfg); err != nil {
+				return nil, fmt.Errorf("%s config: %w", name, err)
+			}
+			if err := fs.Parse(args); err != nil {
+				return nil, usageError{err}
+			}
+			if fs.NArg() > 0 {
+				return nil, usagef("%s: unexpected %v", name, fs.Args())
+			}
+			if finish != nil {
+				if err := finish(); err != nil {
+					return nil, usageError{err}
+				}
+			}
+			return cfg, nil
 		},
 	}
 }
@@ -129,8 +154,16 @@ func bindIdeas(fs *pflag.FlagSet, cfg *ideas.Config) func() error {
 	fs.StringVar(&cfg.External, "external", "", "CSV of model,score for a Pearson correlation (the paper uses LiveBench)")
 	fs.IntVar(&cfg.JudgeMaxTokens, "judge-max-tokens", cfg.JudgeMaxTokens, "critic reply cap")
 	return func() error {
-		for _, g := range sameBase {
-			cfg.SameBase = append(cfg.SameBase, strings.Split(g, ","))
+		// Only flags given change the config, so that a rerun keeps the
+		// run's values.
+		if fs.Changed("same-base") {
+			cfg.SameBase = nil
+			for _, g := range sameBase {
+				cfg.SameBase = append(cfg.SameBase, strings.Split(g, ","))
+			}
+		}
+		if !fs.Changed("fluency-pairs") {
+			return nil
 		}
 		switch pairs {
 		case "all":
@@ -198,6 +231,7 @@ func findSuite(name string) (suiteDef, bool) {
 
 func newRunCmd(g *globals) *cobra.Command {
 	var resume string
+	var rc runControl
 	cmd := &cobra.Command{
 		Use:   "run SUITE [flags] | run --resume DIR",
 		Short: "Run a benchmark suite, or resume an interrupted run",
@@ -206,10 +240,18 @@ func newRunCmd(g *globals) *cobra.Command {
 			if resume == "" {
 				return usagef("run: name a suite (halu run smoke …) or --resume DIR")
 			}
-			return resumeRun(cmd, g, resume)
+			if err := applySettings(cmd, rc.file); err != nil {
+				return err
+			}
+			gates, err := rc.gates()
+			if err != nil {
+				return err
+			}
+			return resumeRun(cmd, g, resume, gates)
 		},
 	}
 	cmd.PersistentFlags().StringVar(&resume, "resume", "", "resume the run in DIR: skip completed items, redo the rest, with the run's own settings")
+	rc.bind(cmd.PersistentFlags())
 	for _, def := range suites() {
 		def := def
 		var out string
@@ -221,8 +263,15 @@ func newRunCmd(g *globals) *cobra.Command {
 		config := def.flags(sub.Flags())
 		sub.Flags().StringVar(&out, "out", "", "run directory (default runs/SUITE-TIME)")
 		sub.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := applySettings(cmd, rc.file); err != nil {
+				return err
+			}
+			gates, err := rc.gates()
+			if err != nil {
+				return err
+			}
 			if resume != "" {
-				return resumeRun(cmd, g, resume)
+				return resumeRun(cmd, g, resume, gates)
 			}
 			cfg, err := config()
 			if err != nil {
@@ -239,14 +288,14 @@ func newRunCmd(g *globals) *cobra.Command {
 			if out == "" {
 				out = filepath.Join("runs", def.name+"-"+time.Now().Format("20060102-150405"))
 			}
-			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg})
+			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd)}, gates)
 		}
 		cmd.AddCommand(sub)
 	}
 	return cmd
 }
 
-func resumeRun(cmd *cobra.Command, g *globals, dir string) error {
+func resumeRun(cmd *cobra.Command, g *globals, dir string, gates []runner.Gate) error {
 	m, err := runner.ReadManifest(dir)
 	if err != nil {
 		return err
@@ -259,20 +308,30 @@ func resumeRun(cmd *cobra.Command, g *globals, dir string) error {
 	if err != nil {
 		return fmt.Errorf("run %s: config: %w", dir, err)
 	}
-	return execute(cmd, g, s, runner.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: m.Config})
+	return execute(cmd, g, s, runner.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: m.Config, Flags: m.Flags}, gates)
 }
 
-func execute(cmd *cobra.Command, g *globals, s runner.Suite, spec runner.RunSpec) error {
+// execute runs s and applies the quality gates to its summary: exit 1 for
+// a run error, 3 for a gate that failed.
+func execute(cmd *cobra.Command, g *globals, s runner.Suite, spec runner.RunSpec, gates []runner.Gate) error {
 	e, err := g.engine()
 	if err != nil {
 		return err
 	}
 	res, err := e.Run(cmd.Context(), s, spec)
+	w := cmd.OutOrStdout()
+	if res != nil && res.Plan != nil {
+		res.Plan.Print(w)
+		return err
+	}
 	if res != nil && res.Summary != nil {
-		res.Summary.Print(cmd.OutOrStdout())
+		res.Summary.Print(w)
 	}
 	if res != nil {
-		fmt.Fprintf(cmd.OutOrStdout(), "run directory: %s\n", res.Dir)
+		fmt.Fprintf(w, "run directory: %s\n", res.Dir)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return checkGates(w, res.Summary, gates)
 }

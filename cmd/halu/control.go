@@ -1,0 +1,384 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+
+	"halu/runner"
+)
+
+// runControl are the settings of `halu run` that are not the suite's: the
+// run file, the dry run and the quality gates.
+type runControl struct {
+	file      string
+	dryRun    bool
+	failUnder []string
+	failOver  []string
+}
+
+func (rc *runControl) bind(fs *pflag.FlagSet) {
+	fs.StringVarP(&rc.file, "file", "f", "", "YAML run file: flag names as keys (flags and HALU_ environment variables override it)")
+	fs.BoolVar(&rc.dryRun, "dry-run", false, "print the plan (items, calls per stage and model, estimated tokens) and stop")
+	fs.StringArrayVar(&rc.failUnder, "fail-under", nil, "METRIC=VALUE: exit 3 when a summary metric is below VALUE (repeatable; METRIC may omit the model)")
+	fs.StringArrayVar(&rc.failOver, "fail-over", nil, "METRIC=VALUE: exit 3 when a summary metric is above VALUE (for rates where lower is better)")
+}
+
+func (rc *runControl) gates() ([]runner.Gate, error) {
+	var out []runner.Gate
+	for _, list := range []struct {
+		specs []string
+		over  bool
+	}{{rc.failUnder, false}, {rc.failOver, true}} {
+		for _, s := range list.specs {
+			g, err := runner.ParseGate(s, list.over)
+			if err != nil {
+				return nil, usageError{err}
+			}
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+// allFlags are a command's own flags and those it inherits.
+func allFlags(cmd *cobra.Command) []*pflag.Flag {
+	var out []*pflag.Flag
+	seen := map[string]bool{}
+	for _, fs := range []*pflag.FlagSet{cmd.Flags(), cmd.InheritedFlags()} {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if !seen[f.Name] {
+				seen[f.Name] = true
+				out = append(out, f)
+			}
+		})
+	}
+	return out
+}
+
+// envName is the environment variable that sets a flag: HALU_ and the
+// flag's name in capitals, dashes as underscores (--max-tokens:
+// HALU_MAX_TOKENS).
+func envName(flag string) string {
+	return "HALU_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applySettings fills every flag not given on the command line from its
+// HALU_ environment variable, else from the run file: flags override the
+// environment, which overrides the file.
+func applySettings(cmd *cobra.Command, file string) error {
+	fromFile := map[string][]string{}
+	if file != "" {
+		var err error
+		if fromFile, err = readRunFile(file, cmd); err != nil {
+			return err
+		}
+	}
+	for _, f := range allFlags(cmd) {
+		if f.Changed || f.Name == "file" || f.Name == "help" {
+			continue
+		}
+		var vals []string
+		source := ""
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+			vals, source = []string{v}, envName(f.Name)
+		} else if v, ok := fromFile[f.Name]; ok {
+			vals, source = v, file
+		} else {
+			continue
+		}
+		for _, v := range vals {
+			if err := f.Value.Set(v); err != nil {
+				return usagef("%s: --%s %q: %v", source, f.Name, v, err)
+			}
+		}
+		f.Changed = true
+	}
+	return nil
+}
+
+// readRunFile reads a YAML run file: a mapping from flag names to values —
+// a scalar, a list (joined with commas for list flags) or, for repeatable
+// flags, a list of lists. An unknown key is an error naming its line.
+func readRunFile(path string, cmd *cobra.Command) (map[string][]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, usagef("%s: %v", path, err)
+	}
+	out := map[string][]string{}
+	if len(doc.Content) == 0 {
+		return out, nil
+	}
+	m := doc.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return nil, usagef("%s:%d: want a mapping of flag names to values", path, m.Line)
+	}
+	known := map[string]*pflag.Flag{}
+	for _, f := range allFlags(cmd) {
+		known[f.Name] = f
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		name := strings.ReplaceAll(k.Value, "_", "-")
+		f, ok := known[name]
+		if !ok || name == "file" {
+			return nil, usagef("%s:%d: %q is not a setting of `halu %s`", path, k.Line, k.Value, cmd.CommandPath()[len("halu "):])
+		}
+		vals, err := yamlValues(v, f.Value.Type() == "stringArray")
+		if err != nil {
+			return nil, usagef("%s:%d: %s: %v", path, v.Line, k.Value, err)
+		}
+		out[name] = vals
+	}
+	return out, nil
+}
+
+func yamlValues(v *yaml.Node, repeatable bool) ([]string, error) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		return []string{v.Value}, nil
+	case yaml.SequenceNode:
+		var parts []string
+		for _, e := range v.Content {
+			switch {
+			case e.Kind == yaml.ScalarNode:
+				parts = append(parts, e.Value)
+			case e.Kind == yaml.SequenceNode && repeatable:
+				inner, err := yamlValues(e, false)
+				if err != nil {
+					return nil, err
+				}
+				parts = append(parts, strings.Join(inner, ","))
+			default:
+				return nil, fmt.Errorf("line %d: want a value or a list of values", e.Line)
+			}
+		}
+		if repeatable {
+			return parts, nil
+		}
+		return []string{strings.Join(parts, ",")}, nil
+	}
+	return nil, fmt.Errorf("want a value or a list of values")
+}
+
+// effectiveFlags are every setting's value, for the manifest.
+func effectiveFlags(cmd *cobra.Command) map[string]string {
+	out := map[string]string{}
+	for _, f := range allFlags(cmd) {
+		if f.Name != "help" {
+			out[f.Name] = f.Value.String()
+		}
+	}
+	return out
+}
+
+// checkGates applies the quality gates to a run's summary.
+func checkGates(w interface{ Write([]byte) (int, error) }, sum *runner.Summary, gates []runner.Gate) error {
+	if len(gates) == 0 {
+		return nil
+	}
+	if sum == nil {
+		return fmt.Errorf("%w: the run has no summary to check", errGate)
+	}
+	var failed []string
+	for _, g := range gates {
+		f, err := sum.Check(g)
+		if err != nil {
+			return usageError{err}
+		}
+		failed = append(failed, f...)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%w: %s", errGate, strings.Join(failed, "; "))
+	}
+	fmt.Fprintf(w, "quality gates passed: %d\n", len(gates))
+	return nil
+}
+
+func newRerunCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rerun RUN_DIR (--stage STAGE [SUITE FLAGS…] [--out DIR] | --errors)",
+		Short: "Redo one stage of a run (and what depends on it) reusing the rest, or redo only its failed items",
+		Long: `halu rerun RUN_DIR --stage judge --judges a,b
+    recomputes the calls of stage "judge" with the run's settings changed by the suite flags given
+    (here: other judges), into a new run directory (default RUN_DIR-rerun-STAGE). The stages each
+    item went through before it are read from the response cache — none is generated again; a
+    reply missing from the cache is an error. Later stages are recomputed where their input changed.
+halu rerun RUN_DIR --errors
+    redoes, in place, the items that failed and the items with unscored judgements (asking their
+    failed stages afresh), reusing every other reply from the cache.`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var stage, out string
+			var errorsOnly bool
+			var rc runControl
+			own := pflag.NewFlagSet("rerun", pflag.ContinueOnError)
+			own.StringVar(&stage, "stage", "", "the stage to recompute")
+			own.BoolVar(&errorsOnly, "errors", false, "redo failed items and unscored judgements, in place")
+			own.StringVar(&out, "out", "", "run directory of a stage rerun")
+			own.StringArrayVar(&rc.failUnder, "fail-under", nil, "")
+			own.StringArrayVar(&rc.failOver, "fail-over", nil, "")
+			own.AddFlagSet(cmd.InheritedFlags())
+			for _, a := range args {
+				if a == "-h" || a == "--help" {
+					return cmd.Help()
+				}
+			}
+			at := runDirArg(args, own)
+			if at < 0 {
+				return usagef("rerun: name the run directory before the suite's flags (halu rerun RUN_DIR --stage STAGE …)")
+			}
+			dir := args[at]
+			args = append(append([]string(nil), args[:at]...), args[at+1:]...)
+			m, recs, err := runner.ReadRun(dir)
+			if err != nil {
+				return err
+			}
+			def, ok := findSuite(m.Suite)
+			if !ok {
+				return fmt.Errorf("run %s: suite %q cannot be rerun", dir, m.Suite)
+			}
+			suiteFlags := pflag.NewFlagSet(m.Suite, pflag.ContinueOnError)
+			def.flags(suiteFlags)
+			mine, suiteArgs, err := splitArgs(args, own, suiteFlags)
+			if err != nil {
+				return usagef("rerun: %v", err)
+			}
+			if err := own.Parse(mine); err != nil {
+				return usageError{err}
+			}
+			if own.NArg() > 0 {
+				return usagef("rerun: unexpected %v", own.Args())
+			}
+			gates, err := rc.gates()
+			if err != nil {
+				return err
+			}
+			// The engine's settings (num_ctx, cache, …) are the run's unless
+			// given: they are part of every cache key. The server address
+			// is today's.
+			for name, v := range m.Flags {
+				if f := cmd.InheritedFlags().Lookup(name); f != nil && !f.Changed && name != "ollama" {
+					if err := f.Value.Set(v); err != nil {
+						return fmt.Errorf("run %s: setting --%s: %w", dir, name, err)
+					}
+				}
+			}
+			switch {
+			case errorsOnly && stage != "":
+				return usagef("rerun: --stage or --errors, not both")
+			case errorsOnly:
+				if len(suiteArgs) > 0 {
+					return usagef("rerun --errors keeps the run's settings: %v not allowed", suiteArgs)
+				}
+				plan, n, err := runner.ErrorsRerun(dir)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "rerun %s: %d records with unscored judgements set aside; failed items are redone too\n", dir, n)
+				s, err := def.build(m.Config)
+				if err != nil {
+					return fmt.Errorf("run %s: config: %w", dir, err)
+				}
+				return execute(cmd, g, s, runner.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: m.Config, Rerun: plan, Flags: m.Flags}, gates)
+			case stage == "":
+				return usagef("rerun: --stage STAGE or --errors")
+			}
+			plan, err := runner.StageRerun(recs, stage)
+			if err != nil {
+				return usagef("rerun %s: %v", dir, err)
+			}
+			cfg, err := def.override(m.Config, suiteArgs)
+			if err != nil {
+				return err
+			}
+			raw, err := json.Marshal(cfg)
+			if err != nil {
+				return err
+			}
+			s, err := def.build(raw)
+			if err != nil {
+				return usageError{err}
+			}
+			if out == "" {
+				out = strings.TrimRight(dir, string(filepath.Separator)) + "-rerun-" + stage
+			}
+			flags := map[string]string{}
+			for k, v := range m.Flags {
+				flags[k] = v
+			}
+			flags["rerun"] = strings.Join(append([]string{dir, "--stage", stage}, suiteArgs...), " ")
+			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, Rerun: plan, Flags: flags}, gates)
+		},
+	}
+	return cmd
+}
+
+// runDirArg is the index of the first positional argument, skipping own's
+// flags and their values; -1 when a flag own does not know comes first.
+func runDirArg(args []string, own *pflag.FlagSet) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return i
+		}
+		name, _, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := own.Lookup(name)
+		if f == nil {
+			return -1
+		}
+		if !hasVal && f.NoOptDefVal == "" {
+			i++
+		}
+	}
+	return -1
+}
+
+// splitArgs sorts arguments into those of own and those of suite (each
+// flag with its value); a flag of neither is an error.
+func splitArgs(args []string, own, suite *pflag.FlagSet) (mine, rest []string, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			mine = append(mine, a)
+			continue
+		}
+		long := strings.HasPrefix(a, "--")
+		name, _, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		lookup := func(fs *pflag.FlagSet) *pflag.Flag {
+			if long {
+				return fs.Lookup(name)
+			}
+			if len(name) != 1 {
+				return nil
+			}
+			return fs.ShorthandLookup(name)
+		}
+		f, dst := lookup(own), &mine
+		if f == nil {
+			f, dst = lookup(suite), &rest
+		}
+		if f == nil {
+			return nil, nil, fmt.Errorf("unknown flag %s", a)
+		}
+		*dst = append(*dst, a)
+		if !hasVal && f.NoOptDefVal == "" {
+			if i+1 >= len(args) {
+				return nil, nil, fmt.Errorf("flag %s needs a value", a)
+			}
+			i++
+			*dst = append(*dst, args[i])
+		}
+	}
+	return mine, rest, nil
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"halu/localmodels/fakeollama"
+	"halu/runner"
+)
+
+// fakeServer answers generations with an echo and judge prompts with a
+// verdict; judges whose name starts with "bad" answer nonsense.
+type fakeServer struct {
+	*fakeollama.Server
+	mu     sync.Mutex
+	byKind map[string]int // calls per model
+}
+
+func newFake(t *testing.T) *fakeServer {
+	t.Helper()
+	f := &fakeServer{byKind: map[string]int{}}
+	f.Server = fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		f.mu.Lock()
+		f.byKind[r.Model]++
+		f.mu.Unlock()
+		switch {
+		case strings.HasPrefix(r.Model, "gen"):
+			return fakeollama.Reply{Content: "answer: " + r.LastUser()}
+		case strings.HasPrefix(r.Model, "bad"):
+			return fakeollama.Reply{Content: "no idea"}
+		}
+		return fakeollama.Reply{Content: `{"score": 4, "hallucination": false}`}
+	},
+		fakeollama.Model{Name: "gen:latest", Digest: "dg", ParameterCount: 1e9},
+		fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9},
+		fakeollama.Model{Name: "judge2:latest", Digest: "dj2", ParameterCount: 1e9},
+		fakeollama.Model{Name: "bad:latest", Digest: "db", ParameterCount: 1e9},
+	)
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeServer) calls(model string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byKind[model]
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func halu(t *testing.T, f *fakeServer, cache string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	base := []string{"--ollama", f.Host(), "--cache", cache, "--retries", "1"}
+	code := run(append(base, args...), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func TestExitCodes(t *testing.T) {
+	f := newFake(t)
+	cache := t.TempDir()
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want int
+		out  string
+	}{
+		{"unknown flag", []string{"run", "smoke", "--no-such-flag"}, exitUsage, ""},
+		{"no suite", []string{"run"}, exitUsage, ""},
+		{"bad gate", []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--fail-under", "x"}, exitUsage, ""},
+		{"unknown model", []string{"run", "smoke", "--models", "nope", "--judges", "judge", "--out", filepath.Join(dir, "a")}, exitRunError, ""},
+		{"ok", []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--out", filepath.Join(dir, "b")}, exitOK, "run directory"},
+		{"gate passes", []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--out", filepath.Join(dir, "c"),
+			"--fail-under", "mean_score=3.5", "--fail-over", "hallucination_rate=0"}, exitOK, "quality gates passed: 2"},
+		{"gate fails", []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--out", filepath.Join(dir, "d"),
+			"--fail-under", "mean_score=4.5"}, exitGate, ""},
+		{"gate names no metric", []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--out", filepath.Join(dir, "e"),
+			"--fail-under", "nonsense=1"}, exitUsage, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := halu(t, f, cache, tt.args...)
+			if r.code != tt.want || !strings.Contains(r.stdout, tt.out) {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.want, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func TestDryRunCountsCallsAndWritesNothing(t *testing.T) {
+	f := newFake(t)
+	cache := t.TempDir()
+	out := filepath.Join(t.TempDir(), "plan")
+	r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge,judge2", "--questions", "3", "--out", out, "--dry-run")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// 3 questions: 3 generations, then 3 judgements per judge.
+	for _, want := range []string{"plan: 3 items", "gen     generate  chat   3      0", "judge   judge     judge  3      0", "judge2  judge     judge  3      0"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(strings.Join(strings.Fields(r.stdout), " "), "total 9 0 ") {
+		t.Errorf("plan total:\n%s", r.stdout)
+	}
+	if f.calls("gen")+f.calls("judge") != 0 {
+		t.Errorf("a dry run called models: %d, %d", f.calls("gen"), f.calls("judge"))
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a dry run wrote %s", out)
+	}
+	// After a real run, the plan shows the cached calls.
+	halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--questions", "3", "--out", filepath.Join(t.TempDir(), "real"))
+	r = halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--questions", "3", "--dry-run")
+	if !strings.Contains(r.stdout, "gen    generate  chat   0      3") {
+		t.Errorf("plan after a run:\n%s", r.stdout)
+	}
+}
+
+// A rerun of the judge stage with another judge makes no generation call;
+// --errors redoes only the items with unscored judgements.
+func TestRerunStageAndErrors(t *testing.T) {
+	f := newFake(t)
+	cache := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "run")
+	if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--questions", "4", "--out", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	gen := f.calls("gen")
+	r := halu(t, f, cache, "rerun", dir, "--stage", "judge", "--judges", "judge2")
+	if r.code != exitOK {
+		t.Fatalf("rerun: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if f.calls("gen") != gen || f.calls("judge2") != 4 {
+		t.Errorf("rerun: %d new generation calls, %d judge2 calls; want 0 and 4", f.calls("gen")-gen, f.calls("judge2"))
+	}
+	m, recs, err := runner.ReadRun(dir + "-rerun-judge")
+	var cfg struct {
+		Judges    []string `json:"judges"`
+		Questions int      `json:"questions"`
+	}
+	json.Unmarshal(m.Config, &cfg)
+	if err != nil || m.Status != "complete" || len(recs) != 4 || len(cfg.Judges) != 1 || cfg.Judges[0] != "judge2" || cfg.Questions != 4 ||
+		!strings.Contains(m.Flags["rerun"], "--stage judge --judges judge2") {
+		t.Fatalf("rerun run: %v %+v %+v", err, cfg, m.Flags)
+	}
+	// The same judge again: recomputed (not read from the cache).
+	judge := f.calls("judge")
+	if r := halu(t, f, cache, "rerun", dir, "--stage", "judge", "--out", filepath.Join(t.TempDir(), "again")); r.code != 0 || f.calls("judge") != judge+4 {
+		t.Errorf("same judge rerun: exit %d, %d judge calls, want 4\n%s", r.code, f.calls("judge")-judge, r.stderr)
+	}
+	// Without the generations in the cache, a stage rerun refuses to make them.
+	r = halu(t, f, t.TempDir(), "rerun", dir, "--stage", "judge", "--out", filepath.Join(t.TempDir(), "nocache"))
+	if r.code != exitRunError || !strings.Contains(r.stderr, "reply not in the cache") || f.calls("gen") != gen {
+		t.Errorf("rerun without cache: exit %d, %d generation calls\n%s", r.code, f.calls("gen")-gen, r.stderr)
+	}
+	if r := halu(t, f, cache, "rerun", dir, "--stage", "nope"); r.code != exitUsage || !strings.Contains(r.stderr, "generate") {
+		t.Errorf("unknown stage: exit %d %s", r.code, r.stderr)
+	}
+
+	// A run whose second judge cannot be parsed: --errors asks that judge again.
+	bad := filepath.Join(t.TempDir(), "bad")
+	halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge,bad", "--questions", "2", "--out", bad)
+	_, recs, _ = runner.ReadRun(bad)
+	if len(recs) != 2 || len(recs[0].Failures) != 1 {
+		t.Fatalf("bad judge run: %d records, failures %+v", len(recs), recs[0].Failures)
+	}
+	gen, good, badCalls := f.calls("gen"), f.calls("judge"), f.calls("bad")
+	r = halu(t, f, cache, "rerun", bad, "--errors")
+	if r.code != exitOK || f.calls("gen") != gen || f.calls("judge") != good || f.calls("bad") != badCalls+4 {
+		t.Errorf("--errors: exit %d; new calls gen %d, judge %d, bad %d (want 0, 0, 4: two items, a repair each)\n%s",
+			r.code, f.calls("gen")-gen, f.calls("judge")-good, f.calls("bad")-badCalls, r.stderr)
+	}
+	_, recs, _ = runner.ReadRun(bad)
+	backups, _ := filepath.Glob(filepath.Join(bad, "records.jsonl.before-rerun-*"))
+	if len(recs) != 2 || len(backups) != 1 {
+		t.Errorf("after --errors: %d records, backups %v", len(recs), backups)
+	}
+}
+
+func TestRunFileAndEnvironment(t *testing.T) {
+	f := newFake(t)
+	cache := t.TempDir()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "run.yaml")
+	os.WriteFile(file, []byte("models: [gen]\njudges:\n  - judge\nquestions: 2\nmax-tokens: 30\nnum_ctx: 2048\n"), 0o644)
+	t.Setenv("HALU_MAX_TOKENS", "20")
+	out := filepath.Join(dir, "run")
+	r := halu(t, f, cache, "run", "smoke", "-f", file, "--questions", "3", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	m, err := runner.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Models    []string `json:"models"`
+		Questions int      `json:"questions"`
+		MaxTokens int      `json:"max_tokens"`
+	}
+	json.Unmarshal(m.Config, &cfg)
+	// The flag beats the file; the environment beats the file.
+	if cfg.Questions != 3 || cfg.MaxTokens != 20 || len(cfg.Models) != 1 || m.Flags["num-ctx"] != "2048" || m.Serving.NumCtx != 2048 {
+		t.Errorf("config %+v, flags num-ctx %q, serving %+v", cfg, m.Flags["num-ctx"], m.Serving)
+	}
+	os.WriteFile(file, []byte("models: [gen]\n\nmodle: x\n"), 0o644)
+	r = halu(t, f, cache, "run", "smoke", "-f", file, "--out", filepath.Join(dir, "x"))
+	if r.code != exitUsage || !strings.Contains(r.stderr, "run.yaml:3") || !strings.Contains(r.stderr, "modle") {
+		t.Errorf("unknown key: exit %d: %s", r.code, r.stderr)
+	}
+}
