@@ -17,6 +17,7 @@ type Summary struct {
 	Suite     string             `json:"suite"`
 	Metrics   map[string]float64 `json:"metrics"`
 	Tables    []Table            `json:"tables"`
+	Charts    []Chart            `json:"charts,omitempty"`
 	Notes     []string           `json:"notes,omitempty"`
 	Counts    Counts             `json:"counts"`
 	TinyModel bool               `json:"tiny_model,omitempty"`
@@ -139,4 +140,82 @@ func (s *Summary) Check(g Gate) (failed []string, err error) {
 		}
 	}
 	return failed, nil
+}
+
+// Chart is the data of one figure, drawn by `halu report` as inline SVG. A
+// suite fills the fields of its Kind:
+//
+//   - "bars": Groups along the x axis, one bar per Series in each, with an
+//     optional interval (Lo, Hi: a 95% CI) drawn as an error bar;
+//   - "scatter": labelled Points, those with Front set joined as a Pareto
+//     front;
+//   - "heatmap": Cells[row][col] over Rows × Groups;
+//   - "histogram": each Series' Values binned into Bins bins over [Min, Max];
+//   - "lines": each Series' Values over the numeric X positions.
+type Chart struct {
+	Kind   string   `json:"kind"`
+	Title  string   `json:"title"`
+	X      string   `json:"x_label,omitempty"`
+	Y      string   `json:"y_label,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+	Series []Series `json:"series,omitempty"`
+	Points []Point  `json:"points,omitempty"`
+	Rows   []string `json:"rows,omitempty"`
+	Cells  [][]Num  `json:"cells,omitempty"`
+	XS     []Num    `json:"x,omitempty"`
+	Bins   int      `json:"bins,omitempty"`
+	Min    Num      `json:"min,omitempty"`
+	Max    Num      `json:"max,omitempty"`
+}
+
+// Series is one named run of values of a chart (NaN: no value).
+type Series struct {
+	Name   string `json:"name"`
+	Values []Num  `json:"values"`
+	Lo     []Num  `json:"lo,omitempty"`
+	Hi     []Num  `json:"hi,omitempty"`
+}
+
+// Point is one labelled point of a scatter chart.
+type Point struct {
+	Label string `json:"label"`
+	X     Num    `json:"x"`
+	Y     Num    `json:"y"`
+	Front bool   `json:"front,omitempty"`
+}
+
+// Num is a chart value: NaN (no data) is written to JSON as null, which
+// JSON numbers cannot hold, and read back as NaN.
+type Num float64
+
+// Nums converts xs.
+func Nums(xs ...float64) []Num {
+	out := make([]Num, len(xs))
+	for i, x := range xs {
+		out[i] = Num(x)
+	}
+	return out
+}
+
+// MarshalJSON writes NaN and ±Inf as null.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+// UnmarshalJSON reads null as NaN.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Num(math.NaN())
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
 }

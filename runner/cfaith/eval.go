@@ -227,6 +227,14 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		Columns: append([]string{"model", "Overall"}, Types...)}
 	f5 := runner.Table{Title: "C-FAITH Figure 5 — true/false errors: false negative (hallucinated statement accepted) and false positive (correct statement rejected) rates (%)",
 		Columns: []string{"model", "FN rate", "FP rate", "hallucinated statements", "correct statements"}}
+	rateBars := runner.Chart{Kind: "bars", Title: "Hallucination rate per format (95% Wilson CI)", Y: "hallucination rate", Groups: Formats}
+	typeBars := runner.Chart{Kind: "bars", Title: "Generative QA hallucination rate per hallucination type (95% Wilson CI)", Y: "hallucination rate", Groups: Types}
+	wilson := func(se *runner.Series, k, n int) {
+		iv := metrics.WilsonCI(k, n, 0.95)
+		se.Values = append(se.Values, runner.Num(iv.Estimate))
+		se.Lo = append(se.Lo, runner.Num(iv.Low))
+		se.Hi = append(se.Hi, runner.Num(iv.High))
+	}
 	for _, m := range models {
 		n := map[string]int{}
 		h := map[string]int{}
@@ -252,6 +260,15 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 				st, jt = append(st, *a.Statement), append(jt, *a.JudgedTrue)
 			}
 		}
+		rs, ts := runner.Series{Name: m}, runner.Series{Name: m}
+		for _, f := range Formats {
+			wilson(&rs, h[f], n[f])
+		}
+		for _, t := range Types {
+			wilson(&ts, typeH[t], typeN[t])
+		}
+		rateBars.Series = append(rateBars.Series, rs)
+		typeBars.Series = append(typeBars.Series, ts)
 		row := []string{m}
 		var rates []float64
 		for _, f := range Formats {
@@ -290,6 +307,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 	}
 	sum.Tables = append(sum.Tables, t5, t6, f5)
+	sum.Charts = append(sum.Charts, rateBars, typeBars)
 	sum.Notes = append(sum.Notes,
 		"unscored: a choice reply with no A–D letter, a true/false reply with neither word, or a judge reply that never parsed; excluded from the rates",
 		fmt.Sprintf("dataset %s: language %s, built by %s, verified by %s", s.cfg.Data, s.info.Lang, s.info.Agent, s.info.Verifier))

@@ -165,6 +165,25 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 	}
 	sum.Tables = append(sum.Tables, t2, t2b, t9, tag, td)
+	var obs []metrics.JudgeScore
+	for _, k := range keys {
+		for _, ir := range groups[k] {
+			for _, q := range ir.Questions {
+				for _, a := range q.Answers {
+					id := AnswerID(k.m, k.s, k.t, q.ID, a.Index)
+					for _, j := range a.Judgements {
+						o := metrics.JudgeScore{Item: id, Judge: j.Judge, Scored: j.Scored && j.Verdict != nil}
+						if o.Scored {
+							o.Score = float64(j.Verdict.Originality+j.Verdict.Feasibility+j.Verdict.Value) / 3
+						}
+						obs = append(obs, o)
+					}
+				}
+			}
+		}
+	}
+	sum.Tables = append(sum.Tables, runner.JudgeTable("Judges: parse failures, mean score and leniency (score = mean of Or, Fe, Va; 1–5)", "(1–5)", obs))
+	sum.Charts = append(sum.Charts, hicCharts(rows)...)
 	if th.Title != "" {
 		sum.Tables = append(sum.Tables, th)
 	}
@@ -179,8 +198,47 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		"IH: panel-mean Originality ≥ 4, Value ≥ 4, Feasibility ≥ 3 (as the authors' code, IH ignores the hallucination verdict; IH∩DH counts answers that are both). DH: panel majority says hallucinated; "+rule+".",
 		"IFS = w1·IH + (1−w1)·(1 − DH − IH) (eq. 3); ratios are over scored answers. A judge whose reply never parsed abstains; an answer no judge scored is unscored and left out.",
 		"Answers are sampled independently (seed + answer index); the authors' code asks for all answers in one call and splits on blank lines.",
+		"Bars show 95% Wilson intervals over scored answers.",
 		"Similarities use embedding model "+s.cfg.EmbedModel+" (the paper: SimCSE sup-simcse-bert-base-uncased); Flu averages per question, then per domain, then over domains.")
+	sum.Notes = append(sum.Notes, runner.PanelWarnings(s.cfg.Models, s.cfg.Judges)...)
 	return sum, nil
+}
+
+// hicCharts are the IH and DH ratios per model and strategy, and per domain
+// (paper Figs. 3 and 5), with 95% Wilson intervals.
+func hicCharts(rows []*Group) []runner.Chart {
+	bars := runner.Chart{Kind: "bars", Title: "IH and DH ratio per model, strategy and temperature (95% Wilson CI)", Y: "share of scored answers"}
+	ih := runner.Series{Name: "IH ↑"}
+	dh := runner.Series{Name: "DH ↓"}
+	add := func(s *runner.Series, k, n int) {
+		iv := metrics.WilsonCI(k, n, 0.95)
+		s.Values = append(s.Values, runner.Num(iv.Estimate))
+		s.Lo = append(s.Lo, runner.Num(iv.Low))
+		s.Hi = append(s.Hi, runner.Num(iv.High))
+	}
+	for _, g := range rows {
+		bars.Groups = append(bars.Groups, fmt.Sprintf("%s %s T%g", g.Model, strings.ToUpper(g.Strategy), g.Temperature))
+		add(&ih, g.IH, g.Scored)
+		add(&dh, g.DH, g.Scored)
+	}
+	bars.Series = []runner.Series{ih, dh}
+	out := []runner.Chart{bars}
+	for _, g := range rows {
+		if len(g.Domains) == 0 {
+			continue
+		}
+		c := runner.Chart{Kind: "bars", Title: fmt.Sprintf("Per domain: IH and DH ratio — %s %s T%g", g.Model, strings.ToUpper(g.Strategy), g.Temperature), Y: "share of scored answers"}
+		dih := runner.Series{Name: "IH ↑"}
+		ddh := runner.Series{Name: "DH ↓"}
+		for _, d := range g.Domains {
+			c.Groups = append(c.Groups, d.Field)
+			dih.Values = append(dih.Values, runner.Num(d.IHRatio))
+			ddh.Values = append(ddh.Values, runner.Num(d.DHRatio))
+		}
+		c.Series = []runner.Series{dih, ddh}
+		out = append(out, c)
+	}
+	return out
 }
 
 func strategyRank(s string) int {

@@ -60,8 +60,27 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	t3 := runner.Table{Title: "TruthHypo Table 3 layout: KnowHD groundedness (%) of greedy hypotheses", Columns: []string{"LLM", "Knowledge", "KnowHD source", "groundedness", "hypotheses scored", "claims", "claims supported", "claim-list fallbacks"}}
 	f3 := runner.Table{Title: "Fig. 3 data: accuracy by groundedness level (levels of width 0.1 holding ≥ 10 hypotheses)", Columns: []string{"LLM", "Knowledge", "source", "groundedness", "accuracy", "hypotheses"}}
 	f4 := runner.Table{Title: "Fig. 4 layout: hypothesis selection accuracy (%)", Columns: []string{"LLM", "Knowledge", "greedy", "majority vote", "highest groundedness", "items", "candidates"}}
+	accBars := runner.Chart{Kind: "bars", Title: "Relation-level accuracy of greedy hypotheses, all tasks pooled (95% Wilson CI)", Y: "accuracy"}
+	accSeries := runner.Series{Name: "accuracy"}
+	gvsa := runner.Chart{Kind: "scatter", Title: "Groundedness vs accuracy (paper Fig. 3; every level of width 0.1 with ≥ 1 hypothesis)", X: "KnowHD groundedness", Y: "accuracy"}
 	for _, k := range keys {
 		rs := by[k]
+		right, n := 0, 0
+		for _, r := range rs {
+			if r.Greedy != nil && r.Gold != "" {
+				n++
+				if r.Greedy.Parsed && r.Greedy.Label == r.Gold {
+					right++
+				}
+			}
+		}
+		if n > 0 {
+			iv := metrics.WilsonCI(right, n, 0.95)
+			accBars.Groups = append(accBars.Groups, k.m+" "+k.st)
+			accSeries.Values = append(accSeries.Values, runner.Num(iv.Estimate))
+			accSeries.Lo = append(accSeries.Lo, runner.Num(iv.Low))
+			accSeries.Hi = append(accSeries.Hi, runner.Num(iv.High))
+		}
 		row := []string{k.m, k.st}
 		var f1s, accs []float64
 		unparse := 0
@@ -124,6 +143,11 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			for _, b := range bins {
 				f3.Rows = append(f3.Rows, []string{k.m, k.st, src, fmt.Sprintf("%.1f", b.Groundedness), pct(b.Accuracy), fmt.Sprint(b.N)})
 			}
+			all, _ := metrics.AccuracyByGroundedness(gs, correct, 0.1, 1)
+			for _, b := range all {
+				gvsa.Points = append(gvsa.Points, runner.Point{Label: fmt.Sprintf("%s %s %s (n=%d)", k.m, k.st, src, b.N),
+					X: runner.Num(b.Groundedness), Y: runner.Num(b.Accuracy)})
+			}
 		}
 		if s.cfg.Candidates > 0 {
 			src := s.selectionSource()
@@ -151,6 +175,13 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	}
 	if len(t2.Rows) > 0 {
 		sum.Tables = append(sum.Tables, t2, tpr)
+	}
+	if len(accSeries.Values) > 0 {
+		accBars.Series = []runner.Series{accSeries}
+		sum.Charts = append(sum.Charts, accBars)
+	}
+	if len(gvsa.Points) > 0 {
+		sum.Charts = append(sum.Charts, gvsa)
 	}
 	if len(s.cfg.KnowHD) > 0 && len(t3.Rows) > 0 {
 		sum.Tables = append(sum.Tables, t3, f3)

@@ -105,6 +105,20 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		heat.Rows = append(heat.Rows, row)
 	}
 	sum.Tables = append(sum.Tables, lb, cnt, heat)
+	var obs []metrics.JudgeScore
+	for _, m := range models {
+		for _, ir := range byModel[m] {
+			for _, idea := range ir.Ideas {
+				id := fmt.Sprintf("%s/%s/%d", m, ir.Keyword, idea.Index)
+				for _, cr := range idea.Critiques {
+					obs = append(obs, metrics.JudgeScore{Item: id, Judge: cr.Judge, Scored: cr.Scored,
+						Score: float64(cr.Originality+cr.Feasibility+cr.Clarity) / 3})
+				}
+			}
+		}
+	}
+	sum.Tables = append(sum.Tables, runner.JudgeTable("Critics: parse failures, mean score and leniency (score = mean of originality, feasibility, clarity; 1–10)", "(1–10)", obs))
+	sum.Charts = append(sum.Charts, ideasCharts(all, catNames)...)
 	if s.external != nil {
 		var x, y []float64
 		for _, ms := range all {
@@ -127,6 +141,58 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		"Scores per idea are the mean of its scored critics (3 sampled from the eligible panel); a critic whose reply never parsed abstains. Flexibility = 30th percentile (linear interpolation) over keywords of the mean of originality, feasibility, clarity and fluency.",
 		"Average is the Dec-2024 leaderboard's (mean of fluency, feasibility, originality, flexibility), comparable with LiveIdeaBench-202412.csv; Average (5 dims) adds clarity as the current release.")
 	return sum, nil
+}
+
+// ideasCharts are the leaderboard's dimensions with their CIs, the
+// originality–feasibility plane with its Pareto front (the paper's Fig. 4)
+// and the per-category heatmap (Fig. 3).
+func ideasCharts(all []ModelScores, cats []string) []runner.Chart {
+	bars := runner.Chart{Kind: "bars", Title: "LiveIdeaBench dimensions per model (95% CI)", Y: "score (1–10)"}
+	dims := []struct {
+		name string
+		get  func(ModelScores) metrics.Interval
+	}{
+		{"Fluency", func(m ModelScores) metrics.Interval { return m.Fluency }},
+		{"Feasibility", func(m ModelScores) metrics.Interval { return m.Feasibility }},
+		{"Originality", func(m ModelScores) metrics.Interval { return m.Originality }},
+		{"Flexibility", func(m ModelScores) metrics.Interval { return m.Flexibility }},
+		{"Clarity", func(m ModelScores) metrics.Interval { return m.Clarity }},
+	}
+	for _, ms := range all {
+		bars.Groups = append(bars.Groups, ms.Model)
+	}
+	for _, d := range dims {
+		se := runner.Series{Name: d.name}
+		for _, ms := range all {
+			iv := d.get(ms)
+			se.Values = append(se.Values, runner.Num(iv.Estimate))
+			se.Lo = append(se.Lo, runner.Num(iv.Low))
+			se.Hi = append(se.Hi, runner.Num(iv.High))
+		}
+		bars.Series = append(bars.Series, se)
+	}
+	var xs, ys []float64
+	for _, ms := range all {
+		xs, ys = append(xs, ms.Originality.Estimate), append(ys, ms.Feasibility.Estimate)
+	}
+	front := metrics.ParetoFront(xs, ys)
+	sc := runner.Chart{Kind: "scatter", Title: "Originality vs feasibility, Pareto front joined (paper Fig. 4)", X: "originality", Y: "feasibility"}
+	for i, ms := range all {
+		sc.Points = append(sc.Points, runner.Point{Label: ms.Model, X: runner.Num(xs[i]), Y: runner.Num(ys[i]), Front: front[i]})
+	}
+	heat := runner.Chart{Kind: "heatmap", Title: "Mean per-keyword composite by category (paper Fig. 3)", Groups: cats}
+	for _, ms := range all {
+		heat.Rows = append(heat.Rows, ms.Model)
+		row := make([]runner.Num, len(cats))
+		for i, c := range cats {
+			row[i] = runner.Num(math.NaN())
+			if v, ok := ms.Categories[c]; ok {
+				row[i] = runner.Num(v)
+			}
+		}
+		heat.Cells = append(heat.Cells, row)
+	}
+	return []runner.Chart{bars, sc, heat}
 }
 
 func score(model string, items []ItemResult, seed uint64) ModelScores {

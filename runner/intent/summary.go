@@ -157,6 +157,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 	}
 	sum.Tables = append(sum.Tables, t3)
+	sum.Charts = append(sum.Charts, intentCharts(models, byModel)...)
 
 	// Table 4: Fact QA Perfect and Fact (%), by topic and difficulty.
 	t4 := runner.Table{Title: "FaithQA Table 4 — Fact QA: Perfect and Factual Verifiable Hallucination Rate (Fact, % of hallucinated responses, CS < 10, that the fact check finds inaccurate)",
@@ -473,4 +474,45 @@ func (s *Suite) humanTables(sum *runner.Summary, rs []ItemResult) {
 	if len(corr.Rows) > 0 {
 		sum.Tables = append(sum.Tables, corr)
 	}
+}
+
+// intentCharts are the Constraint Score distribution per model (0–10, one
+// bin per point) and the mean CS by task with its 95% CI.
+func intentCharts(models []string, byModel map[string][]ItemResult) []runner.Chart {
+	hist := runner.Chart{Kind: "histogram", Title: "Constraint Score distribution (0–10)", X: "Constraint Score", Y: "responses", Bins: 10, Min: 0, Max: 10}
+	bars := runner.Chart{Kind: "bars", Title: "Mean Constraint Score by task (95% t CI)", Y: "CS (0–10)"}
+	present := map[string]bool{}
+	for _, m := range models {
+		for _, r := range byModel[m] {
+			present[r.Task] = true
+		}
+	}
+	for _, t := range Tasks {
+		if present[t] {
+			bars.Groups = append(bars.Groups, taskNames[t])
+		}
+	}
+	for _, m := range models {
+		hs := runner.Series{Name: m}
+		byTask := map[string][]float64{}
+		for _, r := range byModel[m] {
+			if r.Scored && r.CS != nil {
+				hs.Values = append(hs.Values, runner.Num(*r.CS))
+				byTask[r.Task] = append(byTask[r.Task], *r.CS)
+			}
+		}
+		hist.Series = append(hist.Series, hs)
+		bs := runner.Series{Name: m}
+		for _, t := range Tasks {
+			if !present[t] {
+				continue
+			}
+			iv := metrics.MeanCI(byTask[t], 0.95)
+			bs.Values = append(bs.Values, runner.Num(iv.Estimate))
+			bs.Lo = append(bs.Lo, runner.Num(math.Max(0, iv.Low)))
+			bs.Hi = append(bs.Hi, runner.Num(math.Min(10, iv.High)))
+		}
+		bars.Series = append(bars.Series, bs)
+	}
+	return []runner.Chart{hist, bars}
 }
