@@ -31,7 +31,7 @@ func TestFluencyGrades(t *testing.T) {
 // TestLeaderboardAverage reproduces every Average of the published Dec-2024
 // LiveIdeaBench leaderboard from its four dimension columns.
 func TestLeaderboardAverage(t *testing.T) {
-	f, err := os.Open("../testdata/liveideabench/LiveIdeaBench-202412.csv")
+	f, err := os.Open("../runner/report/reference/LiveIdeaBench-202412.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

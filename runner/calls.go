@@ -261,7 +261,11 @@ func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatReq
 	for attempt := 0; attempt <= c.e.JudgeRepairs; attempt++ {
 		r := req
 		r.Messages = msgs
-		resp, err := c.chat(ctx, stage, "judge", r, 0)
+		kind := "judge"
+		if attempt > 0 {
+			kind = "repair" // a repair turn, logged apart so reports can count them
+		}
+		resp, err := c.chat(ctx, stage, kind, r, 0)
 		if err != nil {
 			return false, err
 		}

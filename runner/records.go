@@ -28,7 +28,7 @@ type Record struct {
 // CallLog is one model call an item made, with Ollama's token counts.
 type CallLog struct {
 	Stage        string `json:"stage"`
-	Kind         string `json:"kind"` // chat, judge, embed
+	Kind         string `json:"kind"` // chat, judge, repair (a judge's repair turn), embed
 	Model        string `json:"model"`
 	Digest       string `json:"digest"`
 	Key          string `json:"key"`

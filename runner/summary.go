@@ -150,8 +150,7 @@ func (s *Summary) Check(g Gate) (failed []string, err error) {
 //   - "scatter": labelled Points, those with Front set joined as a Pareto
 //     front;
 //   - "heatmap": Cells[row][col] over Rows × Groups;
-//   - "histogram": each Series' Values binned into Bins bins over [Min, Max];
-//   - "lines": each Series' Values over the numeric X positions.
+//   - "histogram": each Series' Values binned into Bins bins over [Min, Max].
 type Chart struct {
 	Kind   string   `json:"kind"`
 	Title  string   `json:"title"`
@@ -162,7 +161,6 @@ type Chart struct {
 	Points []Point  `json:"points,omitempty"`
 	Rows   []string `json:"rows,omitempty"`
 	Cells  [][]Num  `json:"cells,omitempty"`
-	XS     []Num    `json:"x,omitempty"`
 	Bins   int      `json:"bins,omitempty"`
 	Min    Num      `json:"min,omitempty"`
 	Max    Num      `json:"max,omitempty"`

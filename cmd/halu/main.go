@@ -113,7 +113,7 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	pf.BoolVar(&g.noCache, "no-cache", false, "do not read or write the response cache")
 	pf.IntVar(&g.retries, "retries", 5, "attempts per model call on transient errors (unreachable server, timeouts, 5xx)")
 
-	root.AddCommand(newVersionCmd(), newDoctorCmd(g), newModelsCmd(g), newRunCmd(g), newWithOllamaCmd(g), newIndexCmd(g), newKGCmd(g), newIntentCmd(), newBuildCmd(g), newRerunCmd(g))
+	root.AddCommand(newVersionCmd(), newDoctorCmd(g), newModelsCmd(g), newRunCmd(g), newWithOllamaCmd(g), newIndexCmd(g), newKGCmd(g), newIntentCmd(), newBuildCmd(g), newRerunCmd(g), newReportCmd(), newCompareCmd())
 	return root
 }
 

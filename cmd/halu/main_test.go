@@ -31,8 +31,10 @@ func newFake(t *testing.T) *fakeServer {
 		switch {
 		case strings.HasPrefix(r.Model, "gen"):
 			return fakeollama.Reply{Content: "answer: " + r.LastUser()}
+		case strings.HasPrefix(r.Model, "xss"):
+			return fakeollama.Reply{Content: xssPayload}
 		case strings.HasPrefix(r.Model, "bad"):
-			return fakeollama.Reply{Content: "no idea"}
+			return fakeollama.Reply{Content: "no idea </pre><script>document.body.setAttribute('data-xss','judge')</script>"}
 		}
 		return fakeollama.Reply{Content: `{"score": 4, "hallucination": false}`}
 	},
@@ -40,6 +42,7 @@ func newFake(t *testing.T) *fakeServer {
 		fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9},
 		fakeollama.Model{Name: "judge2:latest", Digest: "dj2", ParameterCount: 1e9},
 		fakeollama.Model{Name: "bad:latest", Digest: "db", ParameterCount: 1e9},
+		fakeollama.Model{Name: "xss:latest", Digest: "dx", ParameterCount: 1e9},
 	)
 	t.Cleanup(f.Close)
 	return f

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"halu/localmodels"
+	"halu/metrics"
 	"halu/runner"
 )
 
@@ -241,6 +242,22 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			fmt.Sprintf("%.1f", float64(a.tokens)/float64(a.answers))})
 	}
 	sum.Tables = append(sum.Tables, t)
+	var obs []metrics.JudgeScore
+	for _, r := range recs {
+		var res Result
+		if err := json.Unmarshal(r.Data, &res); err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+		for _, j := range res.Judgements {
+			o := metrics.JudgeScore{Item: r.Item, Judge: j.Judge, Scored: j.Scored && j.Result != nil}
+			if o.Scored {
+				o.Score = float64(j.Result.Score)
+			}
+			obs = append(obs, o)
+		}
+	}
+	sum.Tables = append(sum.Tables, runner.JudgeTable("Judges: parse failures, mean score and leniency (score 1–5)", "(1–5)", obs))
+	sum.Notes = append(sum.Notes, runner.PanelWarnings(s.cfg.Models, s.cfg.Judges)...)
 	sum.Notes = append(sum.Notes, "judges: "+strings.Join(s.cfg.Judges, ", ")+"; an unparseable judge reply is retried, then left unscored (never counted as a score)")
 	return sum, nil
 }

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"halu/runner"
+	"halu/runner/cfaith"
+	"halu/runner/report"
+)
+
+// rebuild makes the suite a run used from its manifest, with no model
+// call: for a report's summary and for compare's outcomes.
+func rebuild(m *runner.Manifest) (runner.Suite, error) {
+	if m.Suite == "cfaith-build" {
+		var cfg cfaith.BuildConfig
+		if err := json.Unmarshal(m.Config, &cfg); err != nil {
+			return nil, err
+		}
+		return cfaith.NewBuilder(cfg)
+	}
+	def, ok := findSuite(m.Suite)
+	if !ok {
+		return nil, fmt.Errorf("unknown suite %q", m.Suite)
+	}
+	return def.build(m.Config)
+}
+
+func summarize(m *runner.Manifest, recs []runner.Record) (*runner.Summary, error) {
+	s, err := rebuild(m)
+	if err != nil {
+		return nil, err
+	}
+	return s.Summarize(recs)
+}
+
+func newReportCmd() *cobra.Command {
+	var htmlOut, csvDir string
+	var md bool
+	cmd := &cobra.Command{
+		Use:   "report RUN_DIR... [--html FILE] [--md] [--csv DIR]",
+		Short: "Write the tables and charts of runs as one self-contained HTML file, Markdown or CSV",
+		Long: `halu report reads run directories (manifest.json and records.jsonl) and regenerates every
+table and chart from them, offline and without a model call. The HTML file has no script and
+loads nothing: charts are inline SVG. The same runs give byte-identical output.
+Without --md or --csv, the HTML goes to report.html.`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			runs, err := report.LoadAll(args, summarize)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if htmlOut == "" && !md && csvDir == "" {
+				htmlOut = "report.html"
+			}
+			if htmlOut != "" {
+				f, err := os.Create(htmlOut)
+				if err != nil {
+					return err
+				}
+				if err := report.HTML(f, runs); err != nil {
+					f.Close()
+					return err
+				}
+				if err := f.Close(); err != nil {
+					return err
+				}
+				abs, _ := filepath.Abs(htmlOut)
+				fmt.Fprintf(cmd.ErrOrStderr(), "report: %s (%d runs)\n", abs, len(runs))
+			}
+			if csvDir != "" {
+				paths, err := report.CSV(csvDir, runs)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "report: %d CSV tables in %s\n", len(paths), csvDir)
+			}
+			if md {
+				return report.Markdown(w, runs)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&htmlOut, "html", "", "write the HTML report to FILE")
+	cmd.Flags().BoolVar(&md, "md", false, "print every table as Markdown")
+	cmd.Flags().StringVar(&csvDir, "csv", "", "write one CSV file per table into DIR")
+	return cmd
+}
+
+func newCompareCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "compare RUN_A RUN_B",
+		Short: "Paired tests of two runs on the units they share (permutation, paired t, Wilcoxon, McNemar) with effect sizes",
+		Args:  usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var outs [2][]runner.Outcome
+			var suite string
+			for i, dir := range args {
+				m, recs, err := runner.ReadRun(dir)
+				if err != nil {
+					return err
+				}
+				if i == 1 && m.Suite != suite {
+					return usagef("compare: %s is a %s run and %s a %s run", args[0], suite, dir, m.Suite)
+				}
+				suite = m.Suite
+				s, err := rebuild(m)
+				if err != nil {
+					return fmt.Errorf("run %s: %w", dir, err)
+				}
+				c, ok := s.(runner.Comparable)
+				if !ok {
+					return usagef("compare: suite %s has no per-unit outcomes", m.Suite)
+				}
+				if outs[i], err = c.Outcomes(recs); err != nil {
+					return fmt.Errorf("run %s: %w", dir, err)
+				}
+			}
+			cs, err := report.Compare(outs[0], outs[1])
+			if err != nil {
+				return err
+			}
+			if len(cs) == 0 {
+				return fmt.Errorf("compare: the runs share no scored unit")
+			}
+			report.PrintComparisons(cmd.OutOrStdout(), args[0], args[1], cs)
+			return nil
+		},
+	}
+}
+
+// usageArgs makes an argument check's error a usage error (exit 2).
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}

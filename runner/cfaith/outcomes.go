@@ -1,0 +1,29 @@
+package cfaith
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"halu/runner"
+)
+
+// Outcomes gives, per question and format, whether the answer hallucinated
+// (binary; unscored answers are left out).
+func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
+	var out []runner.Outcome
+	for _, r := range recs {
+		var a Answer
+		if err := json.Unmarshal(r.Data, &a); err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+		if !a.Scored {
+			continue
+		}
+		v := 0.0
+		if a.Hallucinated {
+			v = 1
+		}
+		out = append(out, runner.Outcome{Model: a.Model, Unit: a.Format + "/" + a.ID, Metric: "hallucinated_" + a.Format, Kind: "binary", Value: v})
+	}
+	return out, nil
+}

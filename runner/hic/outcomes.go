@@ -1,0 +1,52 @@
+package hic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"halu/metrics"
+	"halu/runner"
+)
+
+// Outcomes gives, per question and (strategy, temperature), the IH and DH
+// ratios over its scored answers (the unit of HIC-Bench's B.3 permutation
+// test) and the panel-mean Originality, Feasibility and Value.
+func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
+	var out []runner.Outcome
+	for _, r := range recs {
+		var ir ItemResult
+		if err := json.Unmarshal(r.Data, &ir); err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+		for _, q := range ir.Questions {
+			unit := fmt.Sprintf("%s/T%g/q%03d", strings.ToUpper(ir.Strategy), ir.Temperature, q.ID)
+			var ih, dh, n int
+			var or, fe, va float64
+			for _, a := range q.Answers {
+				p := Aggregate(a.Judgements, s.cfg.TieHallucinated)
+				if !p.Scored {
+					continue
+				}
+				n++
+				or, fe, va = or+p.Originality, fe+p.Feasibility, va+p.Value
+				if metrics.IsIH(p.Originality, p.Feasibility, p.Value) {
+					ih++
+				}
+				if p.Hallucination {
+					dh++
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			o := func(metric, kind string, v float64) runner.Outcome {
+				return runner.Outcome{Model: ir.Model, Unit: unit, Metric: metric, Kind: kind, Value: v}
+			}
+			nf := float64(n)
+			out = append(out, o("ih", "ratio", float64(ih)/nf), o("dh", "ratio", float64(dh)/nf),
+				o("originality", "score", or/nf), o("feasibility", "score", fe/nf), o("value", "score", va/nf))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,50 @@
+package ideas
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"halu/metrics"
+	"halu/runner"
+)
+
+// Outcomes gives, per keyword, the mean originality, feasibility and
+// clarity of the model's scored ideas and its mean fluency grade.
+func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
+	var out []runner.Outcome
+	for _, r := range recs {
+		var ir ItemResult
+		if err := json.Unmarshal(r.Data, &ir); err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+		var or, fe, cl, flu []float64
+		for _, idea := range ir.Ideas {
+			if idea.Excluded != "" {
+				continue
+			}
+			var o, f, c []float64
+			for _, cr := range idea.Critiques {
+				if cr.Scored {
+					o, f, c = append(o, float64(cr.Originality)), append(f, float64(cr.Feasibility)), append(c, float64(cr.Clarity))
+				}
+			}
+			if len(o) > 0 {
+				or, fe, cl = append(or, metrics.Mean(o)), append(fe, metrics.Mean(f)), append(cl, metrics.Mean(c))
+			}
+		}
+		for _, fp := range ir.Fluency {
+			if fp.Scored {
+				flu = append(flu, fp.Score)
+			}
+		}
+		for _, m := range []struct {
+			name string
+			xs   []float64
+		}{{"originality", or}, {"feasibility", fe}, {"clarity", cl}, {"fluency", flu}} {
+			if len(m.xs) > 0 {
+				out = append(out, runner.Outcome{Model: ir.Model, Unit: ir.Keyword, Metric: m.name, Kind: "score", Value: metrics.Mean(m.xs)})
+			}
+		}
+	}
+	return out, nil
+}

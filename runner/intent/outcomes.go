@@ -1,0 +1,34 @@
+package intent
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"halu/runner"
+)
+
+// Outcomes gives, per query, the Constraint Score (score), whether the
+// response is Perfect (binary) and the 1–10 baseline (score).
+func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
+	var out []runner.Outcome
+	for _, r := range recs {
+		var ir ItemResult
+		if err := json.Unmarshal(r.Data, &ir); err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+		o := func(metric, kind string, v float64) runner.Outcome {
+			return runner.Outcome{Model: ir.Model, Unit: ir.ID, Metric: metric, Kind: kind, Value: v}
+		}
+		if ir.Scored && ir.CS != nil {
+			perfect := 0.0
+			if ir.Perfect {
+				perfect = 1
+			}
+			out = append(out, o("cs", "score", *ir.CS), o("perfect", "binary", perfect))
+		}
+		if ir.Baseline != nil {
+			out = append(out, o("baseline", "score", *ir.Baseline))
+		}
+	}
+	return out, nil
+}

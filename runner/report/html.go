@@ -1,0 +1,238 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+
+	"halu/runner"
+)
+
+// HTML writes one self-contained page for runs: no script, no external
+// style sheet, font or image — charts are inline SVG — so it opens from
+// disk on a machine with no network. Every string that came from a model
+// or a data file goes through html/template's escaping, so an answer that
+// contains "<script>" or "</table>" shows as text. A Content-Security-Policy
+// that allows no script backs that up. The same runs give the same bytes:
+// nothing in the page depends on the time or on map order.
+func HTML(w io.Writer, runs []*Run) error {
+	page := pageData{Title: "halu report"}
+	for i, r := range runs {
+		rv, err := runView(i, r)
+		if err != nil {
+			return err
+		}
+		page.Runs = append(page.Runs, rv)
+		page.Tiny = page.Tiny || r.Summary.TinyModel
+	}
+	var b bytes.Buffer
+	if err := pageTemplate.Execute(&b, page); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+type pageData struct {
+	Title string
+	Tiny  bool
+	Runs  []runData
+}
+
+type runData struct {
+	Anchor, Name, Dir string
+	M                 *runner.Manifest
+	S                 *runner.Summary
+	Note              string
+	Regenerated       bool
+	Charts            []chartData
+	References        []Reference
+	Failures          []FailureGroup
+	Calls             []callRow
+	Flags             [][2]string
+	Prompts           []promptData
+	Datasets          [][3]string
+	Examples          []exampleData
+	Config            string
+}
+
+type chartData struct {
+	Title string
+	SVG   template.HTML
+	Error string
+}
+
+type promptData struct{ Name, SHA, Source, Text string }
+
+type exampleData struct{ Item, JSON string }
+
+func runView(i int, r *Run) (runData, error) {
+	m := r.Manifest
+	d := runData{Anchor: fmt.Sprintf("run%d", i+1), Name: r.Name(), Dir: r.Dir, M: m, S: r.Summary, Note: r.Note,
+		Regenerated: r.Regenerated, Config: prettyJSON(m.Config)}
+	for _, c := range r.Summary.Charts {
+		cd := chartData{Title: c.Title}
+		svg, err := SVG(c)
+		if err != nil {
+			cd.Error = err.Error()
+		} else {
+			cd.SVG = template.HTML(inlineSVG(svg)) // gonum/plot escapes the text it writes
+		}
+		d.Charts = append(d.Charts, cd)
+	}
+	refs, err := References(m.Suite)
+	if err != nil {
+		return d, err
+	}
+	d.References = refs
+	d.Failures = failureGroups(r.Records, 3)
+	d.Calls = callRows(r.Records)
+	var keys []string
+	for k := range m.Flags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d.Flags = append(d.Flags, [2]string{k, m.Flags[k]})
+	}
+	keys = keys[:0]
+	for k := range m.Prompts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := m.Prompts[k]
+		d.Prompts = append(d.Prompts, promptData{Name: k, SHA: p.SHA256, Source: p.Source, Text: p.Text})
+	}
+	keys = keys[:0]
+	for k := range m.Datasets {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d.Datasets = append(d.Datasets, [3]string{k, m.Datasets[k].Path, m.Datasets[k].SHA256})
+	}
+	for j, rec := range r.Records {
+		if j == 2 {
+			break
+		}
+		d.Examples = append(d.Examples, exampleData{Item: rec.Item, JSON: clip(prettyJSON(rec.Data), 6000)})
+	}
+	return d, nil
+}
+
+// inlineSVG drops the XML prolog of an SVG document so that it can stand
+// inside HTML.
+func inlineSVG(b []byte) string {
+	s := string(b)
+	if i := strings.Index(s, "<svg"); i >= 0 {
+		s = s[i:]
+	}
+	return s
+}
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	"short": func(s string) string {
+		s = strings.TrimPrefix(s, "sha256:")
+		if len(s) > 12 {
+			return s[:12]
+		}
+		return s
+	},
+	"clip": clip,
+	"join": strings.Join,
+	"params": func(n int64) string {
+		switch {
+		case n >= 1e9:
+			return fmt.Sprintf("%.1fB", float64(n)/1e9)
+		case n >= 1e6:
+			return fmt.Sprintf("%.1fM", float64(n)/1e6)
+		case n >= 1e3:
+			return fmt.Sprintf("%.0fK", float64(n)/1e3)
+		}
+		return fmt.Sprint(n)
+	},
+}).Parse(pageHTML))
+
+const pageHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",sans-serif;margin:0 auto;max-width:1200px;padding:1em 2em;color:#1b1b1b;line-height:1.4}
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-top:3px solid #0072b2;padding-top:.6em;margin-top:2em}h3{margin-top:1.6em;font-size:1.1em}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:.86em}th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#eef3f8}tr:nth-child(even) td{background:#fafafa}
+.banner{background:#fff3cd;border:2px solid #e6a100;padding:.8em 1em;font-weight:600;margin:1em 0}
+.note{color:#444;font-size:.9em}.muted{color:#666}.chart{margin:1em 0;overflow-x:auto}
+pre{background:#f6f8fa;border:1px solid #ddd;padding:.6em;overflow-x:auto;white-space:pre-wrap;word-break:break-word;font-size:.82em;max-height:28em}
+details{margin:.4em 0}summary{cursor:pointer;font-weight:600}.ref{border-left:4px solid #e69f00;padding-left:.8em}
+code{font-size:.9em}nav li{margin:.15em 0}
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p class="muted">Generated by halu from run directories (manifest.json and records.jsonl); no model was called to make this page.</p>
+{{if .Tiny}}<div class="banner" id="tiny-warning">Warning: a toy-sized test model (under 10M parameters, such as halu's random-weight tiny model) produced some of these numbers. They are meaningless as measurements and only show that the pipeline ran.</div>{{end}}
+<nav><ul>{{range .Runs}}<li><a href="#{{.Anchor}}">{{.Name}}</a> — {{.M.Status}}, {{.S.Counts.Completed}} of {{.S.Counts.Items}} items</li>{{end}}</ul></nav>
+{{range .Runs}}
+<section id="{{.Anchor}}">
+<h2>{{.Name}}</h2>
+{{if .S.TinyModel}}<div class="banner">A toy-sized test model produced numbers in this run: they are meaningless.</div>{{end}}
+<p>Directory <code>{{.Dir}}</code> · status <b>{{.M.Status}}</b> · halu {{.M.HaluVersion}} · Ollama {{.M.Ollama.Version}} at <code>{{.M.Ollama.Host}}</code> · started {{.M.Started.Format "2006-01-02 15:04:05 UTC"}}{{with .M.Ended}} · ended {{.Format "2006-01-02 15:04:05 UTC"}}{{end}}</p>
+{{if .Note}}<p class="note">{{.Note}}</p>{{end}}
+<h3>Models</h3>
+<table><tr><th>model</th><th>digest</th><th>family</th><th>parameters</th><th>quantization</th><th>context</th><th>template SHA-256</th></tr>
+{{range .M.Models}}<tr><td>{{.Name}}</td><td><code title="{{.Digest}}">{{short .Digest}}</code></td><td>{{.Family}}</td><td>{{if .ParameterCount}}{{params .ParameterCount}}{{else}}{{.ParameterSize}}{{end}}</td><td>{{.Quantization}}</td><td>{{.ContextLength}}</td><td><code title="{{.TemplateSHA256}}">{{short .TemplateSHA256}}</code></td></tr>
+{{end}}</table>
+<h3>Counts and failures</h3>
+{{with .S.Counts}}<table><tr><th>items</th><th>completed</th><th>failed items</th><th>unscored judgements (unparseable replies)</th><th>model calls</th><th>cache hits</th><th>retries</th><th>tokens in</th><th>tokens out</th><th>stopped at budget</th><th>repetition stops</th><th>prompts near num_ctx</th></tr>
+<tr><td>{{.Items}}</td><td>{{.Completed}}</td><td>{{.Failed}}</td><td>{{.JudgeFailures}}</td><td>{{.ModelCalls}}</td><td>{{.CacheHits}}</td><td>{{.Retries}}</td><td>{{.PromptTokens}}</td><td>{{.GeneratedToken}}</td><td>{{.StoppedBudget}}</td><td>{{.StoppedRepetition}}</td><td>{{.NearContext}}</td></tr></table>{{end}}
+<p class="note">Refusals, excluded items and panel ties are counted in the suite's own tables below.</p>
+{{range .S.Tables}}
+<h3>{{.Title}}</h3>
+<table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}
+{{range .Charts}}<div class="chart"><h3>{{.Title}}</h3>{{if .Error}}<p class="note">no chart: {{.Error}}</p>{{else}}{{.SVG}}{{end}}</div>
+{{end}}
+{{if .References}}<h3>Published numbers for comparison</h3>
+{{range .References}}<details class="ref"><summary>{{.Source}}</summary>
+<table><tr>{{range .Table.Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Table.Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table><p class="note">Source: {{.Source}} (file reference/{{.File}}). The published models are not the ones run here; the layout is the same.</p></details>
+{{end}}{{end}}
+{{if .S.Notes}}<h3>Notes</h3><ul>{{range .S.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<h3>Model calls by stage</h3>
+<table><tr><th>model</th><th>stage</th><th>calls</th><th>judge repair turns</th><th>prompt tokens</th><th>output tokens</th><th>cut short (length, budget, repetition)</th><th>prompts near num_ctx</th></tr>
+{{range .Calls}}<tr><td>{{.Model}}</td><td>{{.Stage}}</td><td>{{.Calls}}</td><td>{{.Repairs}}</td><td>{{.PromptTokens}}</td><td>{{.Tokens}}</td><td>{{.Truncated}}</td><td>{{.NearWindow}}</td></tr>
+{{end}}</table>
+{{if .Failures}}<h3>Unscored judgements</h3>
+<p class="note">Each judge reply below failed to parse after its repair turns. It is recorded as unscored (never as a zero or a guess), with every raw reply.</p>
+{{range $g := .Failures}}<details><summary>{{$g.Stage}} · {{$g.Model}}: {{$g.Count}} unscored</summary>
+{{range $i, $f := $g.Examples}}<p class="note">{{index $g.Items $i}}: {{$f.Reason}}</p>{{range $f.Raw}}<pre>{{clip . 1500}}</pre>{{end}}{{end}}
+</details>{{end}}{{end}}
+<h3>Example records</h3>
+<p class="note">The first records of the run as stored, model output included.</p>
+{{range .Examples}}<details><summary>{{.Item}}</summary><pre>{{.JSON}}</pre></details>
+{{end}}
+<h3>Settings</h3>
+<details><summary>Suite configuration (seeds included)</summary><pre>{{.Config}}</pre></details>
+{{if .Flags}}<details><summary>Effective command-line settings</summary><table>{{range .Flags}}<tr><td><code>--{{index . 0}}</code></td><td>{{index . 1}}</td></tr>{{end}}</table></details>{{end}}
+<details><summary>Command line</summary><pre>halu {{join .M.Args " "}}</pre></details>
+{{if .Datasets}}<details><summary>Datasets</summary><table><tr><th>name</th><th>path</th><th>SHA-256</th></tr>{{range .Datasets}}<tr><td>{{index . 0}}</td><td><code>{{index . 1}}</code></td><td><code>{{index . 2}}</code></td></tr>{{end}}</table></details>{{end}}
+<h3>Prompts</h3>
+{{range .Prompts}}<details><summary>{{.Name}} <code>{{short .SHA}}</code></summary>{{if .Source}}<p class="note">Source: {{.Source}}</p>{{end}}<p class="note">SHA-256 {{.SHA}}</p><pre>{{.Text}}</pre></details>
+{{end}}
+</section>
+{{end}}
+</body>
+</html>
+`

@@ -1,0 +1,199 @@
+// Package report turns run directories into what people read: one
+// self-contained HTML file (tables in the papers' layouts, charts as inline
+// SVG, every run's models, prompts, settings and failures), Markdown tables
+// and CSV files, and paired comparisons of two runs (compare.go). It reads
+// only what a run directory holds — manifest.json and records.jsonl — and
+// makes no model call.
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"halu/runner"
+)
+
+// Run is one run directory, loaded.
+type Run struct {
+	Dir      string
+	Manifest *runner.Manifest
+	Records  []runner.Record
+	Summary  *runner.Summary
+	// Regenerated is true when Summary was recomputed from the records;
+	// false when the suite could not be rebuilt here (its input files are
+	// elsewhere) and the run's own summary.json was used, named in Note.
+	Regenerated bool
+	Note        string
+}
+
+// Summarizer recomputes a run's summary from its records, as the suite
+// named in the manifest does; it returns an error when it cannot rebuild
+// the suite (an unknown suite, input files not on this machine).
+type Summarizer func(m *runner.Manifest, recs []runner.Record) (*runner.Summary, error)
+
+// Load reads the run in dir. The summary is recomputed from the records by
+// summarize when it can be, so a report shows the current tables and charts
+// for any run; otherwise the run's summary.json is used.
+func Load(dir string, summarize Summarizer) (*Run, error) {
+	m, recs, err := runner.ReadRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Dir: dir, Manifest: m, Records: recs}
+	if summarize != nil && len(recs) > 0 {
+		sum, serr := summarize(m, recs)
+		if serr == nil {
+			r.Summary, r.Regenerated = sum, true
+		} else {
+			r.Note = fmt.Sprintf("tables from the run's summary.json: the suite could not be rebuilt here (%v)", serr)
+		}
+	}
+	if r.Summary == nil {
+		sum, err := runner.ReadSummary(dir)
+		switch {
+		case err == nil:
+			r.Summary = sum
+		case errors.Is(err, os.ErrNotExist):
+			r.Summary = &runner.Summary{Suite: m.Suite}
+			if r.Note == "" {
+				r.Note = "the run has no summary yet (no completed item)"
+			}
+		default:
+			return nil, err
+		}
+	}
+	r.Summary.Counts = m.Counts
+	r.Summary.TinyModel = r.Summary.TinyModel || m.TinyModel
+	return r, nil
+}
+
+// LoadAll loads every directory in dirs, in the order given.
+func LoadAll(dirs []string, summarize Summarizer) ([]*Run, error) {
+	var out []*Run
+	for _, d := range dirs {
+		r, err := Load(d, summarize)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Name is how the report titles a run: its suite and directory.
+func (r *Run) Name() string {
+	return r.Manifest.Suite + " — " + filepath.Base(filepath.Clean(r.Dir))
+}
+
+// JudgeFailures groups a run's unscored judgements by stage and model, in
+// a stable order, with at most keep examples each.
+type FailureGroup struct {
+	Stage, Model string
+	Count        int
+	Examples     []runner.Failure
+	Items        []string
+}
+
+func failureGroups(recs []runner.Record, keep int) []FailureGroup {
+	idx := map[[2]string]*FailureGroup{}
+	for _, rec := range recs {
+		for _, f := range rec.Failures {
+			k := [2]string{f.Stage, f.Model}
+			g := idx[k]
+			if g == nil {
+				g = &FailureGroup{Stage: f.Stage, Model: f.Model}
+				idx[k] = g
+			}
+			g.Count++
+			if len(g.Examples) < keep {
+				g.Examples = append(g.Examples, f)
+				g.Items = append(g.Items, rec.Item)
+			}
+		}
+	}
+	var out []FailureGroup
+	for _, g := range idx {
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Stage != out[j].Stage {
+			return out[i].Stage < out[j].Stage
+		}
+		return out[i].Model < out[j].Model
+	})
+	return out
+}
+
+// callRow counts one run's model calls by stage and model.
+type callRow struct {
+	Stage, Model          string
+	Calls, Repairs        int
+	PromptTokens, Tokens  int
+	Truncated, NearWindow int
+}
+
+func callRows(recs []runner.Record) []callRow {
+	idx := map[[2]string]*callRow{}
+	for _, rec := range recs {
+		for _, c := range rec.Calls {
+			k := [2]string{c.Stage, c.Model}
+			r := idx[k]
+			if r == nil {
+				r = &callRow{Stage: c.Stage, Model: c.Model}
+				idx[k] = r
+			}
+			r.Calls++
+			if c.Kind == "repair" {
+				r.Repairs++
+			}
+			r.PromptTokens += c.PromptTokens
+			r.Tokens += c.EvalTokens
+			if c.DoneReason == "length" || c.DoneReason == "budget" || c.DoneReason == "repetition" {
+				r.Truncated++
+			}
+			if c.NearContext > 0 {
+				r.NearWindow++
+			}
+		}
+	}
+	var out []callRow
+	for _, r := range idx {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Model != out[j].Model {
+			return out[i].Model < out[j].Model
+		}
+		return out[i].Stage < out[j].Stage
+	})
+	return out
+}
+
+// prettyJSON indents raw JSON, or returns it as it is.
+func prettyJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
+}
+
+// clip shortens s to at most n bytes on a rune boundary, saying so.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… [%d more bytes in records.jsonl]", len(s)-cut)
+}

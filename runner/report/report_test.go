@@ -1,0 +1,122 @@
+package report
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"halu/runner"
+)
+
+func charts() []runner.Chart {
+	nan := runner.Num(math.NaN())
+	return []runner.Chart{
+		{Kind: "bars", Title: "bars", Y: "share", Groups: []string{"m1 SCP", "<m2>"},
+			Series: []runner.Series{
+				{Name: "IH", Values: runner.Nums(0.5, 0.2), Lo: runner.Nums(0.3, 0.05), Hi: runner.Nums(0.7, 0.4)},
+				{Name: "DH", Values: []runner.Num{0.1, nan}},
+			}},
+		{Kind: "histogram", Title: "hist", Bins: 10, Min: 0, Max: 10,
+			Series: []runner.Series{{Name: "m", Values: runner.Nums(0, 2.5, 10, 10, 7)}}},
+		{Kind: "scatter", Title: "pareto", X: "originality", Y: "feasibility", Points: []runner.Point{
+			{Label: "a", X: 5, Y: 6, Front: true}, {Label: "b", X: 7, Y: 4, Front: true}, {Label: "c", X: 4, Y: 3}}},
+		{Kind: "heatmap", Title: "heat", Groups: []string{"Physics", "Biology"}, Rows: []string{"m1", "m2"},
+			Cells: [][]runner.Num{{5, 6}, {nan, 7}}},
+	}
+}
+
+func TestSVGEveryKindDeterministicAndEscaped(t *testing.T) {
+	for _, c := range charts() {
+		a, err := SVG(c)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Kind, err)
+		}
+		b, _ := SVG(c)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: two renderings differ", c.Kind)
+		}
+		s := string(a)
+		if !strings.Contains(s, "<svg") || !strings.Contains(s, c.Title) {
+			t.Errorf("%s: not an SVG with its title", c.Kind)
+		}
+		if strings.Contains(s, "<m2>") {
+			t.Errorf("%s: a label was written unescaped", c.Kind)
+		}
+	}
+	if _, err := SVG(runner.Chart{Kind: "bars", Title: "empty"}); err == nil {
+		t.Error("a chart with no data must be an error")
+	}
+}
+
+func TestHistogramBins(t *testing.T) {
+	h := histogramBars(charts()[1])
+	// 0 → [0,1); 2.5 → [2,3); 7 → [7,8); 10 and 10 → the closed last bin.
+	want := map[int]float64{0: 1, 2: 1, 7: 1, 9: 2}
+	for i, v := range h.Series[0].Values {
+		if float64(v) != want[i] {
+			t.Errorf("bin %d (%s) = %v, want %v", i, h.Groups[i], v, want[i])
+		}
+	}
+	if h.Groups[9] != "[9, 10]" {
+		t.Errorf("last bin %q", h.Groups[9])
+	}
+}
+
+func TestReferencesTranscribed(t *testing.T) {
+	rows := map[string]int{"hic": 24, "ideas": 20, "hypo": 12, "intent": 42}
+	for suite, n := range rows {
+		refs, err := References(suite)
+		if err != nil || len(refs) != 1 || len(refs[0].Table.Rows) != n {
+			t.Errorf("%s: %v, %d tables", suite, err, len(refs))
+		}
+	}
+	refs, err := References("cfaith")
+	if err != nil || len(refs) != 2 {
+		t.Fatalf("cfaith: %v %d", err, len(refs))
+	}
+	// C-FAITH Table 5, DeepSeek-V3 as printed (underlines removed).
+	found := false
+	for _, r := range refs[0].Table.Rows {
+		if r[0] == "DeepSeek-V3" {
+			found = strings.Join(r, ",") == "DeepSeek-V3,24.25,11.60,16.70,17.52"
+		}
+	}
+	if !found {
+		t.Error("Table 5 DeepSeek-V3 row not as printed")
+	}
+	// HIC-Bench Table 2: deepseek-r1 RCP.
+	h, _ := References("hic")
+	if got := strings.Join(h[0].Table.Rows[7], ","); got != "deepseek-r1,RCP,3.70,3.57,3.76,60.46%,0.09,71.10%,0.30%,54.10%" {
+		t.Errorf("HIC row 8: %s", got)
+	}
+}
+
+func TestCompareKinds(t *testing.T) {
+	var a, b []runner.Outcome
+	for i, x := range []float64{1, 2, 3, 4, 5, 6} {
+		u := string(rune('a' + i))
+		a = append(a, runner.Outcome{Model: "m", Unit: u, Metric: "s", Kind: "score", Value: x})
+		b = append(b, runner.Outcome{Model: "m", Unit: u, Metric: "s", Kind: "score", Value: x + float64(i%2) + 1})
+	}
+	// Binary: A right on u0..u3, B right on u0, u4; discordant 3 (A only) and 1 (B only).
+	for i, p := range [][2]float64{{1, 1}, {1, 0}, {1, 0}, {1, 0}, {0, 1}, {0, 0}} {
+		u := string(rune('a' + i))
+		a = append(a, runner.Outcome{Model: "m", Unit: u, Metric: "y", Kind: "binary", Value: p[0]})
+		b = append(b, runner.Outcome{Model: "m", Unit: u, Metric: "y", Kind: "binary", Value: p[1]})
+	}
+	b = append(b, runner.Outcome{Model: "m", Unit: "only-b", Metric: "s", Kind: "score", Value: 9})
+	cs, err := Compare(a, b)
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("%v %+v", err, cs)
+	}
+	s, y := cs[0], cs[1]
+	// d = 1, 2, 1, 2, 1, 2: mean 1.5; unit only-b is not paired.
+	if s.Metric != "s" || s.N != 6 || s.Diff.Estimate != 1.5 || len(s.Tests) != 2 {
+		t.Errorf("score: %+v", s)
+	}
+	// McNemar exact with b=3, c=1: 2·P(X ≤ 1 | n=4) = 2·5/16 = 0.625.
+	if y.Discordant != [2]int{3, 1} || math.Abs(y.Tests[0].P-0.625) > 1e-12 || math.Abs(y.Effect.Estimate-(-2.0/6)) > 1e-12 {
+		t.Errorf("binary: %+v", y)
+	}
+}

@@ -1,0 +1,129 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"halu/runner"
+)
+
+// Markdown writes every run's tables as Markdown pipe tables, with the
+// published ones after, for papers and READMEs.
+func Markdown(w io.Writer, runs []*Run) error {
+	var b strings.Builder
+	b.WriteString("# halu report\n")
+	for _, r := range runs {
+		fmt.Fprintf(&b, "\n## %s\n\n", mdCell(r.Name()))
+		if r.Summary.TinyModel {
+			b.WriteString("> **Warning:** a toy-sized test model produced numbers in this run: they are meaningless.\n\n")
+		}
+		fmt.Fprintf(&b, "Status %s; models:", r.Manifest.Status)
+		for _, m := range r.Manifest.Models {
+			fmt.Fprintf(&b, " %s (`%s`)", mdCell(m.Name), shortDigest(m.Digest))
+		}
+		b.WriteString(".\n")
+		for _, t := range r.Summary.Tables {
+			writeMDTable(&b, t)
+		}
+		refs, err := References(r.Manifest.Suite)
+		if err != nil {
+			return err
+		}
+		for _, ref := range refs {
+			writeMDTable(&b, ref.Table)
+		}
+		for _, n := range r.Summary.Notes {
+			fmt.Fprintf(&b, "- %s\n", mdCell(n))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeMDTable(b *strings.Builder, t runner.Table) {
+	fmt.Fprintf(b, "\n### %s\n\n|", mdCell(t.Title))
+	for _, c := range t.Columns {
+		fmt.Fprintf(b, " %s |", mdCell(c))
+	}
+	b.WriteString("\n|")
+	for range t.Columns {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, row := range t.Rows {
+		b.WriteString("|")
+		for _, c := range row {
+			fmt.Fprintf(b, " %s |", mdCell(c))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// mdCell keeps a cell on one line and its pipes and HTML inert.
+func mdCell(s string) string {
+	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;")
+	return r.Replace(s)
+}
+
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
+
+// slug makes a file name part from a title.
+func slug(s string) string {
+	s = strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if len(s) > 60 {
+		s = strings.TrimRight(s[:60], "-")
+	}
+	return s
+}
+
+// CSV writes one CSV file per table into dir, named
+// NN-SUITE-TT-TITLE.csv (run number, suite, table number, title), and
+// returns their paths.
+func CSV(dir string, runs []*Run) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for i, r := range runs {
+		refs, err := References(r.Manifest.Suite)
+		if err != nil {
+			return nil, err
+		}
+		tables := append([]runner.Table(nil), r.Summary.Tables...)
+		for _, ref := range refs {
+			tables = append(tables, ref.Table)
+		}
+		for j, t := range tables {
+			p := filepath.Join(dir, fmt.Sprintf("%02d-%s-%02d-%s.csv", i+1, r.Manifest.Suite, j+1, slug(t.Title)))
+			f, err := os.Create(p)
+			if err != nil {
+				return nil, err
+			}
+			w := csv.NewWriter(f)
+			w.Write(t.Columns)
+			w.WriteAll(t.Rows) // flushes
+			if err := w.Error(); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			if err := f.Close(); err != nil {
+				return nil, err
+			}
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}

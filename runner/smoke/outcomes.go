@@ -1,0 +1,41 @@
+package smoke
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"halu/metrics"
+	"halu/runner"
+)
+
+// Outcomes gives, per question, the judges' mean score and whether their
+// majority found the answer hallucinated (a tie counts as not).
+func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
+	var out []runner.Outcome
+	for _, r := range recs {
+		var res Result
+		if err := json.Unmarshal(r.Data, &res); err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+		var scores []float64
+		yes := 0
+		for _, j := range res.Judgements {
+			if j.Scored && j.Result != nil {
+				scores = append(scores, float64(j.Result.Score))
+				if j.Result.Hallucination {
+					yes++
+				}
+			}
+		}
+		if len(scores) == 0 {
+			continue
+		}
+		h := 0.0
+		if 2*yes > len(scores) {
+			h = 1
+		}
+		out = append(out, runner.Outcome{Model: res.Model, Unit: res.Question, Metric: "score", Kind: "score", Value: metrics.Mean(scores)},
+			runner.Outcome{Model: res.Model, Unit: res.Question, Metric: "hallucinated", Kind: "binary", Value: h})
+	}
+	return out, nil
+}
