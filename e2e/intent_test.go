@@ -33,7 +33,7 @@ func TestIntent(t *testing.T) {
 			args = append(args, "--data", tc.data)
 		}
 		r := mustHalu(t, srv.Host, args...)
-		for _, want := range []string{"FaithQA Table 3", "Appendix G.1", "WARNING: the random-weight tiny test model"} {
+		for _, want := range []string{"FaithQA Table 3", "Appendix G.1", "WARNING: a toy-sized test model"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("%s: summary lacks %q:\n%s", tc.name, want, r.stdout)
 			}
