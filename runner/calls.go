@@ -113,6 +113,7 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 		made := false
 		v, err, _ := e.flights.Do(key, func() (any, error) {
 			made = true
+			e.calling(stage, req.Model)
 			resp, err := e.chatOnce(ctx, req)
 			if err != nil {
 				return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
@@ -414,6 +415,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	}
 	if len(missTexts) > 0 {
 		var vecs [][]float32
+		e.calling(stage, model)
 		err := e.call(ctx, model, e.CallTimeout, func(ctx context.Context) error {
 			var err error
 			vecs, err = e.Client.Embed(ctx, model, missTexts, 64)

@@ -107,12 +107,21 @@ type Engine struct {
 	models  sync.Map // name -> localmodels.ModelInfo
 	flights singleflight.Group
 	sched   *scheduler
+	now     atomic.Pointer[activity] // the latest call made: shown by progress
 	once    sync.Once
 	tok     Tokenizer
 	stats   stats
 
 	verMu      sync.Mutex
 	serverVers string
+}
+
+// activity is the stage and model of the call the engine made last.
+type activity struct{ stage, model string }
+
+// calling notes that a model call for stage is being made.
+func (e *Engine) calling(stage, model string) {
+	e.now.Store(&activity{stage: stage, model: localmodels.CanonicalName(model)})
 }
 
 type stats struct {
@@ -411,7 +420,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *recordWriter
 					if localmodels.IsUnreachable(err) {
 						cancel(fmt.Errorf("%s: %w", msg, errUnreachable))
 					}
-					prog.Add(1)
+					prog.Fail()
 					continue
 				}
 				raw, err := json.Marshal(data)
