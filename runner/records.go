@@ -162,3 +162,15 @@ func (w *recordWriter) Close() error {
 	}
 	return w.f.Close()
 }
+
+// DecodeRecords decodes every record's data into a T, in order; an error
+// names the record that does not decode.
+func DecodeRecords[T any](recs []Record) ([]T, error) {
+	out := make([]T, len(recs))
+	for i, r := range recs {
+		if err := json.Unmarshal(r.Data, &out[i]); err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+	}
+	return out, nil
+}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"halu/metrics"
 )
 
 // Summary is what a suite makes of a run's records: named figures, tables in
@@ -172,6 +174,15 @@ type Series struct {
 	Values []Num  `json:"values"`
 	Lo     []Num  `json:"lo,omitempty"`
 	Hi     []Num  `json:"hi,omitempty"`
+}
+
+// AddProportion appends the share k/n with its 95% Wilson interval (NaN
+// when n is 0: no bar is drawn).
+func (s *Series) AddProportion(k, n int) {
+	iv := metrics.WilsonCI(k, n, 0.95)
+	s.Values = append(s.Values, Num(iv.Estimate))
+	s.Lo = append(s.Lo, Num(iv.Low))
+	s.Hi = append(s.Hi, Num(iv.High))
 }
 
 // Point is one labelled point of a scatter chart.

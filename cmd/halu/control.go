@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -302,13 +301,9 @@ halu rerun RUN_DIR --errors
 			if err != nil {
 				return err
 			}
-			raw, err := json.Marshal(cfg)
+			s, err := def.suite(cfg)
 			if err != nil {
 				return err
-			}
-			s, err := def.build(raw)
-			if err != nil {
-				return usageError{err}
 			}
 			if out == "" {
 				out = strings.TrimRight(dir, string(filepath.Separator)) + "-rerun-" + stage

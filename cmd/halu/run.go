@@ -36,6 +36,20 @@ type suiteDef struct {
 	override func(base json.RawMessage, args []string) (any, error)
 }
 
+// suite makes the suite from a config as its flags yield it; a config that
+// cannot make a suite is a usage error.
+func (d suiteDef) suite(cfg any) (runner.Suite, error) {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := d.build(raw)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
+}
+
 // defineSuite ties a suite's config type C to the command line. bind
 // registers the flags on a config holding the suite's defaults and may
 // return a finish step that turns flag-only values into config fields; the
@@ -277,13 +291,9 @@ func newRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			raw, err := json.Marshal(cfg)
+			s, err := def.suite(cfg)
 			if err != nil {
 				return err
-			}
-			s, err := def.build(raw)
-			if err != nil {
-				return usageError{err}
 			}
 			if out == "" {
 				out = filepath.Join("runs", def.name+"-"+time.Now().Format("20060102-150405"))

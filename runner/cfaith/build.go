@@ -581,13 +581,9 @@ func (b *Builder) Summarize(recs []runner.Record) (*runner.Summary, error) {
 func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
 func decodeDocs(recs []runner.Record) ([]DocResult, error) {
-	var out []DocResult
-	for _, r := range recs {
-		var d DocResult
-		if err := json.Unmarshal(r.Data, &d); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
-		out = append(out, d)
+	out, err := runner.DecodeRecords[DocResult](recs)
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Doc < out[j].Doc })
 	return out, nil

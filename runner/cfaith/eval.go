@@ -209,11 +209,11 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	by := map[string][]Answer{}
 	var models []string
-	for _, r := range recs {
-		var a Answer
-		if err := json.Unmarshal(r.Data, &a); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[Answer](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range decoded {
 		if _, ok := by[a.Model]; !ok {
 			models = append(models, a.Model)
 		}
@@ -229,12 +229,6 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		Columns: []string{"model", "FN rate", "FP rate", "hallucinated statements", "correct statements"}}
 	rateBars := runner.Chart{Kind: "bars", Title: "Hallucination rate per format (95% Wilson CI)", Y: "hallucination rate", Groups: Formats}
 	typeBars := runner.Chart{Kind: "bars", Title: "Generative QA hallucination rate per hallucination type (95% Wilson CI)", Y: "hallucination rate", Groups: Types}
-	wilson := func(se *runner.Series, k, n int) {
-		iv := metrics.WilsonCI(k, n, 0.95)
-		se.Values = append(se.Values, runner.Num(iv.Estimate))
-		se.Lo = append(se.Lo, runner.Num(iv.Low))
-		se.Hi = append(se.Hi, runner.Num(iv.High))
-	}
 	for _, m := range models {
 		n := map[string]int{}
 		h := map[string]int{}
@@ -262,10 +256,10 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 		rs, ts := runner.Series{Name: m}, runner.Series{Name: m}
 		for _, f := range Formats {
-			wilson(&rs, h[f], n[f])
+			rs.AddProportion(h[f], n[f])
 		}
 		for _, t := range Types {
-			wilson(&ts, typeH[t], typeN[t])
+			ts.AddProportion(typeH[t], typeN[t])
 		}
 		rateBars.Series = append(rateBars.Series, rs)
 		typeBars.Series = append(typeBars.Series, ts)

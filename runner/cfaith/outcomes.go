@@ -1,9 +1,6 @@
 package cfaith
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"halu/runner"
 )
 
@@ -11,11 +8,11 @@ import (
 // (binary; unscored answers are left out).
 func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 	var out []runner.Outcome
-	for _, r := range recs {
-		var a Answer
-		if err := json.Unmarshal(r.Data, &a); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[Answer](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range decoded {
 		if !a.Scored {
 			continue
 		}

@@ -1,7 +1,6 @@
 package hic
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -14,11 +13,11 @@ import (
 // test) and the panel-mean Originality, Feasibility and Value.
 func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 	var out []runner.Outcome
-	for _, r := range recs {
-		var ir ItemResult
-		if err := json.Unmarshal(r.Data, &ir); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[ItemResult](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, ir := range decoded {
 		for _, q := range ir.Questions {
 			unit := fmt.Sprintf("%s/T%g/q%03d", strings.ToUpper(ir.Strategy), ir.Temperature, q.ID)
 			var ih, dh, n int

@@ -1,7 +1,6 @@
 package hic
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -90,11 +89,11 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		t    float64
 	}
 	groups := map[key][]ItemResult{}
-	for _, r := range recs {
-		var ir ItemResult
-		if err := json.Unmarshal(r.Data, &ir); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[ItemResult](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, ir := range decoded {
 		k := key{ir.Model, ir.Strategy, ir.Temperature}
 		groups[k] = append(groups[k], ir)
 	}
@@ -210,16 +209,10 @@ func hicCharts(rows []*Group) []runner.Chart {
 	bars := runner.Chart{Kind: "bars", Title: "IH and DH ratio per model, strategy and temperature (95% Wilson CI)", Y: "share of scored answers"}
 	ih := runner.Series{Name: "IH ↑"}
 	dh := runner.Series{Name: "DH ↓"}
-	add := func(s *runner.Series, k, n int) {
-		iv := metrics.WilsonCI(k, n, 0.95)
-		s.Values = append(s.Values, runner.Num(iv.Estimate))
-		s.Lo = append(s.Lo, runner.Num(iv.Low))
-		s.Hi = append(s.Hi, runner.Num(iv.High))
-	}
 	for _, g := range rows {
 		bars.Groups = append(bars.Groups, fmt.Sprintf("%s %s T%g", g.Model, strings.ToUpper(g.Strategy), g.Temperature))
-		add(&ih, g.IH, g.Scored)
-		add(&dh, g.DH, g.Scored)
+		ih.AddProportion(g.IH, g.Scored)
+		dh.AddProportion(g.DH, g.Scored)
 	}
 	bars.Series = []runner.Series{ih, dh}
 	out := []runner.Chart{bars}

@@ -1,8 +1,6 @@
 package hypo
 
 import (
-	"encoding/json"
-	"fmt"
 	"sort"
 
 	"halu/runner"
@@ -13,11 +11,11 @@ import (
 // groundedness per source (score).
 func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 	var out []runner.Outcome
-	for _, r := range recs {
-		var res Result
-		if err := json.Unmarshal(r.Data, &res); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[Result](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range decoded {
 		if res.Greedy == nil {
 			continue
 		}

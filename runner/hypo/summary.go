@@ -1,7 +1,6 @@
 package hypo
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -20,11 +19,11 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	type key struct{ m, st string }
 	by := map[key][]Result{}
 	var open []Result
-	for _, r := range recs {
-		var res Result
-		if err := json.Unmarshal(r.Data, &res); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[Result](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range decoded {
 		if res.OpenID != "" {
 			open = append(open, res)
 			continue
@@ -75,11 +74,8 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			}
 		}
 		if n > 0 {
-			iv := metrics.WilsonCI(right, n, 0.95)
 			accBars.Groups = append(accBars.Groups, k.m+" "+k.st)
-			accSeries.Values = append(accSeries.Values, runner.Num(iv.Estimate))
-			accSeries.Lo = append(accSeries.Lo, runner.Num(iv.Low))
-			accSeries.Hi = append(accSeries.Hi, runner.Num(iv.High))
+			accSeries.AddProportion(right, n)
 		}
 		row := []string{k.m, k.st}
 		var f1s, accs []float64

@@ -1,9 +1,6 @@
 package ideas
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"halu/metrics"
 	"halu/runner"
 )
@@ -12,11 +9,11 @@ import (
 // clarity of the model's scored ideas and its mean fluency grade.
 func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 	var out []runner.Outcome
-	for _, r := range recs {
-		var ir ItemResult
-		if err := json.Unmarshal(r.Data, &ir); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[ItemResult](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, ir := range decoded {
 		var or, fe, cl, flu []float64
 		for _, idea := range ir.Ideas {
 			if idea.Excluded != "" {

@@ -1,7 +1,6 @@
 package ideas
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -37,11 +36,11 @@ type ModelScores struct {
 // against an external benchmark.
 func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	byModel := map[string][]ItemResult{}
-	for _, r := range recs {
-		var ir ItemResult
-		if err := json.Unmarshal(r.Data, &ir); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[ItemResult](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, ir := range decoded {
 		byModel[ir.Model] = append(byModel[ir.Model], ir)
 	}
 	var models []string

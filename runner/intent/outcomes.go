@@ -1,9 +1,6 @@
 package intent
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"halu/runner"
 )
 
@@ -11,11 +8,11 @@ import (
 // response is Perfect (binary) and the 1–10 baseline (score).
 func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 	var out []runner.Outcome
-	for _, r := range recs {
-		var ir ItemResult
-		if err := json.Unmarshal(r.Data, &ir); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[ItemResult](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, ir := range decoded {
 		o := func(metric, kind string, v float64) runner.Outcome {
 			return runner.Outcome{Model: ir.Model, Unit: ir.ID, Metric: metric, Kind: kind, Value: v}
 		}

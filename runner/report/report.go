@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"halu/runner"
 )
@@ -179,11 +180,16 @@ func prettyJSON(raw json.RawMessage) string {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return string(raw)
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	// Model text is shown as written (a "<" stays "<", not "\u003c"): the
+	// HTML template escapes it where it is placed.
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return string(raw)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // clip shortens s to at most n bytes on a rune boundary, saying so.

@@ -1,9 +1,6 @@
 package smoke
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"halu/metrics"
 	"halu/runner"
 )
@@ -12,11 +9,11 @@ import (
 // majority found the answer hallucinated (a tie counts as not).
 func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 	var out []runner.Outcome
-	for _, r := range recs {
-		var res Result
-		if err := json.Unmarshal(r.Data, &res); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[Result](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range decoded {
 		var scores []float64
 		yes := 0
 		for _, j := range res.Judgements {

@@ -195,11 +195,11 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		answers, scored, unscored, halluc, score, tokens int
 	}
 	by := map[string]*acc{}
-	for _, r := range recs {
-		var res Result
-		if err := json.Unmarshal(r.Data, &res); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	decoded, err := runner.DecodeRecords[Result](recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range decoded {
 		a := by[res.Model]
 		if a == nil {
 			a = &acc{}
@@ -227,8 +227,12 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	sum := &runner.Summary{Suite: "smoke", Metrics: map[string]float64{}}
 	t := runner.Table{Title: "Smoke suite (scores of a smoke test measure nothing)",
 		Columns: []string{"model", "answers", "mean score", "hallucination %", "scored", "unscored", "mean tokens"}}
+	rate := runner.Chart{Kind: "bars", Title: "Share of scored answers judged hallucinated (95% Wilson CI)", Y: "hallucination rate"}
+	rs := runner.Series{Name: "hallucinated"}
 	for _, m := range models {
 		a := by[m]
+		rate.Groups = append(rate.Groups, m)
+		rs.AddProportion(a.halluc, a.scored)
 		mean, hr := "n/a", "n/a"
 		if a.scored > 0 {
 			ms := float64(a.score) / float64(a.scored)
@@ -242,14 +246,12 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			fmt.Sprintf("%.1f", float64(a.tokens)/float64(a.answers))})
 	}
 	sum.Tables = append(sum.Tables, t)
+	rate.Series = []runner.Series{rs}
+	sum.Charts = append(sum.Charts, rate)
 	var obs []metrics.JudgeScore
-	for _, r := range recs {
-		var res Result
-		if err := json.Unmarshal(r.Data, &res); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
-		}
+	for i, res := range decoded {
 		for _, j := range res.Judgements {
-			o := metrics.JudgeScore{Item: r.Item, Judge: j.Judge, Scored: j.Scored && j.Result != nil}
+			o := metrics.JudgeScore{Item: recs[i].Item, Judge: j.Judge, Scored: j.Scored && j.Result != nil}
 			if o.Scored {
 				o.Score = float64(j.Result.Score)
 			}
