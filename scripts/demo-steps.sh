@@ -7,8 +7,9 @@ set -euo pipefail
 OUT="$1"
 HALU=bin/halu
 CACHE="$OUT/cache"
-step() { echo "== $1"; SECONDS=0; }
-took() { echo "   (step took ${SECONDS}s)"; }
+TIMES="$OUT/timings.tsv"
+step() { echo "== $1"; STEP="$1"; SECONDS=0; }
+took() { echo "   (step took ${SECONDS}s)"; printf '%s\t%s\n' "${SECONDS}" "$STEP" >>"$TIMES"; }
 
 GEN="${HALU_DEMO_GEN:-}"
 JUDGE="${HALU_DEMO_JUDGE:-}"
@@ -21,8 +22,10 @@ if [ -z "$GEN" ] || ! $HALU models list | grep -q "^$GEN"; then
 fi
 JUDGE="${JUDGE:-$GEN}"
 
-step "smoke suite: generate and judge"
-$HALU run smoke --models "$GEN" --judges "$JUDGE" --out "$OUT/runs/smoke" --cache "$CACHE" | tee "$OUT/report.txt"
+step "smoke suite: generate and judge, twice (seeds 1 and 2), then halu compare"
+$HALU run smoke --models "$GEN" --judges "$JUDGE" --seed 1 --out "$OUT/runs/smoke" --cache "$CACHE" | tee "$OUT/report.txt"
+$HALU run smoke --models "$GEN" --judges "$JUDGE" --seed 2 --out "$OUT/runs/smoke-seed2" --cache "$CACHE" | tee -a "$OUT/report.txt"
+$HALU compare "$OUT/runs/smoke" "$OUT/runs/smoke-seed2" | tee -a "$OUT/report.txt"
 took
 
 step "hic suite (HIC-Bench): 3 questions × 2 answers, SCP, RAG and DHP"

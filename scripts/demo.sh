@@ -8,4 +8,18 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 start=$(date +%s)
 bin/halu with-ollama --bin "${HALU_OLLAMA_BIN:?}" --log "$OUT/ollama.log" -- scripts/demo-steps.sh "$OUT"
-echo "demo finished in $(( $(date +%s) - start ))s; report: $OUT/report.txt"
+
+# The report needs no model: the run directories are enough.
+echo "== report: HTML with charts, Markdown, CSV per table"
+SECONDS=0
+bin/halu report "$OUT"/runs/* "$OUT/cfaith-build/run" --html "$OUT/report.html" --csv "$OUT/tables"
+bin/halu report "$OUT"/runs/* "$OUT/cfaith-build/run" --md >"$OUT/report.md"
+scripts/check-report.sh "$OUT/report.html" "$OUT/report.png"
+printf '%s\t%s\n' "$SECONDS" "report (HTML, Markdown, CSV; checked in headless Chromium when present)" >>"$OUT/timings.tsv"
+
+echo
+echo "Steps and their times:"
+awk -F'\t' '{ printf "  %5ss  %s\n", $1, $2 }' "$OUT/timings.tsv"
+echo "demo finished in $(( $(date +%s) - start ))s"
+echo "report:  $(cd "$OUT" && pwd)/report.html  (open it in a browser; it loads nothing from the network)"
+echo "also:    $OUT/report.md, $OUT/tables/*.csv, $OUT/report.txt (console tables), $OUT/runs/* (run directories)"

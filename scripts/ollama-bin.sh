@@ -12,7 +12,10 @@ if [ -z "${HALU_FORCE_PINNED_OLLAMA:-}" ] && command -v ollama >/dev/null 2>&1; 
   command -v ollama
   exit 0
 fi
-if [ -x "$BIN" ]; then
+# A binary that reports its version is current; one built without the
+# version stamp (it says 0.0.0) is rebuilt, since run manifests and cache
+# keys record the server's version.
+if [ -x "$BIN" ] && "$BIN" --version 2>&1 | grep -q "version is ${VERSION#v}\$"; then
   echo "$BIN"
   exit 0
 fi
@@ -38,7 +41,7 @@ malgo="$(cd "$work" && go mod download -json github.com/gen2brain/malgo@v0.11.24
 mkdir -p "$work/include/miniaudio"
 cp "$malgo/miniaudio.h" "$work/include/miniaudio/"
 mkdir -p "$CACHE"
-(cd "$work" && CGO_CPPFLAGS="-I$work/include" GOBIN="$CACHE.tmp" go install "github.com/ollama/ollama@$VERSION" >&2)
-mv "$CACHE.tmp/ollama" "$BIN"
+(cd "$work" && CGO_CPPFLAGS="-I$work/include" GOBIN="$CACHE.tmp" go install -ldflags "-X=github.com/ollama/ollama/version.Version=${VERSION#v}" "github.com/ollama/ollama@$VERSION" >&2)
+mv -f "$CACHE.tmp/ollama" "$BIN"
 rmdir "$CACHE.tmp"
 echo "$BIN"
