@@ -111,11 +111,20 @@ type StreamLimits struct {
 	OnChunk func(content string) error
 }
 
-// Done reasons halu adds to Ollama's ("stop", "length").
+// Done reasons: Ollama's DoneLength (num_predict reached; it also says
+// "stop") and the two halu adds when it stops a stream itself.
 const (
+	DoneLength     = "length"
 	DoneBudget     = "budget"
 	DoneRepetition = "repetition"
 )
+
+// CutShort reports whether a generation that ended for reason was stopped
+// before the model finished: at its length cap, its time budget or in a
+// repetition loop.
+func CutShort(reason string) bool {
+	return reason == DoneLength || reason == DoneBudget || reason == DoneRepetition
+}
 
 // Repetition detects a generation looping: its text ends in the same span
 // repeated back to back at least MinRepeats times and over at least

@@ -49,6 +49,16 @@ func CanonicalName(name string) string {
 	return name + ":latest"
 }
 
+// ShortDigest is the first 12 hex digits of a digest, as Ollama lists
+// them ("sha256:" dropped).
+func ShortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
 // List returns the models the server has, sorted by name.
 func (c *Client) List(ctx context.Context) ([]ModelInfo, error) {
 	lr, err := c.api.List(ctx)

@@ -113,8 +113,7 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 		made := false
 		v, err, _ := e.flights.Do(key, func() (any, error) {
 			made = true
-			e.calling(stage, req.Model)
-			resp, err := e.chatOnce(ctx, req)
+			resp, err := e.chatOnce(ctx, stage, req)
 			if err != nil {
 				return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
 			}
@@ -156,14 +155,16 @@ func (c *Calls) notCached(stage, model string) error {
 		c.item, stage, model, ErrNotCached, stage)
 }
 
-// call runs one model request f for model under the engine's retry
-// policy: each attempt waits for the scheduler to admit it (a slot, and the
-// model's turn), is bounded by timeout when that is set, and is counted.
-func (e *Engine) call(ctx context.Context, model string, timeout time.Duration, f func(ctx context.Context) error) error {
+// call runs one model request f of stage for model under the engine's
+// retry policy: each attempt waits for the scheduler to admit it (a slot,
+// and the model's turn), is bounded by timeout when that is set, and is
+// counted; the progress display shows the stage and model admitted last.
+func (e *Engine) call(ctx context.Context, stage, model string, timeout time.Duration, f func(ctx context.Context) error) error {
 	return e.withRetry(ctx, func(ctx context.Context) error {
 		if err := e.sched.acquire(ctx, localmodels.CanonicalName(model)); err != nil {
 			return err
 		}
+		e.calling(stage, model)
 		if timeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -179,10 +180,10 @@ func (e *Engine) call(ctx context.Context, model string, timeout time.Duration, 
 // chatOnce makes one generation call, streamed under the engine's limits
 // (idle timeout, budget, repetition stop) with its num_ctx and keep_alive
 // unless the request sets its own, and counts its tokens.
-func (e *Engine) chatOnce(ctx context.Context, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
+func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
 	req = e.serving(req)
 	var resp localmodels.ChatResponse
-	err := e.call(ctx, req.Model, 0, func(ctx context.Context) error {
+	err := e.call(ctx, stage, req.Model, 0, func(ctx context.Context) error {
 		var err error
 		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout, Budget: e.Budget, Repetition: e.Repetition})
 		return err
@@ -415,8 +416,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	}
 	if len(missTexts) > 0 {
 		var vecs [][]float32
-		e.calling(stage, model)
-		err := e.call(ctx, model, e.CallTimeout, func(ctx context.Context) error {
+		err := e.call(ctx, stage, model, e.CallTimeout, func(ctx context.Context) error {
 			var err error
 			vecs, err = e.Client.Embed(ctx, model, missTexts, 64)
 			return err

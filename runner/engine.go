@@ -107,7 +107,7 @@ type Engine struct {
 	models  sync.Map // name -> localmodels.ModelInfo
 	flights singleflight.Group
 	sched   *scheduler
-	now     atomic.Pointer[activity] // the latest call made: shown by progress
+	now     atomic.Pointer[activity] // the latest call admitted: shown by progress
 	once    sync.Once
 	tok     Tokenizer
 	stats   stats
@@ -116,10 +116,10 @@ type Engine struct {
 	serverVers string
 }
 
-// activity is the stage and model of the call the engine made last.
+// activity is the stage and model of the call the scheduler admitted last.
 type activity struct{ stage, model string }
 
-// calling notes that a model call for stage is being made.
+// calling notes that a model call for stage has been admitted.
 func (e *Engine) calling(stage, model string) {
 	e.now.Store(&activity{stage: stage, model: localmodels.CanonicalName(model)})
 }

@@ -54,27 +54,27 @@ func ReadJSONL[T any](path string) ([]T, error) {
 
 // WriteJSONL writes items to path, one JSON object per line.
 func WriteJSONL[T any](path string, items []T) error {
-	f, err := os.Create(path)
+	b, err := marshalJSONL(items)
 	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	for _, it := range items {
-		b, err := json.Marshal(it)
-		if err != nil {
-			f.Close()
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		w.Write(append(b, '\n'))
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(path, b, 0o666); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// marshalJSONL encodes items one JSON object per line.
+func marshalJSONL[T any](items []T) ([]byte, error) {
+	var out []byte
+	for _, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, b...), '\n')
+	}
+	return out, nil
 }
 
 // Fill substitutes {name} placeholders in a prompt template, as Python's

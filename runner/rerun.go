@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -120,13 +119,9 @@ func ErrorsRerun(dir string) (*Rerun, int, error) {
 	if err := writeFileAtomic(backup, b); err != nil {
 		return nil, 0, fmt.Errorf("run %s: %w", dir, err)
 	}
-	var out []byte
-	for _, rec := range keep {
-		line, err := json.Marshal(rec)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(append(out, line...), '\n')
+	out, err := marshalJSONL(keep)
+	if err != nil {
+		return nil, 0, err
 	}
 	if err := writeFileAtomic(path, out); err != nil {
 		return nil, 0, fmt.Errorf("run %s: %w", dir, err)

@@ -178,8 +178,10 @@ type Series struct {
 
 // AddProportion appends the share k/n with its 95% Wilson interval (NaN
 // when n is 0: no bar is drawn).
-func (s *Series) AddProportion(k, n int) {
-	iv := metrics.WilsonCI(k, n, 0.95)
+func (s *Series) AddProportion(k, n int) { s.AddInterval(metrics.WilsonCI(k, n, 0.95)) }
+
+// AddInterval appends an estimate with its interval (the error bar).
+func (s *Series) AddInterval(iv metrics.Interval) {
 	s.Values = append(s.Values, Num(iv.Estimate))
 	s.Lo = append(s.Lo, Num(iv.Low))
 	s.Hi = append(s.Hi, Num(iv.High))

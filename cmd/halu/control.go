@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,8 +26,23 @@ type runControl struct {
 func (rc *runControl) bind(fs *pflag.FlagSet) {
 	fs.StringVarP(&rc.file, "file", "f", "", "YAML run file: flag names as keys (flags and HALU_ environment variables override it)")
 	fs.BoolVar(&rc.dryRun, "dry-run", false, "print the plan (items, calls per stage and model, estimated tokens) and stop")
+	rc.bindGates(fs)
+}
+
+// bindGates binds --fail-under and --fail-over alone (halu rerun has no
+// run file or dry run).
+func (rc *runControl) bindGates(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&rc.failUnder, "fail-under", nil, "METRIC=VALUE: exit 3 when a summary metric is below VALUE (repeatable; METRIC may omit the model)")
 	fs.StringArrayVar(&rc.failOver, "fail-over", nil, "METRIC=VALUE: exit 3 when a summary metric is above VALUE (for rates where lower is better)")
+}
+
+// settle fills cmd's flags from the HALU_ environment and the run file,
+// then reads the quality gates.
+func (rc *runControl) settle(cmd *cobra.Command) ([]runner.Gate, error) {
+	if err := applySettings(cmd, rc.file); err != nil {
+		return nil, err
+	}
+	return rc.gates()
 }
 
 func (rc *runControl) gates() ([]runner.Gate, error) {
@@ -182,7 +198,7 @@ func effectiveFlags(cmd *cobra.Command) map[string]string {
 }
 
 // checkGates applies the quality gates to a run's summary.
-func checkGates(w interface{ Write([]byte) (int, error) }, sum *runner.Summary, gates []runner.Gate) error {
+func checkGates(w io.Writer, sum *runner.Summary, gates []runner.Gate) error {
 	if len(gates) == 0 {
 		return nil
 	}
@@ -225,8 +241,7 @@ halu rerun RUN_DIR --errors
 			own.StringVar(&stage, "stage", "", "the stage to recompute")
 			own.BoolVar(&errorsOnly, "errors", false, "redo failed items and unscored judgements, in place")
 			own.StringVar(&out, "out", "", "run directory of a stage rerun")
-			own.StringArrayVar(&rc.failUnder, "fail-under", nil, "")
-			own.StringArrayVar(&rc.failOver, "fail-over", nil, "")
+			rc.bindGates(own)
 			own.AddFlagSet(cmd.InheritedFlags())
 			for _, a := range args {
 				if a == "-h" || a == "--help" {
@@ -285,11 +300,7 @@ halu rerun RUN_DIR --errors
 					return err
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "rerun %s: %d records with unscored judgements set aside; failed items are redone too\n", dir, n)
-				s, err := def.build(m.Config)
-				if err != nil {
-					return fmt.Errorf("run %s: config: %w", dir, err)
-				}
-				return execute(cmd, g, s, runner.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: m.Config, Rerun: plan, Flags: m.Flags}, gates)
+				return resumeRun(cmd, g, dir, m, plan, gates)
 			case stage == "":
 				return usagef("rerun: --stage STAGE or --errors")
 			}

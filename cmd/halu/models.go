@@ -30,11 +30,7 @@ func newModelsCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tDIGEST\tFAMILY\tPARAMETERS\tQUANTIZATION\tSIZE")
 			for _, m := range models {
-				d := m.Digest
-				if len(d) > 12 {
-					d = d[:12]
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", m.Name, d, m.Family, m.ParameterSize, m.Quantization, m.Size)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", m.Name, localmodels.ShortDigest(m.Digest), m.Family, m.ParameterSize, m.Quantization, m.Size)
 			}
 			return tw.Flush()
 		},

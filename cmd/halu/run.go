@@ -254,14 +254,11 @@ func newRunCmd(g *globals) *cobra.Command {
 			if resume == "" {
 				return usagef("run: name a suite (halu run smoke …) or --resume DIR")
 			}
-			if err := applySettings(cmd, rc.file); err != nil {
-				return err
-			}
-			gates, err := rc.gates()
+			gates, err := rc.settle(cmd)
 			if err != nil {
 				return err
 			}
-			return resumeRun(cmd, g, resume, gates)
+			return resumeDir(cmd, g, resume, gates)
 		},
 	}
 	cmd.PersistentFlags().StringVar(&resume, "resume", "", "resume the run in DIR: skip completed items, redo the rest, with the run's own settings")
@@ -277,15 +274,12 @@ func newRunCmd(g *globals) *cobra.Command {
 		config := def.flags(sub.Flags())
 		sub.Flags().StringVar(&out, "out", "", "run directory (default runs/SUITE-TIME)")
 		sub.RunE = func(cmd *cobra.Command, args []string) error {
-			if err := applySettings(cmd, rc.file); err != nil {
-				return err
-			}
-			gates, err := rc.gates()
+			gates, err := rc.settle(cmd)
 			if err != nil {
 				return err
 			}
 			if resume != "" {
-				return resumeRun(cmd, g, resume, gates)
+				return resumeDir(cmd, g, resume, gates)
 			}
 			cfg, err := config()
 			if err != nil {
@@ -305,11 +299,18 @@ func newRunCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func resumeRun(cmd *cobra.Command, g *globals, dir string, gates []runner.Gate) error {
+// resumeDir resumes the run in dir with its own settings.
+func resumeDir(cmd *cobra.Command, g *globals, dir string, gates []runner.Gate) error {
 	m, err := runner.ReadManifest(dir)
 	if err != nil {
 		return err
 	}
+	return resumeRun(cmd, g, dir, m, nil, gates)
+}
+
+// resumeRun resumes the run in dir (manifest m) with its own settings,
+// redoing the calls rerun names afresh (nil: none).
+func resumeRun(cmd *cobra.Command, g *globals, dir string, m *runner.Manifest, rerun *runner.Rerun, gates []runner.Gate) error {
 	def, ok := findSuite(m.Suite)
 	if !ok {
 		return fmt.Errorf("run %s: unknown suite %q", dir, m.Suite)
@@ -318,7 +319,7 @@ func resumeRun(cmd *cobra.Command, g *globals, dir string, gates []runner.Gate) 
 	if err != nil {
 		return fmt.Errorf("run %s: config: %w", dir, err)
 	}
-	return execute(cmd, g, s, runner.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: m.Config, Flags: m.Flags}, gates)
+	return execute(cmd, g, s, runner.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: m.Config, Rerun: rerun, Flags: m.Flags}, gates)
 }
 
 // execute runs s and applies the quality gates to its summary: exit 1 for

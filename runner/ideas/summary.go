@@ -163,10 +163,7 @@ func ideasCharts(all []ModelScores, cats []string) []runner.Chart {
 	for _, d := range dims {
 		se := runner.Series{Name: d.name}
 		for _, ms := range all {
-			iv := d.get(ms)
-			se.Values = append(se.Values, runner.Num(iv.Estimate))
-			se.Lo = append(se.Lo, runner.Num(iv.Low))
-			se.Hi = append(se.Hi, runner.Num(iv.High))
+			se.AddInterval(d.get(ms))
 		}
 		bars.Series = append(bars.Series, se)
 	}

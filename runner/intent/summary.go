@@ -508,9 +508,8 @@ func intentCharts(models []string, byModel map[string][]ItemResult) []runner.Cha
 				continue
 			}
 			iv := metrics.MeanCI(byTask[t], 0.95)
-			bs.Values = append(bs.Values, runner.Num(iv.Estimate))
-			bs.Lo = append(bs.Lo, runner.Num(math.Max(0, iv.Low)))
-			bs.Hi = append(bs.Hi, runner.Num(math.Min(10, iv.High)))
+			iv.Low, iv.High = math.Max(0, iv.Low), math.Min(10, iv.High) // the CS scale
+			bs.AddInterval(iv)
 		}
 		bars.Series = append(bars.Series, bs)
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"halu/localmodels"
 	"halu/runner"
 )
 
@@ -135,15 +136,9 @@ func inlineSVG(b []byte) string {
 }
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"short": func(s string) string {
-		s = strings.TrimPrefix(s, "sha256:")
-		if len(s) > 12 {
-			return s[:12]
-		}
-		return s
-	},
-	"clip": clip,
-	"join": strings.Join,
+	"short": localmodels.ShortDigest,
+	"clip":  clip,
+	"join":  strings.Join,
 	"params": func(n int64) string {
 		switch {
 		case n >= 1e9:

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"halu/localmodels"
 	"halu/runner"
 )
 
@@ -153,7 +154,7 @@ func callRows(recs []runner.Record) []callRow {
 			}
 			r.PromptTokens += c.PromptTokens
 			r.Tokens += c.EvalTokens
-			if c.DoneReason == "length" || c.DoneReason == "budget" || c.DoneReason == "repetition" {
+			if localmodels.CutShort(c.DoneReason) {
 				r.Truncated++
 			}
 			if c.NearContext > 0 {

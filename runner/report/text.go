@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"halu/localmodels"
 	"halu/runner"
 )
 
@@ -24,7 +25,7 @@ func Markdown(w io.Writer, runs []*Run) error {
 		}
 		fmt.Fprintf(&b, "Status %s; models:", r.Manifest.Status)
 		for _, m := range r.Manifest.Models {
-			fmt.Fprintf(&b, " %s (`%s`)", mdCell(m.Name), shortDigest(m.Digest))
+			fmt.Fprintf(&b, " %s (`%s`)", mdCell(m.Name), localmodels.ShortDigest(m.Digest))
 		}
 		b.WriteString(".\n")
 		for _, t := range r.Summary.Tables {
@@ -68,14 +69,6 @@ func writeMDTable(b *strings.Builder, t runner.Table) {
 func mdCell(s string) string {
 	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;")
 	return r.Replace(s)
-}
-
-func shortDigest(d string) string {
-	d = strings.TrimPrefix(d, "sha256:")
-	if len(d) > 12 {
-		return d[:12]
-	}
-	return d
 }
 
 var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
