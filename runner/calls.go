@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -22,9 +23,10 @@ type Calls struct {
 	rerun *Rerun
 	plan  *planner // set in a dry run: calls are counted, not made
 
-	mu   sync.Mutex
-	log  []CallLog
-	fail []Failure
+	mu    sync.Mutex
+	log   []CallLog
+	fail  []Failure
+	reads []Reading
 }
 
 // NewCalls returns a Calls outside a run, for tools that make model calls
@@ -302,38 +304,79 @@ type Validator interface {
 // schema, and the reply is decoded into a T and validated. ok is false when
 // no attempt gave a valid T (the failure is in the record).
 func JudgeJSON[T any](ctx context.Context, c *Calls, stage string, req localmodels.ChatRequest) (T, bool, error) {
-	return judgeAs(ctx, c, stage, req, func(raw string) (T, error) {
-		var v T
-		err := DecodeJSON(raw, &v)
-		return v, err
-	})
+	return JudgeWith(ctx, c, stage, req, req.Format, Reader[T]{})
 }
 
 // JudgeAs asks a judge for a T in either of the two formats the suites
-// offer: with a schema, structured output (the schema goes in Format and the
-// reply is decoded as JSON); with schema nil, the paper's free-text format,
-// read by parseText. Either way a T with a Validate method is validated, and
-// a reply that fails follows the judge contract (repair turns, then
-// unscored).
+// offer: with a schema, structured output; with schema nil, the suite's
+// free-text format, read by parseText. See JudgeWith.
 func JudgeAs[T any](ctx context.Context, c *Calls, stage string, req localmodels.ChatRequest, schema json.RawMessage, parseText func(raw string) (T, error)) (T, bool, error) {
-	if schema != nil {
-		req.Format = schema
-		return JudgeJSON[T](ctx, c, stage, req)
-	}
-	return judgeAs(ctx, c, stage, req, parseText)
+	return JudgeWith(ctx, c, stage, req, schema, Reader[T]{Text: parseText})
 }
 
-func judgeAs[T any](ctx context.Context, c *Calls, stage string, req localmodels.ChatRequest, parse func(raw string) (T, error)) (T, bool, error) {
+// Reader is how a suite reads one kind of judge reply.
+type Reader[T any] struct {
+	// Text reads the suite's text format (halu's reader). It sees the reply
+	// with reasoning and quoted evaluated text already removed.
+	Text func(raw string) (T, error)
+	// Paper is the authors' own reading rule, where their code reads the
+	// text format differently from Text. Under the paper protocol it
+	// decides text-format replies; either way both readings are made and
+	// every reply on which they differ is recorded.
+	Paper func(raw string) (T, error)
+	// JSON reads a JSON-mode reply whose JSON is not the shape of T; nil
+	// decodes the stated JSON object into T (DecodeStated).
+	JSON func(raw string) (T, error)
+	// Quoted are the evaluated texts the judge saw: what it repeats of them
+	// is not read (see Unquote).
+	Quoted []string
+}
+
+// Reading notes a judge reply that was not read the plain way: "fallback",
+// a JSON-mode reply with no JSON verdict that the text reader read; or
+// "disagree", a text reply that the paper's rule and halu's reader read
+// differently (Used is the reading the protocol chose).
+type Reading struct {
+	Stage string `json:"stage"`
+	Model string `json:"model"`
+	How   string `json:"how"`
+	Used  string `json:"used"`
+	Other string `json:"other,omitempty"`
+}
+
+// Protocols: "paper" (the default) reads text replies by the authors' rule
+// where their code has one; "halu" by halu's stricter readers.
+const (
+	ProtocolPaper = "paper"
+	ProtocolHalu  = "halu"
+)
+
+// JudgeWith asks a judge for a T. With a schema, the schema goes in Format
+// and is described in the prompt too (a server that ignores Format still
+// hears what to write); the reply's JSON verdict is decoded, and a reply
+// without one is read by r.Text before it counts as a failure (recorded as
+// a "fallback" Reading). Without a schema the reply is read by r.Text, or by
+// r.Paper under the paper protocol. Every reply has its reasoning and its
+// quotes of r.Quoted removed before any reader sees it. A T with a Validate
+// method is validated; a reply that fails follows the judge contract
+// (repair turns, then unscored).
+func JudgeWith[T any](ctx context.Context, c *Calls, stage string, req localmodels.ChatRequest, schema json.RawMessage, r Reader[T]) (T, bool, error) {
 	var out T
+	if schema != nil {
+		req.Format = schema
+		req.Messages = withSchemaNote(req.Messages, schema)
+	}
 	ok, err := c.Judge(ctx, stage, req, func(raw string) error {
-		v, err := parse(raw)
+		s := Unquote(StripReasoning(raw), r.Quoted...)
+		if strings.TrimSpace(s) == "" {
+			return errors.New("empty reply (after reasoning and quoted text are removed)")
+		}
+		v, how, other, err := readReply(s, schema != nil, c.e.Protocol, r)
 		if err != nil {
 			return err
 		}
-		if val, ok := any(&v).(Validator); ok {
-			if err := val.Validate(); err != nil {
-				return err
-			}
+		if how != "" {
+			c.reading(Reading{Stage: stage, Model: req.Model, How: how, Used: show(v), Other: other})
 		}
 		out = v
 		return nil
@@ -341,33 +384,128 @@ func judgeAs[T any](ctx context.Context, c *Calls, stage string, req localmodels
 	return out, ok, err
 }
 
-// DecodeJSON decodes the JSON object in raw into v. Leading and trailing
-// prose or a ``` fence around the object are tolerated; a missing field is not
-// (every field of v without `omitempty` must be present).
-func DecodeJSON(raw string, v any) error {
-	s := strings.TrimSpace(raw)
-	if i := strings.Index(s, "{"); i >= 0 {
-		if j := strings.LastIndex(s, "}"); j > i {
-			s = s[i : j+1]
+// readReply reads one cleaned reply; how and other describe a reading that
+// is recorded (see Reading).
+func readReply[T any](s string, jsonMode bool, protocol string, r Reader[T]) (v T, how, other string, err error) {
+	valid := func(v T, err error) (T, error) {
+		if err != nil {
+			return v, err
+		}
+		if val, ok := any(&v).(Validator); ok {
+			return v, val.Validate()
+		}
+		return v, nil
+	}
+	if jsonMode {
+		dec := r.JSON
+		if dec == nil {
+			dec = decodeStated[T]
+		}
+		v, err = valid(dec(s))
+		if err == nil || r.Text == nil {
+			return v, "", "", err
+		}
+		tv, terr := valid(r.Text(s))
+		if terr != nil {
+			return v, "", "", fmt.Errorf("%v; as text: %v", err, terr)
+		}
+		return tv, "fallback", "", nil
+	}
+	text := r.Text
+	if text == nil {
+		text = decodeStated[T]
+	}
+	hv, herr := valid(text(s))
+	if r.Paper == nil {
+		return hv, "", "", herr
+	}
+	pv, perr := valid(r.Paper(s))
+	if protocol == ProtocolHalu {
+		v, err, other = hv, herr, showRead(pv, perr)
+	} else {
+		v, err, other = pv, perr, showRead(hv, herr)
+	}
+	if (herr == nil) != (perr == nil) || herr == nil && !reflect.DeepEqual(hv, pv) {
+		how = "disagree"
+	}
+	if err != nil && how != "" {
+		// An unread reply is a failure; the other reading is kept in its
+		// reason so the disagreement is not lost.
+		return v, "", "", fmt.Errorf("%v (the other reader: %s)", err, other)
+	}
+	return v, how, other, err
+}
+
+func decodeStated[T any](s string) (T, error) {
+	var v T
+	err := DecodeStated(s, &v)
+	return v, err
+}
+
+func show(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func showRead(v any, err error) string {
+	if err != nil {
+		return "unread: " + err.Error()
+	}
+	return show(v)
+}
+
+// withSchemaNote appends SchemaNote to the last user message, unless the
+// prompt already asks for every required key of the schema by its quoted
+// name (the authors' JSON prompts, which stay verbatim).
+func withSchemaNote(msgs []localmodels.Message, schema json.RawMessage) []localmodels.Message {
+	var sch struct {
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(schema, &sch) == nil && len(sch.Required) > 0 {
+		var all strings.Builder
+		for _, m := range msgs {
+			all.WriteString(m.Content)
+		}
+		asked := true
+		for _, k := range sch.Required {
+			asked = asked && strings.Contains(all.String(), `"`+k+`"`)
+		}
+		if asked {
+			return msgs
 		}
 	}
+	out := append([]localmodels.Message(nil), msgs...)
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].Role == "user" {
+			out[i].Content += SchemaNote(schema)
+			break
+		}
+	}
+	return out
+}
+
+func (c *Calls) reading(r Reading) {
+	c.mu.Lock()
+	c.reads = append(c.reads, r)
+	c.mu.Unlock()
+}
+
+func (c *Calls) readings() []Reading {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Reading(nil), c.reads...)
+}
+
+// DecodeJSON decodes the JSON verdict in raw into v: reasoning is removed,
+// prose and fences around the object are tolerated, a missing field is not
+// (every field of v without `omitempty` must be present), and two different
+// objects are ambiguous (see DecodeStated).
+func DecodeJSON(raw string, v any) error {
+	s := StripReasoning(raw)
 	if s == "" {
 		return errors.New("empty reply")
 	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("not valid JSON: %v", err)
-	}
-	var present map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(s), &present); err != nil {
-		return fmt.Errorf("not a JSON object: %v", err)
-	}
-	for _, f := range requiredFields(v) {
-		if _, ok := present[f]; !ok {
-			return fmt.Errorf("field %q missing", f)
-		}
-	}
-	return nil
+	return DecodeStated(s, v)
 }
 
 // embedKey is what determines one embedding.

@@ -94,6 +94,10 @@ type Engine struct {
 	// KeepAlive pins how long a model stays loaded after a call, for every
 	// call of the run (zero: the server's default).
 	KeepAlive time.Duration
+	// Protocol chooses the readers of text-format judge replies where the
+	// authors' code reads differently from halu: ProtocolPaper (the
+	// default, also when empty) or ProtocolHalu. See Reader.
+	Protocol string
 	// JudgeRepairs is how many times an unparseable judge reply is retried
 	// with a repair turn before the judgement is recorded as unscored.
 	JudgeRepairs int
@@ -127,6 +131,14 @@ func (e *Engine) calling(stage, model string) {
 type stats struct {
 	calls, hits, retries, judgeFailures, promptTokens, evalTokens atomic.Int64
 	budget, repetition, nearContext                               atomic.Int64
+}
+
+// protocol is the engine's reading protocol, ProtocolPaper when unset.
+func (e *Engine) protocol() string {
+	if e.Protocol == "" {
+		return ProtocolPaper
+	}
+	return e.Protocol
 }
 
 func (e *Engine) init() {
@@ -212,6 +224,10 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 			done[r.Item] = true
 		}
 		man.Resumed = append(man.Resumed, time.Now().UTC())
+		if man.Protocol == "" {
+			man.Protocol = ProtocolPaper
+		}
+		e.Protocol = man.Protocol // a resumed run keeps its own protocol
 	} else {
 		if _, err := os.Stat(recPath); err == nil {
 			return nil, fmt.Errorf("run directory %s already holds a run: resume it with --resume %s, or choose another --out", dir, dir)
@@ -229,6 +245,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 			Args:        spec.Args,
 			Flags:       spec.Flags,
 			Config:      cfg,
+			Protocol:    e.protocol(),
 			Started:     time.Now().UTC(),
 		}
 	}
@@ -354,6 +371,14 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	}
 	for _, r := range recs {
 		man.Counts.JudgeFailures += len(r.Failures)
+		for _, rd := range r.Readings {
+			switch rd.How {
+			case "fallback":
+				man.Counts.TextFallbacks++
+			case "disagree":
+				man.Counts.ReaderDisagreements++
+			}
+		}
 	}
 	switch {
 	case errors.Is(runErr, ErrInterrupted):
@@ -374,6 +399,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		}
 		sum.Counts = man.Counts
 		sum.TinyModel = man.TinyModel
+		sum.Notes = append(sum.Notes, readingNotes(recs, man.Protocol)...)
 		res.Summary = sum
 		if err := writeSummary(dir, sum); err != nil && runErr == nil {
 			runErr = err
@@ -428,7 +454,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *recordWriter
 					cancel(fmt.Errorf("item %s: encode record: %w", it.ID, err))
 					continue
 				}
-				rec := Record{Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures()}
+				rec := Record{Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings()}
 				if err := w.Append(rec); err != nil {
 					cancel(fmt.Errorf("write record: %w", err))
 					continue

@@ -377,7 +377,7 @@ func TestDecodeJSON(t *testing.T) {
 		{`{"a": 1}`, ""},
 		{"Sure! ```json\n{\"a\": 2, \"b\": \"x\"}\n``` done", ""},
 		{`{"b": "x"}`, `field "a" missing`},
-		{`{"a": "one"}`, "not valid JSON"},
+		{`{"a": "one"}`, "cannot unmarshal"},
 		{``, "empty reply"},
 	}
 	for _, tt := range tests {

@@ -17,21 +17,24 @@ import (
 // every table from its records: what ran, with which models (by digest),
 // prompts (by hash and text), data (by hash) and settings.
 type Manifest struct {
-	HaluVersion string                  `json:"halu_version"`
-	Suite       string                  `json:"suite"`
-	Args        []string                `json:"args"`
-	Flags       map[string]string       `json:"flags,omitempty"`
-	Config      json.RawMessage         `json:"config"`
-	Ollama      OllamaInfo              `json:"ollama"`
-	Models      []localmodels.ModelInfo `json:"models"`
-	Serving     Serving                 `json:"serving"`
-	Prompts     map[string]PromptInfo   `json:"prompts,omitempty"`
-	Datasets    map[string]DatasetInfo  `json:"datasets,omitempty"`
-	Started     time.Time               `json:"started"`
-	Resumed     []time.Time             `json:"resumed,omitempty"`
-	Ended       *time.Time              `json:"ended,omitempty"`
-	Status      string                  `json:"status"` // running, complete, incomplete, interrupted
-	Counts      Counts                  `json:"counts"`
+	HaluVersion string            `json:"halu_version"`
+	Suite       string            `json:"suite"`
+	Args        []string          `json:"args"`
+	Flags       map[string]string `json:"flags,omitempty"`
+	Config      json.RawMessage   `json:"config"`
+	// Protocol is the reading protocol of text-format judge replies
+	// (ProtocolPaper or ProtocolHalu; see Engine.Protocol).
+	Protocol string                  `json:"protocol"`
+	Ollama   OllamaInfo              `json:"ollama"`
+	Models   []localmodels.ModelInfo `json:"models"`
+	Serving  Serving                 `json:"serving"`
+	Prompts  map[string]PromptInfo   `json:"prompts,omitempty"`
+	Datasets map[string]DatasetInfo  `json:"datasets,omitempty"`
+	Started  time.Time               `json:"started"`
+	Resumed  []time.Time             `json:"resumed,omitempty"`
+	Ended    *time.Time              `json:"ended,omitempty"`
+	Status   string                  `json:"status"` // running, complete, incomplete, interrupted
+	Counts   Counts                  `json:"counts"`
 	// TinyModel is set when any model in the run is the random-weight test
 	// model: every number the run produced is meaningless.
 	TinyModel bool `json:"tiny_model,omitempty"`
@@ -91,6 +94,11 @@ type Counts struct {
 	// counts the times a 503 lowered the calls in flight.
 	ModelSwitches int `json:"model_switches,omitempty"`
 	Backoffs      int `json:"backoffs,omitempty"`
+	// TextFallbacks counts JSON-mode judge replies without a JSON verdict
+	// that the suite's text reader read; ReaderDisagreements counts text
+	// replies that the paper's rule and halu's reader read differently.
+	TextFallbacks       int `json:"text_fallbacks,omitempty"`
+	ReaderDisagreements int `json:"reader_disagreements,omitempty"`
 }
 
 // ReadManifest reads dir/manifest.json.

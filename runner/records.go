@@ -23,6 +23,9 @@ type Record struct {
 	Data     json.RawMessage `json:"data"`
 	Calls    []CallLog       `json:"calls,omitempty"`
 	Failures []Failure       `json:"failures,omitempty"`
+	// Readings are the judge replies that were not read the plain way
+	// (a text fallback in JSON mode, or readers that disagree).
+	Readings []Reading `json:"readings,omitempty"`
 }
 
 // CallLog is one model call an item made, with Ollama's token counts.

@@ -230,3 +230,42 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 	*n = Num(f)
 	return nil
 }
+
+// readingNotes says how many judge replies were read other than the plain
+// way, per stage: text fallbacks in JSON mode, and replies on which the
+// paper's reading rule and halu's reader disagree.
+func readingNotes(recs []Record, protocol string) []string {
+	fallback, disagree := map[string]int{}, map[string]int{}
+	for _, r := range recs {
+		for _, rd := range r.Readings {
+			switch rd.How {
+			case "fallback":
+				fallback[rd.Stage]++
+			case "disagree":
+				disagree[rd.Stage]++
+			}
+		}
+	}
+	var notes []string
+	if len(fallback) > 0 {
+		notes = append(notes, "reading: JSON-mode judge replies without a JSON verdict, read by the suite's text reader — "+countsByKey(fallback))
+	}
+	if len(disagree) > 0 {
+		notes = append(notes, fmt.Sprintf("reading: text replies the paper's rule and halu's reader read differently (protocol %s decided; the other reading is in each record's readings) — %s",
+			protocol, countsByKey(disagree)))
+	}
+	return notes
+}
+
+func countsByKey(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}

@@ -85,7 +85,7 @@ func TestParseVerdict(t *testing.T) {
 		{"zh", "halu", "**[幻觉检测]**: 不确定，信息不足", Uncertain, ""},
 		{"zh", "type", "分析如下……\n[类型检测]：符合。理由：……", Pass, ""},
 		{"zh", "correct", "符合。", "", "no [正确检测]"},
-		{"zh", "correct", "[正确检测]：我认为答案可能是对的", "", "not followed by a verdict"},
+		{"zh", "correct", "[正确检测]：我认为答案可能是对的", "", "no [正确检测] verdict"},
 		{"en", "type", "[Type check]: Pass. Reason: …", Pass, ""},
 		{"en", "halu", "[Hallucination check]: fail — the answer agrees", Fail, ""},
 		{"en", "correct", "[Correctness check]: Uncertain", Uncertain, ""},

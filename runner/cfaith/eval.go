@@ -176,7 +176,10 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 		if s.cfg.JudgeFormat == "json" {
 			schema = json.RawMessage(conflictSchema)
 		}
-		v, ok, err := runner.JudgeAs(ctx, c, "judge", req, schema, func(raw string) (Conflict, error) { return ParseConflict(lang, raw) })
+		v, ok, err := runner.JudgeWith(ctx, c, "judge", req, schema, runner.Reader[Conflict]{
+			Text:   func(raw string) (Conflict, error) { return ParseConflict(lang, raw, a.Response) },
+			Quoted: []string{a.Response},
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"halu/runner"
 )
 
 // QA is one generated question with its correct answer and the evidence
@@ -140,64 +142,208 @@ var checkTags = map[string]map[string]string{
 }
 
 // ParseVerdict reads a verifier reply in the prompts' own format: the tag
-// and a colon, then 符合 / 不符合 (Pass / Fail), or 不确定 (Uncertain). The
+// (with or without its brackets) and a colon, then 符合 / 不符合 (Pass /
+// Fail), or 不确定 (Uncertain). Reasoning is removed first; a tag not
+// followed by a verdict (an echoed format line such as "开头必须是符合或者不符合"
+// or "Pass or Fail") is not a verdict; every verdict stated must agree. The
 // authors' code rejects only replies starting with the tag and 不符合 and
-// keeps everything else; halu treats a reply without the tag or a verdict
-// word as a failure to parse (retried, then the item is dropped as
-// unverifiable) — never as a pass.
+// keeps everything else; halu treats a reply without a stated verdict as a
+// failure to parse (retried, then the item is dropped as unverifiable) —
+// never as a pass.
 func ParseVerdict(lang, check, reply string) (Verdict, error) {
 	tag := checkTags[lang][check]
-	s := strings.TrimSpace(strings.NewReplacer("*", "", "`", "").Replace(reply))
-	i := strings.Index(s, tag)
-	if i < 0 {
-		return Verdict{}, fmt.Errorf("no %s", tag)
+	words := []tagWord{{"不符合", Fail}, {"不确定", Uncertain}, {"符合", Pass},
+		{"fail", Fail}, {"uncertain", Uncertain}, {"unsure", Uncertain}, {"pass", Pass}}
+	v, reason, err := taggedVerdict(reply, tag, words)
+	if err != nil {
+		return Verdict{}, err
 	}
-	s = strings.TrimSpace(s[i+len(tag):])
-	s = strings.TrimSpace(strings.TrimLeft(s, "：:"))
-	low := strings.ToLower(s)
-	var v string
-	switch {
-	case strings.HasPrefix(s, "不符合"), strings.HasPrefix(low, "fail"):
-		v = Fail
-	case strings.HasPrefix(s, "不确定"), strings.HasPrefix(low, "uncertain"):
-		v = Uncertain
-	case strings.HasPrefix(s, "符合"), strings.HasPrefix(low, "pass"):
-		v = Pass
-	default:
-		return Verdict{}, fmt.Errorf("%s is not followed by a verdict", tag)
-	}
-	return Verdict{Verdict: v, Reason: s}, nil
+	return Verdict{Verdict: v, Reason: reason}, nil
 }
 
-var letterRE = regexp.MustCompile(`[A-D]`)
+type tagWord struct{ word, verdict string }
 
-// ParseChoice is the option a model chose: the first of A–D in its reply
-// (the authors publish no scorer; this is the rule their template implies).
-func ParseChoice(reply string) (string, bool) {
-	m := letterRE.FindString(strings.ToUpper(strings.TrimSpace(reply)))
-	return m, m != ""
+var echoAfter = regexp.MustCompile(`^\s*(?:或者|或|/|、|\bor\b)`)
+
+// taggedVerdict finds every "tag: word" in the reply (reasoning removed,
+// markdown plain) and returns the one verdict they agree on, with the text
+// after the first. Words are tried in order (put 不符合 before 符合).
+func taggedVerdict(reply, tag string, words []tagWord) (verdict, reason string, err error) {
+	s := runner.Plain(runner.StripReasoning(reply))
+	nameRE := regexp.MustCompile(`(?i)` + regexp.QuoteMeta(strings.Trim(tag, "[]")))
+	var found []string
+	for _, loc := range nameRE.FindAllStringIndex(s, -1) {
+		rest := strings.TrimLeft(s[loc[1]:], "] \t")
+		if !strings.HasPrefix(rest, ":") && !strings.HasPrefix(rest, "-") {
+			continue
+		}
+		rest = strings.TrimSpace(strings.TrimLeft(rest, ":- \t"))
+		rl := strings.ToLower(rest)
+		for _, w := range words {
+			if strings.HasPrefix(rl, w.word) {
+				if echoAfter.MatchString(rest[len(w.word):]) {
+					break // "符合或者不符合": the format, echoed
+				}
+				if len(found) == 0 {
+					reason = rest
+				}
+				found = append(found, w.verdict)
+				break
+			}
+		}
+	}
+	if len(found) == 0 {
+		return "", "", fmt.Errorf("no %s verdict stated", tag)
+	}
+	for _, f := range found[1:] {
+		if f != found[0] {
+			return "", "", fmt.Errorf("two different %s verdicts (%s, %s)", tag, found[0], f)
+		}
+	}
+	return found[0], reason, nil
 }
 
 var (
-	tfTrue  = regexp.MustCompile(`(?i)正确|对|是|\btrue\b|\bcorrect\b|\byes\b`)
-	tfFalse = regexp.MustCompile(`(?i)错误|错|否|不正确|\bfalse\b|\bincorrect\b|\bwrong\b|\bno\b`)
+	choiceBare  = regexp.MustCompile(`^[（(\[]?((?i)[A-D])[)）\]]?[.。:：、]?$`)
+	choiceLead  = regexp.MustCompile(`^[（(\[]?((?i)[A-D])(?:[)）\]]|[)）\]]?(?:[.。:：、]|\s+[-–—]\s))`)
+	choiceLabel = runner.NewLabelled("answer", `(?:final\s+|correct\s+)?(?:answer|choice|option)|正确答案|最终答案|答案|选项|选择`, `(?-i:[（(]?\s*([A-D])\b)`)
+	choiceIs    = regexp.MustCompile(`(?:\b(?i:answer|choice|option)\s+(?i:is|would be)|\bI (?i:choose|pick|select|would choose|would pick)|答案(?:是|为|应该是|应为)|正确(?:的)?(?:答案|选项)(?:是|为)|我选择?|应选择?|选择|选)(?:的是|是|为)?\s*(?:(?i:option)\s+|选项\s*)?[（(]?\s*([A-D])\b`)
 )
 
-// ParseTrueFalse reads a true/false judgement: whichever of the true or
-// false words comes first (不正确 and incorrect count as false).
-func ParseTrueFalse(reply string) (judgedTrue, ok bool) {
-	s := strings.TrimSpace(reply)
-	ti, fi := tfTrue.FindStringIndex(s), tfFalse.FindStringIndex(s)
-	switch {
-	case ti == nil && fi == nil:
-		return false, false
-	case fi == nil:
+// ParseChoice is the option a model states as its answer: a reply that is
+// only the letter ("B", "(B)", "B."), a first line that starts with it
+// ("B. <option text>"), "Answer: B", "答案：B", "The answer is B", "我选B".
+// A letter that merely occurs ("I don't know" has a D; a <think> preamble
+// has many) is not an answer; two different letters stated are ambiguous;
+// either way ok is false and the answer is unscored. (The authors publish no
+// scorer; their template asks for one letter only.)
+func ParseChoice(reply string) (string, bool) {
+	s := strings.TrimSpace(runner.Plain(runner.StripReasoning(reply)))
+	var found []string
+	first, _, _ := strings.Cut(s, "\n")
+	first = strings.TrimSpace(first)
+	if m := choiceBare.FindStringSubmatch(first); m != nil {
+		found = append(found, m[1])
+	} else if m := choiceLead.FindStringSubmatch(first); m != nil {
+		found = append(found, m[1])
+	}
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		if m := choiceBare.FindStringSubmatch(strings.TrimSpace(s[i+1:])); m != nil {
+			found = append(found, m[1]) // a last line that is only the letter
+		}
+	}
+	vals, after := choiceLabel.All(s)
+	for i, v := range vals {
+		if runner.Alternative(after[i]) {
+			return "", false
+		}
+		found = append(found, v)
+	}
+	for _, m := range choiceIs.FindAllStringSubmatchIndex(s, -1) {
+		if runner.Alternative(s[m[3]:]) {
+			return "", false
+		}
+		found = append(found, s[m[2]:m[3]])
+	}
+	if len(found) == 0 {
+		return "", false
+	}
+	for i := range found {
+		found[i] = strings.ToUpper(found[i])
+	}
+	for _, f := range found[1:] {
+		if f != found[0] {
+			return "", false
+		}
+	}
+	return found[0], true
+}
+
+const (
+	tfTrueWords  = `正确|准确|对的|对|是的|是`
+	tfFalseWords = `不正确|不准确|不对|不是|错误|错的|错|否`
+)
+
+var (
+	tfWhole   = regexp.MustCompile(`^(?i:(` + tfFalseWords + `|` + tfTrueWords + `|true|false|correct|incorrect|wrong|yes|no|right|not correct|not true))$`)
+	tfLeadEn  = regexp.MustCompile(`^(?i:(true|false|correct|incorrect|wrong|yes|no))(?:[.,:;!—\s]|$)`)
+	tfLeadZh  = regexp.MustCompile(`^(` + tfFalseWords + `|` + tfTrueWords + `)(?:[。，,.!！:：；;\s]|$)`)
+	tfLabel   = runner.NewLabelled("judgement", `判断|答案|结论|(?:final\s+)?(?:judgement|judgment|answer|verdict)`, `(`+tfFalseWords+`|`+tfTrueWords+`|not\s+correct|incorrect|correct|true|false|wrong|yes|no)`)
+	tfProseEn = regexp.MustCompile(`(?i)\b(?:answer|statement|response|claim|it)\s+(?:is|was|seems|appears)\s+(?:to\s+be\s+)?(not\s+)?(correct|true|accurate|right|incorrect|false|wrong|inaccurate)\b`)
+	tfProseZh = regexp.MustCompile(`(?:回答|答案|说法|陈述|它|这)\s*(?:是|为)?\s*(不正确|不准确|不对|错误|错|正确|准确|对)|(?:并不|并非|不是)\s*(正确|准确|对)`)
+)
+
+// tfPolarity is a true/false word's verdict; ok is false for a word that is
+// neither.
+func tfPolarity(w string) (judgedTrue, ok bool) {
+	w = strings.ToLower(strings.Join(strings.Fields(w), " "))
+	switch w {
+	case "正确", "准确", "对的", "对", "是的", "是", "true", "correct", "yes", "right", "accurate":
 		return true, true
-	case ti == nil:
+	case "不正确", "不准确", "不对", "不是", "错误", "错的", "错", "否", "false", "incorrect", "wrong", "no", "not correct", "not true", "inaccurate":
 		return false, true
 	}
-	// "不正确" starts with the false word before the true one it contains.
-	return ti[0] < fi[0], true
+	return false, false
+}
+
+// ParseTrueFalse reads the true/false judgement a model states: a reply
+// that is only the verdict ("正确", "不对", "False."), a reply that starts
+// with it ("错误。因为…", "False. The correct date is…"), a labelled
+// "判断：错误" / "Answer: True"; failing those, a verdict sentence ("该回答是
+// 错误的", "The answer is not correct"). Negation is read ("不是", "not
+// correct" are false); a double negation ("not incorrect") and two
+// different verdicts are ambiguous: ok is false, the answer unscored.
+func ParseTrueFalse(reply string) (judgedTrue, ok bool) {
+	s := strings.TrimSpace(runner.Plain(runner.StripReasoning(reply)))
+	var found []bool
+	add := func(w string) {
+		if v, ok := tfPolarity(w); ok {
+			found = append(found, v)
+		}
+	}
+	whole := strings.Trim(s, " \t\n。.!！\"“”'「」")
+	first, _, _ := strings.Cut(s, "\n")
+	first = strings.Trim(strings.TrimSpace(first), "\"“”'「」")
+	switch {
+	case tfWhole.MatchString(whole):
+		add(whole)
+	case tfLeadZh.MatchString(first):
+		add(tfLeadZh.FindStringSubmatch(first)[1])
+	case tfLeadEn.MatchString(first):
+		add(tfLeadEn.FindStringSubmatch(first)[1])
+	}
+	vals, _ := tfLabel.All(s)
+	for _, v := range vals {
+		add(v)
+	}
+	if len(found) == 0 {
+		for _, m := range tfProseEn.FindAllStringSubmatch(s, -1) {
+			v, _ := tfPolarity(m[2])
+			if m[1] != "" {
+				if !v {
+					return false, false // "not incorrect": a double negation
+				}
+				v = false
+			}
+			found = append(found, v)
+		}
+		for _, m := range tfProseZh.FindAllStringSubmatch(s, -1) {
+			if m[2] != "" {
+				found = append(found, false) // 并不正确, 不是对的
+				continue
+			}
+			add(m[1])
+		}
+	}
+	if len(found) == 0 {
+		return false, false
+	}
+	for _, f := range found[1:] {
+		if f != found[0] {
+			return false, false
+		}
+	}
+	return found[0], true
 }
 
 // Conflict is the generative judge's verdict.
@@ -207,24 +353,31 @@ type Conflict struct {
 
 const conflictSchema = `{"type":"object","properties":{"conflict":{"type":"boolean"}},"required":["conflict"]}`
 
-// ParseConflict reads "[冲突检测]：冲突 / 不冲突" or "[Conflict check]:
-// Conflict / No conflict".
-func ParseConflict(lang, reply string) (Conflict, error) {
-	s := strings.NewReplacer("*", "").Replace(reply)
+// ParseConflict reads the generative judge's verdict: "[冲突检测]：冲突 /
+// 不冲突" or "[Conflict check]: Conflict / No conflict" (also 无冲突, 没有冲突,
+// "does not conflict"), or a reply that is only the verdict. The evaluated
+// response is fenced in the prompt and removed from the reply before
+// reading, so a verdict it carries is never read; every verdict stated must
+// agree.
+func ParseConflict(lang, reply string, evaluated ...string) (Conflict, error) {
+	s := runner.Unquote(runner.StripReasoning(reply), evaluated...)
 	tag := "[Conflict check]"
 	if lang == "zh" {
 		tag = "[冲突检测]"
 	}
-	i := strings.Index(s, tag)
-	if i < 0 {
-		return Conflict{}, fmt.Errorf("no %s", tag)
+	words := []tagWord{{"不冲突", "no"}, {"无冲突", "no"}, {"没有冲突", "no"}, {"不存在冲突", "no"}, {"没有矛盾", "no"}, {"不矛盾", "no"},
+		{"存在冲突", "yes"}, {"有冲突", "yes"}, {"冲突", "yes"}, {"矛盾", "yes"},
+		{"no conflict", "no"}, {"not in conflict", "no"}, {"does not conflict", "no"}, {"doesn't conflict", "no"}, {"not conflicting", "no"}, {"consistent", "no"},
+		{"conflict", "yes"}, {"contradict", "yes"}}
+	whole := strings.ToLower(strings.Trim(strings.TrimSpace(runner.Plain(s)), " 。.!！"))
+	for _, w := range words {
+		if whole == w.word || whole == w.word+"s" {
+			return Conflict{w.verdict == "yes"}, nil
+		}
 	}
-	s = strings.ToLower(strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(s[i+len(tag):]), "：:")))
-	switch {
-	case strings.HasPrefix(s, "不冲突"), strings.HasPrefix(s, "no conflict"):
-		return Conflict{false}, nil
-	case strings.HasPrefix(s, "冲突"), strings.HasPrefix(s, "conflict"):
-		return Conflict{true}, nil
+	v, _, err := taggedVerdict(s, tag, words)
+	if err != nil {
+		return Conflict{}, err
 	}
-	return Conflict{}, fmt.Errorf("%s is not followed by a verdict", tag)
+	return Conflict{v == "yes"}, nil
 }

@@ -205,7 +205,7 @@ func TrueFalsePrompt(lang, question, statement string) string {
 // JudgePrompt asks whether a generative answer conflicts with the correct
 // one (§4.2; the paper's GPT-4o prompt is not published: halu's).
 func JudgePrompt(lang, question, answer, response string) string {
-	return runner.Fill(tmpl(lang, "judge_generative"), map[string]string{"q": question, "a": answer, "r": response})
+	return runner.Fill(tmpl(lang, "judge_generative"), map[string]string{"q": question, "a": answer, "r": "\n" + runner.Fence(response)})
 }
 
 // numbered lists rules one per line as "1. rule".

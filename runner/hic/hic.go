@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -175,61 +174,61 @@ const VerdictSchema = `{"type":"object","properties":{` +
 	`"required":["originality","feasibility","value","hallucination"]}`
 
 var (
-	orRE   = regexp.MustCompile(`(?i)originality\W{0,6}([1-5])\b`)
-	feRE   = regexp.MustCompile(`(?i)feasibility\W{0,6}([1-5])\b`)
-	vaRE   = regexp.MustCompile(`(?i)value\W{0,6}([1-5])\b`)
-	halRE  = regexp.MustCompile(`(?i)hallucination\W{0,6}(yes|no)\b`)
-	anyNum = regexp.MustCompile(`(?i)(originality|feasibility|value)\W{0,6}(-?\d+)`)
+	orL  = runner.NewLabelled("originality", `originality`, runner.ScoreValue)
+	feL  = runner.NewLabelled("feasibility", `feasibility`, runner.ScoreValue)
+	vaL  = runner.NewLabelled("value", `value`, runner.ScoreValue)
+	halL = runner.NewLabelled("hallucination", `hallucination`, runner.YesNoValue)
 )
 
-// ParseVerdictText reads the paper's one-line judge format,
-// "Originality: [1-5] Feasibility: [1-5] Value: [1-5] Hallucination: Yes/No",
-// leniently as to case, spacing, brackets, markdown and surrounding prose.
-// The answer under review is cut out of the reply first, so an answer that
-// imitates a verdict cannot supply one even when the judge quotes it. A
-// reply missing a field, with a score outside 1–5, or giving two different
-// values for a field is a parse failure.
+// ParseVerdictText is halu's reader of the paper's one-line judge format,
+// "Originality: [1-5] Feasibility: [1-5] Value: [1-5] Hallucination:
+// Yes/No", by the engine's reading discipline (runner.Labelled): reasoning
+// and the quoted answer are removed first; each field is read from its
+// labelled statements (bold, bulleted, "(1-5)" hints, "4/5", "4 out of 5",
+// JSON keys), never from prose; a field missing, outside 1–5, not whole, a
+// range, or stated twice with different values is a parse failure.
 func ParseVerdictText(reply, answer string) (Verdict, error) {
-	s := reply
-	if a := strings.TrimSpace(answer); a != "" {
-		s = strings.ReplaceAll(s, a, " ")
-	}
-	s = strings.NewReplacer("*", " ", "[", " ", "]", " ", "'", " ", "\"", " ").Replace(s)
+	s := runner.Plain(runner.Unquote(runner.StripReasoning(reply), answer))
 	var v Verdict
-	one := func(re *regexp.Regexp, name string) (string, error) {
-		ms := re.FindAllStringSubmatch(s, -1)
-		if len(ms) == 0 {
-			if bad := anyNum.FindStringSubmatch(s); bad != nil && strings.EqualFold(bad[1], name) {
-				return "", fmt.Errorf("%s %s outside 1..5", name, bad[2])
-			}
-			return "", fmt.Errorf("no %s", name)
-		}
-		val := strings.ToLower(ms[0][1])
-		for _, m := range ms[1:] {
-			if strings.ToLower(m[1]) != val {
-				return "", fmt.Errorf("two different %s values", name)
-			}
-		}
-		return val, nil
-	}
 	var err error
-	var x string
-	if x, err = one(orRE, "originality"); err != nil {
+	if v.Originality, err = orL.Score(s, 1, 5); err != nil {
 		return v, err
 	}
-	v.Originality, _ = strconv.Atoi(x)
-	if x, err = one(feRE, "feasibility"); err != nil {
+	if v.Feasibility, err = feL.Score(s, 1, 5); err != nil {
 		return v, err
 	}
-	v.Feasibility, _ = strconv.Atoi(x)
-	if x, err = one(vaRE, "value"); err != nil {
+	if v.Value, err = vaL.Score(s, 1, 5); err != nil {
 		return v, err
 	}
-	v.Value, _ = strconv.Atoi(x)
-	if x, err = one(halRE, "hallucination"); err != nil {
-		return v, err
+	v.Hallucination, err = halL.YesNo(s)
+	return v, err
+}
+
+// ParseVerdictPaper is the authors' reading (HIC-bench evaluator): the
+// reply split on white space, Originality, Feasibility and Value the
+// integers at tokens 1, 3 and 5, and Hallucination the word at token 7
+// ("Yes" counts as hallucinated). Anything else there is a parse failure,
+// as int() of it fails in their code.
+func ParseVerdictPaper(reply string) (Verdict, error) {
+	f := strings.Fields(runner.StripReasoning(reply))
+	if len(f) < 8 {
+		return Verdict{}, fmt.Errorf("%d tokens, the authors' reading needs 8", len(f))
 	}
-	v.Hallucination = x == "yes"
+	var v Verdict
+	for i, p := range []*int{&v.Originality, &v.Feasibility, &v.Value} {
+		n, err := strconv.Atoi(f[1+2*i])
+		if err != nil {
+			return Verdict{}, fmt.Errorf("token %d %q is not an integer", 1+2*i, f[1+2*i])
+		}
+		*p = n
+	}
+	switch strings.ToLower(strings.Trim(f[7], ".,;")) {
+	case "yes":
+		v.Hallucination = true
+	case "no":
+	default:
+		return Verdict{}, fmt.Errorf("token 7 %q is not Yes or No", f[7])
+	}
 	return v, nil
 }
 
@@ -577,7 +576,11 @@ func (s *Suite) judge(ctx context.Context, c *runner.Calls, judge, question, ans
 	if s.cfg.JudgeFormat == "json" {
 		schema = json.RawMessage(VerdictSchema)
 	}
-	v, ok, err := runner.JudgeAs(ctx, c, "judge", req, schema, func(raw string) (Verdict, error) { return ParseVerdictText(raw, answer) })
+	v, ok, err := runner.JudgeWith(ctx, c, "judge", req, schema, runner.Reader[Verdict]{
+		Text:   func(raw string) (Verdict, error) { return ParseVerdictText(raw, answer) },
+		Paper:  ParseVerdictPaper,
+		Quoted: []string{answer},
+	})
 	jd := Judgement{Judge: judge}
 	if err != nil {
 		return jd, err

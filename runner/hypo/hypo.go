@@ -137,44 +137,90 @@ func LoadTestItems(path string) ([]TestItem, error) {
 }
 
 var (
-	jsonFence = regexp.MustCompile("(?s)```json\\s*(\\{.*?\\})\\s*```")
-	hypoKey   = regexp.MustCompile(`(?s)"proposed_hypothesis"\s*:\s*"((?:[^"\\]|\\.)*)"`)
+	hypoKey    = regexp.MustCompile(`(?s)["']proposed_hypothesis["']\s*:\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')`)
+	hypoLine   = regexp.MustCompile(`(?im)^[\s\-*>#]*(?:proposed|final)[ _]hypothesis\s*:\s*(.+)$`)
+	negationRE = regexp.MustCompile(`(?i)\b(?:not|no|never|neither|nor|without|cannot)\b|n't\b`)
 )
 
-// ParseHypothesis takes the proposed_hypothesis of the output's JSON block
-// (the last ```json fence, else the last "proposed_hypothesis" key) and maps
-// it to exactly one of the task's labels: the labels are looked for in the
-// statement with spaces and hyphens read as underscores. None or several ⇒
-// unparseable ("", false); the statement is returned either way.
+// labelSynonyms maps verbs and their inflections, read as word stems in a
+// normalised statement (lower case, spaces and hyphens as underscores), to
+// the labels they state. A statement naming a label itself is read by the
+// label; otherwise by these stems. Two labels, or a negation beside a
+// directional label, are ambiguous: unparseable, never a guess.
+var labelSynonyms = map[string][]string{
+	"positive_correlate": {"positively_correlat", "positive_correlation", "upregulat", "up_regulat", "increas", "enhanc", "activat", "induc", "promot", "stimulat"},
+	"negative_correlate": {"negatively_correlat", "negative_correlation", "downregulat", "down_regulat", "decreas", "reduc", "suppress", "inhibit", "attenuat", "block"},
+	"stimulate":          {"stimulat", "upregulat", "up_regulat", "increas", "enhanc", "activat", "induc", "promot", "positively_correlat", "positive_correlat"},
+	"inhibit":            {"inhibit", "suppress", "downregulat", "down_regulat", "decreas", "reduc", "attenuat", "block", "negatively_correlat", "negative_correlat"},
+	metrics.NoRelation:   {"no_relation", "no_significant_relation", "not_related", "unrelated", "no_association", "no_direct_relation", "no_known_relation"},
+}
+
+// ParseHypothesis takes the proposed_hypothesis the output states (reasoning
+// removed; the last JSON object with that key, also Python-style quoting;
+// else a "Proposed hypothesis:" line) and maps it to exactly one of the
+// task's labels: the labels themselves, spaces and hyphens read as
+// underscores, else the verbs of labelSynonyms. None, several, or a
+// directional label under negation ⇒ unparseable ("", false); the
+// statement is returned either way.
 func ParseHypothesis(output string, labels []string) (statement, label string, ok bool) {
-	if ms := jsonFence.FindAllStringSubmatch(output, -1); len(ms) > 0 {
+	out := runner.StripReasoning(output)
+	for _, obj := range runner.JSONObjects(out) {
 		var v struct {
 			H any `json:"proposed_hypothesis"`
 		}
-		if json.Unmarshal([]byte(ms[len(ms)-1][1]), &v) == nil && v.H != nil {
+		if json.Unmarshal(obj, &v) == nil && v.H != nil {
 			statement = fmt.Sprint(v.H)
 		}
 	}
 	if statement == "" {
-		if ms := hypoKey.FindAllStringSubmatch(output, -1); len(ms) > 0 {
-			_ = json.Unmarshal([]byte(`"`+ms[len(ms)-1][1]+`"`), &statement)
+		if ms := hypoKey.FindAllStringSubmatch(out, -1); len(ms) > 0 {
+			m := ms[len(ms)-1]
+			statement = strings.ReplaceAll(m[1]+m[2], `\'`, "'")
+			_ = json.Unmarshal([]byte(`"`+m[1]+`"`), &statement)
+			if m[1] == "" {
+				statement = strings.ReplaceAll(m[2], `\'`, "'")
+			}
+		}
+	}
+	if statement == "" {
+		if ms := hypoLine.FindAllStringSubmatch(runner.Plain(out), -1); len(ms) > 0 {
+			statement = strings.TrimSpace(ms[len(ms)-1][1])
 		}
 	}
 	if statement == "" {
 		return "", "", false
 	}
-	norm := strings.ToLower(statement)
-	norm = strings.NewReplacer(" ", "_", "-", "_").Replace(norm)
+	label, ok = HypothesisLabel(statement, labels)
+	return statement, label, ok
+}
+
+// HypothesisLabel maps a hypothesis statement to one of labels (see
+// ParseHypothesis).
+func HypothesisLabel(statement string, labels []string) (string, bool) {
+	norm := strings.NewReplacer(" ", "_", "-", "_").Replace(strings.ToLower(statement))
 	var found []string
 	for _, l := range labels {
 		if strings.Contains(norm, l) {
 			found = append(found, l)
 		}
 	}
-	if len(found) != 1 {
-		return statement, "", false
+	if len(found) == 0 {
+		for _, l := range labels {
+			for _, stem := range labelSynonyms[l] {
+				if strings.Contains(norm, stem) {
+					found = append(found, l)
+					break
+				}
+			}
+		}
 	}
-	return statement, found[0], true
+	if len(found) != 1 {
+		return "", false
+	}
+	if found[0] != metrics.NoRelation && negationRE.MatchString(statement) {
+		return "", false
+	}
+	return found[0], true
 }
 
 // Config is the suite's settings.
@@ -603,6 +649,66 @@ const EntitySchema = `{"type":"object","properties":{"entities":{"type":"array",
 // ClaimSchema is the structured output of claim decomposition.
 const ClaimSchema = `{"type":"object","properties":{"claims":{"type":"array","items":{"type":"string"}}},"required":["claims"]}`
 
+type entityList struct {
+	Entities []string `json:"entities"`
+}
+
+type claimList struct {
+	Claims []string `json:"claims"`
+}
+
+// Groundness is the KnowHD verifier's verdict on one claim (0 or 1).
+type Groundness struct {
+	Groundness *int `json:"groundness"`
+}
+
+// Validate requires 0 or 1.
+func (g *Groundness) Validate() error {
+	if g.Groundness == nil || (*g.Groundness != 0 && *g.Groundness != 1) {
+		return errors.New("groundness must be 0 or 1")
+	}
+	return nil
+}
+
+var (
+	groundLabel = runner.NewLabelled("groundness", `groundn?ess|groundedness`, `([01])\b`)
+	listItem    = regexp.MustCompile(`^\s*(?:[-*•]|\d+[.)])\s+(.+)$`)
+)
+
+// ParseGroundness is the text reader of a verifier reply whose JSON was not
+// had: a reply that is only 0 or 1, or a labelled "groundness: 1" (also as a
+// Python-style dict). The authors' code counts a claim grounded when the
+// character "1" appears anywhere in the reply; halu reads only the stated
+// value.
+func ParseGroundness(reply string) (Groundness, error) {
+	s := strings.TrimSpace(runner.Plain(runner.StripReasoning(reply)))
+	if t := strings.Trim(s, " .\"'"); t == "0" || t == "1" {
+		n := int(t[0] - '0')
+		return Groundness{Groundness: &n}, nil
+	}
+	v, err := groundLabel.One(s)
+	if err != nil {
+		return Groundness{}, err
+	}
+	n := int(v[0] - '0')
+	return Groundness{Groundness: &n}, nil
+}
+
+// ParseList is the text reader of a list the verifier was asked to give as
+// JSON (claims, entities): its bulleted or numbered lines, in order.
+func ParseList(reply string) ([]string, error) {
+	var out []string
+	for _, l := range strings.Split(runner.StripReasoning(reply), "\n") {
+		if m := listItem.FindStringSubmatch(l); m != nil {
+			out = append(out, strings.TrimSpace(strings.ReplaceAll(m[1], "**", "")))
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no bulleted or numbered list")
+	}
+	return out, nil
+}
+
 // GroundSchema is the verifier's structured output.
 const GroundSchema = `{"type":"object","properties":{"groundness":{"type":"integer","enum":[0,1]}},"required":["groundness"]}`
 
@@ -614,11 +720,12 @@ func (s *Suite) verifier(model string) string {
 }
 
 func (s *Suite) entities(ctx context.Context, c *runner.Calls, model, user string) ([]string, error) {
-	v, ok, err := runner.JudgeJSON[struct {
-		Entities []string `json:"entities"`
-	}](ctx, c, "entities", localmodels.ChatRequest{
-		Model: model, Messages: []localmodels.Message{{Role: "user", Content: user}}, Format: json.RawMessage(EntitySchema),
+	v, ok, err := runner.JudgeAs(ctx, c, "entities", localmodels.ChatRequest{
+		Model: model, Messages: []localmodels.Message{{Role: "user", Content: user}},
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.VerifierMaxTokens)},
+	}, json.RawMessage(EntitySchema), func(raw string) (entityList, error) {
+		l, err := ParseList(raw)
+		return entityList{Entities: l}, err
 	})
 	if err != nil || !ok {
 		return nil, err
@@ -717,7 +824,10 @@ func (s *Suite) chainEdges(nodes []string) ([]string, error) {
 	return out, nil
 }
 
-var sentenceRE = regexp.MustCompile(`[^.!?\n]+[.!?]?`)
+var (
+	sentenceRE = regexp.MustCompile(`[^.!?\n]+[.!?]?`)
+	jsonFence  = regexp.MustCompile("(?s)```json\\s*(\\{.*?\\})\\s*```")
+)
 
 // SplitSentences is KnowHD's fallback when the claim JSON cannot be had:
 // the statement's sentences (at least 3 words each) as claims.
@@ -738,12 +848,12 @@ func SplitSentences(text string) []string {
 func (s *Suite) knowHD(ctx context.Context, c *runner.Calls, model, output, src string) (*Grounding, error) {
 	vm := s.verifier(model)
 	g := &Grounding{}
-	v, ok, err := runner.JudgeJSON[struct {
-		Claims []string `json:"claims"`
-	}](ctx, c, "decompose", localmodels.ChatRequest{
+	v, ok, err := runner.JudgeAs(ctx, c, "decompose", localmodels.ChatRequest{
 		Model: vm, Messages: []localmodels.Message{{Role: "user", Content: fill(s.prompts.Decompose, map[string]string{"claims": output})}},
-		Format:  json.RawMessage(ClaimSchema),
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.VerifierMaxTokens)},
+	}, json.RawMessage(ClaimSchema), func(raw string) (claimList, error) {
+		l, err := ParseList(raw)
+		return claimList{Claims: l}, err
 	})
 	if err != nil {
 		return nil, err
@@ -790,15 +900,12 @@ func (s *Suite) knowHD(ctx context.Context, c *runner.Calls, model, output, src 
 			vals["edge_text"] = strings.Join(lines, "\n")
 			cc.Edges = len(edges)
 		}
-		gv, ok, err := runner.JudgeJSON[struct {
-			Groundness *int `json:"groundness"`
-		}](ctx, c, "verify", localmodels.ChatRequest{
+		gv, ok, err := runner.JudgeWith(ctx, c, "verify", localmodels.ChatRequest{
 			Model: vm,
 			Messages: []localmodels.Message{{Role: "system", Content: s.prompts.VerifySys[src]},
 				{Role: "user", Content: fill(s.prompts.Verify[src], vals)}},
-			Format:  json.RawMessage(GroundSchema),
 			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(16)},
-		})
+		}, json.RawMessage(GroundSchema), runner.Reader[Groundness]{Text: ParseGroundness, Quoted: []string{claim}})
 		if err != nil {
 			return nil, err
 		}

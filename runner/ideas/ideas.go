@@ -384,17 +384,90 @@ type FluencyPair struct {
 }
 
 // fluencyGrade is the fluency critic's verdict: structured output
-// {"grade": "B"}, or free text whose first letter is the grade.
+// {"grade": "B"}, or the letter a text reader found.
 type fluencyGrade struct {
 	Grade string `json:"grade"`
 }
 
-// Validate reads the grade as the authors' code does (first letter left
-// after stripping non-letters, one of A–D) and keeps just that letter.
+// Validate requires one grade letter, A–D.
 func (g *fluencyGrade) Validate() error {
-	letter, err := metrics.ParseFluencyGrade(g.Grade)
-	g.Grade = letter
-	return err
+	g.Grade = strings.ToUpper(strings.TrimSpace(g.Grade))
+	if _, err := metrics.FluencyScore(g.Grade); err != nil {
+		return fmt.Errorf("grade %q is not one of A, B, C, D", g.Grade)
+	}
+	return nil
+}
+
+var (
+	gradeLabel = runner.NewLabelled("grade", `(?:final\s+)?(?:answer|grade|choice|option|verdict|rating)|答案`, `(?-i:[(（]?([A-D])\b)`)
+	gradeIs    = regexp.MustCompile(`(?:\b(?i:answer|grade|choice|option|verdict)\s+(?i:is|would be|=)|\bI (?i:choose|pick|select|would choose|would pick)|^(?i:option|grade|answer))\s*(?:(?i:option|grade)\s+)?[(（]?\s*["']?([A-D])\b`)
+	gradeBare  = regexp.MustCompile(`^[(（\[]?([A-D])[)）\]]?[.。:：)]?$`)
+	gradeLead  = regexp.MustCompile(`^[(（\[]?([A-D])[)）\]]?(?:[.。:：,，)]|\s+[-–—]\s)`)
+)
+
+// parseFluency is halu's reader of the fluency critic's text reply: the
+// grade it states — a reply that is only the letter, a first line that
+// starts with it ("B. Both ideas…"), "Answer: B", "**Grade:** (B)", "The
+// answer is B" — never the first letter of a word ("Answer: C" is C, not
+// A). Every statement must agree; no grade or two different grades is a
+// parse failure. The two ideas, quoted, are not read.
+func parseFluency(reply string, ideas ...string) (fluencyGrade, error) {
+	s := strings.TrimSpace(runner.Plain(runner.Unquote(runner.StripReasoning(reply), ideas...)))
+	var found []string
+	first, _, _ := strings.Cut(s, "\n")
+	first = strings.TrimSpace(first)
+	if m := gradeBare.FindStringSubmatch(first); m != nil {
+		found = append(found, m[1])
+	} else if m := gradeLead.FindStringSubmatch(first); m != nil {
+		found = append(found, m[1])
+	}
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		if m := gradeBare.FindStringSubmatch(strings.TrimSpace(s[i+1:])); m != nil {
+			found = append(found, m[1]) // a last line that is only the grade
+		}
+	}
+	vals, after := gradeLabel.All(s)
+	for i, v := range vals {
+		if runner.Alternative(after[i]) {
+			return fluencyGrade{}, errors.New("two grades offered")
+		}
+		found = append(found, v)
+	}
+	for _, m := range gradeIs.FindAllStringSubmatchIndex(s, -1) {
+		if runner.Alternative(s[m[3]:]) {
+			return fluencyGrade{}, errors.New("two grades offered")
+		}
+		found = append(found, s[m[2]:m[3]])
+	}
+	for i := range found {
+		found[i] = strings.ToUpper(found[i])
+	}
+	if len(found) == 0 {
+		return fluencyGrade{}, errors.New("no grade A-D stated")
+	}
+	for _, f := range found[1:] {
+		if f != found[0] {
+			return fluencyGrade{}, fmt.Errorf("two different grades (%s, %s)", found[0], f)
+		}
+	}
+	return fluencyGrade{Grade: found[0]}, nil
+}
+
+// ReadFluency is halu's reading of a fluency reply as a grade letter (see
+// parseFluency).
+func ReadFluency(reply string, ideas ...string) (string, error) {
+	g, err := parseFluency(reply, ideas...)
+	if err == nil {
+		err = g.Validate()
+	}
+	return g.Grade, err
+}
+
+// ParseFluencyPaper is the authors' reading: the first letter left after
+// stripping everything that is not a letter (metrics.ParseFluencyGrade).
+func ParseFluencyPaper(reply string) (fluencyGrade, error) {
+	g, err := metrics.ParseFluencyGrade(runner.StripReasoning(reply))
+	return fluencyGrade{Grade: g}, err
 }
 
 // CriticScores is the structured critic reply.
@@ -430,12 +503,47 @@ var (
 		"feasibility": regexp.MustCompile(`(?i)"?feasibility"?\s*[:=]\s*(\d+)`),
 		"clarity":     regexp.MustCompile(`(?i)"?clarity"?\s*[:=]\s*(\d+)`),
 	}
+	criticLabels = []*runner.Labelled{
+		runner.NewLabelled("originality", `originality`, runner.ScoreValue),
+		runner.NewLabelled("feasibility", `feasibility`, runner.ScoreValue),
+		runner.NewLabelled("clarity", `clarity`, runner.ScoreValue),
+	}
 )
 
-// ParseCriticText reads the critic's free-text reply as the authors' code
-// does: a ```json fence, else any fence, else the last brace block, else
-// key: value pairs; the three scores must all be present and within 1..10.
-func ParseCriticText(reply string) (CriticScores, error) {
+// ParseCriticText is halu's reader of the critic's free-text reply: the
+// three scores as stated — in the JSON block the prompt asks for, or as
+// labelled lines ("**Originality:** 8/10") — with reasoning and the quoted
+// idea removed first. Every statement of a score must agree (a final JSON
+// block followed by a quoted {"originality": 10, …} is ambiguous), scores
+// must be whole numbers in 1..10 ("7.5" is rejected, not read as 7).
+func ParseCriticText(reply string, idea ...string) (CriticScores, error) {
+	s := runner.Plain(runner.Unquote(runner.StripReasoning(reply), idea...))
+	var c CriticScores
+	for i, p := range []*int{&c.Originality, &c.Feasibility, &c.Clarity} {
+		n, err := criticLabels[i].Score(s, 1, 10)
+		if err != nil {
+			return c, err
+		}
+		*p = n
+	}
+	c.Analysis = analysisOf(s)
+	return c, nil
+}
+
+func analysisOf(s string) string {
+	for _, cut := range []string{"```", "{"} {
+		if i := strings.Index(s, cut); i >= 0 {
+			s = s[:i]
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+// ParseCriticPaper is the authors' reading of the critic's reply: a
+// ```json fence, else any fence, else the first brace block, else key:
+// value pairs; the three scores must all be present and within 1..10.
+func ParseCriticPaper(reply string) (CriticScores, error) {
+	reply = runner.StripReasoning(reply)
 	var c CriticScores
 	try := func(block string) bool {
 		var m map[string]any
@@ -463,7 +571,7 @@ func ParseCriticText(reply string) (CriticScores, error) {
 		found = true
 	} else if m := fenceAny.FindStringSubmatch(reply); m != nil && try(m[1]) {
 		found = true
-	} else if bs := braces.FindAllString(reply, -1); len(bs) > 0 && try(bs[len(bs)-1]) {
+	} else if bs := braces.FindAllString(reply, -1); len(bs) > 0 && try(bs[0]) {
 		found = true
 	} else {
 		all := true
@@ -488,11 +596,7 @@ func ParseCriticText(reply string) (CriticScores, error) {
 	if !found {
 		return c, errors.New("no originality/feasibility/clarity scores found")
 	}
-	analysis := reply
-	if i := strings.Index(reply, "```"); i >= 0 {
-		analysis = reply[:i]
-	}
-	c.Analysis = strings.TrimSpace(analysis)
+	c.Analysis = analysisOf(reply)
 	return c, c.Validate()
 }
 
@@ -621,7 +725,11 @@ func (s *Suite) critique(ctx context.Context, c *runner.Calls, judge, idea strin
 	if s.cfg.JudgeFormat == "json" {
 		schema = json.RawMessage(CriticSchema)
 	}
-	sc, ok, err := runner.JudgeAs(ctx, c, "critic", req, schema, ParseCriticText)
+	sc, ok, err := runner.JudgeWith(ctx, c, "critic", req, schema, runner.Reader[CriticScores]{
+		Text:   func(raw string) (CriticScores, error) { return ParseCriticText(raw, idea) },
+		Paper:  ParseCriticPaper,
+		Quoted: []string{idea},
+	})
 	cr := Critique{Judge: judge}
 	if err != nil {
 		return cr, err
@@ -643,7 +751,11 @@ func (s *Suite) fluency(ctx context.Context, c *runner.Calls, judge, keyword, a,
 	if s.cfg.JudgeFormat == "json" {
 		schema = json.RawMessage(FluencySchema)
 	}
-	g, ok, err := runner.JudgeAs(ctx, c, "fluency", req, schema, func(raw string) (fluencyGrade, error) { return fluencyGrade{Grade: raw}, nil })
+	g, ok, err := runner.JudgeWith(ctx, c, "fluency", req, schema, runner.Reader[fluencyGrade]{
+		Text:   func(raw string) (fluencyGrade, error) { return parseFluency(raw, a, b) },
+		Paper:  ParseFluencyPaper,
+		Quoted: []string{a, b},
+	})
 	fp := FluencyPair{Judge: judge}
 	if err != nil {
 		return fp, err

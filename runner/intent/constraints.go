@@ -267,6 +267,28 @@ func scoreSchema(n int) string {
 	return fmt.Sprintf(`{"type":"object","properties":{%s},"required":[%s]}`, strings.Join(props, ","), strings.Join(req, ","))
 }
 
+var satisfiedValue = `(yes|no|true|false|satisfied|not\s+satisfied|unsatisfied|met|not\s+met)\b`
+
+// ParseScoreText is the text reader of a scoring reply whose JSON was not
+// had: "Constraint 1: Yes", "constraint_2: not satisfied", one per
+// constraint, each stated once (or consistently).
+func ParseScoreText(reply string, n int) ([]bool, error) {
+	s := runner.Plain(runner.StripReasoning(reply))
+	out := make([]bool, n)
+	for i := range out {
+		l := runner.NewLabelled(fmt.Sprintf("constraint %d", i+1), fmt.Sprintf(`constraint[\s_]*%d`, i+1), satisfiedValue)
+		v, err := l.One(s)
+		if err != nil {
+			return nil, err
+		}
+		switch strings.Join(strings.Fields(strings.ToLower(v)), " ") {
+		case "yes", "true", "satisfied", "met":
+			out[i] = true
+		}
+	}
+	return out, nil
+}
+
 // Satisfied returns the verdicts in constraint order; a missing or unknown
 // key is an error.
 func (v ScoreVerdicts) Satisfied(n int) ([]bool, error) {

@@ -295,12 +295,10 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 			temp = s.cfg.MapTemperature
 		}
 		req := s.judgeReq(runner.Fill(prompt("constraint_mapping"), map[string]string{"query": task}), temp, s.cfg.Seed+i)
-		parse := func(raw string) (Mapping, error) { return ParseMapping(raw, mis) }
-		if s.cfg.JudgeFormat == "json" {
-			req.Format = json.RawMessage(mappingSchema)
-			parse = func(raw string) (Mapping, error) { return ParseMappingJSON(raw, mis) }
-		}
-		m, ok, err := runner.JudgeAs(ctx, c, "decompose", req, nil, parse)
+		m, ok, err := runner.JudgeWith(ctx, c, "decompose", req, s.schema(mappingSchema), runner.Reader[Mapping]{
+			Text: func(raw string) (Mapping, error) { return ParseMapping(raw, mis) },
+			JSON: func(raw string) (Mapping, error) { return ParseMappingJSON(raw, mis) },
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -317,7 +315,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 	if mis {
 		req := s.judgeReq(runner.Fill(prompt("missing_content_check"), map[string]string{
 			"missing": in.MissingPart(), "task": task, "response": res.Response}), 0, s.cfg.Seed)
-		v, ok, err := runner.JudgeAs(ctx, c, "judge", req, s.schema(missingSchema), ParseMissingText)
+		v, ok, err := runner.JudgeWith(ctx, c, "judge", req, s.schema(missingSchema), runner.Reader[MissingVerdict]{Text: ParseMissingText, Quoted: []string{res.Response}})
 		if err != nil {
 			return nil, err
 		}
@@ -374,7 +372,10 @@ func (s *Suite) score(ctx context.Context, c *runner.Calls, res *ItemResult, in 
 	req := s.judgeReq(runner.Fill(prompt("constraint_scoring"), map[string]string{
 		"query": in.Prompt(), "constraints": ListConstraints(cs), "response": res.Response}), 0, s.cfg.Seed)
 	if s.cfg.JudgeFormat == "text" {
-		r, ok, err := runner.JudgeAs(ctx, c, "judge", req, nil, func(raw string) (Ratios, error) { return ParseRatios(raw, cs) })
+		r, ok, err := runner.JudgeWith(ctx, c, "judge", req, nil, runner.Reader[Ratios]{
+			Text:   func(raw string) (Ratios, error) { return ParseRatios(raw, cs) },
+			Quoted: []string{res.Response},
+		})
 		if err != nil {
 			return err
 		}
@@ -402,13 +403,16 @@ func (s *Suite) score(ctx context.Context, c *runner.Calls, res *ItemResult, in 
 		res.Constraints, res.Scored, res.CS, res.Perfect = scored, true, &score, score >= 10-1e-9
 		return nil
 	}
-	req.Format = json.RawMessage(scoreSchema(len(cs)))
-	sat, ok, err := runner.JudgeAs(ctx, c, "judge", req, nil, func(raw string) ([]bool, error) {
-		var v ScoreVerdicts
-		if err := runner.DecodeJSON(raw, &v); err != nil {
-			return nil, err
-		}
-		return v.Satisfied(len(cs))
+	sat, ok, err := runner.JudgeWith(ctx, c, "judge", req, json.RawMessage(scoreSchema(len(cs))), runner.Reader[[]bool]{
+		JSON: func(raw string) ([]bool, error) {
+			var v ScoreVerdicts
+			if err := runner.DecodeJSON(raw, &v); err != nil {
+				return nil, err
+			}
+			return v.Satisfied(len(cs))
+		},
+		Text:   func(raw string) ([]bool, error) { return ParseScoreText(raw, len(cs)) },
+		Quoted: []string{res.Response},
 	})
 	if err != nil {
 		return err
@@ -454,7 +458,7 @@ func (s *Suite) baseline(ctx context.Context, c *runner.Calls, res *ItemResult, 
 	content := prompt("judge_baseline") + "\n" + runner.Fill(prompt("baseline_scale"), map[string]string{"query": task, "response": res.Response})
 	for i := 0; i < s.cfg.BaselineSamples; i++ {
 		req := s.judgeReq(content, s.cfg.BaselineTemperature, s.cfg.Seed+i)
-		v, ok, err := runner.JudgeAs(ctx, c, "baseline", req, s.schema(baselineSchema), ParseBaselineText)
+		v, ok, err := runner.JudgeWith(ctx, c, "baseline", req, s.schema(baselineSchema), runner.Reader[BaselineVerdict]{Text: ParseBaselineText, Quoted: []string{res.Response}})
 		if err != nil {
 			return err
 		}
@@ -478,7 +482,7 @@ func (s *Suite) factCheck(ctx context.Context, c *runner.Calls, res *ItemResult,
 	content := runner.Fill(prompt("fact_check"), map[string]string{"query": task, "response": res.Response})
 	for i := 0; i < s.cfg.FactSamples; i++ {
 		req := s.judgeReq(content, s.cfg.FactTemperature, s.cfg.Seed+i)
-		v, ok, err := runner.JudgeAs(ctx, c, "factcheck", req, s.schema(factSchema), ParseFactText)
+		v, ok, err := runner.JudgeWith(ctx, c, "factcheck", req, s.schema(factSchema), runner.Reader[FactVerdict]{Text: ParseFactText, Quoted: []string{res.Response}})
 		if err != nil {
 			return err
 		}

@@ -186,7 +186,7 @@ func TestScoreVerdicts(t *testing.T) {
 		{`{"constraint_2": false, "constraint_1": true}`, []bool{true, false}, ""},
 		{`{"constraint_1": true}`, nil, "no verdict for constraint 2"},
 		{`{"constraint_1": true, "constraint_2": true, "constraint_3": false}`, nil, `verdict "constraint_3": there are 2`},
-		{`{"constraint_1": true, "constraint_2": "yes"}`, nil, "not valid JSON"},
+		{`{"constraint_1": true, "constraint_2": "yes"}`, nil, "cannot unmarshal"},
 	}
 	for _, tc := range tests {
 		var v ScoreVerdicts

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
+
+	"halu/runner"
 )
 
 // MissingVerdict is the judge's reading of a response to a query with one
@@ -47,45 +48,37 @@ func Classify(v MissingVerdict) string {
 	return OutcomeOther
 }
 
-var yesNo = func(name string) *regexp.Regexp {
-	return regexp.MustCompile(`(?i)` + name + `\W{0,6}(yes|no)\b`)
+var yesNo = func(name, label string) *runner.Labelled {
+	return runner.NewLabelled(name, label, runner.YesNoValue)
 }
 
 var (
-	mentionsRE = yesNo(`mentions\s+missing`)
-	inventsRE  = yesNo(`invents\s+missing`)
-	onTaskRE   = yesNo(`on\s+task`)
-	inaccRE    = yesNo(`factual\s+inaccurac(?:y|ies)`)
-	missFactRE = yesNo(`missing\s+required\s+facts?`)
-	scoreRE    = regexp.MustCompile(`(?i)score\W{0,6}(\d{1,2})\b`)
+	mentionsL = yesNo("Mentions missing", `mentions[\s_]+missing`)
+	inventsL  = yesNo("Invents missing", `invents[\s_]+missing`)
+	onTaskL   = yesNo("On task", `on[\s_]+task`)
+	inaccL    = yesNo("Factual inaccuracies", `factual[\s_]+inaccurac(?:y|ies)`)
+	missFactL = yesNo("Missing required facts", `missing[\s_]+required[\s_]+facts?`)
+	endScore  = regexp.MustCompile(`(?i)(?:^|[\s(])(?:final\s+)?(?:score|rating)\s*[:=]\s*` + runner.ScoreValue + `[\s.!]*$`)
+	scoreL    = runner.NewLabelled("score", `(?:final\s+)?(?:score|rating)`, runner.ScoreValue)
 )
 
-// yes reads one Yes/No field; two different answers are an error.
-func yes(s string, re *regexp.Regexp, name string) (bool, error) {
-	ms := re.FindAllStringSubmatch(strings.NewReplacer("*", "", "[", "", "]", "").Replace(s), -1)
-	if len(ms) == 0 {
-		return false, fmt.Errorf("no %q line", name)
-	}
-	v := strings.EqualFold(ms[0][1], "yes")
-	for _, m := range ms[1:] {
-		if strings.EqualFold(m[1], "yes") != v {
-			return false, fmt.Errorf("two different answers for %q", name)
-		}
-	}
-	return v, nil
+// yes reads one Yes/No field as stated (runner.Labelled): reasoning removed,
+// labelled lines only, two different answers an error.
+func yes(s string, l *runner.Labelled, _ string) (bool, error) {
+	return l.YesNo(runner.Plain(runner.StripReasoning(s)))
 }
 
 // ParseMissingText reads the three Yes/No lines of missing_content_check.txt.
 func ParseMissingText(reply string) (MissingVerdict, error) {
 	var v MissingVerdict
 	var err error
-	if v.MentionsMissing, err = yes(reply, mentionsRE, "Mentions missing"); err != nil {
+	if v.MentionsMissing, err = yes(reply, mentionsL, "Mentions missing"); err != nil {
 		return v, err
 	}
-	if v.InventsMissing, err = yes(reply, inventsRE, "Invents missing"); err != nil {
+	if v.InventsMissing, err = yes(reply, inventsL, "Invents missing"); err != nil {
 		return v, err
 	}
-	v.OnTask, err = yes(reply, onTaskRE, "On task")
+	v.OnTask, err = yes(reply, onTaskL, "On task")
 	return v, err
 }
 
@@ -106,10 +99,10 @@ const factSchema = `{"type":"object","properties":{"factual_inaccuracies":{"type
 func ParseFactText(reply string) (FactVerdict, error) {
 	var v FactVerdict
 	var err error
-	if v.FactualInaccuracies, err = yes(reply, inaccRE, "Factual inaccuracies"); err != nil {
+	if v.FactualInaccuracies, err = yes(reply, inaccL, "Factual inaccuracies"); err != nil {
 		return v, err
 	}
-	v.MissingRequiredFacts, err = yes(reply, missFactRE, "Missing required facts")
+	v.MissingRequiredFacts, err = yes(reply, missFactL, "Missing required facts")
 	return v, err
 }
 
@@ -128,13 +121,25 @@ func (v *BaselineVerdict) Validate() error {
 
 const baselineSchema = `{"type":"object","properties":{"score":{"type":"integer","minimum":1,"maximum":10}},"required":["score"]}`
 
-// ParseBaselineText reads the last "Score: N" of a free-text rating.
+// ParseBaselineText reads the "Score: N" a free-text rating states (also
+// "Rating: 7/10", "**Score:** 7 out of 10"; 'Score: 10' in quotes is
+// quoted text, not a statement).
+//
+// The prompt asks the reply to end with the line "Score: N", so a reply
+// that ends with a score statement is read by it (scores in the analysis
+// before it are not the answer); otherwise every statement in the reply
+// must agree.
 func ParseBaselineText(reply string) (BaselineVerdict, error) {
-	ms := scoreRE.FindAllStringSubmatch(strings.ReplaceAll(reply, "*", ""), -1)
-	if len(ms) == 0 {
-		return BaselineVerdict{}, fmt.Errorf(`no "Score: N" line`)
+	s := strings.TrimSpace(runner.Plain(runner.StripReasoning(reply)))
+	if m := endScore.FindStringSubmatch(s); m != nil {
+		if n, err := runner.ParseScore(m[1], 1, 10); err == nil {
+			return BaselineVerdict{Score: n}, nil
+		}
 	}
-	n, _ := strconv.Atoi(ms[len(ms)-1][1])
+	n, err := scoreL.Score(s, 1, 10)
+	if err != nil {
+		return BaselineVerdict{}, err
+	}
 	return BaselineVerdict{Score: n}, nil
 }
 

@@ -1,0 +1,180 @@
+package runner_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"halu/runner"
+	"halu/runner/cfaith"
+	"halu/runner/hic"
+	"halu/runner/hypo"
+	"halu/runner/ideas"
+	"halu/runner/intent"
+	"halu/runner/smoke"
+)
+
+// replyCase is one hand-written reply in testdata/replies: the reader it is
+// for, the style it imitates, and what a careful human reads in it ("reject"
+// when no single verdict can be read).
+type replyCase struct {
+	Reader string `yaml:"reader"`
+	Style  string `yaml:"style"`
+	Lang   string `yaml:"lang"`
+	Check  string `yaml:"check"`  // cfaith verifier: correct, halu, type
+	Task   string `yaml:"task"`   // hypo: chem-gene, dis-gene, gene-gene
+	N      int    `yaml:"n"`      // intent scoring: constraints
+	Quoted string `yaml:"quoted"` // the evaluated text the judge saw
+	Reply  string `yaml:"reply"`
+	Want   string `yaml:"want"`
+}
+
+// readReply runs the reader a case names and renders what it read in the
+// corpus's notation; err is a rejection.
+func readReply(c replyCase) (string, error) {
+	yn := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	if c.Quoted != "" {
+		// What the engine does before any reader sees a judge reply
+		// (runner.JudgeWith with Reader.Quoted).
+		c.Reply = runner.Unquote(runner.StripReasoning(c.Reply), c.Quoted)
+	}
+	switch c.Reader {
+	case "hic.verdict":
+		v, err := hic.ParseVerdictText(c.Reply, c.Quoted)
+		return fmt.Sprintf("%d/%d/%d/%s", v.Originality, v.Feasibility, v.Value, yn(v.Hallucination)), err
+	case "ideas.critic":
+		v, err := ideas.ParseCriticText(c.Reply, c.Quoted)
+		return fmt.Sprintf("%d/%d/%d", v.Originality, v.Feasibility, v.Clarity), err
+	case "ideas.fluency":
+		return ideas.ReadFluency(c.Reply, c.Quoted)
+	case "hypo.hypothesis":
+		labels := hypo.Labels(hypo.Tasks[c.Task])
+		_, l, ok := hypo.ParseHypothesis(c.Reply, labels)
+		if !ok {
+			return "", fmt.Errorf("unparseable")
+		}
+		return l, nil
+	case "hypo.groundness":
+		v, err := hypo.ParseGroundness(c.Reply)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprint(*v.Groundness), nil
+	case "intent.missing":
+		v, err := intent.ParseMissingText(c.Reply)
+		return yn(v.MentionsMissing) + "/" + yn(v.InventsMissing) + "/" + yn(v.OnTask), err
+	case "intent.fact":
+		v, err := intent.ParseFactText(c.Reply)
+		return yn(v.FactualInaccuracies) + "/" + yn(v.MissingRequiredFacts), err
+	case "intent.baseline":
+		v, err := intent.ParseBaselineText(c.Reply)
+		return fmt.Sprint(v.Score), err
+	case "intent.score":
+		v, err := intent.ParseScoreText(c.Reply, c.N)
+		var out []string
+		for _, b := range v {
+			out = append(out, yn(b))
+		}
+		return strings.Join(out, ","), err
+	case "cfaith.choice":
+		l, ok := cfaith.ParseChoice(c.Reply)
+		if !ok {
+			return "", fmt.Errorf("no choice")
+		}
+		return l, nil
+	case "cfaith.truefalse":
+		v, ok := cfaith.ParseTrueFalse(c.Reply)
+		if !ok {
+			return "", fmt.Errorf("no judgement")
+		}
+		return fmt.Sprint(v), nil
+	case "cfaith.verify":
+		v, err := cfaith.ParseVerdict(c.Lang, c.Check, c.Reply)
+		return v.Verdict, err
+	case "cfaith.conflict":
+		v, err := cfaith.ParseConflict(c.Lang, c.Reply, c.Quoted)
+		if v.Conflict {
+			return "conflict", err
+		}
+		return "no conflict", err
+	case "smoke.verdict":
+		v, err := smoke.ParseVerdict(c.Reply)
+		return fmt.Sprintf("%d/%s", v.Score, yn(v.Hallucination)), err
+	}
+	return "", fmt.Errorf("unknown reader %q", c.Reader)
+}
+
+// TestReplyCorpus runs every reader over the hand-written replies in
+// testdata/replies and fails on any wrong value accepted: a value other
+// than the one a careful human reads, or any value where the human reads
+// none. A clear verdict rejected (unscored, counted) is reported, not
+// failed: it costs a judgement, never a wrong number.
+func TestReplyCorpus(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "replies", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no corpus files: %v", err)
+	}
+	type tally struct{ n, right, rejectedClear, wrong int }
+	by := map[string]*tally{}
+	total := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cases []replyCase
+		if err := yaml.Unmarshal(b, &cases); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for i, c := range cases {
+			if c.Reader == "" || c.Want == "" || c.Style == "" {
+				t.Fatalf("%s: case %d lacks reader, style or want", f, i+1)
+			}
+			suite, _, _ := strings.Cut(c.Reader, ".")
+			tl := by[suite]
+			if tl == nil {
+				tl = &tally{}
+				by[suite] = tl
+			}
+			tl.n++
+			total++
+			got, err := readReply(c)
+			switch {
+			case err != nil && c.Want == "reject", err == nil && got == c.Want:
+				tl.right++
+			case err != nil:
+				tl.rejectedClear++
+				t.Logf("%s #%d %s (%s): clear verdict %q rejected: %v", filepath.Base(f), i+1, c.Reader, c.Style, c.Want, err)
+			default:
+				tl.wrong++
+				t.Errorf("%s #%d %s (%s): WRONG VALUE ACCEPTED: read %q, a careful human reads %q\nreply: %q", filepath.Base(f), i+1, c.Reader, c.Style, got, c.Want, c.Reply)
+			}
+		}
+	}
+	if total < 300 {
+		t.Errorf("corpus has %d replies, want at least 300", total)
+	}
+	suites := make([]string, 0, len(by))
+	for s := range by {
+		suites = append(suites, s)
+	}
+	sort.Strings(suites)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n| suite | replies | read right | rejected clear | wrong value accepted |\n|---|---|---|---|---|\n")
+	for _, s := range suites {
+		tl := by[s]
+		fmt.Fprintf(&sb, "| %s | %d | %d | %d | %d |\n", s, tl.n, tl.right, tl.rejectedClear, tl.wrong)
+	}
+	t.Log(sb.String())
+	fmt.Print(sb.String())
+}
