@@ -424,12 +424,17 @@ func TestBuildAndRunAgainstFake(t *testing.T) {
 	for _, lang := range Langs {
 		t.Run(lang, func(t *testing.T) {
 			var mu sync.Mutex
+			ignoresFormat := false // later: a server that ignores format
 			srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
 				mu.Lock()
 				defer mu.Unlock()
 				u := r.LastUser()
 				seed, _ := r.Options["seed"].(float64)
 				switch {
+				case ignoresFormat && strings.Contains(u, "[冲突检测]"):
+					return fakeollama.Reply{Content: "模型回复与正确答案不一致。\n**[冲突检测]：** 冲突"}
+				case ignoresFormat && strings.Contains(u, "[Conflict check]"):
+					return fakeollama.Reply{Content: "The years differ.\n[Conflict check]: Conflict"}
 				case strings.Contains(u, "3个问题") || strings.Contains(u, "Generate 3 questions"):
 					return fakeollama.Reply{Content: `{"items":[{"question":"Q1?","answer":"A1","evidence":"E1"},{"question":"Q2?","answer":"A2","evidence":"E2"}]}`}
 				case strings.Contains(u, "幻觉回复生成者") || strings.Contains(u, "hallucinated-response writer"):
@@ -501,6 +506,18 @@ func TestBuildAndRunAgainstFake(t *testing.T) {
 			// (so every false statement is a false negative).
 			if er.Summary.Metrics["m/generative"] != 1 || er.Summary.Metrics["m/truefalse"] != 0.5 || er.Summary.Metrics["m/truefalse/fn_rate"] != 1 {
 				t.Errorf("metrics %v", er.Summary.Metrics)
+			}
+			// The same evaluation against a server that ignores format: the
+			// judge's text verdicts are read by the fallback, same numbers.
+			mu.Lock()
+			ignoresFormat = true
+			mu.Unlock()
+			er2, err := srv.Engine(t, 2).Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(dir, "eval-noformat")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if er2.Summary.Metrics["m/generative"] != 1 || er2.Counts.TextFallbacks != 8 || er2.Counts.JudgeFailures != 0 {
+				t.Errorf("ignoring format: metrics %v counts %+v", er2.Summary.Metrics, er2.Counts)
 			}
 		})
 	}

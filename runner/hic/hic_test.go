@@ -339,3 +339,49 @@ func TestHumanLabels(t *testing.T) {
 		t.Fatalf("bad label: %v", err)
 	}
 }
+
+// TestServerIgnoringFormat: a judge server that ignores the JSON schema and
+// answers in the paper's text line still gives scored verdicts, through the
+// text fallback, and the run counts the fallbacks.
+func TestServerIgnoringFormat(t *testing.T) {
+	var formats []bool
+	var mu sync.Mutex
+	e := fake(t, func(string, int) string { return "Use superconducting pods." }, func(p string) string {
+		mu.Lock()
+		formats = append(formats, strings.Contains(p, "JSON schema"))
+		mu.Unlock()
+		return "Here is my evaluation.\n**Originality:** 3 **Feasibility:** 2 **Value:** 4 **Hallucination:** No"
+	})
+	s, err := New(Config{Models: []string{"gen"}, Judges: []string{"judge"}, Strategies: []string{"scp"}, Answers: 2, Temperatures: []float64{1},
+		Seed: 1, MaxTokens: 50, JudgeFormat: "json", JudgeMaxTokens: 50, TieHallucinated: true, RAGSource: "knowledge", EmbedModel: "emb", Questions: []string{"1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.TextFallbacks != 2 || res.Counts.JudgeFailures != 0 {
+		t.Fatalf("counts %+v", res.Counts)
+	}
+	for _, f := range formats {
+		if !f {
+			t.Error("a JSON-mode judge prompt does not describe the schema")
+		}
+	}
+	_, recs, _ := runner.ReadRun(res.Dir)
+	var ir ItemResult
+	json.Unmarshal(recs[0].Data, &ir)
+	for _, a := range ir.Questions[0].Answers {
+		if v := a.Judgements[0].Verdict; v == nil || *v != (Verdict{3, 2, 4, false}) {
+			t.Errorf("verdict %+v", v)
+		}
+	}
+	found := false
+	for _, n := range res.Summary.Notes {
+		found = found || strings.Contains(n, "read by the suite's text reader — judge: 2")
+	}
+	if !found {
+		t.Errorf("no fallback note in %q", res.Summary.Notes)
+	}
+}

@@ -111,7 +111,16 @@ func TestLoadTestItemsAndLabels(t *testing.T) {
 // built from test data, with a fake model: the PMID cutoff is strict, KG
 // chains reach the prompt, groundedness is the share of supported claims and
 // the majority vote ties break deterministically.
+// TestRunWithStores runs twice: against a server that honours the JSON
+// schemas, and against one that ignores format and answers the verifier's
+// calls in text (bullets, "Groundness: 1"), read by the text fallback.
 func TestRunWithStores(t *testing.T) {
+	for _, ignoresFormat := range []bool{false, true} {
+		runWithStores(t, ignoresFormat)
+	}
+}
+
+func runWithStores(t *testing.T, ignoresFormat bool) {
 	dir := t.TempDir()
 	lit, err := index.OpenLiterature(filepath.Join(dir, "ix"), true)
 	if err != nil {
@@ -142,15 +151,23 @@ func TestRunWithStores(t *testing.T) {
 		defer mu.Unlock()
 		u := r.LastUser()
 		switch {
+		case strings.Contains(u, "Extract key entities") && ignoresFormat:
+			return fakeollama.Reply{Content: "Entities:\n- Chemical cyclopamine (MESH:C000541)\n- Gene Shh (103046459)"}
 		case strings.Contains(u, "Extract key entities"):
 			return fakeollama.Reply{Content: `{"entities": ["Chemical cyclopamine (MESH:C000541)", "Gene Shh (103046459)"]}`}
+		case strings.Contains(u, "Summarize the statement") && ignoresFormat:
+			return fakeollama.Reply{Content: "The claims are:\n1. Cyclopamine inhibits Shh.\n2. Shh is a gene.\n3. Claim three."}
 		case strings.Contains(u, "Summarize the statement"):
 			return fakeollama.Reply{Content: `{"claims": ["Cyclopamine inhibits Shh.", "Shh is a gene.", "Claim three."]}`}
 		case strings.Contains(u, "Judge if the given information"):
+			g := "0"
 			if strings.Contains(u, "Cyclopamine inhibits Shh.") || strings.Contains(u, "Shh is a gene.") {
-				return fakeollama.Reply{Content: `{"groundness": 1}`}
+				g = "1"
 			}
-			return fakeollama.Reply{Content: `{"groundness": 0}`}
+			if ignoresFormat {
+				return fakeollama.Reply{Content: "**Groundness:** " + g}
+			}
+			return fakeollama.Reply{Content: `{"groundness": ` + g + `}`}
 		default:
 			prompts = append(prompts, u)
 			label := "negative_correlate"
@@ -202,6 +219,9 @@ func TestRunWithStores(t *testing.T) {
 				t.Errorf("%s/%s: grounding %+v", rr.Setting, src, g)
 			}
 		}
+	}
+	if fb := res.Counts.TextFallbacks; ignoresFormat != (fb > 0) {
+		t.Errorf("ignores format %v: %d text fallbacks", ignoresFormat, fb)
 	}
 	if len(recs) != 4 || res.Summary == nil || res.Summary.Metrics["m/kg+lit/chem-gene.accuracy"] != 1 {
 		t.Fatalf("%d records; metrics %v", len(recs), res.Summary.Metrics)

@@ -157,7 +157,16 @@ func TestSeededCriticSampling(t *testing.T) {
 
 // TestRunScoresByHand runs the suite against the fake server with scripted
 // replies and checks the figures by hand.
+// TestRunScoresByHand runs twice: against a server that honours the JSON
+// schema, and against one that ignores format and answers in the prompts'
+// text formats (the judge's reply then goes through the text fallback).
 func TestRunScoresByHand(t *testing.T) {
+	for _, ignoresFormat := range []bool{false, true} {
+		runScoresByHand(t, ignoresFormat)
+	}
+}
+
+func runScoresByHand(t *testing.T, ignoresFormat bool) {
 	var mu sync.Mutex
 	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
 		mu.Lock()
@@ -168,8 +177,12 @@ func TestRunScoresByHand(t *testing.T) {
 			return fakeollama.Reply{Content: "I'm sorry, I cannot help."}
 		case r.Model == "gen":
 			return fakeollama.Reply{Content: fmt.Sprintf("Idea %v about the keyword.", r.Options["seed"])}
+		case strings.Contains(last, "ONLY ANSWER") && ignoresFormat:
+			return fakeollama.Reply{Content: "Answer: B"}
 		case strings.Contains(last, "ONLY ANSWER"):
 			return fakeollama.Reply{Content: `{"grade": "B"}`}
+		case ignoresFormat:
+			return fakeollama.Reply{Content: "The idea is fine.\n**Originality:** 6\n**Feasibility:** 4/10\n**Clarity:** 8"}
 		default:
 			return fakeollama.Reply{Content: `{"analysis": "fine", "originality": 6, "feasibility": 4, "clarity": 8}`}
 		}
@@ -190,6 +203,9 @@ func TestRunScoresByHand(t *testing.T) {
 	res, err := e.Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fb := res.Counts.TextFallbacks; ignoresFormat != (fb > 0) {
+		t.Errorf("ignores format %v: %d text fallbacks", ignoresFormat, fb)
 	}
 	m := res.Summary.Metrics
 	// Every idea: originality 6, feasibility 4, clarity 8; fluency B = 7.

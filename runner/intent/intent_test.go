@@ -404,13 +404,25 @@ func TestMakeIsDeterministicAndWellFormed(t *testing.T) {
 
 // A full run against the fake: every task type, verdicts from the judge,
 // code and rule, baseline and fact check, and the tables.
+// TestRunAgainstFake runs the JSON and text judge formats against a server
+// that honours the JSON schemas, then the JSON format against one that
+// ignores format and answers in text (read by the text fallback).
 func TestRunAgainstFake(t *testing.T) {
+	for _, ignoresFormat := range []bool{false, true} {
+		runAgainstFake(t, ignoresFormat)
+	}
+}
+
+func runAgainstFake(t *testing.T, ignoresFormat bool) {
 	var mu sync.Mutex
 	calls := map[string]int{}
 	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
 		mu.Lock()
 		defer mu.Unlock()
 		u := r.LastUser()
+		if ignoresFormat {
+			r.Format = nil
+		}
 		switch {
 		case strings.Contains(u, "advanced linguist"):
 			calls["map"]++
@@ -431,6 +443,13 @@ func TestRunAgainstFake(t *testing.T) {
 		case strings.Contains(u, "Given a query and a response"):
 			calls["score"]++
 			n := strings.Count(u, "\n[")
+			if ignoresFormat && strings.Contains(u, "JSON schema") {
+				var lines []string
+				for i := 1; i <= n; i++ {
+					lines = append(lines, fmt.Sprintf("Constraint %d: Yes", i))
+				}
+				return fakeollama.Reply{Content: "Step by step, each constraint holds.\n" + strings.Join(lines, "\n")}
+			}
 			if len(r.Format) == 0 {
 				// Table 7's ratios: everything satisfied.
 				mand, imp, opt := strings.Count(u, "] Mandatory:"), strings.Count(u, "] Important:"), strings.Count(u, "] Optional:")
@@ -458,6 +477,9 @@ func TestRunAgainstFake(t *testing.T) {
 			return fakeollama.Reply{Content: `{"mentions_missing":false,"invents_missing":true,"on_task":true}`}
 		case strings.Contains(u, "scale from 1 to 10"):
 			calls["baseline"]++
+			if ignoresFormat {
+				return fakeollama.Reply{Content: "The response addresses most constraints.\nScore: 6"}
+			}
 			return fakeollama.Reply{Content: `{"score": 6}`}
 		case strings.Contains(u, "factual content"):
 			calls["fact"]++
@@ -528,6 +550,12 @@ func TestRunAgainstFake(t *testing.T) {
 	}
 	if calls["fact"] != 2*3 || calls["map"] != len(s.inputs) {
 		t.Errorf("calls %v", calls)
+	}
+	if fb := res.Counts.TextFallbacks; ignoresFormat != (fb > 0) || res.Counts.JudgeFailures != 0 {
+		t.Errorf("ignores format %v: %d text fallbacks, %d judge failures", ignoresFormat, fb, res.Counts.JudgeFailures)
+	}
+	if ignoresFormat {
+		return // the text format below is the same run either way
 	}
 	titles := ""
 	for _, tb := range res.Summary.Tables {
