@@ -1,6 +1,7 @@
 package cfaith
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -27,9 +28,13 @@ type GenItem struct {
 // ChoiceItem is a single-choice item: the correct answer and three verified
 // hallucinated responses, shuffled with the seed.
 type ChoiceItem struct {
-	ID            string    `json:"id"`
-	Doc           string    `json:"doc"`
-	Question      string    `json:"question"`
+	ID       string `json:"id"`
+	Doc      string `json:"doc"`
+	Question string `json:"question"`
+	// Prompt, when set, is the whole prompt as the released files give it
+	// (sent as is instead of the template filled with Question and
+	// Options).
+	Prompt        string    `json:"prompt,omitempty"`
 	Options       [4]string `json:"options"`
 	Labels        [4]string `json:"labels"` // "correct" or the response's type
 	CorrectOption string    `json:"correct_option"`
@@ -171,8 +176,12 @@ func WriteDataset(dir string, ds Dataset, info DatasetInfo) error {
 	return os.WriteFile(filepath.Join(dir, infoFile), append(b, '\n'), 0o644)
 }
 
-// ReadDataset reads a dataset directory written by WriteDataset.
+// ReadDataset reads a dataset directory written by WriteDataset, or one
+// holding the released C-FAITH files (see readReleased).
 func ReadDataset(dir string) (Dataset, DatasetInfo, error) {
+	if isReleased(dir) {
+		return readReleased(dir)
+	}
 	var ds Dataset
 	var info DatasetInfo
 	b, err := os.ReadFile(filepath.Join(dir, infoFile))
@@ -193,3 +202,5 @@ func ReadDataset(dir string) (Dataset, DatasetInfo, error) {
 	}
 	return ds, info, nil
 }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"halu/localmodels"
@@ -90,7 +92,16 @@ func (s *Suite) Prompts() map[string]runner.PromptInfo {
 	return out
 }
 
-func (s *Suite) Datasets() []string { return []string{s.cfg.Data + "/" + infoFile} }
+func (s *Suite) Datasets() []string {
+	var out []string
+	for _, f := range []string{infoFile, genFile, choiceFile, tfFile} {
+		p := filepath.Join(s.cfg.Data, f)
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 type evalPayload struct {
 	model, format string
@@ -186,7 +197,11 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 		a.Scored, a.Hallucinated = ok, ok && v.Conflict
 	case "choice":
 		a.ID, a.HaluType = p.choice.ID, p.choice.HaluType
-		if a.Response, err = ask(SingleChoicePrompt(lang, p.choice.Question, p.choice.Options)); err != nil {
+		prompt := p.choice.Prompt
+		if prompt == "" {
+			prompt = SingleChoicePrompt(lang, p.choice.Question, p.choice.Options)
+		}
+		if a.Response, err = ask(prompt); err != nil {
 			return nil, err
 		}
 		letter, ok := ParseChoice(a.Response)
@@ -308,5 +323,9 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	sum.Notes = append(sum.Notes,
 		"unscored: a choice reply with no A–D letter, a true/false reply with neither word, or a judge reply that never parsed; excluded from the rates",
 		fmt.Sprintf("dataset %s: language %s, built by %s, verified by %s", s.cfg.Data, s.info.Lang, s.info.Agent, s.info.Verifier))
+	if s.info.Agent == releasedSource {
+		sum.Notes = append(sum.Notes, "released C-FAITH layout: generative items from generative_qa.jsonl (reason read as evidence, ent as the document); "+
+			"single-choice prompts sent as the file gives them; true/false items derived from each generative record (correct_answer true, halu_answer false), as §3.3 builds them — the release has no true/false file")
+	}
 	return sum, nil
 }
