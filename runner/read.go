@@ -361,3 +361,57 @@ func strictDecode(obj json.RawMessage, v any) error {
 func SchemaNote(schema json.RawMessage) string {
 	return "\n\nReply with only a JSON object that follows this JSON schema: " + string(schema)
 }
+
+// Letters reads an option letter a reply states as its answer: a first
+// line that is only the letter (Bare) or starts with it (Lead), a last line
+// that is only the letter, labelled statements (Label), and phrases such as
+// "the answer is B" (Is, one group). Every letter stated must agree and none
+// may be offered with another ("B or C"); the letter is returned in upper
+// case.
+type Letters struct {
+	Bare, Lead, Is *regexp.Regexp
+	Label          *Labelled
+}
+
+// Read reads s, already cleaned (StripReasoning, Unquote, Plain).
+func (l Letters) Read(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	var found []string
+	first, _, _ := strings.Cut(s, "\n")
+	first = strings.TrimSpace(first)
+	if m := l.Bare.FindStringSubmatch(first); m != nil {
+		found = append(found, m[1])
+	} else if m := l.Lead.FindStringSubmatch(first); m != nil {
+		found = append(found, m[1])
+	}
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		if m := l.Bare.FindStringSubmatch(strings.TrimSpace(s[i+1:])); m != nil {
+			found = append(found, m[1])
+		}
+	}
+	vals, after := l.Label.All(s)
+	for i, v := range vals {
+		if Alternative(after[i]) {
+			return "", errors.New("two letters offered")
+		}
+		found = append(found, v)
+	}
+	for _, m := range l.Is.FindAllStringSubmatchIndex(s, -1) {
+		if Alternative(s[m[3]:]) {
+			return "", errors.New("two letters offered")
+		}
+		found = append(found, s[m[2]:m[3]])
+	}
+	if len(found) == 0 {
+		return "", errors.New("no letter stated as the answer")
+	}
+	for i := range found {
+		found[i] = strings.ToUpper(found[i])
+	}
+	for _, f := range found[1:] {
+		if f != found[0] {
+			return "", fmt.Errorf("two different letters (%s, %s)", found[0], f)
+		}
+	}
+	return found[0], nil
+}

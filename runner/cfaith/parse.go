@@ -218,46 +218,11 @@ var (
 // either way ok is false and the answer is unscored. (The authors publish no
 // scorer; their template asks for one letter only.)
 func ParseChoice(reply string) (string, bool) {
-	s := strings.TrimSpace(runner.Plain(runner.StripReasoning(reply)))
-	var found []string
-	first, _, _ := strings.Cut(s, "\n")
-	first = strings.TrimSpace(first)
-	if m := choiceBare.FindStringSubmatch(first); m != nil {
-		found = append(found, m[1])
-	} else if m := choiceLead.FindStringSubmatch(first); m != nil {
-		found = append(found, m[1])
-	}
-	if i := strings.LastIndex(s, "\n"); i >= 0 {
-		if m := choiceBare.FindStringSubmatch(strings.TrimSpace(s[i+1:])); m != nil {
-			found = append(found, m[1]) // a last line that is only the letter
-		}
-	}
-	vals, after := choiceLabel.All(s)
-	for i, v := range vals {
-		if runner.Alternative(after[i]) {
-			return "", false
-		}
-		found = append(found, v)
-	}
-	for _, m := range choiceIs.FindAllStringSubmatchIndex(s, -1) {
-		if runner.Alternative(s[m[3]:]) {
-			return "", false
-		}
-		found = append(found, s[m[2]:m[3]])
-	}
-	if len(found) == 0 {
-		return "", false
-	}
-	for i := range found {
-		found[i] = strings.ToUpper(found[i])
-	}
-	for _, f := range found[1:] {
-		if f != found[0] {
-			return "", false
-		}
-	}
-	return found[0], true
+	l, err := choiceLetters.Read(runner.Plain(runner.StripReasoning(reply)))
+	return l, err == nil
 }
+
+var choiceLetters = runner.Letters{Bare: choiceBare, Lead: choiceLead, Is: choiceIs, Label: choiceLabel}
 
 const (
 	tfTrueWords  = `正确|准确|对的|对|是的|是`

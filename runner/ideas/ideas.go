@@ -412,46 +412,11 @@ var (
 // A). Every statement must agree; no grade or two different grades is a
 // parse failure. The two ideas, quoted, are not read.
 func parseFluency(reply string, ideas ...string) (fluencyGrade, error) {
-	s := strings.TrimSpace(runner.Plain(runner.Unquote(runner.StripReasoning(reply), ideas...)))
-	var found []string
-	first, _, _ := strings.Cut(s, "\n")
-	first = strings.TrimSpace(first)
-	if m := gradeBare.FindStringSubmatch(first); m != nil {
-		found = append(found, m[1])
-	} else if m := gradeLead.FindStringSubmatch(first); m != nil {
-		found = append(found, m[1])
-	}
-	if i := strings.LastIndex(s, "\n"); i >= 0 {
-		if m := gradeBare.FindStringSubmatch(strings.TrimSpace(s[i+1:])); m != nil {
-			found = append(found, m[1]) // a last line that is only the grade
-		}
-	}
-	vals, after := gradeLabel.All(s)
-	for i, v := range vals {
-		if runner.Alternative(after[i]) {
-			return fluencyGrade{}, errors.New("two grades offered")
-		}
-		found = append(found, v)
-	}
-	for _, m := range gradeIs.FindAllStringSubmatchIndex(s, -1) {
-		if runner.Alternative(s[m[3]:]) {
-			return fluencyGrade{}, errors.New("two grades offered")
-		}
-		found = append(found, s[m[2]:m[3]])
-	}
-	for i := range found {
-		found[i] = strings.ToUpper(found[i])
-	}
-	if len(found) == 0 {
-		return fluencyGrade{}, errors.New("no grade A-D stated")
-	}
-	for _, f := range found[1:] {
-		if f != found[0] {
-			return fluencyGrade{}, fmt.Errorf("two different grades (%s, %s)", found[0], f)
-		}
-	}
-	return fluencyGrade{Grade: found[0]}, nil
+	g, err := gradeLetters.Read(runner.Plain(runner.Unquote(runner.StripReasoning(reply), ideas...)))
+	return fluencyGrade{Grade: g}, err
 }
+
+var gradeLetters = runner.Letters{Bare: gradeBare, Lead: gradeLead, Is: gradeIs, Label: gradeLabel}
 
 // ReadFluency is halu's reading of a fluency reply as a grade letter (see
 // parseFluency).
