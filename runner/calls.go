@@ -320,9 +320,10 @@ type Reader[T any] struct {
 	// with reasoning and quoted evaluated text already removed.
 	Text func(raw string) (T, error)
 	// Paper is the authors' own reading rule, where their code reads the
-	// text format differently from Text. Under the paper protocol it
-	// decides text-format replies; either way both readings are made and
-	// every reply on which they differ is recorded.
+	// text format differently from Text. It sees the reply with only its
+	// reasoning removed (their code read the whole reply). Under the paper
+	// readers it decides text-format replies; either way both readings
+	// are made and every reply on which they differ is recorded.
 	Paper func(raw string) (T, error)
 	// JSON reads a JSON-mode reply whose JSON is not the shape of T; nil
 	// decodes the stated JSON object into T (DecodeStated).
@@ -335,7 +336,7 @@ type Reader[T any] struct {
 // Reading notes a judge reply that was not read the plain way: "fallback",
 // a JSON-mode reply with no JSON verdict that the text reader read; or
 // "disagree", a text reply that the paper's rule and halu's reader read
-// differently (Used is the reading the protocol chose).
+// differently (Used is the reading the engine's Readers chose).
 type Reading struct {
 	Stage string `json:"stage"`
 	Model string `json:"model"`
@@ -344,11 +345,11 @@ type Reading struct {
 	Other string `json:"other,omitempty"`
 }
 
-// Protocols: "paper" (the default) reads text replies by the authors' rule
+// Readers: "paper" (the default) reads text replies by the authors' rule
 // where their code has one; "halu" by halu's stricter readers.
 const (
-	ProtocolPaper = "paper"
-	ProtocolHalu  = "halu"
+	ReadersPaper = "paper"
+	ReadersHalu  = "halu"
 )
 
 // JudgeWith asks a judge for a T. With a schema, the schema goes in Format
@@ -356,7 +357,7 @@ const (
 // hears what to write); the reply's JSON verdict is decoded, and a reply
 // without one is read by r.Text before it counts as a failure (recorded as
 // a "fallback" Reading). Without a schema the reply is read by r.Text, or by
-// r.Paper under the paper protocol. Every reply has its reasoning and its
+// r.Paper under the paper readers. Every reply has its reasoning and its
 // quotes of r.Quoted removed before any reader sees it. A T with a Validate
 // method is validated; a reply that fails follows the judge contract
 // (repair turns, then unscored).
@@ -367,11 +368,12 @@ func JudgeWith[T any](ctx context.Context, c *Calls, stage string, req localmode
 		req.Messages = withSchemaNote(req.Messages, schema)
 	}
 	ok, err := c.Judge(ctx, stage, req, func(raw string) error {
-		s := Unquote(StripReasoning(raw), r.Quoted...)
+		answer := StripReasoning(raw)
+		s := Unquote(answer, r.Quoted...)
 		if strings.TrimSpace(s) == "" {
 			return errors.New("empty reply (after reasoning and quoted text are removed)")
 		}
-		v, how, other, err := readReply(s, schema != nil, c.e.Protocol, r)
+		v, how, other, err := readReply(answer, s, schema != nil, c.e.Readers, r)
 		if err != nil {
 			return err
 		}
@@ -386,7 +388,11 @@ func JudgeWith[T any](ctx context.Context, c *Calls, stage string, req localmode
 
 // readReply reads one cleaned reply; how and other describe a reading that
 // is recorded (see Reading).
-func readReply[T any](s string, jsonMode bool, protocol string, r Reader[T]) (v T, how, other string, err error) {
+//
+// answer is the reply without its reasoning, s the same without quoted
+// evaluated text: halu's readers read s; the authors' rule reads answer, as
+// their code read the reply whole.
+func readReply[T any](answer, s string, jsonMode bool, readers string, r Reader[T]) (v T, how, other string, err error) {
 	valid := func(v T, err error) (T, error) {
 		if err != nil {
 			return v, err
@@ -419,8 +425,8 @@ func readReply[T any](s string, jsonMode bool, protocol string, r Reader[T]) (v 
 	if r.Paper == nil {
 		return hv, "", "", herr
 	}
-	pv, perr := valid(r.Paper(s))
-	if protocol == ProtocolHalu {
+	pv, perr := valid(r.Paper(answer))
+	if readers == ReadersHalu {
 		v, err, other = hv, herr, showRead(pv, perr)
 	} else {
 		v, err, other = pv, perr, showRead(hv, herr)

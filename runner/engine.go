@@ -94,10 +94,10 @@ type Engine struct {
 	// KeepAlive pins how long a model stays loaded after a call, for every
 	// call of the run (zero: the server's default).
 	KeepAlive time.Duration
-	// Protocol chooses the readers of text-format judge replies where the
-	// authors' code reads differently from halu: ProtocolPaper (the
-	// default, also when empty) or ProtocolHalu. See Reader.
-	Protocol string
+	// Readers chooses the readers of text-format judge replies where the
+	// authors' code reads differently from halu: ReadersPaper (the
+	// default, also when empty) or ReadersHalu. See Reader.
+	Readers string
 	// JudgeRepairs is how many times an unparseable judge reply is retried
 	// with a repair turn before the judgement is recorded as unscored.
 	JudgeRepairs int
@@ -133,12 +133,12 @@ type stats struct {
 	budget, repetition, nearContext                               atomic.Int64
 }
 
-// protocol is the engine's reading protocol, ProtocolPaper when unset.
-func (e *Engine) protocol() string {
-	if e.Protocol == "" {
-		return ProtocolPaper
+// readers is the engine's choice of readers, ReadersPaper when unset.
+func (e *Engine) readers() string {
+	if e.Readers == "" {
+		return ReadersPaper
 	}
-	return e.Protocol
+	return e.Readers
 }
 
 func (e *Engine) init() {
@@ -224,10 +224,10 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 			done[r.Item] = true
 		}
 		man.Resumed = append(man.Resumed, time.Now().UTC())
-		if man.Protocol == "" {
-			man.Protocol = ProtocolPaper
+		if man.Readers == "" {
+			man.Readers = ReadersPaper
 		}
-		e.Protocol = man.Protocol // a resumed run keeps its own protocol
+		e.Readers = man.Readers // a resumed run keeps its own readers
 	} else {
 		if _, err := os.Stat(recPath); err == nil {
 			return nil, fmt.Errorf("run directory %s already holds a run: resume it with --resume %s, or choose another --out", dir, dir)
@@ -245,7 +245,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 			Args:        spec.Args,
 			Flags:       spec.Flags,
 			Config:      cfg,
-			Protocol:    e.protocol(),
+			Readers:     e.readers(),
 			Started:     time.Now().UTC(),
 		}
 	}
@@ -399,7 +399,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		}
 		sum.Counts = man.Counts
 		sum.TinyModel = man.TinyModel
-		sum.Notes = append(sum.Notes, readingNotes(recs, man.Protocol)...)
+		sum.Notes = append(sum.Notes, readingNotes(recs, man.Readers)...)
 		res.Summary = sum
 		if err := writeSummary(dir, sum); err != nil && runErr == nil {
 			runErr = err

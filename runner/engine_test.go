@@ -466,3 +466,24 @@ func TestConcurrentIdenticalCallsShareOne(t *testing.T) {
 		t.Errorf("stats: %d calls, %d hits; want 1 and 3", st.ModelCalls, st.CacheHits)
 	}
 }
+
+// TestPaperReaderReadsTheWholeReply: the authors' reading rule sees the
+// reply as their code did (only reasoning removed); halu's reader sees it
+// without the quoted evaluated text. Engine.Readers picks which decides.
+func TestPaperReaderReadsTheWholeReply(t *testing.T) {
+	const quoted = "Maglev pods float over the rails."
+	srv := server(t, func(string) fakeollama.Reply {
+		return fakeollama.Reply{Content: "<think>hmm</think>" + quoted + " VERDICT"}
+	})
+	identity := func(s string) (string, error) { return strings.Join(strings.Fields(s), " "), nil }
+	for readers, want := range map[string]string{runner.ReadersPaper: quoted + " VERDICT", runner.ReadersHalu: "VERDICT"} {
+		e := engine(t, srv.Host(), t.TempDir())
+		e.Readers = readers
+		req := localmodels.ChatRequest{Model: "judge", Messages: []localmodels.Message{{Role: "user", Content: "judge " + readers}}}
+		got, ok, err := runner.JudgeWith(context.Background(), e.NewCalls("x"), "judge", req, nil,
+			runner.Reader[string]{Text: identity, Paper: identity, Quoted: []string{quoted}})
+		if err != nil || !ok || got != want {
+			t.Errorf("%s: %q %v %v, want %q", readers, got, ok, err, want)
+		}
+	}
+}

@@ -22,9 +22,10 @@ type Manifest struct {
 	Args        []string          `json:"args"`
 	Flags       map[string]string `json:"flags,omitempty"`
 	Config      json.RawMessage   `json:"config"`
-	// Protocol is the reading protocol of text-format judge replies
-	// (ProtocolPaper or ProtocolHalu; see Engine.Protocol).
-	Protocol string                  `json:"protocol"`
+	// Readers is how text-format judge replies were read (ReadersPaper or
+	// ReadersHalu; see Engine.Readers). It is not a claim that the run
+	// followed the paper's protocol in its other settings.
+	Readers  string                  `json:"readers"`
 	Ollama   OllamaInfo              `json:"ollama"`
 	Models   []localmodels.ModelInfo `json:"models"`
 	Serving  Serving                 `json:"serving"`

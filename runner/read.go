@@ -202,7 +202,7 @@ func Alternative(after string) bool { return altAfter.MatchString(after) }
 const ScoreValue = `(\d+(?:\.\d+)?(?:\s*(?:/|out\s+of)\s*\d+)?)`
 
 var scoreParts = regexp.MustCompile(`^(\d+)(?:\.(\d+))?(?:\s*(?:/|out\s+of)\s*(\d+))?$`)
-var rangeAfter = regexp.MustCompile(`^\s*(?:[-–~]|to\b|or\b)\s*\d`)
+var rangeAfter = regexp.MustCompile(`^\s*(?:[-–~]|to\b|or\b)\s*(\d+)`)
 
 // Score reads the one score stated for the field on a lo..hi scale: a whole
 // number ("8.0" is 8; "8.5" is not a score on a whole-number scale), with a
@@ -216,7 +216,10 @@ func (l *Labelled) Score(s string, lo, hi int) (int, error) {
 	}
 	var got []string
 	for i, v := range vals {
-		if rangeAfter.MatchString(after[i]) {
+		if m := rangeAfter.FindStringSubmatch(after[i]); m != nil {
+			if v == strconv.Itoa(lo) && m[1] == strconv.Itoa(hi) {
+				continue // "[1-5]": the format's placeholder, echoed
+			}
 			return 0, fmt.Errorf("%s is a range, not a score", l.name)
 		}
 		n, err := ParseScore(v, lo, hi)
@@ -224,6 +227,9 @@ func (l *Labelled) Score(s string, lo, hi int) (int, error) {
 			return 0, fmt.Errorf("%s: %w", l.name, err)
 		}
 		got = append(got, strconv.Itoa(n))
+	}
+	if len(got) == 0 {
+		return 0, fmt.Errorf("no %s stated (only the format's placeholder)", l.name)
 	}
 	v, err := agree(l.name, got)
 	if err != nil {
@@ -257,28 +263,30 @@ func ParseScore(v string, lo, hi int) (int, error) {
 // YesNoValue is the value pattern of a yes/no answer.
 const YesNoValue = `(yes|no|true|false)\b`
 
-// YesNo reads the one yes/no answer stated for the field.
+var yesNoAlt = regexp.MustCompile(`(?i)^\s*(?:/|or\b)\s*(?:yes|no|true|false)\b`)
+
+// YesNo reads the one yes/no answer stated for the field ("true" and
+// "false" read as yes and no). "Yes/No" — the format's placeholder, left in
+// or echoed — states nothing.
 func (l *Labelled) YesNo(s string) (bool, error) {
-	v, err := l.One(normYesNo(s, l))
+	vals, after := l.All(s)
+	var got []string
+	for i, v := range vals {
+		if yesNoAlt.MatchString(after[i]) {
+			continue
+		}
+		switch strings.ToLower(v) {
+		case "yes", "true":
+			got = append(got, "yes")
+		default:
+			got = append(got, "no")
+		}
+	}
+	v, err := agree(l.name, got)
 	if err != nil {
 		return false, err
 	}
-	return strings.EqualFold(v, "yes"), nil
-}
-
-// normYesNo maps true/false values to yes/no so that agreement compares
-// like with like.
-func normYesNo(s string, l *Labelled) string {
-	return l.re.ReplaceAllStringFunc(s, func(m string) string {
-		low := strings.ToLower(m)
-		switch {
-		case strings.HasSuffix(low, "true"):
-			return m[:len(m)-4] + "yes"
-		case strings.HasSuffix(low, "false"):
-			return m[:len(m)-5] + "no"
-		}
-		return m
-	})
+	return v == "yes", nil
 }
 
 // JSONObjects returns the top-level JSON objects in s, in order: each a
@@ -362,12 +370,26 @@ func SchemaNote(schema json.RawMessage) string {
 	return "\n\nReply with only a JSON object that follows this JSON schema: " + string(schema)
 }
 
+var (
+	articleAfter = regexp.MustCompile(`^\s+[a-z]`)
+	optionBefore = regexp.MustCompile(`(?i)(?:option|选项)\s*$|[（(]\s*$`)
+	negation     = regexp.MustCompile(`(?i)(?:不|没|别|非|不能|不应|不会|不要|\bnot|n't|\bnever)\s*$`)
+)
+
+// article tells whether a stated "A" is the English article ("Answer: A bit
+// unclear"), not an option: followed by a lower-case word and not named as
+// an option ("option A because…", "(A) because…").
+func article(letter, before, after string) bool {
+	return letter == "A" && articleAfter.MatchString(after) && !optionBefore.MatchString(before)
+}
+
 // Letters reads an option letter a reply states as its answer: a first
 // line that is only the letter (Bare) or starts with it (Lead), a last line
 // that is only the letter, labelled statements (Label), and phrases such as
 // "the answer is B" (Is, one group). Every letter stated must agree and none
-// may be offered with another ("B or C"); the letter is returned in upper
-// case.
+// may be offered with another ("B or C"); a negated phrase ("不选A") and the
+// article ("Answer: A bit unclear") state no letter. The letter is returned
+// in upper case.
 type Letters struct {
 	Bare, Lead, Is *regexp.Regexp
 	Label          *Labelled
@@ -394,13 +416,17 @@ func (l Letters) Read(s string) (string, error) {
 		if Alternative(after[i]) {
 			return "", errors.New("two letters offered")
 		}
-		found = append(found, v)
+		if !article(v, "", after[i]) {
+			found = append(found, v)
+		}
 	}
 	for _, m := range l.Is.FindAllStringSubmatchIndex(s, -1) {
 		if Alternative(s[m[3]:]) {
 			return "", errors.New("two letters offered")
 		}
-		found = append(found, s[m[2]:m[3]])
+		if !article(s[m[2]:m[3]], s[max(0, m[2]-8):m[2]], s[m[3]:]) && !negation.MatchString(s[max(0, m[0]-12):m[0]]) {
+			found = append(found, s[m[2]:m[3]])
+		}
 	}
 	if len(found) == 0 {
 		return "", errors.New("no letter stated as the answer")

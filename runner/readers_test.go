@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,12 +27,14 @@ type replyCase struct {
 	Reader string `yaml:"reader"`
 	Style  string `yaml:"style"`
 	Lang   string `yaml:"lang"`
-	Check  string `yaml:"check"`  // cfaith verifier: correct, halu, type
-	Task   string `yaml:"task"`   // hypo: chem-gene, dis-gene, gene-gene
-	N      int    `yaml:"n"`      // intent scoring: constraints
-	Quoted string `yaml:"quoted"` // the evaluated text the judge saw
-	Reply  string `yaml:"reply"`
-	Want   string `yaml:"want"`
+	Check  string `yaml:"check"` // cfaith verifier: correct, halu, type
+	Task   string `yaml:"task"`  // hypo: chem-gene, dis-gene, gene-gene
+	N      int    `yaml:"n"`     // intent scoring: constraints
+	// Classes: intent ratios, the constraints per priority ("mandatory=2 important=1").
+	Classes string `yaml:"classes"`
+	Quoted  string `yaml:"quoted"` // the evaluated text the judge saw
+	Reply   string `yaml:"reply"`
+	Want    string `yaml:"want"`
 }
 
 // readReply runs the reader a case names and renders what it read in the
@@ -86,6 +89,23 @@ func readReply(c replyCase) (string, error) {
 			out = append(out, yn(b))
 		}
 		return strings.Join(out, ","), err
+	case "intent.ratios":
+		var cs []intent.Constraint
+		for _, f := range strings.Fields(c.Classes) {
+			p, n, _ := strings.Cut(f, "=")
+			k, _ := strconv.Atoi(n)
+			for range k {
+				cs = append(cs, intent.Constraint{Priority: p})
+			}
+		}
+		r, err := intent.ParseRatios(c.Reply, cs)
+		var out []string
+		for _, p := range []string{"mandatory", "important", "optional"} {
+			if v, ok := r[p]; ok {
+				out = append(out, fmt.Sprintf("%s=%d/%d", p, v[0], v[1]))
+			}
+		}
+		return strings.Join(out, " "), err
 	case "cfaith.choice":
 		l, ok := cfaith.ParseChoice(c.Reply)
 		if !ok {

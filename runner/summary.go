@@ -234,7 +234,7 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 // readingNotes says how many judge replies were read other than the plain
 // way, per stage: text fallbacks in JSON mode, and replies on which the
 // paper's reading rule and halu's reader disagree.
-func readingNotes(recs []Record, protocol string) []string {
+func readingNotes(recs []Record, readers string) []string {
 	fallback, disagree := map[string]int{}, map[string]int{}
 	for _, r := range recs {
 		for _, rd := range r.Readings {
@@ -251,8 +251,8 @@ func readingNotes(recs []Record, protocol string) []string {
 		notes = append(notes, "reading: JSON-mode judge replies without a JSON verdict, read by the suite's text reader — "+countsByKey(fallback))
 	}
 	if len(disagree) > 0 {
-		notes = append(notes, fmt.Sprintf("reading: text replies the paper's rule and halu's reader read differently (protocol %s decided; the other reading is in each record's readings) — %s",
-			protocol, countsByKey(disagree)))
+		notes = append(notes, fmt.Sprintf("reading: text replies the paper's rule and halu's reader read differently (--readers %s decided; the other reading is in each record's readings) — %s",
+			readers, countsByKey(disagree)))
 	}
 	return notes
 }

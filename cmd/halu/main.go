@@ -40,7 +40,7 @@ type globals struct {
 	cacheDir string
 	noCache  bool
 	retries  int
-	protocol string
+	readers  string
 	idle     time.Duration
 	budget   time.Duration
 	repeats  int
@@ -113,7 +113,7 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	pf.StringVar(&g.cacheDir, "cache", defaultCacheDir(), "response cache directory")
 	pf.BoolVar(&g.noCache, "no-cache", false, "do not read or write the response cache")
 	pf.IntVar(&g.retries, "retries", 5, "attempts per model call on transient errors (unreachable server, timeouts, 5xx)")
-	pf.StringVar(&g.protocol, "protocol", runner.ProtocolPaper, "reading of text-format judge replies: paper (the authors' rule where their code has one) or halu (halu's stricter readers); both readings are made and disagreements counted")
+	pf.StringVar(&g.readers, "readers", runner.ReadersPaper, "reading of text-format judge replies: paper (the authors' rule where their code has one) or halu (halu's stricter readers); both readings are made and disagreements counted")
 
 	root.AddCommand(newVersionCmd(), newDoctorCmd(g), newModelsCmd(g), newRunCmd(g), newWithOllamaCmd(g), newIndexCmd(g), newKGCmd(g), newIntentCmd(), newBuildCmd(g), newRerunCmd(g), newReportCmd(), newCompareCmd())
 	return root
@@ -152,11 +152,11 @@ func (g *globals) engine() (*runner.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g.protocol != runner.ProtocolPaper && g.protocol != runner.ProtocolHalu {
-		return nil, usagef("--protocol %q (want paper or halu)", g.protocol)
+	if g.readers != runner.ReadersPaper && g.readers != runner.ReadersHalu {
+		return nil, usagef("--readers %q (want paper or halu)", g.readers)
 	}
 	e := &runner.Engine{
-		Protocol:     g.protocol,
+		Readers:      g.readers,
 		Client:       c,
 		Parallel:     g.parallel,
 		Retry:        runner.Retry{Attempts: g.retries, Base: time.Second, Max: 20 * time.Second},

@@ -542,3 +542,32 @@ func TestReadDocsErrors(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// TestNoRateFromNothing: a model whose true/false replies about correct
+// statements all went unscored has no false-positive rate: Figure 5 shows
+// "–" and the summary has no such metric (never 0 from 0/0).
+func TestNoRateFromNothing(t *testing.T) {
+	tr, fa := true, false
+	answers := []Answer{
+		{Model: "m", Format: "truefalse", Scored: true, Statement: &fa, JudgedTrue: &tr, Hallucinated: true},
+		{Model: "m", Format: "truefalse", Scored: false, Statement: &tr},
+	}
+	var recs []runner.Record
+	for i, a := range answers {
+		b, _ := json.Marshal(a)
+		recs = append(recs, runner.Record{Item: fmt.Sprint(i), Data: b})
+	}
+	sum, err := (&Suite{}).Summarize(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sum.Metrics["m/truefalse/fp_rate"]; ok {
+		t.Errorf("fp_rate %v from no correct statement", sum.Metrics["m/truefalse/fp_rate"])
+	}
+	if row := sum.Tables[2].Rows[0]; row[1] != "100.00" || row[2] != "–" || row[4] != "0" {
+		t.Errorf("Figure 5 row %v", row)
+	}
+	if row := sum.Tables[0].Rows[0]; row[1] != "–" || row[3] != "100.00 (n=1)" || row[4] != "–" {
+		t.Errorf("Table 5 row %v", row)
+	}
+}

@@ -312,10 +312,18 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			t6.Rows = append(t6.Rows, r6)
 		}
 		if len(st) > 0 {
+			// A rate over no statement of its kind is "–", never 0.
 			e := metrics.TrueFalseErrorRates(st, jt)
-			f5.Rows = append(f5.Rows, []string{m, fmt.Sprintf("%.2f", 100*e.FalseNegativeRate), fmt.Sprintf("%.2f", 100*e.FalsePositiveRate),
-				fmt.Sprint(e.Hallucinated), fmt.Sprint(e.Correct)})
-			sum.Metrics[m+"/truefalse/fn_rate"], sum.Metrics[m+"/truefalse/fp_rate"] = e.FalseNegativeRate, e.FalsePositiveRate
+			fn, fp := "–", "–"
+			if e.Hallucinated > 0 {
+				fn = fmt.Sprintf("%.2f", 100*e.FalseNegativeRate)
+				sum.Metrics[m+"/truefalse/fn_rate"] = e.FalseNegativeRate
+			}
+			if e.Correct > 0 {
+				fp = fmt.Sprintf("%.2f", 100*e.FalsePositiveRate)
+				sum.Metrics[m+"/truefalse/fp_rate"] = e.FalsePositiveRate
+			}
+			f5.Rows = append(f5.Rows, []string{m, fn, fp, fmt.Sprint(e.Hallucinated), fmt.Sprint(e.Correct)})
 		}
 	}
 	sum.Tables = append(sum.Tables, t5, t6, f5)

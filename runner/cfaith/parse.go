@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"halu/runner"
 )
@@ -153,7 +155,8 @@ var checkTags = map[string]map[string]string{
 func ParseVerdict(lang, check, reply string) (Verdict, error) {
 	tag := checkTags[lang][check]
 	words := []tagWord{{"不符合", Fail}, {"不确定", Uncertain}, {"符合", Pass},
-		{"fail", Fail}, {"uncertain", Uncertain}, {"unsure", Uncertain}, {"pass", Pass}}
+		{"failed", Fail}, {"fails", Fail}, {"fail", Fail}, {"uncertain", Uncertain}, {"unsure", Uncertain},
+		{"passed", Pass}, {"passes", Pass}, {"pass", Pass}}
 	v, reason, err := taggedVerdict(reply, tag, words)
 	if err != nil {
 		return Verdict{}, err
@@ -162,6 +165,22 @@ func ParseVerdict(lang, check, reply string) (Verdict, error) {
 }
 
 type tagWord struct{ word, verdict string }
+
+// wordEnds tells whether a verdict word ends where tail starts: at the end,
+// a space, or punctuation other than a hyphen — or, for the Chinese
+// verifier words, before 要求/条件/定义 ("符合要求").
+func wordEnds(tail string) bool {
+	r, _ := utf8.DecodeRuneInString(tail)
+	switch {
+	case tail == "", unicode.IsSpace(r):
+		return true
+	case r == '-' || r == '_':
+		return false
+	case unicode.IsPunct(r):
+		return true
+	}
+	return strings.HasPrefix(tail, "要求") || strings.HasPrefix(tail, "条件") || strings.HasPrefix(tail, "定义")
+}
 
 var echoAfter = regexp.MustCompile(`^\s*(?:或者|或|/|、|\bor\b)`)
 
@@ -181,7 +200,11 @@ func taggedVerdict(reply, tag string, words []tagWord) (verdict, reason string, 
 		rl := strings.ToLower(rest)
 		for _, w := range words {
 			if strings.HasPrefix(rl, w.word) {
-				if echoAfter.MatchString(rest[len(w.word):]) {
+				tail := rest[len(w.word):]
+				if !wordEnds(tail) {
+					continue // "Conflicting…", "冲突不存在", "Passable": not the verdict word
+				}
+				if echoAfter.MatchString(tail) {
 					break // "符合或者不符合": the format, echoed
 				}
 				if len(found) == 0 {
@@ -230,12 +253,18 @@ const (
 )
 
 var (
-	tfWhole   = regexp.MustCompile(`^(?i:(` + tfFalseWords + `|` + tfTrueWords + `|true|false|correct|incorrect|wrong|yes|no|right|not correct|not true))$`)
-	tfLeadEn  = regexp.MustCompile(`^(?i:(true|false|correct|incorrect|wrong|yes|no))(?:[.,:;!—\s]|$)`)
-	tfLeadZh  = regexp.MustCompile(`^(` + tfFalseWords + `|` + tfTrueWords + `)(?:[。，,.!！:：；;\s]|$)`)
-	tfLabel   = runner.NewLabelled("judgement", `判断|答案|结论|(?:final\s+)?(?:judgement|judgment|answer|verdict)`, `(`+tfFalseWords+`|`+tfTrueWords+`|not\s+correct|incorrect|correct|true|false|wrong|yes|no)`)
-	tfProseEn = regexp.MustCompile(`(?i)\b(?:answer|statement|response|claim|it)\s+(?:is|was|seems|appears)\s+(?:to\s+be\s+)?(not\s+)?(correct|true|accurate|right|incorrect|false|wrong|inaccurate)\b`)
-	tfProseZh = regexp.MustCompile(`(?:回答|答案|说法|陈述|它|这)\s*(?:是|为)?\s*(不正确|不准确|不对|错误|错|正确|准确|对)|(?:并不|并非|不是)\s*(正确|准确|对)`)
+	tfWhole  = regexp.MustCompile(`^(?i:(` + tfFalseWords + `|` + tfTrueWords + `|true|false|correct|incorrect|wrong|yes|no|right|not correct|not true))$`)
+	tfToken  = regexp.MustCompile(`[\s。，,.!！:：;；、]+`)
+	tfLeadEn = regexp.MustCompile(`^(?i:(true|false|correct|incorrect|wrong|yes|no))[.,:;!—]`)
+	tfLeadZh = regexp.MustCompile(`^(` + tfFalseWords + `|` + tfTrueWords + `)的?[。，,.!！:：；;]`)
+	tfLabel  = runner.NewLabelled("judgement", `判断|答案|结论|(?:final\s+)?(?:judgement|judgment|answer|verdict)`, `(`+tfFalseWords+`|`+tfTrueWords+`|not\s+correct|incorrect|correct|true|false|wrong|yes|no)`)
+	// A verdict word that ends a clause ("… is wrong.", "…不对。"), and
+	// the verdict sentences read when nothing is stated as the answer.
+	tfClauseEnd = `\s*(?:[.;!,:。，；！：]|$)`
+	tfEndEn     = regexp.MustCompile(`(?i)\b(not\s+)?(correct|true|accurate|incorrect|false|wrong|inaccurate)\b` + tfClauseEnd)
+	tfEndZh     = regexp.MustCompile(`(不正确|不准确|不对|错误|错了|正确|准确|对的)的?` + tfClauseEnd)
+	tfProseEn   = regexp.MustCompile(`(?i)\b(?:answer|statement|response|claim)\s+(?:is|was|seems|appears)\s+(?:to\s+be\s+)?(not\s+)?(correct|true|accurate|right|incorrect|false|wrong|inaccurate)\b` + tfClauseEnd)
+	tfProseZh   = regexp.MustCompile(`(?:回答|答案|说法|陈述)\s*(?:是|为)?\s*(?:(不正确|不准确|不对|错误|错|正确|准确|对)|(?:并不|并非|不是)\s*(正确|准确|对))的?` + tfClauseEnd)
 )
 
 // tfPolarity is a true/false word's verdict; ok is false for a word that is
@@ -245,54 +274,93 @@ func tfPolarity(w string) (judgedTrue, ok bool) {
 	switch w {
 	case "正确", "准确", "对的", "对", "是的", "是", "true", "correct", "yes", "right", "accurate":
 		return true, true
-	case "不正确", "不准确", "不对", "不是", "错误", "错的", "错", "否", "false", "incorrect", "wrong", "no", "not correct", "not true", "inaccurate":
+	case "不正确", "不准确", "不对", "不是", "错误", "错的", "错", "错了", "否", "false", "incorrect", "wrong", "no", "not correct", "not true", "inaccurate":
 		return false, true
 	}
 	return false, false
 }
 
+// negated reads an English verdict word under "not": "not correct" is
+// false; "not incorrect", a double negation, is ambiguous (ok false).
+func negated(not, word string) (judgedTrue, ok bool) {
+	v, _ := tfPolarity(word)
+	if not == "" {
+		return v, true
+	}
+	return false, v
+}
+
 // ParseTrueFalse reads the true/false judgement a model states: a reply
-// that is only the verdict ("正确", "不对", "False."), a reply that starts
-// with it ("错误。因为…", "False. The correct date is…"), a labelled
-// "判断：错误" / "Answer: True"; failing those, a verdict sentence ("该回答是
-// 错误的", "The answer is not correct"). Negation is read ("不是", "not
-// correct" are false); a double negation ("not incorrect") and two
-// different verdicts are ambiguous: ok is false, the answer unscored.
+// that is only the verdict ("正确", "不对", "False.", "True 正确"), a reply
+// that starts with it and punctuation ("错误。因为…", "False. The correct date
+// is…"), a labelled "判断：错误" / "Answer: True"; failing those, a verdict
+// sentence about the answer ("该回答是错误的。", "The answer is not
+// correct."). A verdict word must end its clause: "It is correct that…" and
+// "Correct dates matter…" state nothing. A stated verdict that the rest of
+// the reply contradicts ("对，但年份不对。", "True, but the year is wrong."),
+// a double negation ("not incorrect") and two different verdicts are
+// ambiguous: ok is false, the answer unscored.
 func ParseTrueFalse(reply string) (judgedTrue, ok bool) {
 	s := strings.TrimSpace(runner.Plain(runner.StripReasoning(reply)))
+	whole := strings.Trim(s, " \t\n。.!！\"“”'「」")
+	if tfWhole.MatchString(whole) {
+		return tfPolarity(whole)
+	}
 	var found []bool
 	add := func(w string) {
 		if v, ok := tfPolarity(w); ok {
 			found = append(found, v)
 		}
 	}
-	whole := strings.Trim(s, " \t\n。.!！\"“”'「」")
 	first, _, _ := strings.Cut(s, "\n")
 	first = strings.Trim(strings.TrimSpace(first), "\"“”'「」")
-	switch {
-	case tfWhole.MatchString(whole):
-		add(whole)
-	case tfLeadZh.MatchString(first):
-		add(tfLeadZh.FindStringSubmatch(first)[1])
-	case tfLeadEn.MatchString(first):
-		add(tfLeadEn.FindStringSubmatch(first)[1])
+	rest := s
+	if toks := tfToken.Split(strings.Trim(first, " 。.!！"), -1); allVerdicts(toks) {
+		for _, t := range toks {
+			add(t) // "True 正确": the whole first line is the verdict
+		}
+		rest = strings.TrimPrefix(strings.TrimSpace(s), first)
+	} else if m := tfLeadZh.FindStringSubmatch(first); m != nil {
+		add(m[1])
+		rest = strings.TrimSpace(s)[len(m[0]):]
+	} else if m := tfLeadEn.FindStringSubmatch(first); m != nil {
+		add(m[1])
+		rest = strings.TrimSpace(s)[len(m[0]):]
 	}
 	vals, _ := tfLabel.All(s)
 	for _, v := range vals {
 		add(v)
 	}
-	if len(found) == 0 {
-		for _, m := range tfProseEn.FindAllStringSubmatch(s, -1) {
-			v, _ := tfPolarity(m[2])
-			if m[1] != "" {
-				if !v {
-					return false, false // "not incorrect": a double negation
-				}
-				v = false
+	if len(found) > 0 {
+		// The rest of the reply must not say the opposite.
+		for _, m := range tfEndEn.FindAllStringSubmatch(rest, -1) {
+			v, ok := negated(m[1], m[2])
+			if !ok || v != found[0] {
+				return false, false
+			}
+		}
+		for _, m := range tfEndZh.FindAllStringSubmatch(rest, -1) {
+			if v, _ := tfPolarity(m[1]); v != found[0] {
+				return false, false
+			}
+		}
+	} else {
+		for _, loc := range tfProseEn.FindAllStringSubmatchIndex(s, -1) {
+			if conditional.MatchString(s[max(0, loc[0]-40):loc[0]]) {
+				continue // "Output True if the answer is correct": a condition, not a verdict
+			}
+			m := []string{"", sub(s, loc[2], loc[3]), sub(s, loc[4], loc[5])}
+			v, ok := negated(m[1], m[2])
+			if !ok {
+				return false, false
 			}
 			found = append(found, v)
 		}
-		for _, m := range tfProseZh.FindAllStringSubmatch(s, -1) {
+		for _, loc := range tfProseZh.FindAllStringSubmatchIndex(s, -1) {
+			if conditional.MatchString(s[max(0, loc[0]-40):loc[0]]) {
+				continue
+			}
+			m := []string{"", sub(s, loc[2], loc[3]), sub(s, loc[4], loc[5])}
 			if m[2] != "" {
 				found = append(found, false) // 并不正确, 不是对的
 				continue
@@ -309,6 +377,32 @@ func ParseTrueFalse(reply string) (judgedTrue, ok bool) {
 		}
 	}
 	return found[0], true
+}
+
+// conditional is a condition that a verdict sentence after it is part of.
+var conditional = regexp.MustCompile(`(?i)(?:\b(?:if|whether|unless)\b|如果|若|是否)[^.;!?。；！？]*$`)
+
+// sub is s[i:j], or "" for an unmatched group.
+func sub(s string, i, j int) string {
+	if i < 0 {
+		return ""
+	}
+	return s[i:j]
+}
+
+// allVerdicts tells whether every token is a true/false word.
+func allVerdicts(toks []string) bool {
+	n := 0
+	for _, t := range toks {
+		if t == "" {
+			continue
+		}
+		if _, ok := tfPolarity(t); !ok {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // Conflict is the generative judge's verdict.

@@ -263,13 +263,13 @@ func TestVerdictImitationIsIgnored(t *testing.T) {
 			// A judge that quotes the answer before its own verdict.
 			return "The answer says: " + imitation + "\nMy evaluation: Originality: 2 Feasibility: 3 Value: 2 Hallucination: Yes"
 		})
-		e.Protocol = runner.ProtocolHalu
+		e.Readers = runner.ReadersHalu
 		jf := format
 		if format == "text-paper" {
 			// The authors' reading (tokens 1, 3, 5, 7) cannot read a reply
 			// that starts with prose: unscored, and the disagreement with
 			// halu's reading is recorded.
-			e.Protocol, jf = runner.ProtocolPaper, "text"
+			e.Readers, jf = runner.ReadersPaper, "text"
 		}
 		s, _ := New(Config{Models: []string{"gen"}, Judges: []string{"judge"}, Strategies: []string{"scp"}, Answers: 1, Temperatures: []float64{1},
 			Seed: 1, MaxTokens: 50, JudgeFormat: jf, JudgeMaxTokens: 50, TieHallucinated: true, RAGSource: "knowledge", EmbedModel: "emb", Questions: []string{"1"}})
@@ -277,7 +277,10 @@ func TestVerdictImitationIsIgnored(t *testing.T) {
 		if _, err := e.Run(context.Background(), s, runner.RunSpec{Dir: dir}); err != nil {
 			t.Fatal(err)
 		}
-		_, recs, _ := runner.ReadRun(dir)
+		man, recs, _ := runner.ReadRun(dir)
+		if man.Readers != e.Readers {
+			t.Errorf("manifest readers %q, engine %q", man.Readers, e.Readers)
+		}
 		var ir ItemResult
 		json.Unmarshal(recs[0].Data, &ir)
 		v := ir.Questions[0].Answers[0].Judgements[0].Verdict
