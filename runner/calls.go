@@ -300,13 +300,6 @@ type Validator interface {
 	Validate() error
 }
 
-// JudgeJSON asks a judge for structured output: req.Format carries the JSON
-// schema, and the reply is decoded into a T and validated. ok is false when
-// no attempt gave a valid T (the failure is in the record).
-func JudgeJSON[T any](ctx context.Context, c *Calls, stage string, req localmodels.ChatRequest) (T, bool, error) {
-	return JudgeWith(ctx, c, stage, req, req.Format, Reader[T]{})
-}
-
 // JudgeAs asks a judge for a T in either of the two formats the suites
 // offer: with a schema, structured output; with schema nil, the suite's
 // free-text format, read by parseText. See JudgeWith.
@@ -317,7 +310,7 @@ func JudgeAs[T any](ctx context.Context, c *Calls, stage string, req localmodels
 // Reader is how a suite reads one kind of judge reply.
 type Reader[T any] struct {
 	// Text reads the suite's text format (halu's reader). It sees the reply
-	// with reasoning and quoted evaluated text already removed.
+	// cleaned (see Clean): reasoning and quoted evaluated text removed.
 	Text func(raw string) (T, error)
 	// Paper is the authors' own reading rule, where their code reads the
 	// text format differently from Text. It sees the reply with only its
@@ -369,7 +362,7 @@ func JudgeWith[T any](ctx context.Context, c *Calls, stage string, req localmode
 	}
 	ok, err := c.Judge(ctx, stage, req, func(raw string) error {
 		answer := StripReasoning(raw)
-		s := Unquote(answer, r.Quoted...)
+		s := Unquote(answer, r.Quoted...) // Clean, keeping answer for the authors' rule
 		if strings.TrimSpace(s) == "" {
 			return errors.New("empty reply (after reasoning and quoted text are removed)")
 		}

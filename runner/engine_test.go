@@ -58,12 +58,11 @@ func (s *testSuite) Process(ctx context.Context, c *runner.Calls, it runner.Item
 	if err != nil {
 		return nil, err
 	}
-	v, ok, err := runner.JudgeJSON[verdict](ctx, c, "judge", localmodels.ChatRequest{
+	v, ok, err := runner.JudgeWith(ctx, c, "judge", localmodels.ChatRequest{
 		Model:    "judge",
 		Messages: []localmodels.Message{{Role: "user", Content: "grade: " + gen.Content}},
 		Options:  localmodels.Options{Temperature: localmodels.Float(0)},
-		Format:   json.RawMessage(`{"type":"object"}`),
-	})
+	}, json.RawMessage(`{"type":"object"}`), runner.Reader[verdict]{})
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,13 @@ func StripReasoning(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// Clean is what every judge reader reads: the reply without its reasoning
+// and without what it quotes of the evaluated texts. The engine cleans every
+// judge reply (JudgeWith) before a suite's reader sees it.
+func Clean(reply string, evaluated ...string) string {
+	return Unquote(StripReasoning(reply), evaluated...)
+}
+
 // The markers around evaluated text in the judge prompts halu writes.
 const (
 	FenceOpen  = "<<<EVALUATED TEXT>>>"

@@ -46,20 +46,22 @@ func readReply(c replyCase) (string, error) {
 		}
 		return "no"
 	}
-	if c.Quoted != "" {
-		// What the engine does before any reader sees a judge reply
-		// (runner.JudgeWith with Reader.Quoted).
-		c.Reply = runner.Unquote(runner.StripReasoning(c.Reply), c.Quoted)
+	switch c.Reader {
+	case "cfaith.choice", "cfaith.truefalse", "hypo.hypothesis":
+		// Answer readers: they read a model's answer as it came.
+	default:
+		// Judge readers see what the engine hands them (runner.JudgeWith).
+		c.Reply = runner.Clean(c.Reply, c.Quoted)
 	}
 	switch c.Reader {
 	case "hic.verdict":
-		v, err := hic.ParseVerdictText(c.Reply, c.Quoted)
+		v, err := hic.ParseVerdictText(c.Reply)
 		return fmt.Sprintf("%d/%d/%d/%s", v.Originality, v.Feasibility, v.Value, yn(v.Hallucination)), err
 	case "ideas.critic":
-		v, err := ideas.ParseCriticText(c.Reply, c.Quoted)
+		v, err := ideas.ParseCriticText(c.Reply)
 		return fmt.Sprintf("%d/%d/%d", v.Originality, v.Feasibility, v.Clarity), err
 	case "ideas.fluency":
-		return ideas.ReadFluency(c.Reply, c.Quoted)
+		return ideas.ReadFluency(c.Reply)
 	case "hypo.hypothesis":
 		labels := hypo.Labels(hypo.Tasks[c.Task])
 		_, l, ok := hypo.ParseHypothesis(c.Reply, labels)
@@ -122,7 +124,7 @@ func readReply(c replyCase) (string, error) {
 		v, err := cfaith.ParseVerdict(c.Lang, c.Check, c.Reply)
 		return v.Verdict, err
 	case "cfaith.conflict":
-		v, err := cfaith.ParseConflict(c.Lang, c.Reply, c.Quoted)
+		v, err := cfaith.ParseConflict(c.Lang, c.Reply)
 		if v.Conflict {
 			return "conflict", err
 		}

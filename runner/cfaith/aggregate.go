@@ -1,7 +1,6 @@
 package cfaith
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -202,5 +201,3 @@ func ReadDataset(dir string) (Dataset, DatasetInfo, error) {
 	}
 	return ds, info, nil
 }
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

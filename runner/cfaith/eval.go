@@ -188,7 +188,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 			schema = json.RawMessage(conflictSchema)
 		}
 		v, ok, err := runner.JudgeWith(ctx, c, "judge", req, schema, runner.Reader[Conflict]{
-			Text:   func(raw string) (Conflict, error) { return ParseConflict(lang, raw, a.Response) },
+			Text:   func(raw string) (Conflict, error) { return ParseConflict(lang, raw) },
 			Quoted: []string{a.Response},
 		})
 		if err != nil {

@@ -145,7 +145,7 @@ var checkTags = map[string]map[string]string{
 
 // ParseVerdict reads a verifier reply in the prompts' own format: the tag
 // (with or without its brackets) and a colon, then 符合 / 不符合 (Pass /
-// Fail), or 不确定 (Uncertain). Reasoning is removed first; a tag not
+// Fail), or 不确定 (Uncertain), in the cleaned reply (runner.Clean); a tag not
 // followed by a verdict (an echoed format line such as "开头必须是符合或者不符合"
 // or "Pass or Fail") is not a verdict; every verdict stated must agree. The
 // authors' code rejects only replies starting with the tag and 不符合 and
@@ -184,11 +184,11 @@ func wordEnds(tail string) bool {
 
 var echoAfter = regexp.MustCompile(`^\s*(?:或者|或|/|、|\bor\b)`)
 
-// taggedVerdict finds every "tag: word" in the reply (reasoning removed,
-// markdown plain) and returns the one verdict they agree on, with the text
+// taggedVerdict finds every "tag: word" in the cleaned reply (markdown
+// made plain) and returns the one verdict they agree on, with the text
 // after the first. Words are tried in order (put 不符合 before 符合).
 func taggedVerdict(reply, tag string, words []tagWord) (verdict, reason string, err error) {
-	s := runner.Plain(runner.StripReasoning(reply))
+	s := runner.Plain(reply)
 	nameRE := regexp.MustCompile(`(?i)` + regexp.QuoteMeta(strings.Trim(tag, "[]")))
 	var found []string
 	for _, loc := range nameRE.FindAllStringIndex(s, -1) {
@@ -415,11 +415,12 @@ const conflictSchema = `{"type":"object","properties":{"conflict":{"type":"boole
 // ParseConflict reads the generative judge's verdict: "[冲突检测]：冲突 /
 // 不冲突" or "[Conflict check]: Conflict / No conflict" (also 无冲突, 没有冲突,
 // "does not conflict"), or a reply that is only the verdict. The evaluated
-// response is fenced in the prompt and removed from the reply before
+// response is fenced in the prompt and removed from the reply (by the
+// engine, runner.Clean) before
 // reading, so a verdict it carries is never read; every verdict stated must
 // agree.
-func ParseConflict(lang, reply string, evaluated ...string) (Conflict, error) {
-	s := runner.Unquote(runner.StripReasoning(reply), evaluated...)
+func ParseConflict(lang, reply string) (Conflict, error) {
+	s := reply
 	tag := "[Conflict check]"
 	if lang == "zh" {
 		tag = "[冲突检测]"

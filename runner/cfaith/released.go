@@ -71,77 +71,80 @@ func isReleased(dir string) bool {
 func readReleased(dir string) (Dataset, DatasetInfo, error) {
 	ds := Dataset{Dropped: map[string]int{}}
 	info := DatasetInfo{Lang: "zh", Agent: releasedSource, Verifier: releasedSource}
-	found := false
-	if b, err := os.ReadFile(filepath.Join(dir, genFile)); err == nil {
-		found = true
-		name := filepath.Join(dir, genFile)
-		err := runner.ScanJSONL(bytesReader(b), name, func(line int, raw []byte) error {
-			var r releasedGen
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
-			if r.Question == nil || r.CorrectAnswer == nil || r.HaluType == nil || r.HaluAnswer == nil {
-				return errors.New("a generative record needs question, correct_answer, halu_type and halu_answer")
-			}
-			code, ok := typeCode(*r.HaluType)
-			if !ok {
-				return fmt.Errorf("halu_type %q is not one of the seven C-FAITH types", *r.HaluType)
-			}
-			id := fmt.Sprintf("gen/L%d", line)
-			ds.Generative = append(ds.Generative, GenItem{ID: id, Doc: r.Ent, Question: *r.Question, CorrectAnswer: *r.CorrectAnswer,
-				Evidence: r.Reason, HaluType: code, HaluAnswer: *r.HaluAnswer})
-			ds.TrueFalse = append(ds.TrueFalse,
-				TFItem{ID: id + "/true", Doc: r.Ent, Question: *r.Question, Statement: *r.CorrectAnswer, True: true, HaluType: code},
-				TFItem{ID: id + "/false", Doc: r.Ent, Question: *r.Question, Statement: *r.HaluAnswer, HaluType: code})
-			return nil
-		})
-		if err != nil {
-			return ds, info, err
+	foundGen, err := scanRecords(filepath.Join(dir, genFile), func(line int, r releasedGen) error {
+		if r.Question == nil || r.CorrectAnswer == nil || r.HaluType == nil || r.HaluAnswer == nil {
+			return errors.New("a generative record needs question, correct_answer, halu_type and halu_answer")
 		}
+		code, ok := typeCode(*r.HaluType)
+		if !ok {
+			return fmt.Errorf("halu_type %q is not one of the seven C-FAITH types", *r.HaluType)
+		}
+		id := fmt.Sprintf("gen/L%d", line)
+		ds.Generative = append(ds.Generative, GenItem{ID: id, Doc: r.Ent, Question: *r.Question, CorrectAnswer: *r.CorrectAnswer,
+			Evidence: r.Reason, HaluType: code, HaluAnswer: *r.HaluAnswer})
+		ds.TrueFalse = append(ds.TrueFalse,
+			TFItem{ID: id + "/true", Doc: r.Ent, Question: *r.Question, Statement: *r.CorrectAnswer, True: true, HaluType: code},
+			TFItem{ID: id + "/false", Doc: r.Ent, Question: *r.Question, Statement: *r.HaluAnswer, HaluType: code})
+		return nil
+	})
+	if err != nil {
+		return ds, info, err
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, choiceFile)); err == nil {
-		found = true
-		name := filepath.Join(dir, choiceFile)
-		err := runner.ScanJSONL(bytesReader(b), name, func(line int, raw []byte) error {
-			var r releasedChoice
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
-			if r.Question == nil || r.CorrectOption == nil || len(r.Answers) != 4 || len(r.Labels) != 4 {
-				return errors.New("a single-choice record needs question, correct_option and four answers and labels")
-			}
-			it := ChoiceItem{ID: fmt.Sprintf("choice/L%d", line), Prompt: *r.Question, CorrectOption: *r.CorrectOption}
-			if len(it.CorrectOption) != 1 || it.CorrectOption[0] < 'A' || it.CorrectOption[0] > 'D' {
-				return fmt.Errorf("correct_option %q is not A-D", it.CorrectOption)
-			}
-			for i := range 4 {
-				it.Options[i] = r.Answers[i]
-				l := r.Labels[i]
-				if l != "correct" {
-					code, ok := typeCode(l)
-					if !ok {
-						return fmt.Errorf("label %q is neither correct nor a C-FAITH type", l)
-					}
-					l = code
-					if it.HaluType == "" {
-						it.HaluType = code
-					}
+	foundChoice, err := scanRecords(filepath.Join(dir, choiceFile), func(line int, r releasedChoice) error {
+		if r.Question == nil || r.CorrectOption == nil || len(r.Answers) != 4 || len(r.Labels) != 4 {
+			return errors.New("a single-choice record needs question, correct_option and four answers and labels")
+		}
+		it := ChoiceItem{ID: fmt.Sprintf("choice/L%d", line), Prompt: *r.Question, CorrectOption: *r.CorrectOption}
+		if len(it.CorrectOption) != 1 || it.CorrectOption[0] < 'A' || it.CorrectOption[0] > 'D' {
+			return fmt.Errorf("correct_option %q is not A-D", it.CorrectOption)
+		}
+		for i := range 4 {
+			it.Options[i] = r.Answers[i]
+			l := r.Labels[i]
+			if l != "correct" {
+				code, ok := typeCode(l)
+				if !ok {
+					return fmt.Errorf("label %q is neither correct nor a C-FAITH type", l)
 				}
-				it.Labels[i] = l
+				l = code
+				if it.HaluType == "" {
+					it.HaluType = code
+				}
 			}
-			if it.Labels[it.CorrectOption[0]-'A'] != "correct" {
-				return fmt.Errorf("correct_option %s is labelled %q", it.CorrectOption, it.Labels[it.CorrectOption[0]-'A'])
-			}
-			ds.Choice = append(ds.Choice, it)
-			return nil
-		})
-		if err != nil {
-			return ds, info, err
+			it.Labels[i] = l
 		}
+		if it.Labels[it.CorrectOption[0]-'A'] != "correct" {
+			return fmt.Errorf("correct_option %s is labelled %q", it.CorrectOption, it.Labels[it.CorrectOption[0]-'A'])
+		}
+		ds.Choice = append(ds.Choice, it)
+		return nil
+	})
+	if err != nil {
+		return ds, info, err
 	}
-	if !found {
+	if !foundGen && !foundChoice {
 		return ds, info, fmt.Errorf("dataset %s: neither %s nor %s nor %s", dir, infoFile, genFile, choiceFile)
 	}
 	info.Counts = map[string]int{"generative": len(ds.Generative), "single_choice": len(ds.Choice), "true_false": len(ds.TrueFalse)}
 	return ds, info, nil
+}
+
+// scanRecords decodes each line of the JSONL file at path into a T and hands
+// it to fn; an absent file is found false, not an error.
+func scanRecords[T any](path string, fn func(line int, r T) error) (found bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	return true, runner.ScanJSONL(f, path, func(line int, raw []byte) error {
+		var r T
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		return fn(line, r)
+	})
 }

@@ -182,13 +182,14 @@ var (
 
 // ParseVerdictText is halu's reader of the paper's one-line judge format,
 // "Originality: [1-5] Feasibility: [1-5] Value: [1-5] Hallucination:
-// Yes/No", by the engine's reading discipline (runner.Labelled): reasoning
-// and the quoted answer are removed first; each field is read from its
+// Yes/No", by the engine's reading discipline (runner.Labelled), from the
+// cleaned reply (runner.Clean: reasoning and the quoted answer removed by
+// the engine); each field is read from its
 // labelled statements (bold, bulleted, "(1-5)" hints, "4/5", "4 out of 5",
 // JSON keys), never from prose; a field missing, outside 1–5, not whole, a
 // range, or stated twice with different values is a parse failure.
-func ParseVerdictText(reply, answer string) (Verdict, error) {
-	s := runner.Plain(runner.Unquote(runner.StripReasoning(reply), answer))
+func ParseVerdictText(reply string) (Verdict, error) {
+	s := runner.Plain(reply)
 	var v Verdict
 	var err error
 	if v.Originality, err = orL.Score(s, 1, 5); err != nil {
@@ -210,7 +211,7 @@ func ParseVerdictText(reply, answer string) (Verdict, error) {
 // ("Yes" counts as hallucinated). Anything else there is a parse failure,
 // as int() of it fails in their code.
 func ParseVerdictPaper(reply string) (Verdict, error) {
-	f := strings.Fields(runner.StripReasoning(reply))
+	f := strings.Fields(reply)
 	if len(f) < 8 {
 		return Verdict{}, fmt.Errorf("%d tokens, the authors' reading needs 8", len(f))
 	}
@@ -577,7 +578,7 @@ func (s *Suite) judge(ctx context.Context, c *runner.Calls, judge, question, ans
 		schema = json.RawMessage(VerdictSchema)
 	}
 	v, ok, err := runner.JudgeWith(ctx, c, "judge", req, schema, runner.Reader[Verdict]{
-		Text:   func(raw string) (Verdict, error) { return ParseVerdictText(raw, answer) },
+		Text:   ParseVerdictText,
 		Paper:  ParseVerdictPaper,
 		Quoted: []string{answer},
 	})

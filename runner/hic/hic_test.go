@@ -88,7 +88,7 @@ func TestParseVerdictTextCorpus(t *testing.T) {
 		"ORIGINALITY - 1, FEASIBILITY - 1, VALUE - 1, HALLUCINATION - YES. The answer is off-topic.": {1, 1, 1, true},
 	}
 	for reply, want := range ok {
-		got, err := ParseVerdictText(reply, "")
+		got, err := ParseVerdictText(reply)
 		if err != nil || got != want {
 			t.Errorf("ParseVerdictText(%q) = %+v, %v; want %+v", reply, got, err, want)
 		}
@@ -102,7 +102,7 @@ func TestParseVerdictTextCorpus(t *testing.T) {
 		"": "no originality",
 	}
 	for reply, want := range bad {
-		if _, err := ParseVerdictText(reply, ""); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := ParseVerdictText(reply); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseVerdictText(%q) error %v, want %q", reply, err, want)
 		}
 	}

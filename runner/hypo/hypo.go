@@ -174,11 +174,10 @@ func ParseHypothesis(output string, labels []string) (statement, label string, o
 	}
 	if statement == "" {
 		if ms := hypoKey.FindAllStringSubmatch(out, -1); len(ms) > 0 {
-			m := ms[len(ms)-1]
-			statement = strings.ReplaceAll(m[1]+m[2], `\'`, "'")
-			_ = json.Unmarshal([]byte(`"`+m[1]+`"`), &statement)
-			if m[1] == "" {
-				statement = strings.ReplaceAll(m[2], `\'`, "'")
+			if m := ms[len(ms)-1]; m[1] != "" {
+				_ = json.Unmarshal([]byte(`"`+m[1]+`"`), &statement) // a JSON string
+			} else {
+				statement = strings.ReplaceAll(m[2], `\'`, "'") // a Python one
 			}
 		}
 	}
@@ -681,7 +680,7 @@ var (
 // character "1" appears anywhere in the reply; halu reads only the stated
 // value.
 func ParseGroundness(reply string) (Groundness, error) {
-	s := strings.TrimSpace(runner.Plain(runner.StripReasoning(reply)))
+	s := strings.TrimSpace(runner.Plain(reply))
 	if t := strings.Trim(s, " .\"'"); t == "0" || t == "1" {
 		n := int(t[0] - '0')
 		return Groundness{Groundness: &n}, nil
@@ -698,7 +697,7 @@ func ParseGroundness(reply string) (Groundness, error) {
 // JSON (claims, entities): its bulleted or numbered lines, in order.
 func ParseList(reply string) ([]string, error) {
 	var out []string
-	for _, l := range strings.Split(runner.StripReasoning(reply), "\n") {
+	for _, l := range strings.Split(reply, "\n") {
 		if m := listItem.FindStringSubmatch(l); m != nil {
 			out = append(out, strings.TrimSpace(strings.ReplaceAll(m[1], "**", "")))
 		}

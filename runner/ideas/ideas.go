@@ -411,8 +411,8 @@ var (
 // answer is B" — never the first letter of a word ("Answer: C" is C, not
 // A). Every statement must agree; no grade or two different grades is a
 // parse failure. The two ideas, quoted, are not read.
-func parseFluency(reply string, ideas ...string) (fluencyGrade, error) {
-	g, err := gradeLetters.Read(runner.Plain(runner.Unquote(runner.StripReasoning(reply), ideas...)))
+func parseFluency(reply string) (fluencyGrade, error) {
+	g, err := gradeLetters.Read(runner.Plain(reply))
 	return fluencyGrade{Grade: g}, err
 }
 
@@ -420,8 +420,8 @@ var gradeLetters = runner.Letters{Bare: gradeBare, Lead: gradeLead, Is: gradeIs,
 
 // ReadFluency is halu's reading of a fluency reply as a grade letter (see
 // parseFluency).
-func ReadFluency(reply string, ideas ...string) (string, error) {
-	g, err := parseFluency(reply, ideas...)
+func ReadFluency(reply string) (string, error) {
+	g, err := parseFluency(reply)
 	if err == nil {
 		err = g.Validate()
 	}
@@ -431,7 +431,7 @@ func ReadFluency(reply string, ideas ...string) (string, error) {
 // ParseFluencyPaper is the authors' reading: the first letter left after
 // stripping everything that is not a letter (metrics.ParseFluencyGrade).
 func ParseFluencyPaper(reply string) (fluencyGrade, error) {
-	g, err := metrics.ParseFluencyGrade(runner.StripReasoning(reply))
+	g, err := metrics.ParseFluencyGrade(reply)
 	return fluencyGrade{Grade: g}, err
 }
 
@@ -477,12 +477,12 @@ var (
 
 // ParseCriticText is halu's reader of the critic's free-text reply: the
 // three scores as stated — in the JSON block the prompt asks for, or as
-// labelled lines ("**Originality:** 8/10") — with reasoning and the quoted
-// idea removed first. Every statement of a score must agree (a final JSON
+// labelled lines ("**Originality:** 8/10") — in the cleaned reply
+// (runner.Clean: reasoning and the quoted idea removed). Every statement of a score must agree (a final JSON
 // block followed by a quoted {"originality": 10, …} is ambiguous), scores
 // must be whole numbers in 1..10 ("7.5" is rejected, not read as 7).
-func ParseCriticText(reply string, idea ...string) (CriticScores, error) {
-	s := runner.Plain(runner.Unquote(runner.StripReasoning(reply), idea...))
+func ParseCriticText(reply string) (CriticScores, error) {
+	s := runner.Plain(reply)
 	var c CriticScores
 	for i, p := range []*int{&c.Originality, &c.Feasibility, &c.Clarity} {
 		n, err := criticLabels[i].Score(s, 1, 10)
@@ -508,7 +508,6 @@ func analysisOf(s string) string {
 // ```json fence, else any fence, else the first brace block, else key:
 // value pairs; the three scores must all be present and within 1..10.
 func ParseCriticPaper(reply string) (CriticScores, error) {
-	reply = runner.StripReasoning(reply)
 	var c CriticScores
 	try := func(block string) bool {
 		var m map[string]any
@@ -691,7 +690,7 @@ func (s *Suite) critique(ctx context.Context, c *runner.Calls, judge, idea strin
 		schema = json.RawMessage(CriticSchema)
 	}
 	sc, ok, err := runner.JudgeWith(ctx, c, "critic", req, schema, runner.Reader[CriticScores]{
-		Text:   func(raw string) (CriticScores, error) { return ParseCriticText(raw, idea) },
+		Text:   ParseCriticText,
 		Paper:  ParseCriticPaper,
 		Quoted: []string{idea},
 	})
@@ -717,7 +716,7 @@ func (s *Suite) fluency(ctx context.Context, c *runner.Calls, judge, keyword, a,
 		schema = json.RawMessage(FluencySchema)
 	}
 	g, ok, err := runner.JudgeWith(ctx, c, "fluency", req, schema, runner.Reader[fluencyGrade]{
-		Text:   func(raw string) (fluencyGrade, error) { return parseFluency(raw, a, b) },
+		Text:   parseFluency,
 		Paper:  ParseFluencyPaper,
 		Quoted: []string{a, b},
 	})

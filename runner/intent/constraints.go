@@ -273,7 +273,7 @@ var satisfiedValue = `(yes|no|true|false|satisfied|not\s+satisfied|unsatisfied|m
 // had: "Constraint 1: Yes", "constraint_2: not satisfied", one per
 // constraint, each stated once (or consistently).
 func ParseScoreText(reply string, n int) ([]bool, error) {
-	s := runner.Plain(runner.StripReasoning(reply))
+	s := runner.Plain(reply)
 	out := make([]bool, n)
 	for i := range out {
 		l := runner.NewLabelled(fmt.Sprintf("constraint %d", i+1), fmt.Sprintf(`constraint[\s_]*%d`, i+1), satisfiedValue)

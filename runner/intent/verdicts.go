@@ -62,23 +62,23 @@ var (
 	scoreL    = runner.NewLabelled("score", `(?:final\s+)?(?:score|rating)`, runner.ScoreValue)
 )
 
-// yes reads one Yes/No field as stated (runner.Labelled): reasoning removed,
-// labelled lines only, two different answers an error.
-func yes(s string, l *runner.Labelled, _ string) (bool, error) {
-	return l.YesNo(runner.Plain(runner.StripReasoning(s)))
+// yes reads one Yes/No field as stated (runner.Labelled) in a cleaned
+// reply: labelled lines only, two different answers an error.
+func yes(s string, l *runner.Labelled) (bool, error) {
+	return l.YesNo(runner.Plain(s))
 }
 
 // ParseMissingText reads the three Yes/No lines of missing_content_check.txt.
 func ParseMissingText(reply string) (MissingVerdict, error) {
 	var v MissingVerdict
 	var err error
-	if v.MentionsMissing, err = yes(reply, mentionsL, "Mentions missing"); err != nil {
+	if v.MentionsMissing, err = yes(reply, mentionsL); err != nil {
 		return v, err
 	}
-	if v.InventsMissing, err = yes(reply, inventsL, "Invents missing"); err != nil {
+	if v.InventsMissing, err = yes(reply, inventsL); err != nil {
 		return v, err
 	}
-	v.OnTask, err = yes(reply, onTaskL, "On task")
+	v.OnTask, err = yes(reply, onTaskL)
 	return v, err
 }
 
@@ -99,10 +99,10 @@ const factSchema = `{"type":"object","properties":{"factual_inaccuracies":{"type
 func ParseFactText(reply string) (FactVerdict, error) {
 	var v FactVerdict
 	var err error
-	if v.FactualInaccuracies, err = yes(reply, inaccL, "Factual inaccuracies"); err != nil {
+	if v.FactualInaccuracies, err = yes(reply, inaccL); err != nil {
 		return v, err
 	}
-	v.MissingRequiredFacts, err = yes(reply, missFactL, "Missing required facts")
+	v.MissingRequiredFacts, err = yes(reply, missFactL)
 	return v, err
 }
 
@@ -130,7 +130,7 @@ const baselineSchema = `{"type":"object","properties":{"score":{"type":"integer"
 // before it are not the answer); otherwise every statement in the reply
 // must agree.
 func ParseBaselineText(reply string) (BaselineVerdict, error) {
-	s := strings.TrimSpace(runner.Plain(runner.StripReasoning(reply)))
+	s := strings.TrimSpace(runner.Plain(reply))
 	if m := endScore.FindStringSubmatch(s); m != nil {
 		if n, err := runner.ParseScore(m[1], 1, 10); err == nil {
 			return BaselineVerdict{Score: n}, nil

@@ -71,7 +71,7 @@ var (
 // ParseVerdict reads a judge's verdict as stated, in JSON or as labelled
 // lines ("Score: 4", "Hallucination: no").
 func ParseVerdict(reply string) (Verdict, error) {
-	s := runner.Plain(runner.StripReasoning(reply))
+	s := runner.Plain(reply)
 	var v Verdict
 	var err error
 	if v.Score, err = scoreL.Score(s, 1, 5); err != nil {
