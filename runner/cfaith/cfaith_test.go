@@ -571,3 +571,25 @@ func TestNoRateFromNothing(t *testing.T) {
 		t.Errorf("Table 5 row %v", row)
 	}
 }
+
+// TestReleasedLayoutErrors: a record of the released layout that lacks a
+// field, names an unknown type, or marks a wrong option correct is an error
+// naming the file and line, found before any model call.
+func TestReleasedLayoutErrors(t *testing.T) {
+	for _, tc := range []struct{ file, lines, want string }{
+		{genFile, `{"question":"q","correct_answer":"a","halu_type":"实体错误","halu_answer":"h"}` + "\n" + `{"question":"q","halu_type":"实体错误","halu_answer":"h"}`,
+			"generative_qa.jsonl:2: a generative record needs"},
+		{genFile, `{"question":"q","correct_answer":"a","halu_type":"胡说","halu_answer":"h"}`, `generative_qa.jsonl:1: halu_type "胡说"`},
+		{choiceFile, `{"question":"p","answers":["a","b","c","d"],"labels":["correct","实体错误","实体错误","实体错误"],"correct_option":"B"}`,
+			`single_choice_qa.jsonl:1: correct_option B is labelled "EntErr"`},
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.lines+"\n"), 0o644)
+		if _, _, err := ReadDataset(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.file, err, tc.want)
+		}
+	}
+	if _, _, err := ReadDataset(t.TempDir()); err == nil || !strings.Contains(err.Error(), "dataset.json") {
+		t.Errorf("empty directory: %v", err)
+	}
+}

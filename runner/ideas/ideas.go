@@ -108,18 +108,14 @@ func Refusal(idea string) (string, bool) {
 	return "", false
 }
 
-var thinkRE = regexp.MustCompile(`(?is)<think>.*?</think>`)
-
-// ExtractIdea strips reasoning (<think>…</think> blocks; Ollama's separate
-// thinking output never reaches here) and, when a "Final Idea:" marker is
+// ExtractIdea strips reasoning (runner.StripReasoning: <think> blocks, an
+// orphan closing tag, an unclosed block; Ollama's separate thinking output
+// never reaches here) and, when a "Final Idea:" marker is
 // present, keeps the text after its first occurrence (markers tried in the
 // authors' order, case-insensitively). Without a marker the judges see the
 // whole output, as the paper. found tells whether a marker was used.
 func ExtractIdea(output string) (idea string, found bool) {
-	s := thinkRE.ReplaceAllString(output, "")
-	if i := strings.Index(strings.ToLower(s), "<think>"); i >= 0 && !strings.Contains(strings.ToLower(s), "</think>") {
-		s = s[:i] // an unclosed think block: the answer never came
-	}
+	s := runner.StripReasoning(output)
 	low := strings.ToLower(s)
 	for _, m := range FinalIdeaMarkers() {
 		if i := strings.Index(low, strings.ToLower(m)); i >= 0 {

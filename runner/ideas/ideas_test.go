@@ -64,6 +64,9 @@ func TestExtractIdea(t *testing.T) {
 		{"Reasoning... **Final Idea:** Use radar swarms.", "Use radar swarms.", true},
 		{"blah\nfinal idea\nLidar kites", "Lidar kites", true},
 		{"<think>long\nthoughts", "", false},
+		// The chat template opened the block in the prompt: the reply holds
+		// only its end.
+		{"clouds hold salt...</think>Seed clouds with salt.", "Seed clouds with salt.", false},
 		{"Plain idea.", "Plain idea.", false},
 	}
 	for _, tt := range tests {
