@@ -253,7 +253,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		a := by[m]
 		rate.Groups = append(rate.Groups, m)
 		rs.AddProportion(a.halluc, a.scored)
-		mean, hr := "n/a", "n/a"
+		mean, hr := "–", "–" // nothing scored: no value
 		if a.scored > 0 {
 			ms := float64(a.score) / float64(a.scored)
 			h := 100 * float64(a.halluc) / float64(a.scored)

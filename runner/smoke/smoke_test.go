@@ -50,3 +50,35 @@ func TestServerIgnoringFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingScoredShowsDash: with every judge reply unreadable, the mean
+// score and hallucination rate are "–" and absent from the metrics (a gate
+// on them fails as unmeasured), never 0.
+func TestNothingScoredShowsDash(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			return fakeollama.Reply{Content: "I would rather not grade this."}
+		}
+		return fakeollama.Reply{Content: "Canberra."}
+	}, fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9})
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Judges, cfg.Questions = []string{"gen"}, []string{"judge"}, 2
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := srv.Engine(t, 1).Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := res.Summary.Tables[0].Rows[0]
+	if row[2] != "–" || row[3] != "–" || row[4] != "0" || row[5] != "2" {
+		t.Errorf("row %v", row)
+	}
+	for _, k := range []string{"gen.mean_score", "gen.hallucination_rate"} {
+		if v, ok := res.Summary.Metrics[k]; ok {
+			t.Errorf("%s = %v from nothing scored", k, v)
+		}
+	}
+}
