@@ -259,7 +259,11 @@ func (e *Engine) fingerprint(ctx context.Context, model string, numCtx int) (Fin
 // every raw reply and ok is false: the caller treats it as unscored — never
 // as a zero, never as a guess. err is non-nil only when the model could not
 // be called at all.
-func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatRequest, parse func(raw string) error) (ok bool, err error) {
+//
+// cut tells parse that the reply was stopped before the judge finished (its
+// length cap, time budget or a repetition loop), so its last word may be
+// incomplete.
+func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatRequest, parse func(raw string, cut bool) error) (ok bool, err error) {
 	var raws, reasons []string
 	msgs := req.Messages
 	for attempt := 0; attempt <= c.e.JudgeRepairs; attempt++ {
@@ -274,7 +278,7 @@ func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatReq
 			return false, err
 		}
 		raws = append(raws, resp.Content)
-		perr := parse(resp.Content)
+		perr := parse(resp.Content, localmodels.CutShort(resp.DoneReason))
 		if perr == nil {
 			return true, nil
 		}
@@ -360,9 +364,12 @@ func JudgeWith[T any](ctx context.Context, c *Calls, stage string, req localmode
 		req.Format = schema
 		req.Messages = withSchemaNote(req.Messages, schema)
 	}
-	ok, err := c.Judge(ctx, stage, req, func(raw string) error {
+	ok, err := c.Judge(ctx, stage, req, func(raw string, cut bool) error {
 		answer := StripReasoning(raw)
 		s := Unquote(answer, r.Quoted...) // Clean, keeping answer for the authors' rule
+		if cut {
+			s = DropCutWord(s) // "Score: 1" cut at the cap may have been "Score: 10"
+		}
 		if strings.TrimSpace(s) == "" {
 			return errors.New("empty reply (after reasoning and quoted text are removed)")
 		}

@@ -486,3 +486,28 @@ func TestPaperReaderReadsTheWholeReply(t *testing.T) {
 		}
 	}
 }
+
+// TestCutReplyLosesItsLastWord: a judge reply stopped at its length cap
+// that ends in "Score: 1" may have been cut from "Score: 10": the trailing
+// word is not read, so the judgement is unscored, never 1. The same reply
+// finished by the judge reads 1; a cut reply whose verdict is followed by
+// more text keeps it.
+func TestCutReplyLosesItsLastWord(t *testing.T) {
+	score := runner.NewLabelled("score", "score", runner.ScoreValue)
+	read := func(s string) (int, error) { return score.Score(s, 1, 10) }
+	for _, tc := range []struct {
+		content, done string
+		ok            bool
+	}{
+		{"Score: 1", "length", false},
+		{"Score: 1", "stop", true},
+		{"Score: 1\nThe response misses", "length", true},
+	} {
+		srv := server(t, func(string) fakeollama.Reply { return fakeollama.Reply{Content: tc.content, DoneReason: tc.done} })
+		req := localmodels.ChatRequest{Model: "judge", Messages: []localmodels.Message{{Role: "user", Content: "rate"}}}
+		got, ok, err := runner.JudgeWith(context.Background(), engine(t, srv.Host(), t.TempDir()).NewCalls("x"), "judge", req, nil, runner.Reader[int]{Text: read})
+		if err != nil || ok != tc.ok || ok && got != 1 {
+			t.Errorf("%q (%s): %d %v %v, want ok %v", tc.content, tc.done, got, ok, err, tc.ok)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // This file is the one reading discipline every judge and answer reader
@@ -55,6 +56,15 @@ func StripReasoning(s string) string {
 // judge reply (JudgeWith) before a suite's reader sees it.
 func Clean(reply string, evaluated ...string) string {
 	return Unquote(StripReasoning(reply), evaluated...)
+}
+
+// DropCutWord removes the word a reply ends in when it may have been cut
+// mid-way: a reply stopped at its length cap that ends in a letter or digit
+// ("Score: 1" of "Score: 10", "Hallucination: No" of "Not really") loses
+// that trailing run; one that ends in a space, newline or punctuation
+// ('{"groundness":1}', "Score: 7.") keeps everything.
+func DropCutWord(s string) string {
+	return strings.TrimRightFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) })
 }
 
 // The markers around evaluated text in the judge prompts halu writes.

@@ -56,6 +56,8 @@ type Reply struct {
 	// PromptEvalCount, when set, is the prompt_eval_count reported
 	// (default: the prompt's word count).
 	PromptEvalCount int
+	// DoneReason is the final message's done_reason (default "stop").
+	DoneReason string
 }
 
 // Model is a model the fake serves.
@@ -256,8 +258,12 @@ func (s *Server) chatHandler(w http.ResponseWriter, r *http.Request) {
 			prompt += len(strings.Fields(m.Content))
 		}
 	}
+	done := rep.DoneReason
+	if done == "" {
+		done = "stop"
+	}
 	writeJSON(w, map[string]any{"model": req.Model, "message": map[string]string{"role": "assistant", "content": ""},
-		"done": true, "done_reason": "stop", "prompt_eval_count": prompt, "eval_count": evals})
+		"done": true, "done_reason": done, "prompt_eval_count": prompt, "eval_count": evals})
 }
 
 func (s *Server) embed(w http.ResponseWriter, r *http.Request) {
