@@ -99,7 +99,7 @@ func TestCFaith(t *testing.T) {
 				t.Fatal(err)
 			}
 			ev := filepath.Join(work, lang+"-eval-"+name)
-			r = mustHalu(t, srv.Host, "run", "cfaith", "--data", data, "--models", "agent", "--judge", "agent",
+			r = mustHalu(t, srv.Host, "run", "cfaith", "--data", data, "--models", "agent", "--judges", "agent",
 				"--max-tokens", "40", "--cache", cache, "--out", ev)
 			for _, want := range []string{"C-FAITH Table 5", "C-FAITH Table 6", "C-FAITH Figure 5"} {
 				if !strings.Contains(r.stdout, want) {

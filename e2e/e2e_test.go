@@ -13,7 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,6 +74,13 @@ func serverWithLog(t *testing.T, modelsDir string) (*localmodels.Server, string)
 	return srv, logPath
 }
 
+// numThread is the CPU threads every generation of the tests asks for:
+// half the machine's cores, at least one, so that the server's runners and
+// the tests do not oversubscribe a small CI machine.
+func numThread() string {
+	return strconv.Itoa(max(1, runtime.NumCPU()/2))
+}
+
 type result struct {
 	stdout, stderr string
 	code           int
@@ -79,7 +88,7 @@ type result struct {
 
 func halu(t *testing.T, host string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(haluBin, append([]string{"--ollama", host}, args...)...)
+	cmd := exec.Command(haluBin, append([]string{"--ollama", host, "--num-thread", numThread()}, args...)...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -208,7 +217,7 @@ func TestSmokeCacheAndJudgeFailures(t *testing.T) {
 	// A free-text judge (no schema): the random model's reply does not
 	// parse, is retried with a repair turn, then recorded unscored.
 	run3 := filepath.Join(work, "run3")
-	r = mustHalu(t, srv.Host, "run", "smoke", "--models", "tiny", "--judges", "tiny", "--judge-schema=false", "--out", run3, "--cache", cache)
+	r = mustHalu(t, srv.Host, "run", "smoke", "--models", "tiny", "--judges", "tiny", "--judge-format", "text", "--out", run3, "--cache", cache)
 	m3, recs3, _ := runner.ReadRun(run3)
 	if m3.Counts.JudgeFailures == 0 || !strings.Contains(r.stdout, "unscored") {
 		t.Fatalf("no judge failures counted: %+v\n%s", m3.Counts, r.stdout)

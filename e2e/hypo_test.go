@@ -39,13 +39,21 @@ func TestHypo(t *testing.T) {
 	if len(recs) != 60 || m.Status != "complete" {
 		t.Fatalf("%d records (want 4 settings × 15 items), status %s", len(recs), m.Status)
 	}
+	// The test's own caps depart from the authors' values, and say so.
+	var deps []string
+	for _, d := range m.Departures {
+		deps = append(deps, d.String())
+	}
+	if m.Protocol != "paper" || strings.Join(deps, "; ") != "--max-tokens 40 (paper: 2048); --candidates 2 (paper: 5)" {
+		t.Errorf("protocol %q, departures %q", m.Protocol, deps)
+	}
 	if len(m.Sample) != 15 {
 		t.Errorf("the manifest lists %d drawn items, want 15", len(m.Sample))
 	}
 	// Retrieved knowledge is fitted to the tiny model's 2,048-token window:
 	// every literature item records documents kept and dropped, and the
 	// server never cut a prompt.
-	kept, dropped := 0, 0
+	kept, dropped, fromChains, fromNodes := 0, 0, 0, 0
 	for _, rec := range recs {
 		var r hypo.Result
 		if err := json.Unmarshal(rec.Data, &r); err != nil {
@@ -58,11 +66,17 @@ func TestHypo(t *testing.T) {
 			}
 			kept, dropped = kept+f.DocsKept, dropped+f.DocsDropped
 		}
+		switch r.Knowledge.KGSource {
+		case "chains":
+			fromChains++
+		case "nodes":
+			fromNodes++
+		}
 	}
 	if dropped == 0 {
 		t.Errorf("no document was dropped to fit a 2,048-token window (kept %d)", kept)
 	}
-	t.Logf("literature items: %d documents kept, %d dropped to fit the window", kept, dropped)
+	t.Logf("literature items: %d documents kept, %d dropped to fit the window; KG items: %d with chains, %d with the nodes' own edges", kept, dropped, fromChains, fromNodes)
 	log, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)

@@ -26,8 +26,10 @@ func TestIntent(t *testing.T) {
 		"--out", made, "--groups", "1", "--response-eval", "1", "--seed", "3")
 
 	for _, tc := range []struct{ name, data string }{{"sample", ""}, {"made", made}} {
-		args := []string{"run", "intent", "--models", "stories", "--judge", "judge", "--max-tokens", "60",
-			"--judge-max-tokens", "1500", "--baseline-samples", "2", "--fact-samples", "3",
+		// halu's protocol (JSON judges): a toy judge cannot write Table 7's
+		// reasoned listings, and the run must say it departs.
+		args := []string{"run", "intent", "--protocol", "halu", "--models", "stories", "--judges", "judge", "--max-tokens", "60",
+			"--judge-max-tokens", "3000", "--baseline-samples", "2", "--fact-samples", "3",
 			"--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, tc.name)}
 		if tc.data != "" {
 			args = append(args, "--data", tc.data)
@@ -44,6 +46,13 @@ func TestIntent(t *testing.T) {
 		}
 		if m.Status != "complete" || len(recs) == 0 {
 			t.Fatalf("%s: %d records, status %s", tc.name, len(recs), m.Status)
+		}
+		var deps []string
+		for _, d := range m.Departures {
+			deps = append(deps, d.Setting)
+		}
+		if m.Protocol != "halu" || strings.Join(deps, ",") != "fact-samples,judge-format,code-checks" || len(m.Assumptions) == 0 {
+			t.Errorf("%s: protocol %q, departures %v, assumptions %v", tc.name, m.Protocol, m.Departures, m.Assumptions)
 		}
 		tasks := map[string]int{}
 		unscored, scored := 0, 0

@@ -1,12 +1,27 @@
 package index
 
-import "math"
-
-// BM25 parameters: the textbook values (Robertson & Zaragoza).
-const (
-	BM25K1 = 1.2
-	BM25B  = 0.75
+import (
+	"fmt"
+	"math"
 )
+
+// BM25Params are BM25's term-frequency saturation k1 and length
+// normalisation b.
+type BM25Params struct {
+	K1 float64 `json:"k1"`
+	B  float64 `json:"b"`
+}
+
+var (
+	// TextbookBM25 is Robertson & Zaragoza's k1 1.2, b 0.75 (also
+	// Lucene's and bleve's).
+	TextbookBM25 = BM25Params{K1: 1.2, B: 0.75}
+	// PyseriniBM25 is pyserini's default k1 0.9, b 0.4, the retriever
+	// behind the TruthHypo authors' code.
+	PyseriniBM25 = BM25Params{K1: 0.9, B: 0.4}
+)
+
+func (p BM25Params) String() string { return fmt.Sprintf("k1 %g, b %g", p.K1, p.B) }
 
 // CorpusStats are the collection statistics BM25 needs, over live documents.
 type CorpusStats struct {
@@ -34,9 +49,12 @@ func IDF(docs, df uint64) float64 {
 //	IDF(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))
 //
 // with tf the term's count in the document, dl the document's length and
-// avgdl the corpus mean, k1 = 1.2, b = 0.75. df maps each query term to its
-// document frequency; tf to its count in the document.
-func BM25(terms []string, tf map[string]int, df map[string]uint64, dl int, st CorpusStats) float64 {
+// avgdl the corpus mean, k1 and b p's (zero: TextbookBM25). df maps each
+// query term to its document frequency; tf to its count in the document.
+func (p BM25Params) Score(terms []string, tf map[string]int, df map[string]uint64, dl int, st CorpusStats) float64 {
+	if p == (BM25Params{}) {
+		p = TextbookBM25
+	}
 	avg := st.AvgLen()
 	if avg == 0 {
 		return 0
@@ -47,7 +65,12 @@ func BM25(terms []string, tf map[string]int, df map[string]uint64, dl int, st Co
 		if f == 0 {
 			continue
 		}
-		s += IDF(st.Docs, df[t]) * f * (BM25K1 + 1) / (f + BM25K1*(1-BM25B+BM25B*float64(dl)/avg))
+		s += IDF(st.Docs, df[t]) * f * (p.K1 + 1) / (f + p.K1*(1-p.B+p.B*float64(dl)/avg))
 	}
 	return s
+}
+
+// BM25 scores one document with TextbookBM25 (see BM25Params.Score).
+func BM25(terms []string, tf map[string]int, df map[string]uint64, dl int, st CorpusStats) float64 {
+	return TextbookBM25.Score(terms, tf, df, dl, st)
 }

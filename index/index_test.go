@@ -401,3 +401,65 @@ func TestRecordsAcrossReads(t *testing.T) {
 		}
 	}
 }
+
+// With pyserini's parameters a document's score is computed by hand; and
+// the top k from the widened pool of textbook candidates are exactly the
+// exhaustive top k (every document re-scored) for the first 100 PubMedQA
+// conclusions as queries. (Over all 1,000, a pool of 100 missed the exact
+// top 8 for 2 queries, a pool of 240 for none.)
+func TestOtherBM25ParamsTopK(t *testing.T) {
+	l := build(t, t.TempDir(), 1000, writeJSONL(t, tiny...))
+	hits, err := l.Search(context.Background(), "liver", SearchOptions{K: 5, BM25: PyseriniBM25})
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// IDF as in TestBM25HandComputed, 0.4700036; k1 0.9, b 0.4:
+	// d2: tf 2, dl 3: 0.4700036 · 2·1.9 / (2 + 0.9·(0.6 + 0.4·3/(7/3))) = 0.5947715
+	// d1: tf 1, dl 2: 0.4700036 · 1.9 / (1 + 0.9·(0.6 + 0.4·2/(7/3))) = 0.4830795
+	if len(hits) != 2 || math.Abs(hits[0].Score-0.5947715) > 1e-6 || math.Abs(hits[1].Score-0.4830795) > 1e-6 {
+		t.Fatalf("hits = %+v", hits)
+	}
+
+	l = build(t, t.TempDir(), 1000, "../testdata/pubmed/pubmedqa_contexts.jsonl")
+	defer l.Close()
+	f, err := os.Open("../testdata/pubmed/pubmedqa_long_answers.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	narrow, n := 0, 0
+	for ; n < 100 && s.Scan(); n++ {
+		var q struct {
+			LongAnswer string `json:"long_answer"`
+		}
+		json.Unmarshal(s.Bytes(), &q)
+		opt := SearchOptions{K: 8, BM25: PyseriniBM25}
+		all, err := l.search(context.Background(), q.LongAnswer, opt, 1000) // every document
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := l.search(context.Background(), q.LongAnswer, opt, 30*opt.K)
+		if !sameHits(got, all) {
+			t.Fatalf("query %d: top %d from %d candidates differ from the exhaustive top", n+1, opt.K, 30*opt.K)
+		}
+		if old, _ := l.search(context.Background(), q.LongAnswer, opt, 100); !sameHits(old, all) {
+			narrow++
+		}
+	}
+	t.Logf("%d queries: the textbook pool of 100 missed pyserini's exhaustive top 8 in %d, the pool of 240 in none", n, narrow)
+}
+
+func sameHits(a, b []Hit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].PMID != b[i].PMID || math.Abs(a[i].Score-b[i].Score) > 1e-9 {
+			return false
+		}
+	}
+	return true
+}

@@ -796,6 +796,23 @@ func (g *KG) neighbours(tx *bolt.Tx, id string, below uint64, limit int) []step 
 	return out
 }
 
+// Incident returns the edges of node id (both directions) with support
+// below the cutoff, at most limit (0: 2,000) in the store's order — the
+// node's own knowledge, for when no chain links it to another node.
+func (g *KG) Incident(id string, belowPMID uint64, limit int) ([]Edge, error) {
+	if limit <= 0 {
+		limit = 2000
+	}
+	var out []Edge
+	err := g.db.View(func(tx *bolt.Tx) error {
+		for _, s := range g.neighbours(tx, id, belowPMID, limit) {
+			out = append(out, s.edge)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // Chains returns up to maxChains simple paths of at most hops edges from a
 // to b (TruthHypo "+KG": max depth 2, at most 32 chains), ranked by
 // supporting articles, then fewer hops, then text. Each node expands at most

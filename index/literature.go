@@ -42,6 +42,10 @@ type SearchOptions struct {
 	// BelowPMID keeps only articles with PMID < BelowPMID (the knowledge
 	// cutoff, strictly below as the TruthHypo authors' code); 0 keeps all.
 	BelowPMID uint64
+	// BM25 are the scoring parameters (zero: TextbookBM25). Candidates
+	// are drawn by bleve's BM25 (textbook parameters) and re-scored with
+	// these; with others the pool is widened (see Search).
+	BM25 BM25Params
 }
 
 // Searcher is literature retrieval as the suites use it. The bleve index is
@@ -248,6 +252,18 @@ func (l *Literature) Search(ctx context.Context, text string, opt SearchOptions)
 	if opt.K <= 0 {
 		opt.K = 10
 	}
+	candidates := max(100, 10*opt.K)
+	if opt.BM25 != (BM25Params{}) && opt.BM25 != TextbookBM25 {
+		// Other parameters reorder documents; a wider pool of textbook
+		// candidates holds their top k (TestOtherBM25ParamsTopK).
+		candidates = max(1000, 30*opt.K)
+	}
+	return l.search(ctx, text, opt, candidates)
+}
+
+// search takes the best candidates documents by bleve's BM25 and returns
+// the top opt.K of them re-scored by opt.BM25.
+func (l *Literature) search(ctx context.Context, text string, opt SearchOptions, candidates int) ([]Hit, error) {
 	qterms := unique(l.terms(text))
 	if len(qterms) == 0 {
 		return nil, nil
@@ -269,7 +285,6 @@ func (l *Literature) Search(ctx context.Context, text string, opt SearchOptions)
 		rq.SetBoost(0) // a filter: it must not move the candidates' ranking
 		q = bleve.NewConjunctionQuery(mq, rq)
 	}
-	candidates := max(100, 10*opt.K)
 	req := bleve.NewSearchRequestOptions(q, candidates, 0, false)
 	req.Fields = []string{fieldTitle, fieldAbstract, fieldPMID, fieldYear, fieldLen}
 	req.PreSearchData = map[string]interface{}{
@@ -294,7 +309,7 @@ func (l *Literature) Search(ctx context.Context, text string, opt SearchOptions)
 	for i, h := range res.Hits {
 		pmid, _ := strconv.ParseUint(h.ID, 10, 64)
 		hits = append(hits, Hit{PMID: pmid, Title: str(h.Fields[fieldTitle]), Abstract: str(h.Fields[fieldAbstract]),
-			Year: int(num(h.Fields[fieldYear])), Score: BM25(qterms, tfs[i], df, int(num(h.Fields[fieldLen])), st)})
+			Year: int(num(h.Fields[fieldYear])), Score: opt.BM25.Score(qterms, tfs[i], df, int(num(h.Fields[fieldLen])), st)})
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
 		if hits[i].Score != hits[j].Score {

@@ -30,7 +30,10 @@ type Options struct {
 	Seed             *int     `json:"seed,omitempty"`
 	NumPredict       *int     `json:"num_predict,omitempty"`
 	NumCtx           *int     `json:"num_ctx,omitempty"`
-	Stop             []string `json:"stop,omitempty"`
+	// NumThread is the CPU threads the server uses for the call (Ollama's
+	// num_thread); it changes the speed, not the reply.
+	NumThread *int     `json:"num_thread,omitempty"`
+	Stop      []string `json:"stop,omitempty"`
 }
 
 // Float returns a pointer to v, for Options fields.
@@ -62,6 +65,9 @@ func (o Options) Map() map[string]any {
 	}
 	if o.NumCtx != nil {
 		m["num_ctx"] = *o.NumCtx
+	}
+	if o.NumThread != nil {
+		m["num_thread"] = *o.NumThread
 	}
 	if len(o.Stop) > 0 {
 		m["stop"] = o.Stop

@@ -87,10 +87,13 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 	if err != nil {
 		return localmodels.ChatResponse{}, err
 	}
-	// The key leaves out keep_alive, which does not change the reply.
+	// The key leaves out keep_alive and num_thread, which do not change
+	// the reply.
+	keyOpts := req.Options
+	keyOpts.NumThread = nil
 	key := Key(chatKey{
 		Kind: "chat", Serving: fp,
-		Messages: req.Messages, Options: req.Options, Format: req.Format, Think: req.Think, Sample: sample,
+		Messages: req.Messages, Options: keyOpts, Format: req.Format, Think: req.Think, Sample: sample,
 	})
 	var resp localmodels.ChatResponse
 	hit := false
@@ -215,10 +218,13 @@ func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.Cha
 	return resp, err
 }
 
-// serving fills in the engine's num_ctx and keep_alive.
+// serving fills in the engine's num_ctx, num_thread and keep_alive.
 func (e *Engine) serving(req localmodels.ChatRequest) localmodels.ChatRequest {
 	if req.Options.NumCtx == nil && e.NumCtx > 0 {
 		req.Options.NumCtx = localmodels.Int(e.NumCtx)
+	}
+	if req.Options.NumThread == nil && e.NumThread > 0 {
+		req.Options.NumThread = localmodels.Int(e.NumThread)
 	}
 	if req.KeepAlive == 0 {
 		req.KeepAlive = e.KeepAlive

@@ -92,6 +92,10 @@ type Engine struct {
 	// 10% of the effective window (NumCtx, capped by the model's trained
 	// context). Zero leaves the server's default.
 	NumCtx int
+	// NumThread is the CPU threads asked of every generation (Ollama's
+	// num_thread; 0: the server's choice). On a small shared machine the
+	// server's default can oversubscribe the cores many times over.
+	NumThread int
 	// KeepAlive pins how long a model stays loaded after a call, for every
 	// call of the run (zero: the server's default).
 	KeepAlive time.Duration
@@ -178,6 +182,9 @@ type RunSpec struct {
 	// Flags are the effective values of every command-line setting (from
 	// flags, HALU_ environment variables or a run file), for the manifest.
 	Flags map[string]string
+	// Invocation is this invocation's command line (a resume's own, where
+	// Args stays the run's), for the manifest's sessions.
+	Invocation []string
 }
 
 // Result is what a run did.
@@ -308,7 +315,6 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		for _, r := range recs {
 			done[r.Item] = true
 		}
-		man.Resumed = append(man.Resumed, time.Now().UTC())
 		if man.Readers == "" {
 			man.Readers = ReadersPaper
 		}
@@ -343,7 +349,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	man.Ollama = OllamaInfo{Host: e.Client.Host(), Version: ver}
 	man.Models = nil
 	man.TinyModel = false
-	man.Serving = Serving{NumCtx: e.NumCtx, Parallel: e.Parallel, ItemsInFlight: e.ItemsInFlight,
+	man.Serving = Serving{NumCtx: e.NumCtx, NumThread: e.NumThread, Parallel: e.Parallel, ItemsInFlight: e.ItemsInFlight,
 		Repetition: e.Repetition, JudgeRepairs: e.JudgeRepairs}
 	for _, d := range []struct {
 		d   time.Duration
@@ -383,6 +389,10 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	}
 
 	man.Protocol, man.Departures = e.protocol(s)
+	man.Assumptions = nil
+	if a, ok := s.(Assumed); ok {
+		man.Assumptions = a.Assumptions()
+	}
 	man.Sample = nil
 	if sp, ok := s.(Sampled); ok {
 		man.Sample = sp.Sample()
@@ -402,6 +412,13 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		if !done[it.ID] {
 			todo = append(todo, it)
 		}
+	}
+	// The books cover every session of the run: a resume adds its calls
+	// to those recorded, and one that had nothing to do keeps the end.
+	sessionStart := time.Now().UTC()
+	prev, prevEnded := Counts{}, man.Ended
+	if spec.Resume {
+		prev = man.Counts
 	}
 	man.Status = "running"
 	man.Counts.Items = len(items)
@@ -440,7 +457,16 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	}
 	now := time.Now().UTC()
 	man.Ended = &now
-	delta := e.snapshot().sub(base)
+	session := e.snapshot().sub(base)
+	if len(todo) == 0 && spec.Resume && prevEnded != nil {
+		man.Ended, man.Checked = prevEnded, &now
+	} else {
+		if spec.Resume {
+			man.Resumed = append(man.Resumed, sessionStart)
+		}
+		man.Sessions = append(man.Sessions, Session{Started: sessionStart, Ended: now, Args: spec.Invocation, Items: len(todo), Counts: session})
+	}
+	delta := session.add(prev)
 	man.Counts = Counts{
 		Items:          len(items),
 		Completed:      len(recs),
@@ -495,6 +521,10 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		if man.Protocol != "" {
 			sum.Protocol, sum.Departures = man.Protocol, man.Departures
 			sum.Notes = append(sum.Notes, ComparabilityNote(man.Protocol, man.Departures))
+		}
+		if len(man.Assumptions) > 0 {
+			sum.Assumptions = man.Assumptions
+			sum.Notes = append(sum.Notes, AssumptionNote(man.Assumptions))
 		}
 		res.Summary = sum
 		if err := writeSummary(dir, sum); err != nil && runErr == nil {
@@ -671,6 +701,12 @@ func (e *Engine) cacheDamaged() int {
 		return 0
 	}
 	return e.Cache.Damaged()
+}
+
+// add is c plus b, for the engine-wide counters.
+func (c Counts) add(b Counts) Counts {
+	n := Counts{}
+	return c.sub(n.sub(b))
 }
 
 // sub is c minus b, for the engine-wide counters.

@@ -321,9 +321,25 @@ func TestFailedItemIsRedoneOnResume(t *testing.T) {
 		t.Fatalf("errors.jsonl = %s", b)
 	}
 	broken.Store(false)
+	first := res.Counts
 	res, err = engine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, runner.RunSpec{Dir: dir, Resume: true})
-	if err != nil || res.Counts.Completed != 5 || res.Counts.ModelCalls != 1 {
-		t.Fatalf("resume: err %v counts %+v", err, res.Counts)
+	// The manifest's books cover both sessions: the resume's one call is
+	// added to the first session's.
+	if err != nil || res.Counts.Completed != 5 || res.Counts.ModelCalls != first.ModelCalls+1 || res.Counts.Retries != first.Retries {
+		t.Fatalf("resume: err %v counts %+v (first session %+v)", err, res.Counts, first)
+	}
+	// A resume with nothing left to do changes neither the books nor the end.
+	done, _ := runner.ReadManifest(dir)
+	res, err = engine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, runner.RunSpec{Dir: dir, Resume: true})
+	again, _ := runner.ReadManifest(dir)
+	if err != nil || again.Counts != done.Counts || !again.Ended.Equal(*done.Ended) || again.Status != "complete" {
+		t.Fatalf("no-op resume: err %v counts %+v → %+v, ended %v → %v", err, done.Counts, again.Counts, done.Ended, again.Ended)
+	}
+	// Two sessions did work: the first (5 items) and the resume (1); the
+	// no-op resume is a "checked" time only.
+	if len(again.Sessions) != 2 || again.Sessions[0].Items != 5 || again.Sessions[1].Items != 1 || again.Sessions[1].Counts.ModelCalls != 1 ||
+		again.Sessions[0].Counts.ModelCalls+1 != again.Counts.ModelCalls || again.Checked == nil || len(again.Resumed) != 1 {
+		t.Fatalf("sessions %+v, checked %v, resumed %v", again.Sessions, again.Checked, again.Resumed)
 	}
 }
 

@@ -31,6 +31,9 @@ type Manifest struct {
 	// published numbers are comparable only when there are none.
 	Protocol   string      `json:"protocol,omitempty"`
 	Departures []Departure `json:"departures,omitempty"`
+	// Assumptions are the values halu chose where the paper and the
+	// authors' code are silent (see Assumption).
+	Assumptions []Assumption `json:"assumptions,omitempty"`
 	// Sample lists the data items drawn when the suite ran on a sample
 	// (--limit).
 	Sample   []string                `json:"sample,omitempty"`
@@ -42,6 +45,13 @@ type Manifest struct {
 	Started  time.Time               `json:"started"`
 	Resumed  []time.Time             `json:"resumed,omitempty"`
 	Ended    *time.Time              `json:"ended,omitempty"`
+	// Checked is when a resume last found nothing left to do; such a
+	// resume changes nothing else.
+	Checked *time.Time `json:"checked,omitempty"`
+	// Sessions are the invocations that worked on the run (a run, each
+	// resume or rerun that had something to do), with what each cost;
+	// Counts are their totals.
+	Sessions []Session `json:"sessions,omitempty"`
 	// Status is running, complete, incomplete or interrupted; a manifest
 	// that says running while no process holds the run directory reads
 	// as interrupted.
@@ -50,6 +60,17 @@ type Manifest struct {
 	// TinyModel is set when any model in the run is the random-weight test
 	// model: every number the run produced is meaningless.
 	TinyModel bool `json:"tiny_model,omitempty"`
+}
+
+// Session is one invocation that worked on a run.
+type Session struct {
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	Args    []string  `json:"args,omitempty"`
+	// Items is how many items it set out to do.
+	Items int `json:"items"`
+	// Counts are its own model calls, cache hits, retries and tokens.
+	Counts Counts `json:"counts"`
 }
 
 // OllamaInfo identifies the server a run talked to.
@@ -63,6 +84,7 @@ type OllamaInfo struct {
 type Serving struct {
 	Fingerprints  []Fingerprint          `json:"fingerprints"`
 	NumCtx        int                    `json:"num_ctx,omitempty"`
+	NumThread     int                    `json:"num_thread,omitempty"`
 	KeepAlive     string                 `json:"keep_alive,omitempty"`
 	Parallel      int                    `json:"parallel"`
 	ItemsInFlight int                    `json:"items_in_flight"`

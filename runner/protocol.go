@@ -68,6 +68,37 @@ type Protocoled interface {
 	Departures() []Departure
 }
 
+// Assumption is a value halu had to choose because neither the paper nor
+// the authors' code records it (a sampling temperature, a reply cap). It
+// is not a departure — there is nothing to depart from — but it is named
+// beside the protocol, so that "no departures" is not read as "every value
+// is the authors'".
+type Assumption struct {
+	Setting string `json:"setting"`
+	Value   string `json:"value"`
+	// Why says what the paper leaves open.
+	Why string `json:"why"`
+}
+
+func (a Assumption) String() string {
+	return fmt.Sprintf("--%s %s (%s)", a.Setting, a.Value, a.Why)
+}
+
+// Assumed is a suite that names the values it had to choose where the
+// paper and the authors' code are silent.
+type Assumed interface {
+	Assumptions() []Assumption
+}
+
+// AssumptionNote lists the values halu chose where the paper is silent.
+func AssumptionNote(as []Assumption) string {
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = a.String()
+	}
+	return "values the paper and the authors' code do not record, chosen by halu: " + strings.Join(parts, "; ")
+}
+
 // ProtocolSetting ties a suite config's JSON key to the flag that sets it,
 // for Departures.
 type ProtocolSetting struct {

@@ -25,10 +25,11 @@ type Summary struct {
 	// fail a metric that rests on nothing or on too few of its units.
 	Support map[string]Support `json:"support,omitempty"`
 	// Protocol and Departures are the run's (see Manifest).
-	Protocol   string      `json:"protocol,omitempty"`
-	Departures []Departure `json:"departures,omitempty"`
-	Counts     Counts      `json:"counts"`
-	TinyModel  bool        `json:"tiny_model,omitempty"`
+	Protocol    string       `json:"protocol,omitempty"`
+	Departures  []Departure  `json:"departures,omitempty"`
+	Assumptions []Assumption `json:"assumptions,omitempty"`
+	Counts      Counts       `json:"counts"`
+	TinyModel   bool         `json:"tiny_model,omitempty"`
 }
 
 // Support is what a metric was computed from: N units scored and Unscored

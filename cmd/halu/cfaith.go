@@ -17,8 +17,8 @@ import (
 
 func bindCFaith(fs *pflag.FlagSet, cfg *cfaith.Config) func() error {
 	fs.StringVar(&cfg.Data, "data", "", "dataset directory (halu build cfaith --out)")
-	fs.StringSliceVar(&cfg.Models, "models", nil, "models under test")
-	fs.StringVar(&cfg.Judge, "judge", "", "judge of generative answers (conflict with the correct answer)")
+	bindModels(fs, &cfg.Models, "models under test")
+	judge := bindOneJudge(fs, "cfaith", &cfg.Judge, "judge of generative answers (conflict with the correct answer)")
 	fs.StringSliceVar(&cfg.Formats, "formats", cfg.Formats, "formats: generative, choice, truefalse")
 	fs.IntVar(&cfg.Limit, "limit", 0, "items per format (0: all)")
 	fs.Float64Var(&cfg.Temperature, "temperature", cfg.Temperature, "decoding temperature (the paper: 1)")
@@ -27,7 +27,7 @@ func bindCFaith(fs *pflag.FlagSet, cfg *cfaith.Config) func() error {
 	fs.IntVar(&cfg.Seed, "seed", cfg.Seed, "sampling seed")
 	fs.StringVar(&cfg.JudgeFormat, "judge-format", cfg.JudgeFormat, "json (structured output) or text")
 	fs.IntVar(&cfg.JudgeMaxTokens, "judge-max-tokens", cfg.JudgeMaxTokens, "judge reply cap")
-	return nil
+	return judge
 }
 
 func newBuildCmd(g *globals) *cobra.Command {

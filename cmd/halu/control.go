@@ -103,7 +103,7 @@ func applySettings(cmd *cobra.Command, file string) error {
 		}
 	}
 	for _, f := range allFlags(cmd) {
-		if f.Changed || f.Name == "file" || f.Name == "help" {
+		if f.Changed || f.Name == "file" || f.Name == "help" || f.Name == "version" {
 			continue
 		}
 		var vals []string
@@ -152,6 +152,14 @@ func readRunFile(path string, cmd *cobra.Command) (map[string][]string, error) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		name := strings.ReplaceAll(k.Value, "_", "-")
+		if name == "suite" {
+			// The suite the file is for (see runFileSuite): it must be
+			// the command's.
+			if sub := cmd.Name(); v.Value != sub {
+				return nil, usagef("%s:%d: the file is for suite %q, not %q", path, v.Line, v.Value, sub)
+			}
+			continue
+		}
 		f, ok := known[name]
 		if !ok || name == "file" {
 			return nil, usagef("%s:%d: %q is not a setting of `halu %s`", path, k.Line, k.Value, cmd.CommandPath()[len("halu "):])
@@ -162,6 +170,58 @@ func readRunFile(path string, cmd *cobra.Command) (map[string][]string, error) {
 		}
 		out[name] = vals
 	}
+	return out, nil
+}
+
+// runFileSuite puts the suite a run file names (its `suite:` key) into a
+// command line that gives a run file but no suite (`halu run -f F.yaml
+// …`), right after "run"; other command lines are returned as they are.
+func runFileSuite(args []string) ([]string, error) {
+	at, file := -1, ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case at < 0 && a == "run":
+			at = i
+		case at < 0:
+			continue
+		case a == "--":
+			i = len(args)
+		case a == "-f" || a == "--file":
+			if i+1 < len(args) {
+				file = args[i+1]
+			}
+			i++
+		case strings.HasPrefix(a, "--file="):
+			file = strings.TrimPrefix(a, "--file=")
+		case strings.HasPrefix(a, "-f="):
+			file = strings.TrimPrefix(a, "-f=")
+		case !strings.HasPrefix(a, "-"):
+			if _, ok := findSuite(a); ok || i == at+1 {
+				return args, nil // the command names its suite
+			}
+		}
+	}
+	if at < 0 || file == "" {
+		return args, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	var doc struct {
+		Suite string `yaml:"suite"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, usagef("%s: %v", file, err)
+	}
+	if doc.Suite == "" {
+		return args, nil
+	}
+	if _, ok := findSuite(doc.Suite); !ok {
+		return nil, usagef("%s: suite: %v", file, unknownSuite(doc.Suite))
+	}
+	out := append(append(append([]string(nil), args[:at+1]...), doc.Suite), args[at+1:]...)
 	return out, nil
 }
 
@@ -326,7 +386,7 @@ halu rerun RUN_DIR --errors
 				flags[k] = v
 			}
 			flags["rerun"] = strings.Join(append([]string{dir, "--stage", stage}, suiteArgs...), " ")
-			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, Rerun: plan, Flags: flags}, gates)
+			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, Rerun: plan, Flags: flags, Invocation: os.Args[1:]}, gates)
 		},
 	}
 	return cmd
@@ -395,7 +455,7 @@ func splitArgs(args []string, own, suite *pflag.FlagSet) (mine, rest []string, e
 // what it measures: a resume may change them (another server address, more
 // parallel slots, other gates).
 var howNotWhat = map[string]bool{
-	"ollama": true, "timeout": true, "idle-timeout": true, "keep-alive": true, "items-in-flight": true,
+	"ollama": true, "timeout": true, "idle-timeout": true, "keep-alive": true, "items-in-flight": true, "num-thread": true,
 	"parallel": true, "cache": true, "no-cache": true, "retries": true, "help": true, "file": true,
 	"resume": true, "out": true, "dry-run": true, "fail-under": true, "fail-over": true, "max-unscored": true,
 }

@@ -34,21 +34,22 @@ const (
 
 // globals are the flags every command shares.
 type globals struct {
-	ollama   string
-	timeout  time.Duration
-	parallel int
-	cacheDir string
-	noCache  bool
-	retries  int
-	readers  string
-	idle     time.Duration
-	budget   time.Duration
-	repeats  int
-	numCtx   int
-	keep     time.Duration
-	inFlight int
-	stdout   io.Writer
-	stderr   io.Writer
+	ollama    string
+	timeout   time.Duration
+	parallel  int
+	cacheDir  string
+	noCache   bool
+	retries   int
+	readers   string
+	idle      time.Duration
+	budget    time.Duration
+	repeats   int
+	numCtx    int
+	numThread int
+	keep      time.Duration
+	inFlight  int
+	stdout    io.Writer
+	stderr    io.Writer
 }
 
 func main() {
@@ -60,16 +61,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := newRoot(g)
+	args, err := runFileSuite(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "halu: %v\n", err)
+		return exitUsage
+	}
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	err = root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
 	var ue usageError
+	var ce childExit
 	switch {
-	case errors.As(err, &ue):
+	case errors.As(err, &ce):
+		// with-ollama's command ended with its own status: pass it on, so
+		// that a gate failure (3) or an interrupt (130) reads as such.
+		fmt.Fprintf(stderr, "halu: %v\n", err)
+		return ce.code
+	case errors.As(err, &ue), errors.Is(err, localmodels.ErrModelNotFound):
+		// A model the server does not have is fixed before a run, never
+		// by resuming it: a usage error, found before any model call.
 		fmt.Fprintf(stderr, "halu: %v\n", err)
 		return exitUsage
 	case errors.Is(err, runner.ErrInterrupted):
@@ -91,6 +105,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 type usageError struct{ error }
 
+// childExit is a command run by halu that exited with code.
+type childExit struct {
+	error
+	code int
+}
+
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
 var errGate = errors.New("quality gate failed")
@@ -103,7 +123,12 @@ func newRoot(g *globals) *cobra.Command {
 local Ollama server. No call leaves the machine unless --ollama names another host.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version,
 	}
+	root.SetVersionTemplate("halu {{.Version}}\n")
+	// HALU_ environment variables set any command's flags (a run file,
+	// only run's: see runControl.settle).
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return applySettings(cmd, "") }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.ollama, "ollama", localmodels.HostFromEnv(), "Ollama server (host:port or URL); default from OLLAMA_HOST")
@@ -112,6 +137,7 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	pf.DurationVar(&g.budget, "budget", 10*time.Minute, "stop a generation that ran this long and keep its text (done reason \"budget\")")
 	pf.IntVar(&g.repeats, "repetition-stop", 8, "stop a generation whose text ends in one span repeated this many times (over 200 bytes); 0: never")
 	pf.IntVar(&g.numCtx, "num-ctx", 4096, "context window (num_ctx) asked of every generation; 0: the server's default")
+	pf.IntVar(&g.numThread, "num-thread", 0, "CPU threads asked of every generation (num_thread; 0: the server's choice); on a small shared machine, the cores it may use")
 	pf.DurationVar(&g.keep, "keep-alive", 10*time.Minute, "how long a model stays loaded after each call (Ollama keep_alive)")
 	pf.IntVar(&g.inFlight, "items-in-flight", 32, "items in progress at once; more than --parallel lets calls be served model by model")
 	pf.IntVar(&g.parallel, "parallel", defaultParallel(), "model calls in flight on the server (match the server's OLLAMA_NUM_PARALLEL)")
@@ -169,6 +195,7 @@ func (g *globals) engine() (*runner.Engine, error) {
 		IdleTimeout:  g.idle,
 		Budget:       g.budget,
 		NumCtx:       g.numCtx,
+		NumThread:    g.numThread,
 		KeepAlive:    g.keep,
 		JudgeRepairs: 1,
 

@@ -80,7 +80,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown flag", []string{"run", "smoke", "--no-such-flag"}, exitUsage, ""},
 		{"no suite", []string{"run"}, exitUsage, ""},
 		{"bad gate", []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--fail-under", "x"}, exitUsage, ""},
-		{"unknown model", []string{"run", "smoke", "--models", "nope", "--judges", "judge", "--out", filepath.Join(dir, "a")}, exitRunError, ""},
+		{"unknown model", []string{"run", "smoke", "--models", "nope", "--judges", "judge", "--out", filepath.Join(dir, "a")}, exitUsage, ""},
 		{"ok", []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--out", filepath.Join(dir, "b")}, exitOK, "run directory"},
 		{"gate passes", []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--out", filepath.Join(dir, "c"),
 			"--fail-under", "mean_score=3.5", "--fail-over", "hallucination_rate=0"}, exitOK, "quality gates passed: 2"},
@@ -291,5 +291,138 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 		if c.Options["num_ctx"] != float64(2048) {
 			t.Fatalf("resumed call sent num_ctx %v, want the run's 2048", c.Options["num_ctx"])
 		}
+	}
+}
+
+// --version prints what `halu version` prints.
+func TestVersionFlag(t *testing.T) {
+	var a, b, e bytes.Buffer
+	if run([]string{"--version"}, &a, &e) != exitOK || run([]string{"version"}, &b, &e) != exitOK || a.String() != b.String() || !strings.HasPrefix(a.String(), "halu ") {
+		t.Fatalf("--version %q, version %q (%s)", a.String(), b.String(), e.String())
+	}
+}
+
+// A model no stage can call — here hic's embedding model — stops the run,
+// a dry run, before any model call, with exit 2 and the command that
+// fixes it.
+func TestMissingModelFailsUpFront(t *testing.T) {
+	for _, dry := range []bool{false, true} {
+		f := newFake(t)
+		args := []string{"run", "hic", "--models", "gen", "--judges", "judge", "--embed-model", "missing-embed", "--questions", "1", "--answers", "1", "--out", filepath.Join(t.TempDir(), "r")}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		r := halu(t, f, t.TempDir(), args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, `"missing-embed"`) || !strings.Contains(r.stderr, "halu models pull missing-embed") {
+			t.Errorf("dry run %v: exit %d, stderr %s", dry, r.code, r.stderr)
+		}
+		if n := len(f.Chats()); n != 0 {
+			t.Errorf("dry run %v: %d model calls before the check", dry, n)
+		}
+	}
+}
+
+// --num-thread reaches every generation and is recorded, but it changes
+// the speed only: the cache answers the same request made without it.
+func TestNumThread(t *testing.T) {
+	f := newFake(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	args := []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--questions", "2"}
+	if r := halu(t, f, cache, append(append([]string{"--num-thread", "1"}, args...), "--out", filepath.Join(dir, "a"))...); r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	chats := f.Chats()
+	for _, c := range chats {
+		if n, _ := c.Options["num_thread"].(float64); n != 1 {
+			t.Fatalf("a call without num_thread 1: %v", c.Options)
+		}
+	}
+	m, _ := runner.ReadManifest(filepath.Join(dir, "a"))
+	if m.Serving.NumThread != 1 || m.Counts.ModelCalls != len(chats) || len(chats) == 0 {
+		t.Fatalf("manifest num_thread %d, %d calls (server saw %d)", m.Serving.NumThread, m.Counts.ModelCalls, len(chats))
+	}
+	if r := halu(t, f, cache, append(args, "--out", filepath.Join(dir, "b"))...); r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if m, _ := runner.ReadManifest(filepath.Join(dir, "b")); m.Counts.ModelCalls != 0 || len(f.Chats()) != len(chats) {
+		t.Fatalf("without --num-thread: %d calls, want all from the cache", m.Counts.ModelCalls)
+	}
+}
+
+// doctor checks what a run command needs: every model of every stage
+// (hic's embedding model too) and the paths its settings name; HALU_
+// variables set its flags as any command's; a server with no model is a
+// warning, not "ok".
+func TestDoctorChecksARunCommand(t *testing.T) {
+	f := newFake(t)
+	t.Setenv("HALU_OLLAMA", f.Host())
+	t.Setenv("HALU_CACHE", t.TempDir())
+	var out, errb bytes.Buffer
+	code := run([]string{"doctor", "--", "run", "hic", "--models", "gen", "--judges", "judge", "--embed-model", "missing-embed", "--data", "/no/such.csv"}, &out, &errb)
+	o := out.String()
+	if code != exitRunError || !strings.Contains(o, "[ok  ] model gen:") || !strings.Contains(o, "[FAIL] model missing-embed:") ||
+		!strings.Contains(o, "[FAIL] --data /no/such.csv") || !strings.Contains(o, "[ok  ] cache") || len(f.Chats()) != 0 {
+		t.Fatalf("exit %d\n%s%s", code, o, errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"doctor", "--", "run", "hci"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "did you mean hic?") {
+		t.Fatalf("misspelt suite: exit %d: %s", code, errb.String())
+	}
+	empty := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply { return fakeollama.Reply{} })
+	defer empty.Close()
+	out.Reset()
+	run([]string{"--ollama", empty.Host(), "doctor"}, &out, &errb)
+	if !strings.Contains(out.String(), "[warn] no model on the server") {
+		t.Fatalf("empty server:\n%s", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"--ollama", "127.0.0.1:1", "--retries", "1", "doctor"}, &out, &errb); code != exitRunError || strings.Contains(out.String(), "try `halu doctor`") || !strings.Contains(out.String(), "ollama serve") {
+		t.Fatalf("no server: exit %d\n%s", code, out.String())
+	}
+}
+
+// A run file may name its suite: `halu run -f F.yaml --flag v` then runs
+// it, flags over the file; a file for another suite than the command's is
+// refused with its line.
+func TestRunFileNamesItsSuite(t *testing.T) {
+	f := newFake(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "smoke.yaml")
+	os.WriteFile(file, []byte("suite: smoke\nmodels: gen\njudges: [judge]\nquestions: 3\n"), 0o644)
+	out := filepath.Join(dir, "run")
+	if r := halu(t, f, t.TempDir(), "run", "-f", file, "--questions", "2", "--out", out); r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if m, err := runner.ReadManifest(out); err != nil || m.Suite != "smoke" || m.Counts.Items != 2 {
+		t.Fatalf("manifest %+v %v", m, err)
+	}
+	if r := halu(t, f, t.TempDir(), "run", "hic", "-f", file); r.code != exitUsage || !strings.Contains(r.stderr, `smoke.yaml:1: the file is for suite "smoke", not "hic"`) {
+		t.Fatalf("other suite: exit %d: %s", r.code, r.stderr)
+	}
+	os.WriteFile(file, []byte("suite: smok\n"), 0o644)
+	if r := halu(t, f, t.TempDir(), "run", "-f", file); r.code != exitUsage || !strings.Contains(r.stderr, "did you mean smoke?") {
+		t.Fatalf("misspelt: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// Every suite spells its judges --judges; the old --judge still works
+// with a deprecation line, and a one-judge suite refuses a panel.
+func TestJudgesSpeltAlike(t *testing.T) {
+	f := newFake(t)
+	dir := t.TempDir()
+	r := halu(t, f, t.TempDir(), "run", "smoke", "--models", "gen", "--judge", "judge", "--questions", "1", "--out", filepath.Join(dir, "a"))
+	if r.code != exitOK || !strings.Contains(r.stdout+r.stderr, "--judge has been deprecated, use --judges") {
+		t.Fatalf("smoke --judge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if m, _ := runner.ReadManifest(filepath.Join(dir, "a")); m == nil || len(m.Models) != 2 {
+		t.Fatalf("smoke --judge: the judge was not taken: %+v", m)
+	}
+	r = halu(t, f, t.TempDir(), "run", "intent", "--models", "gen", "--judges", "judge,judge2", "--dry-run")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "this suite takes one judge") {
+		t.Fatalf("intent with two judges: exit %d: %s", r.code, r.stderr)
+	}
+	r = halu(t, f, t.TempDir(), "run", "smoke", "--models", "gen", "--judges", "judge", "--judge-format", "yaml", "--dry-run")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `--judge-format "yaml"`) {
+		t.Fatalf("smoke --judge-format yaml: exit %d: %s", r.code, r.stderr)
 	}
 }

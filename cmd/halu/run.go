@@ -121,19 +121,35 @@ func suites() []suiteDef {
 }
 
 func bindSmoke(fs *pflag.FlagSet, cfg *smoke.Config) func() error {
-	fs.StringSliceVar(&cfg.Models, "models", nil, "models under test")
-	fs.StringSliceVar(&cfg.Judges, "judges", nil, "judge models")
+	bindModels(fs, &cfg.Models, "models under test")
+	bindJudges(fs, &cfg.Judges, "judge models")
 	fs.IntVar(&cfg.Questions, "questions", cfg.Questions, "how many of the built-in questions")
 	fs.IntVar(&cfg.Seed, "seed", cfg.Seed, "sampling seed")
 	fs.Float64Var(&cfg.Temperature, "temperature", cfg.Temperature, "generation temperature")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "generation length cap (num_predict)")
-	fs.BoolVar(&cfg.Schema, "judge-schema", cfg.Schema, "constrain judge output with a JSON schema (false: free text, JSON extracted)")
-	return nil
+	format := "json"
+	if !cfg.Schema {
+		format = "text"
+	}
+	fs.StringVar(&format, "judge-format", format, "json (judge output constrained by a JSON schema) or text (free text, the verdict read from it)")
+	fs.BoolVar(&cfg.Schema, "judge-schema", cfg.Schema, "constrain judge output with a JSON schema")
+	fs.MarkDeprecated("judge-schema", "use --judge-format json|text")
+	return func() error {
+		if !fs.Changed("judge-format") {
+			return nil
+		}
+		switch format {
+		case "json", "text":
+			cfg.Schema = format == "json"
+			return nil
+		}
+		return fmt.Errorf("smoke: --judge-format %q (want json or text)", format)
+	}
 }
 
 func bindHIC(fs *pflag.FlagSet, cfg *hic.Config) func() error {
-	fs.StringSliceVar(&cfg.Models, "models", nil, "models under test")
-	fs.StringSliceVar(&cfg.Judges, "judges", nil, "judge panel (the paper averages two)")
+	bindModels(fs, &cfg.Models, "models under test")
+	bindJudges(fs, &cfg.Judges, "judge panel (the paper averages two)")
 	fs.StringSliceVar(&cfg.Strategies, "strategy", cfg.Strategies, "prompt strategies: scp, cot, rag, rcp, dhp, rcp+dhp")
 	fs.IntVar(&cfg.Answers, "answers", cfg.Answers, "answers per question")
 	fs.Float64SliceVar(&cfg.Temperatures, "temperature", cfg.Temperatures, "generation temperature(s), e.g. 1.0,0.4")
@@ -160,8 +176,8 @@ func bindHIC(fs *pflag.FlagSet, cfg *hic.Config) func() error {
 func bindIdeas(fs *pflag.FlagSet, cfg *ideas.Config) func() error {
 	var sameBase, orgs []string
 	var pairs, temp, criticTemp string
-	fs.StringSliceVar(&cfg.Models, "models", nil, "idea generators")
-	fs.StringSliceVar(&cfg.Judges, "judges", nil, "the judge panel, best first")
+	bindModels(fs, &cfg.Models, "idea generators")
+	bindJudges(fs, &cfg.Judges, "the judge panel, best first")
 	fs.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "paper (the authors' code's defaults) or halu (3 ideas, all fluency pairs, fixed temperatures, JSON critics, Final Idea extraction for every model); settings given override either")
 	fs.StringVar(&cfg.Keyword, "keywords", cfg.Keyword, "N (a seeded sample of the 1,180 keywords) or a file with one keyword per line")
 	fs.IntVar(&cfg.IdeasPerKeyword, "ideas-per-keyword", cfg.IdeasPerKeyword, "ideas per keyword and model (fluency needs 2; the authors' code: 2)")
@@ -235,7 +251,7 @@ func bindIdeas(fs *pflag.FlagSet, cfg *ideas.Config) func() error {
 }
 
 func bindHypo(fs *pflag.FlagSet, cfg *hypo.Config) func() error {
-	fs.StringSliceVar(&cfg.Models, "models", nil, "hypothesis generators")
+	bindModels(fs, &cfg.Models, "hypothesis generators")
 	fs.StringSliceVar(&cfg.Settings, "setting", cfg.Settings, "knowledge settings: parametric, kg, lit, kg+lit")
 	fs.StringVar(&cfg.Index, "index", "", "literature index directory (halu index build)")
 	fs.StringVar(&cfg.KG, "kg", "", "knowledge-graph directory (halu kg import)")
@@ -248,17 +264,25 @@ func bindHypo(fs *pflag.FlagSet, cfg *hypo.Config) func() error {
 	fs.StringSliceVar(&cfg.KnowHD, "knowhd", nil, "KnowHD sources: kg, lit, kg+lit")
 	fs.StringVar(&cfg.Verifier, "verifier", "", "model that splits claims and judges support (default: the generator)")
 	fs.Float64Var(&cfg.MinScore, "min-score", 0, "τ: keep only documents with BM25 ≥ τ for claim checks (eq. 1)")
-	fs.IntVar(&cfg.Candidates, "candidates", 0, "sampled hypotheses per item for the selection comparison (paper: 5)")
+	fs.IntVar(&cfg.Candidates, "candidates", cfg.Candidates, "sampled hypotheses per item beside the greedy one, for the selection comparison (Fig. 4; the paper: 5; 0: greedy only)")
 	fs.Float64Var(&cfg.Temperature, "candidate-temperature", cfg.Temperature, "temperature of sampled candidates")
 	fs.StringVar(&cfg.Data, "data", "", "TruthHypo-format TSV (default: the bundled 2,024 test items)")
 	fs.StringVar(&cfg.Open, "open", "", "open-ended mode: JSONL of {id, background}; 5 hypotheses each, ranked by groundedness")
 	fs.IntVar(&cfg.VerifierMaxTokens, "verifier-max-tokens", cfg.VerifierMaxTokens, "cap for entity extraction and claim decomposition replies")
-	return nil
+	fs.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "paper (the authors' code's values) or halu (textbook BM25, KG chains ranked by support); settings given override either")
+	fs.StringVar(&cfg.BM25, "bm25", cfg.BM25, "BM25 parameters: pyserini (k1 0.9, b 0.4: the authors' retriever) or textbook (k1 1.2, b 0.75); τ is on this scale")
+	fs.StringVar(&cfg.KGChains, "kg-chains", cfg.KGChains, "which 32 KG lines are shown: sampled (a seeded random sample of the chains, the authors' code) or ranked (by supporting articles)")
+	return func() error {
+		if fs.Changed("protocol") {
+			return hypo.ApplyProtocol(cfg, fs.Changed)
+		}
+		return nil
+	}
 }
 
 func bindIntent(fs *pflag.FlagSet, cfg *intent.Config) func() error {
-	fs.StringSliceVar(&cfg.Models, "models", nil, "models under test")
-	fs.StringVar(&cfg.Judge, "judge", "", "judge model: maps constraints, scores them, rates the baseline, checks facts")
+	bindModels(fs, &cfg.Models, "models under test")
+	judge := bindOneJudge(fs, "intent", &cfg.Judge, "judge model: maps constraints, scores them, rates the baseline, checks facts")
 	fs.StringVar(&cfg.Data, "data", "", "FaithQA-format JSONL (default: the bundled sample; see halu intent make)")
 	fs.StringSliceVar(&cfg.Tasks, "tasks", nil, "task types to keep: factqa, story, poem, response_eval, relationship, summary")
 	fs.IntVar(&cfg.Limit, "limit", 0, "items per task (0: all): a seeded random sample keeping the task's difficulty shares, listed in the manifest")
@@ -273,10 +297,57 @@ func bindIntent(fs *pflag.FlagSet, cfg *intent.Config) func() error {
 	fs.Float64Var(&cfg.BaselineTemperature, "baseline-temperature", cfg.BaselineTemperature, "baseline sampling temperature")
 	fs.IntVar(&cfg.FactSamples, "fact-samples", cfg.FactSamples, "independent fact checks of Fact QA responses (0: none)")
 	fs.Float64Var(&cfg.FactTemperature, "fact-temperature", cfg.FactTemperature, "fact-check sampling temperature")
-	fs.StringVar(&cfg.JudgeFormat, "judge-format", cfg.JudgeFormat, "json (one structured verdict per constraint) or text (Table 7's X/Y ratios)")
+	fs.StringVar(&cfg.JudgeFormat, "judge-format", cfg.JudgeFormat, "text (the paper: Tables 6 and 7, reasoning then a START: listing of X/Y ratios) or json (one structured verdict per constraint)")
 	fs.IntVar(&cfg.JudgeMaxTokens, "judge-max-tokens", cfg.JudgeMaxTokens, "judge reply cap")
-	fs.BoolVar(&cfg.CodeChecks, "code-checks", cfg.CodeChecks, "let code decide countable constraints (word/line/stanza counts, required or forbidden words)")
-	return nil
+	fs.BoolVar(&cfg.CodeChecks, "code-checks", cfg.CodeChecks, "let code decide countable constraints (word/line/stanza counts, required or forbidden words); the paper's judge decides all")
+	fs.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "paper (text judges that reason first, the judge decides every constraint) or halu (JSON judges, code checks); settings given override either")
+	return func() error {
+		if err := judge(); err != nil {
+			return err
+		}
+		if fs.Changed("protocol") {
+			return intent.ApplyProtocol(cfg, fs.Changed)
+		}
+		return nil
+	}
+}
+
+// unknownSuite is the usage error for a suite name halu does not have,
+// with the nearest names.
+func unknownSuite(name string) error {
+	var names, near []string
+	for _, s := range suites() {
+		names = append(names, s.name)
+		if d := editDistance(strings.ToLower(name), s.name); d <= 2 || strings.HasPrefix(s.name, strings.ToLower(name)) {
+			near = append(near, s.name)
+		}
+	}
+	hint := ""
+	if len(near) > 0 {
+		hint = fmt.Sprintf(" — did you mean %s?", strings.Join(near, " or "))
+	}
+	return usagef("unknown suite %q%s (suites: %s)", name, hint, strings.Join(names, ", "))
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func findSuite(name string) (suiteDef, bool) {
@@ -294,7 +365,13 @@ func newRunCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run SUITE [flags] | run --resume DIR",
 		Short: "Run a benchmark suite, or resume an interrupted run",
-		Args:  cobra.NoArgs,
+		// A word that is no suite is one misspelt: say which it may be.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownSuite(args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if resume == "" {
 				return usagef("run: name a suite (halu run smoke …) or --resume DIR")
@@ -306,6 +383,15 @@ func newRunCmd(g *globals) *cobra.Command {
 			return resumeDir(cmd, g, resume, gates)
 		},
 	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// "halu run hci --models x": the suite's name, not its flags, is wrong.
+		if a := c.Flags().Args(); len(a) > 0 {
+			if _, ok := findSuite(a[0]); !ok {
+				return unknownSuite(a[0])
+			}
+		}
+		return usageError{err}
+	})
 	cmd.PersistentFlags().StringVar(&resume, "resume", "", "resume the run in DIR: skip completed items, redo the rest, with the run's own settings")
 	rc.bind(cmd.PersistentFlags())
 	for _, def := range suites() {
@@ -337,7 +423,7 @@ func newRunCmd(g *globals) *cobra.Command {
 			if out == "" {
 				out = filepath.Join("runs", def.name+"-"+time.Now().Format("20060102-150405"))
 			}
-			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd)}, gates)
+			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd), Invocation: os.Args[1:]}, gates)
 		}
 		cmd.AddCommand(sub)
 	}
@@ -375,7 +461,7 @@ func resumeRun(cmd *cobra.Command, g *globals, dir string, m *runner.Manifest, r
 	if err != nil {
 		return fmt.Errorf("run %s: config: %w", dir, err)
 	}
-	return execute(cmd, g, s, runner.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: m.Config, Rerun: rerun, Flags: m.Flags}, gates)
+	return execute(cmd, g, s, runner.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: m.Config, Rerun: rerun, Flags: m.Flags, Invocation: os.Args[1:]}, gates)
 }
 
 // execute runs s and applies the quality gates to its summary: exit 1 for

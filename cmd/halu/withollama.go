@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,6 +56,14 @@ stops the server when COMMAND ends, fails or is interrupted. Used by make e2e an
 			c.Env = append(os.Environ(), "OLLAMA_HOST="+srv.Host)
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, g.stdout, g.stderr
 			if err := c.Run(); err != nil {
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					code := ee.ExitCode()
+					if code < 0 { // killed by a signal
+						code = exitInterrupted
+					}
+					return childExit{fmt.Errorf("with-ollama: %s: %w", args[0], err), code}
+				}
 				return fmt.Errorf("with-ollama: %s: %w", args[0], err)
 			}
 			return nil

@@ -59,7 +59,7 @@ func New(cfg Config) (*Suite, error) {
 			return nil, fmt.Errorf("cfaith: format %q (want generative, choice, truefalse)", f)
 		}
 		if f == "generative" && cfg.Judge == "" {
-			return nil, errors.New("cfaith: the generative format needs --judge")
+			return nil, errors.New("cfaith: the generative format needs --judges (one judge model)")
 		}
 	}
 	ds, info, err := ReadDataset(cfg.Data)

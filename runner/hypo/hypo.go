@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -56,7 +57,7 @@ func blocks(name string) []string {
 type Prompts struct {
 	System      string            // "You are a scientist. …generate a scientific hypothesis…"
 	User        map[string]string // per setting
-	Extract     string            // entity extraction from the background (agent_kg)
+	Extract     map[string]string // entity extraction from the background, per KG setting
 	VerifySys   map[string]string // per KnowHD source
 	Verify      map[string]string
 	Decompose   string // "### Statement {claims} Summarize the statement as a list of claims…"
@@ -66,11 +67,13 @@ type Prompts struct {
 // LoadPrompts reads the embedded templates. Messages are assembled as the
 // authors' base agent does: the system block, then one user message.
 func LoadPrompts() Prompts {
-	p := Prompts{User: map[string]string{}, VerifySys: map[string]string{}, Verify: map[string]string{}}
+	p := Prompts{User: map[string]string{}, Extract: map[string]string{}, VerifySys: map[string]string{}, Verify: map[string]string{}}
 	cot, kg, rag, ragkg := blocks("agent_cot.txt"), blocks("agent_kg.txt"), blocks("agent_rag.txt"), blocks("agent_rag_kg.txt")
 	p.System = cot[0]
 	p.User["parametric"], p.User["kg"], p.User["lit"], p.User["kg+lit"] = cot[1], kg[1], rag[1], ragkg[1]
-	p.Extract = kg[2]
+	// Each agent asks with its own wording: "from the user input" (kg.py),
+	// "from the background statement" (rag_kg.py).
+	p.Extract["kg"], p.Extract["kg+lit"] = kg[2], ragkg[2]
 	vk, vl, vkl := blocks("verifier_kg_verifier.txt"), blocks("verifier_rag_verifier.txt"), blocks("verifier_rag_kg_verifier.txt")
 	p.VerifySys["kg"], p.VerifySys["lit"], p.VerifySys["kg+lit"] = vk[0], vl[0], vkl[0]
 	p.Verify["kg"], p.Verify["lit"], p.Verify["kg+lit"] = vk[1], vl[1], vkl[1]
@@ -250,22 +253,114 @@ type Config struct {
 	Open        string  `json:"open,omitempty"` // open-ended backgrounds (§5)
 	// VerifierMaxTokens caps entity extraction and claim decomposition.
 	VerifierMaxTokens int `json:"verifier_max_tokens"`
+	// Protocol is runner.ProtocolPaper (the default: the authors' code's
+	// values) or runner.ProtocolHalu (textbook BM25, KG chains ranked by
+	// their supporting articles).
+	Protocol string `json:"protocol"`
+	// BM25 is "pyserini" (k1 0.9, b 0.4: the authors' retriever) or
+	// "textbook" (k1 1.2, b 0.75); τ (MinScore) is on this scale.
+	BM25 string `json:"bm25,omitempty"`
+	// KGChains is how the 32 KG lines are chosen among the chains found:
+	// "sampled" (a seeded random sample, as the authors' code) or
+	// "ranked" (by supporting articles).
+	KGChains string `json:"kg_chains,omitempty"`
 }
 
-// DefaultConfig has the authors' parameters.
-func DefaultConfig() Config {
-	return Config{Settings: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
-		Seed: 0, MaxTokens: 1024, Temperature: 0.7, VerifierMaxTokens: 512, Sample: "stratified"}
+// PaperConfig has the authors' parameters: the PMID cutoff 36600000, the
+// generation cap 2,048 (their call_llm's max_new_tokens), five sampled
+// candidates beside the greedy hypothesis (§4.4), pyserini's BM25, KG
+// chains sampled.
+func PaperConfig() Config {
+	return Config{Protocol: runner.ProtocolPaper, Settings: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
+		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 512, Sample: "stratified", BM25: "pyserini", KGChains: "sampled"}
+}
+
+// DefaultConfig is the paper's protocol.
+func DefaultConfig() Config { return PaperConfig() }
+
+// ApplyProtocol sets cfg.Protocol's values of the settings not given
+// (given reports whether a flag was): halu's are textbook BM25 and KG
+// chains ranked by support.
+func ApplyProtocol(cfg *Config, given func(flag string) bool) error {
+	p := PaperConfig()
+	vals := map[string]func(){}
+	switch cfg.Protocol {
+	case runner.ProtocolPaper:
+		vals["bm25"] = func() { cfg.BM25 = p.BM25 }
+		vals["kg-chains"] = func() { cfg.KGChains = p.KGChains }
+	case runner.ProtocolHalu:
+		vals["bm25"] = func() { cfg.BM25 = "textbook" }
+		vals["kg-chains"] = func() { cfg.KGChains = "ranked" }
+	default:
+		return fmt.Errorf("hypo: --protocol %q (want paper or halu)", cfg.Protocol)
+	}
+	runner.ApplyDefaults(given, vals)
+	return nil
+}
+
+// protocolSettings are the settings the authors' code fixes.
+var protocolSettings = []runner.ProtocolSetting{
+	{Key: "max_pmid", Flag: "max-pmid"}, {Key: "max_tokens", Flag: "max-tokens"}, {Key: "candidates", Flag: "candidates"},
+	{Key: "bm25", Flag: "bm25"}, {Key: "kg_chains", Flag: "kg-chains"},
+}
+
+// Protocol is the protocol the run's defaults followed.
+func (s *Suite) Protocol() string { return s.cfg.Protocol }
+
+// Departures are the run's settings that differ from the authors' code.
+// Retrieval settings count only when a setting retrieves.
+func (s *Suite) Departures() []runner.Departure {
+	kg, lit := false, false
+	for _, st := range append(append([]string(nil), s.cfg.Settings...), s.cfg.KnowHD...) {
+		kg, lit = kg || strings.Contains(st, "kg"), lit || strings.Contains(st, "lit")
+	}
+	var out []runner.Departure
+	for _, d := range runner.Departures(PaperConfig(), s.cfg, protocolSettings) {
+		if d.Setting == "bm25" && !lit || d.Setting == "kg-chains" && !kg {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// Assumptions are the values the paper and the prompts README leave open.
+func (s *Suite) Assumptions() []runner.Assumption {
+	var out []runner.Assumption
+	if s.cfg.Candidates > 0 || s.cfg.Open != "" {
+		out = append(out, runner.Assumption{Setting: "candidate-temperature", Value: fmt.Sprint(s.cfg.Temperature),
+			Why: "the authors' code samples candidates at a temperature above 0 it does not record"})
+	}
+	if len(s.cfg.KnowHD) > 0 {
+		out = append(out, runner.Assumption{Setting: "verifier-max-tokens", Value: fmt.Sprint(s.cfg.VerifierMaxTokens),
+			Why: "the verifier's reply cap is not recorded"})
+		for _, k := range s.cfg.KnowHD {
+			if strings.Contains(k, "lit") {
+				out = append(out, runner.Assumption{Setting: "min-score", Value: fmt.Sprint(s.cfg.MinScore),
+					Why: "eq. 1's τ is not printed"})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// bm25 is the run's BM25 parameters.
+func (s *Suite) bm25() index.BM25Params {
+	if s.cfg.BM25 == "pyserini" {
+		return index.PyseriniBM25
+	}
+	return index.TextbookBM25
 }
 
 // Retrieval sizes from the authors' code.
 const (
-	litK      = 32  // documents shown to the hypothesis agent
-	maxChains = 32  // KG chains shown
-	maxHops   = 2   // chain length
-	claimK    = 8   // documents per claim
-	edgeK     = 100 // KG edges per claim (seeded sample above)
-	maxClaims = 10  // the code checks the last 10 claims
+	litK       = 32  // documents shown to the hypothesis agent
+	maxKGEdges = 32  // KG lines shown (max_n_edges)
+	maxHops    = 2   // chain length
+	claimK     = 8   // documents per claim
+	edgeK      = 100 // KG edges per claim (seeded sample above)
+	maxClaims  = 10  // the code checks the last 10 claims
 	// verifyMaxTokens caps a support verdict ({"groundness": 1}).
 	verifyMaxTokens = 16
 )
@@ -316,6 +411,15 @@ func New(cfg Config) (*Suite, error) {
 		return nil, errors.New("hypo: a lit setting needs --index DIR (build one with `halu index build`)")
 	}
 	s := &Suite{cfg: cfg, prompts: LoadPrompts()}
+	if err := runner.CheckProtocol("hypo", &s.cfg.Protocol); err != nil {
+		return nil, err
+	}
+	if err := runner.CheckChoice("hypo", "bm25", &s.cfg.BM25, "textbook", "pyserini", "textbook"); err != nil {
+		return nil, err
+	}
+	if err := runner.CheckChoice("hypo", "kg-chains", &s.cfg.KGChains, "ranked", "sampled", "ranked"); err != nil {
+		return nil, err
+	}
 	if cfg.Open != "" {
 		b, err := os.ReadFile(cfg.Open)
 		if err != nil {
@@ -348,7 +452,8 @@ func New(cfg Config) (*Suite, error) {
 		}
 		want[rt] = true
 	}
-	// A run made before the setting took the first rows.
+	// A run made before a setting existed did as its empty value says:
+	// the first rows, textbook BM25, chains ranked.
 	if err := runner.CheckChoice("hypo", "sample", &s.cfg.Sample, "first", "stratified", "first"); err != nil {
 		return nil, err
 	}
@@ -442,7 +547,9 @@ func (s *Suite) Prompts() map[string]runner.PromptInfo {
 		add("verify_"+k, v)
 		add("verify_system_"+k, s.prompts.VerifySys[k])
 	}
-	add("extract_entities", s.prompts.Extract)
+	for k, v := range s.prompts.Extract {
+		add("extract_entities_"+k, v)
+	}
 	add("decompose_claims", s.prompts.Decompose)
 	add("claim_entities", s.prompts.ClaimEntity)
 	return out
@@ -516,6 +623,10 @@ type Knowledge struct {
 	Entities []string `json:"entities,omitempty"`
 	Nodes    []string `json:"nodes,omitempty"`
 	Edges    []string `json:"edges,omitempty"`
+	// KGSource is where the KG lines came from: "chains" between the
+	// nodes, or "nodes" (no chain linked any two: the nodes' own edges,
+	// the authors' fallback).
+	KGSource string `json:"kg_source,omitempty"`
 	// Fit is what of the retrieved knowledge the prompt held.
 	Fit Fit `json:"fit"`
 }
@@ -616,14 +727,14 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 	var hits []index.Hit
 	if strings.Contains(p.setting, "lit") {
 		var err error
-		hits, err = s.lit.Search(ctx, background, index.SearchOptions{K: litK, BelowPMID: s.cfg.BelowPMID})
+		hits, err = s.lit.Search(ctx, background, index.SearchOptions{K: litK, BelowPMID: s.cfg.BelowPMID, BM25: s.bm25()})
 		if err != nil {
 			return nil, err
 		}
 	}
 	var edges []string
 	if strings.Contains(p.setting, "kg") {
-		ents, err := s.entities(ctx, c, p.model, fill(s.prompts.Extract, map[string]string{"background": background}))
+		ents, err := s.entities(ctx, c, p.model, fill(s.prompts.Extract[p.setting], map[string]string{"background": background}))
 		if err != nil {
 			return nil, err
 		}
@@ -639,7 +750,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 			}
 		}
 		res.Knowledge.Nodes = nodes
-		edges, err = s.chainEdges(nodes)
+		edges, res.Knowledge.KGSource, err = s.kgKnowledge(nodes, background)
 		if err != nil {
 			return nil, err
 		}
@@ -887,35 +998,75 @@ func EdgeSentence(kg *index.KG, e index.Edge) string {
 	return fmt.Sprintf("%s %s (%s) has the relation %q with %s %s (%s)", xt, xn, xi, e.Relation, yt, yn, yi)
 }
 
-// chainEdges renders the edges of up to 32 chains of at most 2 hops between
-// every pair of nodes, each edge once, best-supported chains first.
-func (s *Suite) chainEdges(nodes []string) ([]string, error) {
+// kgKnowledge renders the KG knowledge shown for nodes (the authors'
+// max_n_edges 32, max_depth 2): the edges of the chains of at most 2 hops
+// between any two nodes, each edge once, at most 32; when no chain links
+// any two, the nodes' own edges (the authors' per-node fallback). Chains
+// and fallback edges are taken in a random order seeded by the run's seed
+// and key (kg-chains sampled, as the authors' code) or by supporting
+// articles (ranked). It returns the lines and their source ("chains",
+// "nodes", or "" for none).
+func (s *Suite) kgKnowledge(nodes []string, key string) ([]string, string, error) {
+	rng := rand.New(rand.NewPCG(uint64(s.cfg.Seed), fnv64(key)))
 	var chains []index.Chain
 	for i := 0; i < len(nodes); i++ {
 		for j := i + 1; j < len(nodes); j++ {
-			cs, err := s.kg.Chains(nodes[i], nodes[j], maxHops, maxChains, s.cfg.BelowPMID)
+			limit := maxKGEdges
+			if s.cfg.KGChains == "sampled" {
+				limit = 0 // all, to sample from
+			}
+			cs, err := s.kg.Chains(nodes[i], nodes[j], maxHops, limit, s.cfg.BelowPMID)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			chains = append(chains, cs...)
 		}
 	}
-	sort.SliceStable(chains, func(a, b int) bool { return chains[a].Support > chains[b].Support })
-	if len(chains) > maxChains {
-		chains = chains[:maxChains]
-	}
 	var out []string
 	seen := map[string]bool{}
-	for _, ch := range chains {
-		for _, e := range ch.Edges {
-			line := EdgeSentence(s.kg, e)
-			if !seen[line] {
+	add := func(es []index.Edge) {
+		for _, e := range es {
+			if line := EdgeSentence(s.kg, e); !seen[line] && len(out) < maxKGEdges {
 				seen[line] = true
 				out = append(out, line)
 			}
 		}
 	}
-	return out, nil
+	if len(chains) > 0 {
+		if s.cfg.KGChains == "sampled" {
+			rng.Shuffle(len(chains), func(a, b int) { chains[a], chains[b] = chains[b], chains[a] })
+		} else {
+			sort.SliceStable(chains, func(a, b int) bool { return chains[a].Support > chains[b].Support })
+		}
+		for _, ch := range chains {
+			add(ch.Edges)
+		}
+		return out, "chains", nil
+	}
+	var own []index.Edge
+	for _, n := range nodes {
+		es, err := s.kg.Incident(n, s.cfg.BelowPMID, 0)
+		if err != nil {
+			return nil, "", err
+		}
+		own = append(own, es...)
+	}
+	if len(own) == 0 {
+		return nil, "", nil
+	}
+	if s.cfg.KGChains == "sampled" {
+		rng.Shuffle(len(own), func(a, b int) { own[a], own[b] = own[b], own[a] })
+	} else {
+		sort.SliceStable(own, func(a, b int) bool { return len(own[a].PMIDs) > len(own[b].PMIDs) })
+	}
+	add(own)
+	return out, "nodes", nil
+}
+
+func fnv64(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
 }
 
 var (
@@ -966,7 +1117,7 @@ func (s *Suite) knowHD(ctx context.Context, c *runner.Calls, model, output, src 
 		var hits []index.Hit
 		if strings.Contains(src, "lit") {
 			var err error
-			hits, err = s.lit.Search(ctx, claim, index.SearchOptions{K: claimK, MinScore: s.cfg.MinScore, BelowPMID: s.cfg.BelowPMID})
+			hits, err = s.lit.Search(ctx, claim, index.SearchOptions{K: claimK, MinScore: s.cfg.MinScore, BelowPMID: s.cfg.BelowPMID, BM25: s.bm25()})
 			if err != nil {
 				return nil, err
 			}

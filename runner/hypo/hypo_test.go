@@ -399,17 +399,21 @@ func TestCoverage(t *testing.T) {
 	rs := []Result{
 		{Greedy: h, Knowledge: Knowledge{Edges: []string{"e"}, PMIDs: []uint64{1}, Fit: Fit{DocsKept: 1, DocsDropped: 31, EdgesKept: 1}}},
 		{Greedy: h, Knowledge: Knowledge{PMIDs: []uint64{2}, Fit: Fit{DocsKept: 2}}},
+		{Greedy: h, Knowledge: Knowledge{Edges: []string{"n"}, KGSource: "nodes", Fit: Fit{EdgesKept: 1}}},
+		{Greedy: h},
 		{Greedy: h},
 	}
 	if coverage("parametric", rs) != nil {
 		t.Error("parametric has no coverage row")
 	}
 	c := coverage("kg+lit", rs)
-	if strings.Join(c.row, "|") != "kg+lit|3|1 (33%)|2 (67%)|1.0 of up to 32|1|0" || len(c.notes) != 2 ||
-		!strings.Contains(strings.Join(c.notes, "\n"), "only 1 of 3 items had a KG chain") || !strings.Contains(strings.Join(c.notes, "\n"), "1 of 3 items had retrieved knowledge left out") {
+	notes := strings.Join(c.notes, "\n")
+	if strings.Join(c.row, "|") != "kg+lit|5|2 (40%)|1 (20%)|2 (40%)|0.6 of up to 32|1|0" || len(c.notes) != 3 ||
+		!strings.Contains(notes, "only 2 of 5 items had KG knowledge") || !strings.Contains(notes, "only 2 of 5 items had a retrieved document") ||
+		!strings.Contains(notes, "1 of 5 items had retrieved knowledge left out") {
 		t.Fatalf("coverage %+v", c)
 	}
-	if c := coverage("kg", rs); strings.Join(c.row, "|") != "kg|3|1 (33%)|–|–|1|0" {
+	if c := coverage("kg", rs); strings.Join(c.row, "|") != "kg|5|2 (40%)|1 (20%)|–|–|1|0" {
 		t.Fatalf("kg coverage %+v", c)
 	}
 }
@@ -492,5 +496,121 @@ func TestUnparseableIsUnscored(t *testing.T) {
 	}
 	if c := coverage("lit", []Result{{}}); strings.Join(c.row[:4], "|") != "lit|0|–|–" {
 		t.Errorf("coverage of nothing: %v", c.row)
+	}
+}
+
+// Default flags are the authors' values: no departures. A retrieval
+// setting's parameters count only when a setting retrieves; --protocol
+// halu departs in BM25 and KG chain choice; values the paper leaves open
+// are named as assumptions.
+func TestProtocolDepartures(t *testing.T) {
+	names := func(deps []runner.Departure) string {
+		var out []string
+		for _, d := range deps {
+			out = append(out, d.String())
+		}
+		return strings.Join(out, "; ")
+	}
+	cfg := DefaultConfig()
+	cfg.Models = []string{"m"}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Protocol() != runner.ProtocolPaper || len(s.Departures()) != 0 || s.cfg.MaxTokens != 2048 || s.cfg.Candidates != 5 || s.bm25() != index.PyseriniBM25 {
+		t.Fatalf("default: %s %v, config %+v", s.Protocol(), s.Departures(), s.cfg)
+	}
+	if a := s.Assumptions(); len(a) != 1 || a[0].Setting != "candidate-temperature" {
+		t.Errorf("assumptions %v", a)
+	}
+	// halu's protocol on the parametric setting retrieves nothing: no departure.
+	cfg.Protocol = runner.ProtocolHalu
+	if err := ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := New(cfg); len(s.Departures()) != 0 {
+		t.Errorf("halu, parametric: %s", names(s.Departures()))
+	}
+	cfg.Settings, cfg.KG, cfg.Index = []string{"kg+lit"}, "kg", "ix"
+	s, _ = New(cfg)
+	if got := names(s.Departures()); got != "--bm25 textbook (paper: pyserini); --kg-chains ranked (paper: sampled)" {
+		t.Errorf("halu, kg+lit: %s", got)
+	}
+	// A flag given keeps its value under either protocol.
+	cfg = DefaultConfig()
+	cfg.Models, cfg.Protocol, cfg.Candidates, cfg.MaxTokens = []string{"m"}, runner.ProtocolHalu, 0, 1024
+	ApplyProtocol(&cfg, func(f string) bool { return f == "bm25" })
+	s, _ = New(cfg)
+	if got := names(s.Departures()); got != "--max-tokens 1024 (paper: 2048); --candidates 0 (paper: 5)" || s.cfg.BM25 != "pyserini" {
+		t.Errorf("given flags: %s, bm25 %s", got, s.cfg.BM25)
+	}
+	// A run recorded before the settings existed keeps its behaviour.
+	var old Config
+	json.Unmarshal([]byte(`{"models":["m"],"settings":["lit"],"index":"ix","tasks":["chem-gene"],"max_tokens":1024}`), &old)
+	s, _ = New(old)
+	if s.cfg.BM25 != "textbook" || s.cfg.KGChains != "ranked" || s.cfg.Protocol != runner.ProtocolPaper {
+		t.Errorf("old run: %+v", s.cfg)
+	}
+}
+
+// Each agent asks for entities in its own words: kg.py "from the user
+// input", rag_kg.py "from the background statement".
+func TestEntityPromptPerSetting(t *testing.T) {
+	p := LoadPrompts()
+	if !strings.HasPrefix(p.Extract["kg"], "### User Input\n{background}") || !strings.Contains(p.Extract["kg"], "from the user input") {
+		t.Errorf("kg: %q", p.Extract["kg"])
+	}
+	if !strings.HasPrefix(p.Extract["kg+lit"], "### Background\n{background}") || !strings.Contains(p.Extract["kg+lit"], "from the background statement") {
+		t.Errorf("kg+lit: %q", p.Extract["kg+lit"])
+	}
+}
+
+// KG knowledge: chains between the nodes when any links two of them, each
+// edge once, at most 32 lines; otherwise the nodes' own edges (the
+// authors' fallback). "ranked" keeps the best-supported, "sampled" a
+// random sample fixed by the seed and the item.
+func TestKGKnowledge(t *testing.T) {
+	dir := t.TempDir()
+	var rel strings.Builder
+	// Hub A: 40 neighbours N1…N40, neighbour Ni supported by i articles.
+	pmid := 1
+	for i := 1; i <= 40; i++ {
+		for j := 0; j < i; j++ {
+			fmt.Fprintf(&rel, "%d\tAssociation\tGene|A\tGene|N%d\n", pmid, i)
+			pmid++
+		}
+	}
+	// B — N1 links B to A in two hops; Z is linked to nothing but Y.
+	fmt.Fprintf(&rel, "%d\tAssociation\tGene|B\tGene|N1\n", pmid)
+	fmt.Fprintf(&rel, "%d\tAssociation\tGene|Z\tGene|Y\n", pmid+1)
+	f := filepath.Join(dir, "rel")
+	os.WriteFile(f, []byte(rel.String()), 0o644)
+	kg, _ := index.OpenKG(filepath.Join(dir, "kg"), true)
+	if _, err := kg.Import(context.Background(), []string{f}); err != nil {
+		t.Fatal(err)
+	}
+	defer kg.Close()
+	s := &Suite{cfg: PaperConfig(), kg: kg}
+	s.cfg.BelowPMID = 0
+
+	lines, src, err := s.kgKnowledge([]string{"Gene|A", "Gene|B"}, "q1")
+	if err != nil || src != "chains" || len(lines) != 2 {
+		t.Fatalf("A–B: %s %q %v", src, lines, err)
+	}
+	// A and Z: no chain; the fallback shows 32 of the 41 own edges.
+	s.cfg.KGChains = "ranked"
+	ranked, src, _ := s.kgKnowledge([]string{"Gene|A", "Gene|Z"}, "q1")
+	if src != "nodes" || len(ranked) != 32 || !strings.Contains(ranked[0], "(N40)") || strings.Contains(strings.Join(ranked, "\n"), "(N1)") {
+		t.Fatalf("ranked fallback: %s %d lines, first %q", src, len(ranked), ranked[0])
+	}
+	s.cfg.KGChains = "sampled"
+	a, _, _ := s.kgKnowledge([]string{"Gene|A", "Gene|Z"}, "q1")
+	b, _, _ := s.kgKnowledge([]string{"Gene|A", "Gene|Z"}, "q1")
+	c, _, _ := s.kgKnowledge([]string{"Gene|A", "Gene|Z"}, "q2")
+	if len(a) != 32 || strings.Join(a, "\n") != strings.Join(b, "\n") || strings.Join(a, "\n") == strings.Join(c, "\n") || strings.Join(a, "\n") == strings.Join(ranked, "\n") {
+		t.Fatalf("sampled: not a fixed sample per item, or the ranked one")
+	}
+	if lines, src, _ := s.kgKnowledge([]string{"Gene|Q"}, "q1"); src != "" || lines != nil {
+		t.Fatalf("unknown node: %s %q", src, lines)
 	}
 }

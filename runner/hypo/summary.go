@@ -58,7 +58,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		Columns: []string{"LLM", "Knowledge", "Chem&Gene F1", "Chem&Gene Acc", "Dis&Gene F1", "Dis&Gene Acc", "Gene&Gene F1", "Gene&Gene Acc", "Avg F1 (mean of tasks)", "Avg Acc (over items)", "unparseable (unscored)"}}
 	tpr := runner.Table{Title: "Link-level precision and recall (%) (paper appendix)", Columns: []string{"LLM", "Knowledge", "task", "precision", "recall", "F1", "items"}}
 	tcov := runner.Table{Title: "Knowledge coverage per setting: items whose prompt held any KG chain, any retrieved document",
-		Columns: []string{"LLM", "Knowledge", "items", "with KG knowledge", "with documents", "documents kept (mean)", "items with documents or KG lines dropped to fit the window", "prompts over the window anyway"}}
+		Columns: []string{"LLM", "Knowledge", "items", "with KG knowledge", "of which from chains", "with documents", "documents kept (mean)", "items with documents or KG lines dropped to fit the window", "prompts over the window anyway"}}
 	var covNotes []string
 	t3 := runner.Table{Title: "TruthHypo Table 3 layout: KnowHD groundedness (%) of greedy hypotheses, per task and pooled", Columns: []string{"LLM", "Knowledge", "task", "KnowHD source", "groundedness", "hypotheses scored", "claims", "claims supported", "claim-list fallbacks"}}
 	f3 := runner.Table{Title: "Fig. 3 data: accuracy by groundedness level (levels of width 0.1 holding ≥ 10 hypotheses)", Columns: []string{"LLM", "Knowledge", "source", "groundedness", "accuracy", "hypotheses"}}
@@ -242,8 +242,8 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		sum.Tables = append(sum.Tables, f4)
 	}
 	sum.Notes = append(sum.Notes,
-		fmt.Sprintf("Knowledge below PMID %d (strictly); literature: BM25 top %d for the question, %d per claim (τ = %g); KG: chains of ≤ %d hops, ≤ %d chains; ≤ %d edges per claim; the last %d claims are checked.",
-			s.cfg.BelowPMID, litK, claimK, s.cfg.MinScore, maxHops, maxChains, edgeK, maxClaims),
+		fmt.Sprintf("Knowledge below PMID %d (strictly); literature: BM25 (%s, %s) top %d for the question, %d per claim (τ = %g); KG: ≤ %d lines from chains of ≤ %d hops (%s), or the nodes' own edges when no chain links them; ≤ %d edges per claim; the last %d claims are checked. KG nodes are found by exact id, then by name.",
+			s.cfg.BelowPMID, s.cfg.BM25, s.bm25(), litK, claimK, s.cfg.MinScore, maxKGEdges, maxHops, s.cfg.KGChains, edgeK, maxClaims),
 		"An answer whose hypothesis names none or several of the task's labels (or negates its relation) is unparseable: unscored — counted in its column, left out of F1 and accuracy, never read as wrong or as \"no link\". Majority vote ties go to the label listed first in the question.")
 	return sum, nil
 }
@@ -327,7 +327,7 @@ func coverage(setting string, rs []Result) *coverageRow {
 	if !kg && !lit {
 		return nil
 	}
-	n, withKG, withDocs, dropped, overflow := 0, 0, 0, 0, 0
+	n, withKG, withChains, withDocs, dropped, overflow := 0, 0, 0, 0, 0, 0
 	var kept []float64
 	for _, r := range rs {
 		if r.Greedy == nil {
@@ -344,6 +344,9 @@ func coverage(setting string, rs []Result) *coverageRow {
 		}
 		if len(r.Knowledge.Edges) > 0 {
 			withKG++
+			if r.Knowledge.KGSource != "nodes" {
+				withChains++
+			}
 		}
 		if len(r.Knowledge.PMIDs) > 0 {
 			withDocs++
@@ -359,7 +362,7 @@ func coverage(setting string, rs []Result) *coverageRow {
 	if lit && n > 0 {
 		meanKept = fmt.Sprintf("%.1f of up to %d", metrics.Mean(kept), litK)
 	}
-	c := &coverageRow{row: []string{setting, fmt.Sprint(n), cell(kg, withKG), cell(lit, withDocs), meanKept, fmt.Sprint(dropped), fmt.Sprint(overflow)}}
+	c := &coverageRow{row: []string{setting, fmt.Sprint(n), cell(kg, withKG), cell(kg, withChains), cell(lit, withDocs), meanKept, fmt.Sprint(dropped), fmt.Sprint(overflow)}}
 	if dropped > 0 {
 		c.notes = append(c.notes, fmt.Sprintf("setting %s: %d of %d items had retrieved knowledge left out to fit the model's context window (the paper shows %d documents); raise --num-ctx to keep it", setting, dropped, n, litK))
 	}
@@ -370,7 +373,7 @@ func coverage(setting string, rs []Result) *coverageRow {
 		on   bool
 		k    int
 		what string
-	}{{kg, withKG, "a KG chain"}, {lit, withDocs, "a retrieved document"}} {
+	}{{kg, withKG, "KG knowledge (a chain or the nodes' own edges)"}, {lit, withDocs, "a retrieved document"}} {
 		if x.on && n > 0 && metrics.Ratio(x.k, n) < lowCoverage {
 			c.notes = append(c.notes, fmt.Sprintf("setting %s: only %d of %d items had %s in the prompt; its row mostly measures the model without that knowledge, not the knowledge's help", setting, x.k, n, x.what))
 		}

@@ -145,9 +145,16 @@ func normalize(s string) string {
 // mappingSchema is the structured form of Table 6's final listing, used
 // when the judge format is json: the same content (constraints with
 // priority, component and text, or a request for missing content) in a
-// shape a grammar can enforce.
-const mappingSchema = `{"type":"object","properties":{` +
-	`"constraints":{"type":"array","maxItems":8,"items":{"type":"object","properties":{` +
+// shape a grammar can enforce. The list is capped at maxMapped, above the
+// most a query has by the paper's count (Appendix G.1: 2–6 mandatory, 0–3
+// important, 0–2 optional): without a cap, a judge that never closes the
+// array under the grammar loops until its reply cap. Mappings that reach
+// it are counted in the summary.
+// maxMapped is the structured mapping's constraint cap.
+const maxMapped = 12
+
+var mappingSchema = `{"type":"object","properties":{` +
+	`"constraints":{"type":"array","maxItems":` + strconv.Itoa(maxMapped) + `,"items":{"type":"object","properties":{` +
 	`"priority":{"type":"string","enum":["mandatory","important","optional"]},` +
 	`"component":{"type":"string","enum":["Location","Time","Subject","Action","Qualifiers","Quantity","Other"]},` +
 	`"text":{"type":"string","minLength":3,"maxLength":160}},"required":["priority","component","text"]}},` +

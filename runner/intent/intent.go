@@ -84,13 +84,80 @@ type Config struct {
 	JudgeMaxTokens int    `json:"judge_max_tokens"`
 	// CodeChecks lets code decide countable constraints (countable.go).
 	CodeChecks bool `json:"code_checks"`
+	// Protocol is runner.ProtocolPaper (the default) or
+	// runner.ProtocolHalu (JSON judges, code checks).
+	Protocol string `json:"protocol"`
 }
 
-// DefaultConfig has the paper's settings where it gives them.
-func DefaultConfig() Config {
-	return Config{Seed: 1, Temperature: 0, MaxTokens: 512, Weights: "default", MapSamples: 1, MapTemperature: 0.7,
+// PaperConfig has the paper's settings: one mapping call (Appendix D.2.1:
+// "one call of LLM is enough"), five self-consistent fact checks (D.2.3),
+// judges that reason in free text and end with Tables 6 and 7's "START:"
+// listings, every constraint judged by the judge (no code checks), the
+// 3/2/1 weights. The temperatures the paper names were lost from its text;
+// those and the caps are halu's (Assumptions).
+func PaperConfig() Config {
+	return Config{Protocol: runner.ProtocolPaper, Seed: 1, Temperature: 0, MaxTokens: 512, Weights: "default", MapSamples: 1, MapTemperature: 0.7,
 		BaselineSamples: 5, BaselineTemperature: 0.7, FactSamples: 5, FactTemperature: 0.7,
-		JudgeFormat: "json", JudgeMaxTokens: 768, CodeChecks: true, Sample: "stratified"}
+		JudgeFormat: "text", JudgeMaxTokens: 1024, CodeChecks: false, Sample: "stratified"}
+}
+
+// DefaultConfig is the paper's protocol.
+func DefaultConfig() Config { return PaperConfig() }
+
+// ApplyProtocol sets cfg.Protocol's values of the settings not given
+// (given reports whether a flag was): halu's are structured judges (one
+// JSON verdict per constraint) and code deciding countable constraints.
+func ApplyProtocol(cfg *Config, given func(flag string) bool) error {
+	p := PaperConfig()
+	vals := map[string]func(){}
+	switch cfg.Protocol {
+	case runner.ProtocolPaper:
+		vals["judge-format"] = func() { cfg.JudgeFormat = p.JudgeFormat }
+		vals["code-checks"] = func() { cfg.CodeChecks = p.CodeChecks }
+	case runner.ProtocolHalu:
+		vals["judge-format"] = func() { cfg.JudgeFormat = "json" }
+		vals["code-checks"] = func() { cfg.CodeChecks = true }
+	default:
+		return fmt.Errorf("intent: --protocol %q (want paper or halu)", cfg.Protocol)
+	}
+	runner.ApplyDefaults(given, vals)
+	return nil
+}
+
+// protocolSettings are the settings the paper fixes.
+var protocolSettings = []runner.ProtocolSetting{
+	{Key: "weights", Flag: "weights"}, {Key: "map_samples", Flag: "map-samples"}, {Key: "fact_samples", Flag: "fact-samples"},
+	{Key: "judge_format", Flag: "judge-format"}, {Key: "code_checks", Flag: "code-checks"},
+}
+
+// Protocol is the protocol the run's defaults followed.
+func (s *Suite) Protocol() string { return s.cfg.Protocol }
+
+// Departures are the run's settings that differ from the paper's.
+func (s *Suite) Departures() []runner.Departure {
+	return runner.Departures(PaperConfig(), s.cfg, protocolSettings)
+}
+
+// Assumptions are the values the paper leaves open (its temperatures were
+// lost from the text; it states no caps and no baseline sample count).
+func (s *Suite) Assumptions() []runner.Assumption {
+	lost := "the paper's value was lost from its text"
+	out := []runner.Assumption{
+		{Setting: "temperature", Value: fmt.Sprint(s.cfg.Temperature), Why: lost},
+		{Setting: "max-tokens", Value: fmt.Sprint(s.cfg.MaxTokens), Why: "the paper states no generation cap"},
+		{Setting: "judge-max-tokens", Value: fmt.Sprint(s.cfg.JudgeMaxTokens), Why: "the paper states no judge cap"},
+	}
+	if s.cfg.BaselineSamples > 0 {
+		out = append(out, runner.Assumption{Setting: "baseline-samples", Value: fmt.Sprint(s.cfg.BaselineSamples), Why: "§6 uses self-consistency without a sample count"},
+			runner.Assumption{Setting: "baseline-temperature", Value: fmt.Sprint(s.cfg.BaselineTemperature), Why: lost})
+	}
+	if s.cfg.FactSamples > 0 {
+		out = append(out, runner.Assumption{Setting: "fact-temperature", Value: fmt.Sprint(s.cfg.FactTemperature), Why: lost})
+	}
+	if s.cfg.MapSamples > 1 {
+		out = append(out, runner.Assumption{Setting: "map-temperature", Value: fmt.Sprint(s.cfg.MapTemperature), Why: "the paper runs the mapping once"})
+	}
+	return out
 }
 
 // WeightPresets are Appendix G.1's weight configurations by name.
@@ -115,11 +182,14 @@ type Suite struct {
 // New checks cfg and loads the items.
 func New(cfg Config) (*Suite, error) {
 	if len(cfg.Models) == 0 || cfg.Judge == "" {
-		return nil, errors.New("intent: --models and --judge are required")
+		return nil, errors.New("intent: --models and --judges are required")
 	}
 	w, ok := WeightPresets[cfg.Weights]
 	if !ok {
 		return nil, fmt.Errorf("intent: --weights %q (want one of %s)", cfg.Weights, strings.Join(PresetOrder, ", "))
+	}
+	if err := runner.CheckProtocol("intent", &cfg.Protocol); err != nil {
+		return nil, err
 	}
 	if cfg.JudgeFormat != "json" && cfg.JudgeFormat != "text" {
 		return nil, fmt.Errorf("intent: --judge-format %q (want json or text)", cfg.JudgeFormat)
@@ -258,6 +328,9 @@ type ItemResult struct {
 
 	BaselineSamples []int    `json:"baseline_samples,omitempty"`
 	Baseline        *float64 `json:"baseline,omitempty"`
+	// BaselineTie is set when two or more scores were the most frequent
+	// (SelfConsistent's tie rule decided).
+	BaselineTie bool `json:"baseline_tie,omitempty"`
 
 	FactVotes  []bool `json:"fact_votes,omitempty"`
 	FactWrong  *bool  `json:"fact_inaccurate,omitempty"`
@@ -506,9 +579,9 @@ func (s *Suite) baseline(ctx context.Context, c *runner.Calls, res *ItemResult, 
 			res.BaselineSamples = append(res.BaselineSamples, v.Score)
 		}
 	}
-	if sc, ok := SelfConsistent(res.BaselineSamples); ok {
+	if sc, tie, ok := SelfConsistent(res.BaselineSamples); ok {
 		f := float64(sc)
-		res.Baseline = &f
+		res.Baseline, res.BaselineTie = &f, tie
 	}
 	return nil
 }

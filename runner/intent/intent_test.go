@@ -294,20 +294,22 @@ func TestSelfConsistencyAndMajority(t *testing.T) {
 	tests := []struct {
 		scores []int
 		want   int
+		tie    bool
 	}{
-		{[]int{7, 8, 7, 3, 7}, 7},
-		{[]int{2, 2, 9, 9, 6}, 9},    // tie 2 vs 9, median 6: 9 is nearer
-		{[]int{2, 2, 9, 9, 5, 6}, 2}, // tie, median 5.5: both 3.5 away, the lower wins
-		{[]int{5, 5, 9, 9, 8}, 9},    // tie 5 vs 9, median 8: 9 is nearer
-		{[]int{10, 1, 4, 6, 6}, 6},   // mode
-		{[]int{4}, 4},
+		{[]int{7, 8, 7, 3, 7}, 7, false},
+		{[]int{2, 2, 9, 9, 6}, 9, true},    // tie 2 vs 9, median 6: 9 is nearer
+		{[]int{2, 2, 9, 9, 5, 6}, 2, true}, // tie, median 5.5: both 3.5 away, the lower wins
+		{[]int{5, 5, 9, 9, 8}, 9, true},    // tie 5 vs 9, median 8: 9 is nearer
+		{[]int{10, 1, 4, 6, 6}, 6, false},  // mode; 10, 1 and 4 tie below it
+		{[]int{4}, 4, false},
+		{[]int{3, 8}, 3, true}, // median 5.5, both 2.5 away: the lower
 	}
 	for _, tc := range tests {
-		if got, ok := SelfConsistent(tc.scores); !ok || got != tc.want {
-			t.Errorf("%v: %d, want %d", tc.scores, got, tc.want)
+		if got, tie, ok := SelfConsistent(tc.scores); !ok || got != tc.want || tie != tc.tie {
+			t.Errorf("%v: %d tie %v, want %d tie %v", tc.scores, got, tie, tc.want, tc.tie)
 		}
 	}
-	if _, ok := SelfConsistent(nil); ok {
+	if _, _, ok := SelfConsistent(nil); ok {
 		t.Error("no samples gave a score")
 	}
 	if !MajorityTrue([]bool{true, true, false}) || MajorityTrue([]bool{true, false}) || MajorityTrue(nil) {
@@ -502,8 +504,12 @@ func runAgainstFake(t *testing.T, ignoresFormat bool) {
 	}, fakeollama.Model{Name: "m:latest", Digest: "d1", ParameterCount: 1e9}, fakeollama.Model{Name: "j:latest", Digest: "d2", ParameterCount: 1e9})
 	defer srv.Close()
 
+	// halu's protocol: JSON judges, code checks.
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Judge, cfg.BaselineSamples, cfg.FactSamples = []string{"m"}, "j", 3, 3
+	cfg.Models, cfg.Judge, cfg.BaselineSamples, cfg.FactSamples, cfg.Protocol = []string{"m"}, "j", 3, 3, runner.ProtocolHalu
+	if err := ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -634,5 +640,158 @@ func TestParseMappingJSON(t *testing.T) {
 	var schema map[string]any
 	if err := json.Unmarshal([]byte(mappingSchema), &schema); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The templates hold Tables 6 and 7 word for word: the paper prints them
+// as two-column tables (component | details), and halu writes each
+// component's name as a line of its own ("Task Overview:"), Table 6's
+// "Query: Existing Content" row as the query slot; nothing else differs.
+// The tables below are the paper's text as extracted, rows as printed.
+func TestTemplatesAreTheTablesVerbatim(t *testing.T) {
+	words := func(s string) []string { return strings.Fields(strings.ReplaceAll(s, "|", " ")) }
+	for _, tc := range []struct {
+		file, paper string
+		layout      func(w string) string
+	}{
+		{"constraint_scoring", table7, func(w string) string { return strings.TrimSuffix(w, ":") }},
+		{"constraint_mapping", table6, func(w string) string { return w }},
+	} {
+		tmpl := prompt(tc.file)
+		if i := strings.Index(tmpl, "\nQUERY: {query}"); i >= 0 {
+			tmpl = tmpl[:i] // Table 7's Input Format names these inputs
+		}
+		var got []string
+		for _, w := range words(tmpl) {
+			got = append(got, tc.layout(w))
+		}
+		var want []string
+		for _, w := range words(tc.paper) {
+			switch w {
+			case "Component", "Details", "Prefix", "Suffix":
+				continue // the table's header and row names
+			case "Existing":
+				w = "{query}"
+			case "Content":
+				continue
+			}
+			want = append(want, tc.layout(w))
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s differs from the paper's table:\n got %q\nwant %q", tc.file, got, want)
+		}
+	}
+}
+
+// table6 and table7 are FaithQA's Tables 6 and 7 as the paper's text gives them.
+const table6 = `Component | Details |
+Prefix | You are an advanced linguist tasked with processing queries using a constraint-based approach. Decompose the given query step by step, following the instructions below. |
+Query: Existing Content | |
+Suffix | 0. Preliminary Check: |
+- Focus solely on the TASK QUERY. | |
+- Check if any external content, documents, or data are provided. | |
+- Verify if ALL NECESSARY external contents are provided. | |
+If ANYTHING is missing, request clarification. | |
+Example: If the user asks you to evaluate a response based on a given article but forgets to provide it, you should request the missing information. | |
+If the Preliminary Check fails, IGNORE the following steps and politely ask for clarification. Use "START:" to begin the final listing. | |
+1. Identify Core Elements: | |
+- Determine the main subject, action, and context of the query. Focus on the query’s intent, but not the task itself (e.g., put words like "name/list" as an action). | |
+- Ensure the necessary content is available if the action involves processing external content. | |
+- DECOMPOSE AS THOROUGHLY AS YOU CAN. EACH ELEMENT MUST BE A SINGLE OBJECT, NOT MULTIPLE. Do not overanalyze the query—if the query is simple, then it would not have many constraints. | |
+2. Decompose into Constraints: | |
+a) Essential Components Extraction: | |
+- Identify all explicit conditions, requirements, or limitations in the query. | |
+- Map each to one of the following components: Location, Time, Subject, Action, Qualifiers, Quantity. | |
+- Treat each condition as a separate constraint. | |
+b) Constraint Prioritization and Formulation: | |
+- For each constraint, assess its importance: | |
+- Mandatory: Critical elements that must be addressed. Include all Location, Time, Subject, Action. | |
+- Important: Elements that should be addressed if possible. Include all Qualifiers, Quantity. | |
+- Optional: Elements that can be addressed if convenient. Include all others. | |
+- Formulate constraints for each component, specifying the priority, using the template: | |
+"[Priority Level]: [Component] must/should [condition]" | |
+At the end, provide the list of constraints a response should cover, grouped by priority levels ONLY. Use "START:" to begin the final listing. | |
+YOU MUST ONLY LIST THE FINAL CONSTRAINTS AT THE END, AFTER START. NOTHING ELSE. |`
+
+const table7 = `Component | Details |
+Task Overview | Given a query and a response, evaluate if the response addresses all constraints derived from the query. |
+Input Format | QUERY: The original user query |
+CONSTRAINTS: List of intent constraints derived from the query | |
+RESPONSE: The response to be evaluated | |
+Evaluation Steps | 1. Manual Constraint Evaluation: |
+- Evaluate each constraint individually | |
+- Determine if each constraint is satisfied in the response | |
+2. Constraint Satisfaction Summary: | |
+- Group constraints by priority levels | |
+- Calculate satisfaction ratio for each group | |
+- Format as "[Priority Level]: X/Y" | |
+Output Format | Final Listing: |
+- Begin with "START:" | |
+- List satisfaction ratios by priority groups | |
+- No additional content after the listing |`
+
+// Default flags are the paper's protocol: text judges that reason first,
+// the judge deciding every constraint, no departures; --protocol halu
+// departs in both; values the paper lost or never gave are assumptions.
+func TestProtocolDepartures(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Judge = []string{"m"}, "j"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Protocol() != runner.ProtocolPaper || len(s.Departures()) != 0 || s.cfg.JudgeFormat != "text" || s.cfg.CodeChecks {
+		t.Fatalf("default: %s %v %+v", s.Protocol(), s.Departures(), s.cfg)
+	}
+	var as []string
+	for _, a := range s.Assumptions() {
+		as = append(as, a.Setting)
+	}
+	if strings.Join(as, ",") != "temperature,max-tokens,judge-max-tokens,baseline-samples,baseline-temperature,fact-temperature" {
+		t.Errorf("assumptions %v", as)
+	}
+	cfg.Protocol = runner.ProtocolHalu
+	ApplyProtocol(&cfg, func(f string) bool { return f == "code-checks" })
+	s, _ = New(cfg)
+	var deps []string
+	for _, d := range s.Departures() {
+		deps = append(deps, d.String())
+	}
+	if strings.Join(deps, "; ") != "--judge-format json (paper: text)" || s.cfg.CodeChecks {
+		t.Errorf("halu with --code-checks=false given: %v", deps)
+	}
+	// A run recorded before protocols existed reads as the paper's, its
+	// own values departing.
+	var old Config
+	json.Unmarshal([]byte(`{"models":["m"],"judge":"j","weights":"default","map_samples":1,"fact_samples":5,"judge_format":"json","code_checks":true}`), &old)
+	s, err = New(old)
+	if err != nil || s.cfg.Protocol != runner.ProtocolPaper || len(s.Departures()) != 2 {
+		t.Errorf("old run: %v %+v %v", err, s.cfg, s.Departures())
+	}
+}
+
+// A baseline rating decided by the tie rule is counted in a note.
+func TestBaselineTiesNoted(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Judge = []string{"m"}, "j"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	six, three := 6.0, 3.0
+	var recs []runner.Record
+	for i, r := range []ItemResult{
+		{ID: "a", Model: "m", Task: "story", BaselineSamples: []int{6, 6, 2}, Baseline: &six},
+		{ID: "b", Model: "m", Task: "story", BaselineSamples: []int{3, 8}, Baseline: &three, BaselineTie: true},
+	} {
+		b, _ := json.Marshal(r)
+		recs = append(recs, runner.Record{Item: fmt.Sprint(i), Data: b})
+	}
+	sum, err := s.Summarize(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(sum.Notes, "\n"), "baseline: 1 of 2 self-consistent ratings were ties") {
+		t.Errorf("notes %q", sum.Notes)
 	}
 }

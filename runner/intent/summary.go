@@ -418,6 +418,24 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	if clar > 0 {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("%d mapping samples asked for the missing content instead of listing constraints (Table 6, step 0)", clar))
 	}
+	ties, rated, capped := 0, 0, 0
+	for _, r := range rs {
+		if s.cfg.JudgeFormat == "json" && r.Mapping != nil && len(r.Mapping.Constraints) >= maxMapped {
+			capped++
+		}
+		if r.Baseline != nil {
+			rated++
+			if r.BaselineTie {
+				ties++
+			}
+		}
+	}
+	if capped > 0 {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("%d structured mappings reached the schema's cap of %d constraints: any beyond it were not listed (the paper's queries have at most 11)", capped, maxMapped))
+	}
+	if ties > 0 {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("baseline: %d of %d self-consistent ratings were ties between equally frequent scores, decided by halu's rule (the tied score nearest the samples' median, then the lower; the paper names none)", ties, rated))
+	}
 	sum.Notes = append(sum.Notes,
 		fmt.Sprintf("CS weights: %s; a misinterpretation response that asks for the missing content satisfies every constraint by rule (§5.2); one that does not fails the added missing-content constraint", s.cfg.Weights),
 		"Fact: Appendix D.2.3 step 0 only (self-consistency over the local judge); the Wikipedia retrieval of step 1 needs a network and is not done")

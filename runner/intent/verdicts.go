@@ -145,11 +145,12 @@ func ParseBaselineText(reply string) (BaselineVerdict, error) {
 
 // SelfConsistent is the self-consistency aggregate of sampled ratings
 // (Wang et al. 2023, as §6 uses it): the most frequent score. A tie goes to
-// the tied score nearest the samples' median, then to the lower one. ok is
-// false with no sample.
-func SelfConsistent(scores []int) (int, bool) {
+// the tied score nearest the samples' median, then to the lower one (halu's
+// rule: the paper names none), and tie says one was broken. ok is false
+// with no sample.
+func SelfConsistent(scores []int) (score int, tie, ok bool) {
 	if len(scores) == 0 {
-		return 0, false
+		return 0, false, false
 	}
 	count := map[int]int{}
 	for _, s := range scores {
@@ -177,7 +178,14 @@ func SelfConsistent(scores []int) (int, bool) {
 			best = s
 		}
 	}
-	return best, true
+	// A tie counts only among the most frequent scores.
+	top := 0
+	for _, c := range count {
+		if c == count[best] {
+			top++
+		}
+	}
+	return best, top > 1, true
 }
 
 func abs(x float64) float64 {

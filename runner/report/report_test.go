@@ -126,3 +126,26 @@ func TestCompareKinds(t *testing.T) {
 		t.Errorf("binary: %+v", y)
 	}
 }
+
+// A departure in a setting the published table ignores (sampled candidates
+// beside TruthHypo's greedy Table 2) leaves it comparable; any other does
+// not; a suite without a protocol is never comparable.
+func TestComparableIgnores(t *testing.T) {
+	refs, err := References("hypo")
+	if err != nil || len(refs) != 2 {
+		t.Fatalf("%d references, %v", len(refs), err)
+	}
+	cand := runner.Departure{Setting: "candidates", Value: "0", Paper: "5"}
+	capd := runner.Departure{Setting: "max-tokens", Value: "40", Paper: "2048"}
+	for _, r := range refs {
+		if ok, why := r.Comparable(runner.ProtocolPaper, []runner.Departure{cand}); !ok {
+			t.Errorf("%s with --candidates 0: %s", r.File, why)
+		}
+		if ok, why := r.Comparable(runner.ProtocolPaper, []runner.Departure{cand, capd}); ok || !strings.Contains(why, "--max-tokens 40 (paper: 2048)") || strings.Contains(why, "candidates") {
+			t.Errorf("%s with --max-tokens 40: %v %s", r.File, ok, why)
+		}
+		if ok, _ := r.Comparable("", nil); ok {
+			t.Errorf("%s comparable without a protocol", r.File)
+		}
+	}
+}
