@@ -280,20 +280,8 @@ func TestBuildRealDataTitleQueryAndCutoff(t *testing.T) {
 func TestPubMedQARetrieval(t *testing.T) {
 	l := build(t, t.TempDir(), 1000, "../testdata/pubmed/pubmedqa_contexts.jsonl")
 	defer l.Close()
-	f, err := os.Open("../testdata/pubmed/pubmedqa_long_answers.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 1<<20), 1<<20)
 	n, top1, top10 := 0, 0, 0
-	for s.Scan() {
-		var q struct {
-			PMID       string `json:"pmid"`
-			LongAnswer string `json:"long_answer"`
-		}
-		json.Unmarshal(s.Bytes(), &q)
+	for _, q := range pubmedQAConclusions(t) {
 		hits, err := l.Search(context.Background(), q.LongAnswer, SearchOptions{K: 10})
 		if err != nil {
 			t.Fatal(err)
@@ -423,19 +411,9 @@ func TestOtherBM25ParamsTopK(t *testing.T) {
 
 	l = build(t, t.TempDir(), 1000, "../testdata/pubmed/pubmedqa_contexts.jsonl")
 	defer l.Close()
-	f, err := os.Open("../testdata/pubmed/pubmedqa_long_answers.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 1<<20), 1<<20)
 	narrow, n := 0, 0
-	for ; n < 100 && s.Scan(); n++ {
-		var q struct {
-			LongAnswer string `json:"long_answer"`
-		}
-		json.Unmarshal(s.Bytes(), &q)
+	for _, q := range pubmedQAConclusions(t)[:100] {
+		n++
 		opt := SearchOptions{K: 8, BM25: PyseriniBM25}
 		all, err := l.search(context.Background(), q.LongAnswer, opt, 1000) // every document
 		if err != nil {
@@ -443,7 +421,7 @@ func TestOtherBM25ParamsTopK(t *testing.T) {
 		}
 		got, _ := l.search(context.Background(), q.LongAnswer, opt, 30*opt.K)
 		if !sameHits(got, all) {
-			t.Fatalf("query %d: top %d from %d candidates differ from the exhaustive top", n+1, opt.K, 30*opt.K)
+			t.Fatalf("query %d: top %d from %d candidates differ from the exhaustive top", n, opt.K, 30*opt.K)
 		}
 		if old, _ := l.search(context.Background(), q.LongAnswer, opt, 100); !sameHits(old, all) {
 			narrow++
@@ -462,4 +440,32 @@ func sameHits(a, b []Hit) bool {
 		}
 	}
 	return true
+}
+
+// pubmedQAConclusions are the 1,000 PubMedQA conclusions (long answers)
+// with the PMID of the abstract each concludes.
+func pubmedQAConclusions(t *testing.T) []struct{ PMID, LongAnswer string } {
+	t.Helper()
+	f, err := os.Open("../testdata/pubmed/pubmedqa_long_answers.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	var out []struct{ PMID, LongAnswer string }
+	for s.Scan() {
+		var q struct {
+			PMID       string `json:"pmid"`
+			LongAnswer string `json:"long_answer"`
+		}
+		if err := json.Unmarshal(s.Bytes(), &q); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, struct{ PMID, LongAnswer string }{q.PMID, q.LongAnswer})
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

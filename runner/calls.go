@@ -39,6 +39,11 @@ func (e *Engine) NewCalls(item string) *Calls {
 // Engine returns the engine the calls go through.
 func (c *Calls) Engine() *Engine { return c.e }
 
+// Planning reports a dry run: every reply is empty. A suite whose later
+// calls depend on what a reply says (an idea long enough to be judged)
+// plans them as if the reply were usable, so that the plan counts them.
+func (c *Calls) Planning() bool { return c.plan != nil }
+
 func (c *Calls) logs() []CallLog {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -55,6 +60,7 @@ func (c *Calls) record(l CallLog) {
 	c.mu.Lock()
 	c.log = append(c.log, l)
 	c.mu.Unlock()
+	c.e.called(l.Stage, l.Model)
 }
 
 // chatKey is everything that determines a chat reply. Sample separates the
@@ -148,7 +154,7 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 		l.NearContext = fp.NumCtx
 		if !hit {
 			e.stats.nearContext.Add(1)
-			fmt.Fprintf(e.Log, "warning: %s: %s %s: prompt of %d tokens in a %d-token window (num_ctx): Ollama may have cut its beginning; raise --num-ctx\n",
+			e.logf("warning: %s: %s %s: prompt of %d tokens in a %d-token window (num_ctx): Ollama may have cut its beginning; raise --num-ctx\n",
 				c.item, stage, req.Model, resp.PromptEvalCount, fp.NumCtx)
 		}
 	}
@@ -162,7 +168,7 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 func (e *Engine) cachePut(key string, v any) {
 	if err := e.Cache.Put(key, v); err != nil {
 		if e.stats.cacheWriteFailures.Add(1) == 1 {
-			fmt.Fprintf(e.Log, "warning: %v: replies are kept in the run's records but not cached (a rerun will call the model again); further cache write failures are counted, not shown\n", err)
+			e.logf("warning: %v: replies are kept in the run's records but not cached (a rerun will call the model again); further cache write failures are counted, not shown\n", err)
 		}
 	}
 }

@@ -111,19 +111,40 @@ type Engine struct {
 	// Log receives progress and warnings (stderr); Interactive draws bars.
 	Log         io.Writer
 	Interactive bool
-	Version     string
+	// Columns is the terminal's width, which the progress line keeps
+	// within (0: unknown).
+	Columns int
+	Version string
 
 	models  sync.Map // name -> localmodels.ModelInfo
 	ratios  sync.Map // name -> the model's tokens per cl100k token (Fit)
 	flights singleflight.Group
 	sched   *scheduler
 	now     atomic.Pointer[activity] // the latest call admitted: shown by progress
+	prog    atomic.Pointer[progress] // the running display, which log lines go through
 	once    sync.Once
 	tok     Tokenizer
 	stats   stats
 
 	verMu      sync.Mutex
 	serverVers string
+}
+
+// logf writes a log line; while a run's progress is shown, above it.
+func (e *Engine) logf(format string, a ...any) {
+	line := fmt.Sprintf(format, a...)
+	if p := e.prog.Load(); p != nil {
+		p.print(line)
+		return
+	}
+	fmt.Fprint(e.Log, line)
+}
+
+// called counts a finished call (made or from the cache) in the progress.
+func (e *Engine) called(stage, model string) {
+	if p := e.prog.Load(); p != nil {
+		p.call(stage, localmodels.CanonicalName(model))
+	}
 }
 
 // activity is the stage and model of the call the scheduler admitted last.
@@ -548,8 +569,12 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *recordWriter, ew *recordWriter, rerun *Rerun) (int, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	prog := newProgress(e.Log, e.Interactive, s.Name(), len(todo), e)
-	defer prog.Finish()
+	prog := newProgress(e.Log, e.Interactive, e.Columns, s.Name(), len(todo), e.estimateCalls(ctx, s, todo), e)
+	e.prog.Store(prog)
+	defer func() {
+		e.prog.Store(nil)
+		prog.Finish()
+	}()
 
 	jobs := make(chan Item)
 	var failed atomic.Int64
@@ -567,7 +592,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *recordWriter
 				if err != nil {
 					failed.Add(1)
 					msg := fmt.Sprintf("item %s: %v", it.ID, err)
-					fmt.Fprintf(e.Log, "%s\n", msg)
+					e.logf("%s\n", msg)
 					_ = ew.Append(ItemError{Item: it.ID, Error: err.Error(), Time: time.Now().UTC()})
 					if localmodels.IsUnreachable(err) {
 						cancel(fmt.Errorf("%s: %w", msg, errUnreachable))
@@ -665,7 +690,12 @@ func (e *Engine) withRetry(ctx context.Context, fn func(context.Context) error) 
 			wait = max(wait, 2*e.Retry.Base)
 		}
 		d := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
-		fmt.Fprintf(e.Log, "retrying in %s (attempt %d of %d): %v\n", d.Round(time.Millisecond), attempt+1, e.Retry.Attempts, err)
+		line := fmt.Sprintf("retrying in %s (attempt %d of %d): %v\n", d.Round(time.Millisecond), attempt+1, e.Retry.Attempts, err)
+		if p := e.prog.Load(); p != nil {
+			p.retrying(retryCause(err), line)
+		} else {
+			fmt.Fprint(e.Log, line)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -673,6 +703,21 @@ func (e *Engine) withRetry(ctx context.Context, fn func(context.Context) error) 
 		}
 		wait = min(wait*2, e.Retry.Max)
 	}
+}
+
+// retryCause is what retries of err have in common with others of the same
+// cause, whatever the model or request: its innermost part ("connection
+// refused", "503 Service Unavailable: server busy").
+func retryCause(err error) string {
+	s := err.Error()
+	s, hint, _ := strings.Cut(s, " (")
+	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
+		s = s[i+2:]
+	}
+	if hint != "" && strings.HasPrefix(s, "connection refused") {
+		return s + " (is the server running?)"
+	}
+	return s
 }
 
 func (e *Engine) snapshot() Counts {

@@ -15,9 +15,13 @@ import (
 // Plan is what a run would do (halu run … --dry-run): per stage and model,
 // the calls it would make, those the cache already answers, and the tokens
 // they would cost. It is worked out by running every item with empty
-// replies in place of model calls, so calls that depend on what a model
-// says (one check per claim, repair turns) are counted once per item at
-// most: the figures are a lower bound on calls and an estimate of tokens.
+// replies in place of model calls. Suites plan the calls that follow a
+// usable reply as if every reply were usable (ideas' critics and fluency
+// judgements, the answers a DHP reply is cut into; see Calls.Planning);
+// calls whose number depends on what a model says (one check per claim,
+// repair turns) are counted once per item at most. For smoke, hic and
+// ideas the plan equals the calls a run makes on well-formed replies
+// (TestDryRunCountsTheCallsARunMakes); elsewhere it is a lower bound.
 type Plan struct {
 	Items int
 	// Stopped counts items whose processing ended early on an empty reply.
@@ -38,6 +42,9 @@ type PlanRow struct {
 type planner struct {
 	mu   sync.Mutex
 	rows map[[3]string]*PlanRow
+	// noTokens skips counting prompt tokens (a progress estimate needs
+	// only the calls).
+	noTokens bool
 }
 
 func (p *planner) add(stage, kind, model string, cached bool, prompt, out int) {
@@ -60,12 +67,15 @@ func (p *planner) add(stage, kind, model string, cached bool, prompt, out int) {
 
 // planChat counts a chat call the dry run would make.
 func (c *Calls) planChat(stage, kind string, req localmodels.ChatRequest, hit bool) {
-	var text strings.Builder
-	for _, m := range req.Messages {
-		text.WriteString(m.Content)
-		text.WriteString("\n")
+	n := 0
+	if !c.plan.noTokens {
+		var text strings.Builder
+		for _, m := range req.Messages {
+			text.WriteString(m.Content)
+			text.WriteString("\n")
+		}
+		n, _ = c.e.tok.Count(text.String())
 	}
-	n, _ := c.e.tok.Count(text.String())
 	out := 0
 	if req.Options.NumPredict != nil {
 		out = *req.Options.NumPredict
@@ -143,7 +153,7 @@ func (p *Plan) Print(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%d\n", calls, cached, in, out)
 	tw.Flush()
-	fmt.Fprintln(w, "Calls that depend on a model's reply (per-claim checks, repair turns) are counted at most once per item: a lower bound.")
+	fmt.Fprintln(w, "Calls whose number depends on a model's reply (per-claim checks, repair turns) are counted at most once per item: a lower bound there.")
 	if p.Stopped > 0 {
 		fmt.Fprintf(w, "%d items stopped early on an empty reply in the plan; their later calls are not counted.\n", p.Stopped)
 	}

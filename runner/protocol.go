@@ -39,6 +39,21 @@ func CheckChoice(suite, flag string, v *string, def string, allowed ...string) e
 	return fmt.Errorf("%s: --%s %q (want %s)", suite, flag, *v, strings.Join(allowed, " or "))
 }
 
+// ProtocolValues is a suite's config under protocol: the paper's (from
+// paper), or the paper's changed by halu for ProtocolHalu; another
+// protocol is an error naming the suite's flag.
+func ProtocolValues[C any](suite, protocol string, paper func() C, halu func(*C)) (C, error) {
+	p := paper()
+	switch protocol {
+	case ProtocolPaper:
+	case ProtocolHalu:
+		halu(&p)
+	default:
+		return p, fmt.Errorf("%s: --protocol %q (want %s or %s)", suite, protocol, ProtocolPaper, ProtocolHalu)
+	}
+	return p, nil
+}
+
 // ApplyDefaults runs each setter of defaults whose flag was not given:
 // a protocol's values fill what the user left open.
 func ApplyDefaults(given func(flag string) bool, defaults map[string]func()) {

@@ -15,11 +15,13 @@ import (
 // call records its stage (generate, judge, decompose, verify, embed, …), so
 // a rerun can name what to redo:
 //
-//   - Stage: calls of that stage are made again (the cache is not read),
-//     and the stages an item reached before it in the earlier run must come
-//     from the cache — a miss there is an error, never a silent
-//     regeneration. Later stages read the cache as usual, so they are
-//     recomputed exactly when their inputs changed.
+//   - Stage: calls of that stage are made with the rerun's settings (a new
+//     judge, another format), and the stages an item reached before it in
+//     the earlier run must come from the cache — a miss there is an error,
+//     never a silent regeneration. That stage and later ones read the cache
+//     as usual, so they are recomputed exactly when their requests changed:
+//     a judge kept from the earlier run answers from the cache (--no-cache
+//     asks it again).
 //   - Fresh: per item, the calls made again, by stage and model (halu
 //     rerun --errors: the judges whose judgements could not be scored).
 type Rerun struct {
@@ -36,7 +38,7 @@ func (r *Rerun) fresh(item, stage, model string) bool {
 	if r == nil {
 		return false
 	}
-	return (r.Stage != "" && stage == r.Stage) || r.Fresh[item][freshKey(stage, model)]
+	return r.Fresh[item][freshKey(stage, model)]
 }
 
 func freshKey(stage, model string) string {

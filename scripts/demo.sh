@@ -7,6 +7,12 @@ OUT="${HALU_DEMO_OUT:-demo}"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 start=$(date +%s)
+# Every generation asks for half the cores (at least one): on a small
+# machine the server's default thread count oversubscribes them
+# (HALU_NUM_THREAD sets --num-thread; set it to override).
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+export HALU_NUM_THREAD="${HALU_NUM_THREAD:-$(( cores / 2 > 0 ? cores / 2 : 1 ))}"
+echo "num_thread: $HALU_NUM_THREAD"
 bin/halu with-ollama --bin "${HALU_OLLAMA_BIN:?}" --log "$OUT/ollama.log" -- scripts/demo-steps.sh "$OUT"
 
 # The report needs no model: the run directories are enough.

@@ -202,6 +202,7 @@ func (g *globals) engine() (*runner.Engine, error) {
 		ItemsInFlight: g.inFlight,
 		Log:           g.stderr,
 		Interactive:   isTerminal(g.stderr),
+		Columns:       termWidth(g.stderr),
 		Version:       version,
 	}
 	if g.repeats > 0 {
@@ -215,6 +216,19 @@ func (g *globals) engine() (*runner.Engine, error) {
 		e.Cache = cache
 	}
 	return e, nil
+}
+
+// termWidth is w's terminal width in columns, 0 when w is no terminal.
+func termWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
 }
 
 func isTerminal(w io.Writer) bool {

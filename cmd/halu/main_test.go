@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -157,10 +159,10 @@ func TestRerunStageAndErrors(t *testing.T) {
 		!strings.Contains(m.Flags["rerun"], "--stage judge --judges judge2") {
 		t.Fatalf("rerun run: %v %+v %+v", err, cfg, m.Flags)
 	}
-	// The same judge again: recomputed (not read from the cache).
+	// The same judge again, same requests: the cache answers them.
 	judge := f.calls("judge")
-	if r := halu(t, f, cache, "rerun", dir, "--stage", "judge", "--out", filepath.Join(t.TempDir(), "again")); r.code != 0 || f.calls("judge") != judge+4 {
-		t.Errorf("same judge rerun: exit %d, %d judge calls, want 4\n%s", r.code, f.calls("judge")-judge, r.stderr)
+	if r := halu(t, f, cache, "rerun", dir, "--stage", "judge", "--out", filepath.Join(t.TempDir(), "again")); r.code != 0 || f.calls("judge") != judge {
+		t.Errorf("same judge rerun: exit %d, %d judge calls, want 0 (cached)\n%s", r.code, f.calls("judge")-judge, r.stderr)
 	}
 	// Without the generations in the cache, a stage rerun refuses to make them.
 	r = halu(t, f, t.TempDir(), "rerun", dir, "--stage", "judge", "--out", filepath.Join(t.TempDir(), "nocache"))
@@ -424,5 +426,62 @@ func TestJudgesSpeltAlike(t *testing.T) {
 	r = halu(t, f, t.TempDir(), "run", "smoke", "--models", "gen", "--judges", "judge", "--judge-format", "yaml", "--dry-run")
 	if r.code != exitUsage || !strings.Contains(r.stderr, `--judge-format "yaml"`) {
 		t.Fatalf("smoke --judge-format yaml: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// A dry run counts, per stage, the calls the run then makes: ideas' critic
+// and fluency calls depend on the ideas' text, which a dry run does not
+// have, and are planned all the same.
+func TestDryRunCountsTheCallsARunMakes(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		switch {
+		case r.Model == "gen":
+			return fakeollama.Reply{Content: "Measure the salt content of cloud droplets with drone-borne sensors and relate it to rainfall over a season.\n\nA second answer, after a blank line."}
+		case strings.Contains(r.LastUser(), "[Answers to be evaluated]"):
+			return fakeollama.Reply{Content: "Originality: 4 Feasibility: 3 Value: 4 Hallucination: No"}
+		case strings.Contains(r.LastUser(), "ONLY ANSWER"):
+			return fakeollama.Reply{Content: "B"}
+		}
+		return fakeollama.Reply{Content: `Sound. {"originality": 6, "feasibility": 5, "clarity": 7, "score": 4, "hallucination": false}`}
+	}, panelModels()...)
+	t.Cleanup(srv.Close)
+	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	for _, tc := range []struct {
+		suite string
+		args  []string
+	}{
+		{"smoke", []string{"--models", "gen", "--judges", "j1,j2", "--questions", "3"}},
+		{"hic", []string{"--models", "gen", "--judges", "j1,j2", "--embed-model", "j3", "--questions", "1,11", "--answers", "2", "--strategy", "scp,rag,dhp"}},
+		{"hic", []string{"--models", "gen", "--judges", "j1", "--embed-model", "j3", "--questions", "1,11", "--answers", "2", "--strategy", "dhp,rcp+dhp", "--protocol", "halu"}},
+		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--keywords", "3"}},
+		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--keywords", "2", "--fluency-pairs", "all", "--ideas-per-keyword", "3"}},
+	} {
+		cache, out := t.TempDir(), filepath.Join(t.TempDir(), "run")
+		args := append([]string{"run", tc.suite}, tc.args...)
+		dry := halu(t, f, cache, append(args, "--dry-run")...)
+		if dry.code != exitOK {
+			t.Fatalf("%v --dry-run: exit %d: %s", tc.args, dry.code, dry.stderr)
+		}
+		planned := map[string]int{}
+		for _, l := range strings.Split(dry.stdout, "\n") {
+			fs := strings.Fields(l)
+			if len(fs) == 7 && fs[0] != "model" && fs[0] != "total" {
+				n, _ := strconv.Atoi(fs[3])
+				planned[fs[1]] += n
+			}
+		}
+		if r := halu(t, f, cache, append(args, "--out", out)...); r.code != exitOK {
+			t.Fatalf("%v: exit %d: %s", tc.args, r.code, r.stderr)
+		}
+		_, recs, _ := runner.ReadRun(out)
+		made := map[string]int{}
+		for _, rec := range recs {
+			for _, c := range rec.Calls {
+				made[c.Stage]++
+			}
+		}
+		if fmt.Sprint(planned) != fmt.Sprint(made) {
+			t.Errorf("%s %v: planned %v, made %v", tc.suite, tc.args, planned, made)
+		}
 	}
 }

@@ -101,10 +101,7 @@ func TestProtocolDeparturesAndComparability(t *testing.T) {
 			return fakeollama.Reply{Content: "B"}
 		}
 		return fakeollama.Reply{Content: `Sound. {"originality": 6, "feasibility": 5, "clarity": 7}`}
-	}, fakeollama.Model{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
-		fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9},
-		fakeollama.Model{Name: "j2:latest", Digest: "2", Family: "gemma2", ParameterSize: "9B", ParameterCount: 9e9},
-		fakeollama.Model{Name: "j3:latest", Digest: "3", Family: "phi3", ParameterSize: "4B", ParameterCount: 4e9})
+	}, panelModels()...)
 	t.Cleanup(srv.Close)
 	f := &fakeServer{Server: srv, byKind: map[string]int{}}
 	cache, dir := t.TempDir(), t.TempDir()
@@ -152,5 +149,16 @@ func TestProtocolDeparturesAndComparability(t *testing.T) {
 				t.Errorf("report lacks %q and %q", label, tc.why)
 			}
 		})
+	}
+}
+
+// panelModels are a generator and three judges of three organisations, for
+// the ideas panel.
+func panelModels() []fakeollama.Model {
+	return []fakeollama.Model{
+		{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
+		{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9},
+		{Name: "j2:latest", Digest: "2", Family: "gemma2", ParameterSize: "9B", ParameterCount: 9e9},
+		{Name: "j3:latest", Digest: "3", Family: "phi3", ParameterSize: "4B", ParameterCount: 4e9},
 	}
 }

@@ -284,19 +284,13 @@ func DefaultConfig() Config { return PaperConfig() }
 // (given reports whether a flag was): halu's are structured judges and DHP
 // answers sampled apart.
 func ApplyProtocol(cfg *Config, given func(flag string) bool) error {
-	vals := map[string]func(){}
-	switch cfg.Protocol {
-	case runner.ProtocolPaper:
-		p := PaperConfig()
-		vals["judge-format"] = func() { cfg.JudgeFormat = p.JudgeFormat }
-		vals["dhp-answers"] = func() { cfg.DHPAnswers = p.DHPAnswers }
-	case runner.ProtocolHalu:
-		vals["judge-format"] = func() { cfg.JudgeFormat = "json" }
-		vals["dhp-answers"] = func() { cfg.DHPAnswers = "samples" }
-	default:
-		return fmt.Errorf("hic: --protocol %q (want paper or halu)", cfg.Protocol)
+	p, err := runner.ProtocolValues("hic", cfg.Protocol, PaperConfig, func(p *Config) { p.JudgeFormat, p.DHPAnswers = "json", "samples" })
+	if err != nil {
+		return err
 	}
-	runner.ApplyDefaults(given, vals)
+	runner.ApplyDefaults(given, map[string]func(){
+		"judge-format": func() { cfg.JudgeFormat = p.JudgeFormat }, "dhp-answers": func() { cfg.DHPAnswers = p.DHPAnswers },
+	})
 	return nil
 }
 
@@ -638,6 +632,10 @@ func (s *Suite) question(ctx context.Context, c *runner.Calls, p payload, q Ques
 		if split {
 			parts, qr.EmptyParts = SplitAnswers(gen.Content)
 			qr.Split = true
+			if c.Planning() {
+				// A dry run plans the answers the prompt asks for.
+				parts = make([]string, s.cfg.Answers)
+			}
 		}
 		for _, answer := range parts {
 			ntok, err := c.Engine().Tokens().Count(answer)

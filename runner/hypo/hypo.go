@@ -282,19 +282,13 @@ func DefaultConfig() Config { return PaperConfig() }
 // (given reports whether a flag was): halu's are textbook BM25 and KG
 // chains ranked by support.
 func ApplyProtocol(cfg *Config, given func(flag string) bool) error {
-	p := PaperConfig()
-	vals := map[string]func(){}
-	switch cfg.Protocol {
-	case runner.ProtocolPaper:
-		vals["bm25"] = func() { cfg.BM25 = p.BM25 }
-		vals["kg-chains"] = func() { cfg.KGChains = p.KGChains }
-	case runner.ProtocolHalu:
-		vals["bm25"] = func() { cfg.BM25 = "textbook" }
-		vals["kg-chains"] = func() { cfg.KGChains = "ranked" }
-	default:
-		return fmt.Errorf("hypo: --protocol %q (want paper or halu)", cfg.Protocol)
+	p, err := runner.ProtocolValues("hypo", cfg.Protocol, PaperConfig, func(p *Config) { p.BM25, p.KGChains = "textbook", "ranked" })
+	if err != nil {
+		return err
 	}
-	runner.ApplyDefaults(given, vals)
+	runner.ApplyDefaults(given, map[string]func(){
+		"bm25": func() { cfg.BM25 = p.BM25 }, "kg-chains": func() { cfg.KGChains = p.KGChains },
+	})
 	return nil
 }
 

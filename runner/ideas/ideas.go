@@ -243,12 +243,12 @@ func DefaultConfig() Config { return PaperConfig() }
 // critics 0) for reproducible runs, structured critic output, and marker
 // extraction for every model.
 func ApplyProtocol(cfg *Config, given func(flag string) bool) error {
-	p := PaperConfig()
-	if cfg.Protocol == runner.ProtocolHalu {
+	p, err := runner.ProtocolValues("ideas", cfg.Protocol, PaperConfig, func(p *Config) {
 		p.IdeasPerKeyword, p.FluencyAll, p.Temperature, p.CriticTemperature = 3, true, localmodels.Float(0.8), localmodels.Float(0)
 		p.JudgeFormat, p.FinalIdea = "json", "all"
-	} else if cfg.Protocol != runner.ProtocolPaper {
-		return fmt.Errorf("ideas: --protocol %q (want paper or halu)", cfg.Protocol)
+	})
+	if err != nil {
+		return err
 	}
 	runner.ApplyDefaults(given, map[string]func(){
 		"ideas-per-keyword": func() { cfg.IdeasPerKeyword = p.IdeasPerKeyword }, "fluency-pairs": func() { cfg.FluencyAll = p.FluencyAll },
@@ -770,6 +770,9 @@ func (s *Suite) generate(ctx context.Context, c *runner.Calls, p payload, i int)
 	}
 	idea.Words = Words(idea.Text)
 	idea.Excluded = LengthExclusion(idea.Text)
+	if c.Planning() {
+		idea.Excluded = "" // a dry run plans the critics of every idea
+	}
 	return idea, nil
 }
 

@@ -108,19 +108,13 @@ func DefaultConfig() Config { return PaperConfig() }
 // (given reports whether a flag was): halu's are structured judges (one
 // JSON verdict per constraint) and code deciding countable constraints.
 func ApplyProtocol(cfg *Config, given func(flag string) bool) error {
-	p := PaperConfig()
-	vals := map[string]func(){}
-	switch cfg.Protocol {
-	case runner.ProtocolPaper:
-		vals["judge-format"] = func() { cfg.JudgeFormat = p.JudgeFormat }
-		vals["code-checks"] = func() { cfg.CodeChecks = p.CodeChecks }
-	case runner.ProtocolHalu:
-		vals["judge-format"] = func() { cfg.JudgeFormat = "json" }
-		vals["code-checks"] = func() { cfg.CodeChecks = true }
-	default:
-		return fmt.Errorf("intent: --protocol %q (want paper or halu)", cfg.Protocol)
+	p, err := runner.ProtocolValues("intent", cfg.Protocol, PaperConfig, func(p *Config) { p.JudgeFormat, p.CodeChecks = "json", true })
+	if err != nil {
+		return err
 	}
-	runner.ApplyDefaults(given, vals)
+	runner.ApplyDefaults(given, map[string]func(){
+		"judge-format": func() { cfg.JudgeFormat = p.JudgeFormat }, "code-checks": func() { cfg.CodeChecks = p.CodeChecks },
+	})
 	return nil
 }
 
