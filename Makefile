@@ -4,7 +4,7 @@ BIN       := bin/halu
 SHARED    ?= $(abspath ../shared)
 PKGS      := ./...
 
-.PHONY: build test e2e demo ollama lint bench bench-index clean
+.PHONY: build test e2e demo readme-commands ollama lint bench bench-index clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/halu
@@ -24,6 +24,11 @@ e2e: ollama
 # report written to demo/.
 demo: build ollama
 	HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" HALU_SHARED="$(SHARED)" scripts/demo.sh
+
+# Every command README.md shows, as written (tiny models under the README's
+# names, bundled data under its file names), against a private real Ollama.
+readme-commands: build ollama
+	HALU_NUM_THREAD="$${HALU_NUM_THREAD:-1}" $(BIN) with-ollama --bin "$$(scripts/ollama-bin.sh)" --log /tmp/halu-readme-ollama.log -- scripts/readme-commands.sh
 
 # Puts a pinned Ollama binary in ~/.cache/halu when none is on PATH.
 ollama:

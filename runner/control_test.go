@@ -261,3 +261,36 @@ func TestFingerprintInCacheKey(t *testing.T) {
 		t.Fatalf("another Ollama version: %+v, want a new call", c)
 	}
 }
+
+// Fit must hold for a byte-level tokenizer on text cl100k packs tightly
+// (long common words: one cl100k token, a dozen bytes): the parts it keeps
+// leave the prompt, in the model's own tokens, within the window.
+func TestFitByteLevelTokenizer(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		n := 0
+		for _, m := range r.Messages {
+			n += len(m.Content) // one token per byte
+		}
+		return fakeollama.Reply{Content: "x", PromptEvalCount: n}
+	}, fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9, ContextLength: 32768})
+	defer srv.Close()
+	e := srv.Engine(t, 1)
+	e.NumCtx = 1000
+	fixed := "Question: how are these related?"
+	var parts []string
+	for i := 0; i < 40; i++ {
+		parts = append(parts, strings.Repeat(" international organization development", 2))
+	}
+	const reply = 50
+	n, ok, err := e.NewCalls("t").Fit(context.Background(), "m", fixed, parts, reply)
+	if err != nil || !ok || n == 0 {
+		t.Fatalf("fit: %d %v %v", n, ok, err)
+	}
+	used := len(fixed) + reply
+	for _, p := range parts[:n] {
+		used += len(p) + 1
+	}
+	if used > 1000 {
+		t.Fatalf("kept %d parts: %d tokens in a 1,000-token window", n, used)
+	}
+}

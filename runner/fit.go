@@ -24,14 +24,21 @@ const (
 	fitTemplate = 48
 )
 
-// tokenRatio returns model's tokens per cl100k token, measured once per
-// engine by a one-token generation on calibrationText (a cached call,
-// logged under stage "calibrate"): Ollama reports the prompt's tokens.
-func (c *Calls) tokenRatio(ctx context.Context, model string) (float64, error) {
+// tokenRatios are a model's tokens per cl100k token and per byte of text.
+// Neither alone bounds every text: cl100k packs technical text (numbers,
+// gene names) into fewer tokens than English, while a character-level
+// tokenizer spends one token per character whatever the text. Fit takes
+// the larger estimate.
+type tokenRatios struct{ perCL100K, perByte float64 }
+
+// tokenRatio returns model's tokenRatios, measured once per engine by a
+// one-token generation on calibrationText (a cached call, logged under
+// stage "calibrate"): Ollama reports the prompt's tokens.
+func (c *Calls) tokenRatio(ctx context.Context, model string) (tokenRatios, error) {
 	e := c.e
 	key := localmodels.CanonicalName(model)
 	if v, ok := e.ratios.Load(key); ok {
-		return v.(float64), nil
+		return v.(tokenRatios), nil
 	}
 	resp, err := c.Chat(ctx, "calibrate", localmodels.ChatRequest{
 		Model:    model,
@@ -39,18 +46,19 @@ func (c *Calls) tokenRatio(ctx context.Context, model string) (float64, error) {
 		Options:  localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(0), NumPredict: localmodels.Int(1)},
 	}, 0)
 	if err != nil {
-		return 0, fmt.Errorf("calibrate %s's tokenizer: %w", model, err)
+		return tokenRatios{}, fmt.Errorf("calibrate %s's tokenizer: %w", model, err)
 	}
 	n, err := e.Tokens().Count(calibrationText)
 	if err != nil {
-		return 0, err
+		return tokenRatios{}, err
 	}
-	ratio := 4.0 // a dry run's empty reply: a byte-level tokenizer's worst case
+	// A dry run's empty reply: a byte-level tokenizer's worst case.
+	r := tokenRatios{perCL100K: 4, perByte: 1}
 	if resp.PromptEvalCount > 0 && n > 0 {
-		ratio = float64(resp.PromptEvalCount) / float64(n)
+		r = tokenRatios{perCL100K: float64(resp.PromptEvalCount) / float64(n), perByte: float64(resp.PromptEvalCount) / float64(len(calibrationText))}
 	}
-	e.ratios.Store(key, ratio) // a dry run plans the calibration once too
-	return ratio, nil
+	e.ratios.Store(key, r) // a dry run plans the calibration once too
+	return r, nil
 }
 
 // Fit returns how many of parts, taken in order, a prompt to model can
@@ -58,9 +66,10 @@ func (c *Calls) tokenRatio(ctx context.Context, model string) (float64, error) {
 // the parts) while leaving numPredict tokens for the reply, in the model's
 // effective context window (num_ctx capped by its trained context).
 // Ollama would otherwise cut the prompt's beginning silently — the system
-// prompt and the instructions first. Token counts are cl100k counts scaled
-// by the model's measured ratio, with a margin; with no window known, every
-// part fits. fixedFits is false when even the fixed text does not fit.
+// prompt and the instructions first. A text's tokens are estimated from
+// its cl100k count and from its bytes, each scaled by the model's measured
+// ratio, the larger taken, with a margin; with no window known, every part
+// fits. fixedFits is false when even the fixed text does not fit.
 func (c *Calls) Fit(ctx context.Context, model, fixed string, parts []string, numPredict int) (n int, fixedFits bool, err error) {
 	e := c.e
 	info, err := e.ModelInfo(ctx, model)
@@ -78,7 +87,8 @@ func (c *Calls) Fit(ctx context.Context, model, fixed string, parts []string, nu
 	}
 	est := func(s string) (int, error) {
 		k, err := e.Tokens().Count(s)
-		return int(math.Ceil(float64(k) * ratio * fitMargin)), err
+		t := max(float64(k)*ratio.perCL100K, float64(len(s))*ratio.perByte)
+		return int(math.Ceil(t * fitMargin)), err
 	}
 	used, err := est(fixed)
 	if err != nil {
