@@ -302,12 +302,13 @@ halu rerun RUN_DIR --errors
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var stage, out string
-			var errorsOnly bool
+			var errorsOnly, dry bool
 			var rc runControl
 			own := pflag.NewFlagSet("rerun", pflag.ContinueOnError)
 			own.StringVar(&stage, "stage", "", "the stage to recompute")
 			own.BoolVar(&errorsOnly, "errors", false, "redo failed items and unscored judgements, in place")
 			own.StringVar(&out, "out", "", "run directory of a stage rerun")
+			own.BoolVar(&dry, "dry-run", false, "print the plan of a stage rerun (calls per stage and model, those the cache answers) and stop")
 			rc.bindGates(own)
 			own.AddFlagSet(cmd.InheritedFlags())
 			for _, a := range args {
@@ -353,6 +354,8 @@ halu rerun RUN_DIR --errors
 			switch {
 			case errorsOnly && stage != "":
 				return usagef("rerun: --stage or --errors, not both")
+			case errorsOnly && dry:
+				return usagef("rerun: --dry-run plans a --stage rerun")
 			case errorsOnly:
 				if len(suiteArgs) > 0 {
 					return usagef("rerun --errors keeps the run's settings: %v not allowed", suiteArgs)
@@ -386,7 +389,7 @@ halu rerun RUN_DIR --errors
 				flags[k] = v
 			}
 			flags["rerun"] = strings.Join(append([]string{dir, "--stage", stage}, suiteArgs...), " ")
-			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, Rerun: plan, Flags: flags, Invocation: os.Args[1:]}, gates)
+			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, Rerun: plan, Flags: flags, Invocation: os.Args[1:], DryRun: dry}, gates)
 		},
 	}
 	return cmd

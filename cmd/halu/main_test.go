@@ -159,6 +159,13 @@ func TestRerunStageAndErrors(t *testing.T) {
 		!strings.Contains(m.Flags["rerun"], "--stage judge --judges judge2") {
 		t.Fatalf("rerun run: %v %+v %+v", err, cfg, m.Flags)
 	}
+	// A dry run of a stage rerun: the new judge's calls to make, the
+	// generations from the cache; nothing is called or written.
+	before := len(f.Chats())
+	if r := halu(t, f, cache, "rerun", dir, "--stage", "judge", "--judges", "bad", "--dry-run", "--out", filepath.Join(t.TempDir(), "dry")); r.code != 0 ||
+		!strings.Contains(r.stdout, "plan: 4 items") || len(f.Chats()) != before || !planRow(r.stdout, "bad", "judge", 4, 0) || !planRow(r.stdout, "gen", "generate", 0, 4) {
+		t.Errorf("rerun --dry-run: exit %d, %d calls\n%s%s", r.code, len(f.Chats())-before, r.stdout, r.stderr)
+	}
 	// The same judge again, same requests: the cache answers them.
 	judge := f.calls("judge")
 	if r := halu(t, f, cache, "rerun", dir, "--stage", "judge", "--out", filepath.Join(t.TempDir(), "again")); r.code != 0 || f.calls("judge") != judge {
@@ -483,5 +490,82 @@ func TestDryRunCountsTheCallsARunMakes(t *testing.T) {
 		if fmt.Sprint(planned) != fmt.Sprint(made) {
 			t.Errorf("%s %v: planned %v, made %v", tc.suite, tc.args, planned, made)
 		}
+	}
+}
+
+// A metric computed from no scored unit reads "–" everywhere it is shown:
+// the console summary, and the report as Markdown, CSV and HTML — never a
+// number, never NaN.
+func TestNothingScoredReadsDash(t *testing.T) {
+	f := newFake(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	run := filepath.Join(dir, "hic")
+	r := halu(t, f, cache, "run", "hic", "--models", "gen", "--judges", "bad", "--embed-model", "gen",
+		"--questions", "1", "--answers", "1", "--strategy", "scp", "--out", run)
+	if r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	md := halu(t, f, cache, "report", run, "--md")
+	html := filepath.Join(dir, "r.html")
+	csvDir := filepath.Join(dir, "csv")
+	if x := halu(t, f, cache, "report", run, "--html", html, "--csv", csvDir); x.code != exitOK {
+		t.Fatalf("report: exit %d: %s", x.code, x.stderr)
+	}
+	h, _ := os.ReadFile(html)
+	var csvs []string
+	files, _ := filepath.Glob(filepath.Join(csvDir, "*.csv"))
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		csvs = append(csvs, string(b))
+	}
+	for name, out := range map[string]string{"console": r.stdout, "markdown": md.stdout, "html": string(h), "csv": strings.Join(csvs, "\n")} {
+		row := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "gen") && strings.Contains(strings.ToUpper(l), "SCP") && strings.Contains(l, "–") {
+				row = l
+				break
+			}
+		}
+		t.Logf("%s: %s", name, row)
+		if strings.Count(row, "–") < 6 || strings.Contains(out, "NaN") || strings.Contains(row, "0.00%") {
+			t.Errorf("%s: no row of dashes for the unscored model (NaN %v):\n%s", name, strings.Contains(out, "NaN"), out)
+		}
+	}
+}
+
+// planRow reports whether a printed plan has the row of model and stage
+// with these calls to make and cached replies.
+func planRow(plan, model, stage string, calls, cached int) bool {
+	for _, l := range strings.Split(plan, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 7 && strings.HasPrefix(f[0], model) && f[1] == stage && f[3] == strconv.Itoa(calls) && f[4] == strconv.Itoa(cached) {
+			return true
+		}
+	}
+	return false
+}
+
+// hic and ideas take --limit as every suite does: hic a seeded sample of
+// questions keeping each domain's share, listed in the manifest; ideas N
+// keywords.
+func TestLimitEverywhere(t *testing.T) {
+	f := newFake(t)
+	dir := t.TempDir()
+	r := halu(t, f, t.TempDir(), "run", "hic", "--models", "gen", "--judges", "judge", "--embed-model", "gen", "--limit", "10", "--answers", "1", "--strategy", "scp", "--out", filepath.Join(dir, "hic"))
+	if r.code != exitOK {
+		t.Fatalf("hic --limit: exit %d: %s", r.code, r.stderr)
+	}
+	m, _ := runner.ReadManifest(filepath.Join(dir, "hic"))
+	domains := map[int]bool{}
+	for _, id := range m.Sample {
+		n, _ := strconv.Atoi(id)
+		domains[(n-1)/10] = true // the bundled CDID file: ten questions per domain, in order
+	}
+	if len(m.Sample) != 10 || m.Counts.Items != 10 || len(domains) != 10 {
+		t.Fatalf("hic --limit 10: sample %v (%d domains), %d items", m.Sample, len(domains), m.Counts.Items)
+	}
+	r = halu(t, f, t.TempDir(), "run", "ideas", "--models", "gen", "--judges", "judge", "--limit", "2", "--dry-run")
+	if r.code != exitOK || !strings.Contains(r.stdout, "plan: 2 items") {
+		t.Fatalf("ideas --limit 2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

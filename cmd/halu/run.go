@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -154,6 +155,7 @@ func bindHIC(fs *pflag.FlagSet, cfg *hic.Config) func() error {
 	fs.IntVar(&cfg.Answers, "answers", cfg.Answers, "answers per question")
 	fs.Float64SliceVar(&cfg.Temperatures, "temperature", cfg.Temperatures, "generation temperature(s), e.g. 1.0,0.4")
 	fs.StringSliceVar(&cfg.Questions, "questions", nil, "question IDs or domains to keep (default all 100)")
+	fs.IntVar(&cfg.Limit, "limit", 0, "questions to run (0: all kept): a seeded sample in which each domain keeps its share, listed in the manifest")
 	fs.IntVar(&cfg.Seed, "seed", cfg.Seed, "sampling seed (answer i uses seed+i)")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "generation cap (num_predict); the prompt's 70-token limit stays in the prompt")
 	fs.StringVar(&cfg.JudgeFormat, "judge-format", cfg.JudgeFormat, "text (the paper's one-line format) or json (structured output)")
@@ -180,6 +182,8 @@ func bindIdeas(fs *pflag.FlagSet, cfg *ideas.Config) func() error {
 	bindJudges(fs, &cfg.Judges, "the judge panel, best first")
 	fs.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "paper (the authors' code's defaults) or halu (3 ideas, all fluency pairs, fixed temperatures, JSON critics, Final Idea extraction for every model); settings given override either")
 	fs.StringVar(&cfg.Keyword, "keywords", cfg.Keyword, "N (a seeded sample of the 1,180 keywords) or a file with one keyword per line")
+	var limit int
+	fs.IntVar(&limit, "limit", 0, "keywords to run: the same as --keywords N")
 	fs.IntVar(&cfg.IdeasPerKeyword, "ideas-per-keyword", cfg.IdeasPerKeyword, "ideas per keyword and model (fluency needs 2; the authors' code: 2)")
 	fs.IntVar(&cfg.CriticsPerIdea, "critics", cfg.CriticsPerIdea, "critics sampled per idea")
 	fs.Float64Var(&cfg.FamilyCap, "family-cap", cfg.FamilyCap, "largest share of the panel from one organisation (0 disables; the paper: 20%)")
@@ -199,6 +203,15 @@ func bindIdeas(fs *pflag.FlagSet, cfg *ideas.Config) func() error {
 	return func() error {
 		// Only flags given change the config, so that a rerun keeps the
 		// run's values.
+		if fs.Changed("limit") {
+			if fs.Changed("keywords") {
+				return errors.New("ideas: --limit N is --keywords N: give one of them")
+			}
+			if limit < 1 {
+				return fmt.Errorf("ideas: --limit %d (want at least 1)", limit)
+			}
+			cfg.Keyword = strconv.Itoa(limit)
+		}
 		if fs.Changed("organisation") {
 			cfg.Organisations = map[string]string{}
 			for _, kv := range orgs {

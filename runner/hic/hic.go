@@ -245,8 +245,11 @@ type Config struct {
 	Temperatures []float64 `json:"temperatures"`
 	// Questions filters by ID or domain (Field); empty keeps all 100.
 	Questions []string `json:"questions,omitempty"`
-	Seed      int      `json:"seed"`
-	MaxTokens int      `json:"max_tokens"`
+	// Limit keeps a seeded sample of that many of the questions kept,
+	// each domain keeping its share (0: all).
+	Limit     int `json:"limit,omitempty"`
+	Seed      int `json:"seed"`
+	MaxTokens int `json:"max_tokens"`
 	// JudgeFormat is "text" (the paper's one-line format, the default) or
 	// "json" (structured output).
 	JudgeFormat    string `json:"judge_format"`
@@ -381,6 +384,12 @@ func New(cfg Config) (*Suite, error) {
 			return nil, fmt.Errorf("hic: --questions %v match no question ID or domain", cfg.Questions)
 		}
 	}
+	if cfg.Limit < 0 {
+		return nil, errors.New("hic: --limit cannot be negative")
+	}
+	if cfg.Limit > 0 && cfg.Limit < len(qs) {
+		qs = runner.StratifiedSample(qs, cfg.Limit, cfg.Seed, func(q Question) string { return q.Field })
+	}
 	s := &Suite{cfg: cfg, questions: qs}
 	if cfg.Human != "" {
 		if s.human, err = loadHuman(cfg.Human); err != nil {
@@ -388,6 +397,18 @@ func New(cfg Config) (*Suite, error) {
 		}
 	}
 	return s, nil
+}
+
+// Sample lists the drawn question IDs of a run on a sample (--limit).
+func (s *Suite) Sample() []string {
+	if s.cfg.Limit <= 0 {
+		return nil
+	}
+	out := make([]string, len(s.questions))
+	for i, q := range s.questions {
+		out[i] = strconv.Itoa(q.ID)
+	}
+	return out
 }
 
 func loadHuman(path string) (map[string]string, error) {
