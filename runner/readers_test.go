@@ -33,6 +33,9 @@ type replyCase struct {
 	// Classes: intent ratios, the constraints per priority ("mandatory=2 important=1").
 	Classes string `yaml:"classes"`
 	Quoted  string `yaml:"quoted"` // the evaluated text the judge saw
+	// Clarify: intent mapping, content was withheld (a request for it is
+	// an answer).
+	Clarify bool   `yaml:"clarify"`
 	Reply   string `yaml:"reply"`
 	Want    string `yaml:"want"`
 }
@@ -100,6 +103,16 @@ func readReply(c replyCase) (string, error) {
 			out = append(out, yn(b))
 		}
 		return strings.Join(out, ","), err
+	case "intent.mapping":
+		m, err := intent.ParseMapping(c.Reply, c.Clarify)
+		if m.Clarification {
+			return "clarification", err
+		}
+		var out []string
+		for _, k := range m.Constraints {
+			out = append(out, k.Priority+": "+k.Text)
+		}
+		return strings.Join(out, "; "), err
 	case "intent.ratios":
 		var cs []intent.Constraint
 		for _, f := range strings.Fields(c.Classes) {

@@ -44,7 +44,8 @@ func (c Constraint) priority() metrics.Priority {
 }
 
 var (
-	startRE   = regexp.MustCompile(`(?i)start\s*:`)
+	startRE   = regexp.MustCompile(`(?i)\bstart\s*:`)
+	modalRE   = regexp.MustCompile(`(?i)\b(?:must|should)\b`)
 	bulletRE  = regexp.MustCompile(`^(?:[-*•·>#]+|\d+[.)]|\(\d+\)|[a-z][.)])\s*`)
 	headingRE = regexp.MustCompile(`(?i)^\[?(mandatory|important|optional)\]?(?:\s+constraints?)?(?:\s*\([^)]*\))?\s*:?\s*$`)
 	inlineRE  = regexp.MustCompile(`(?i)^\[?(mandatory|important|optional)\]?(?:\s+constraints?)?(?:\s*\([^)]*\))?\s*[:\-–—]\s*(.+)$`)
@@ -57,7 +58,11 @@ var (
 // final listing after "START:", one constraint per line as
 // "[Priority Level]: [Component] must/should [condition]" or grouped under
 // "Mandatory:" / "Important:" / "Optional:" headings. It tolerates
-// markdown, bullets, numbering and bracketed placeholders. A reply whose
+// markdown, bullets, numbering and bracketed placeholders. Under a
+// heading, only lines in the template's form (with "must" or "should") are
+// constraints: a remark after the listing ("These cover the query.") is
+// not one, and a remark between constraints makes the listing ambiguous
+// (an error, never a guess). A reply whose
 // preliminary check asked for missing content instead of listing
 // constraints is a Clarification — acceptable only where content was
 // withheld on purpose (allowClarification); otherwise, and for a listing
@@ -73,7 +78,7 @@ func ParseMapping(reply string, allowClarification bool) (Mapping, error) {
 	listing := reply[loc[len(loc)-1][1]:]
 	var out []Constraint
 	seen := map[string]bool{}
-	current := ""
+	current, remark := "", ""
 	for _, line := range strings.Split(listing, "\n") {
 		l := cleanLine(line)
 		if l == "" {
@@ -86,10 +91,17 @@ func ParseMapping(reply string, allowClarification bool) (Mapping, error) {
 		prio, text := current, l
 		if m := inlineRE.FindStringSubmatch(l); m != nil {
 			prio, text = strings.ToLower(m[1]), cleanLine(m[2])
+		} else if prio != "" && !modalRE.MatchString(text) && !noneRE.MatchString(text) {
+			remark = text // a remark, not a constraint
+			continue
 		}
 		if prio == "" || noneRE.MatchString(text) {
 			continue
 		}
+		if remark != "" && len(out) > 0 {
+			return Mapping{}, fmt.Errorf("a remark inside the listing (%q): not a constraint in the template's form", remark)
+		}
+		remark = ""
 		c := Constraint{Priority: prio, Component: component(text), Text: text}
 		k := prio + "\x00" + normalize(text)
 		if !seen[k] {
@@ -320,11 +332,17 @@ func (v ScoreVerdicts) Satisfied(n int) ([]bool, error) {
 // Ratios are Table 7's text output: satisfied/total per priority class.
 type Ratios map[string][2]int
 
-var ratioRE = regexp.MustCompile(`(?i)\b(mandatory|important|optional)\b[^0-9\n]{0,30}?(\d+)\s*/\s*(\d+)`)
+var (
+	ratioRE = regexp.MustCompile(`(?i)\b(mandatory|important|optional)\b[^0-9\n]{0,30}?(\d+)\s*/\s*(\d+)`)
+	// ratioLineRE is a line that is only a ratio ("Mandatory: 1/2").
+	ratioLineRE = regexp.MustCompile(`(?i)^\[?(?:mandatory|important|optional)\]?(?:\s+constraints?)?\s*[:\-–—]?\s*\d+\s*/\s*\d+\.?$`)
+)
 
 // ParseRatios reads Table 7's final listing ("[Priority Level]: X/Y" after
 // "START:"). Each class that has constraints must appear with Y equal to
 // its size and 0 ≤ X ≤ Y; a class with none may be left out or given 0/0.
+// Without "START:", only a reply that is nothing but the listing is read:
+// ratios in reasoning ("mandatory looks 1/1 at first") are not a verdict.
 func ParseRatios(reply string, cs []Constraint) (Ratios, error) {
 	want := map[string]int{}
 	for _, c := range cs {
@@ -333,6 +351,12 @@ func ParseRatios(reply string, cs []Constraint) (Ratios, error) {
 	s := reply
 	if loc := startRE.FindAllStringIndex(reply, -1); len(loc) > 0 {
 		s = reply[loc[len(loc)-1][1]:]
+	} else {
+		for _, l := range strings.Split(reply, "\n") {
+			if l = cleanLine(l); l != "" && !ratioLineRE.MatchString(l) {
+				return nil, fmt.Errorf(`no "START:" listing, and %q is not a ratio line`, l)
+			}
+		}
 	}
 	got := Ratios{}
 	for _, m := range ratioRE.FindAllStringSubmatch(s, -1) {
