@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -332,13 +331,7 @@ func (e *Engine) estimateCalls(ctx context.Context, s Suite, todo []Item) map[[2
 		}
 	}
 	out := map[[2]string]int{}
-	keys := make([][3]string, 0, len(p.rows))
-	for k := range p.rows {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return strings.Join(keys[i][:], "\x00") < strings.Join(keys[j][:], "\x00") })
-	for _, k := range keys {
-		r := p.rows[k]
+	for _, r := range p.rows {
 		out[[2]string{r.Stage, localmodels.CanonicalName(r.Model)}] += (r.Calls + r.Cached) * len(todo) / n
 	}
 	return out
