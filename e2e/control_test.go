@@ -22,7 +22,7 @@ func TestRunControl(t *testing.T) {
 	work := t.TempDir()
 	cache := filepath.Join(work, "cache")
 	run := filepath.Join(work, "run")
-	common := []string{"--cache", cache, "--questions", "4"}
+	common := []string{"--cache", cache, "--limit", "4"}
 	mustHalu(t, srv.Host, append([]string{"run", "smoke", "--models", "gen", "--judges", "j1", "--out", run}, common...)...)
 	m1, _ := runner.ReadManifest(run)
 	if m1.Counts.ModelCalls != 8 {

@@ -103,7 +103,7 @@ func TestDroppedStreamsNeverCached(t *testing.T) {
 	work := t.TempDir()
 	cache := filepath.Join(work, "cache")
 	run1 := filepath.Join(work, "run1")
-	args := []string{"run", "smoke", "--models", "ta", "--judges", "ta", "--questions", "5", "--max-tokens", "120", "--cache", cache}
+	args := []string{"run", "smoke", "--models", "ta", "--judges", "ta", "--limit", "5", "--max-tokens", "120", "--cache", cache}
 	r := mustHalu(t, ln.Addr().String(), append(args, "--retries", "6", "--out", run1)...)
 	chats, cut := px.counts()
 	if cut == 0 {

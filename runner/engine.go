@@ -118,6 +118,7 @@ type Engine struct {
 
 	models  sync.Map // name -> localmodels.ModelInfo
 	ratios  sync.Map // name -> the model's tokens per cl100k token (Fit)
+	calibMu sync.Map // name -> *sync.Mutex: one calibration call per model
 	flights singleflight.Group
 	sched   *scheduler
 	now     atomic.Pointer[activity] // the latest call admitted: shown by progress

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 
 	"halu/localmodels"
 )
@@ -40,6 +41,18 @@ func (c *Calls) tokenRatio(ctx context.Context, model string) (tokenRatios, erro
 	if v, ok := e.ratios.Load(key); ok {
 		return v.(tokenRatios), nil
 	}
+	if c.plan != nil && c.plan.calibrated(key) {
+		return planRatios, nil
+	}
+	if c.plan == nil {
+		// Items that need the ratio at once wait for one calibration.
+		mu, _ := e.calibMu.LoadOrStore(key, new(sync.Mutex))
+		mu.(*sync.Mutex).Lock()
+		defer mu.(*sync.Mutex).Unlock()
+		if v, ok := e.ratios.Load(key); ok {
+			return v.(tokenRatios), nil
+		}
+	}
 	resp, err := c.Chat(ctx, "calibrate", localmodels.ChatRequest{
 		Model:    model,
 		Messages: []localmodels.Message{{Role: "user", Content: calibrationText}},
@@ -52,14 +65,23 @@ func (c *Calls) tokenRatio(ctx context.Context, model string) (tokenRatios, erro
 	if err != nil {
 		return tokenRatios{}, err
 	}
-	// A dry run's empty reply: a byte-level tokenizer's worst case.
-	r := tokenRatios{perCL100K: 4, perByte: 1}
+	if c.plan != nil && resp.PromptEvalCount == 0 {
+		// A dry run's empty reply, planned once per plan. It is not kept
+		// in the engine: the progress estimate plans on the engine of the
+		// real run, which must still measure.
+		return planRatios, nil
+	}
+	r := planRatios
 	if resp.PromptEvalCount > 0 && n > 0 {
 		r = tokenRatios{perCL100K: float64(resp.PromptEvalCount) / float64(n), perByte: float64(resp.PromptEvalCount) / float64(len(calibrationText))}
 	}
-	e.ratios.Store(key, r) // a dry run plans the calibration once too
+	e.ratios.Store(key, r)
 	return r, nil
 }
+
+// planRatios stand in for a ratio a dry run cannot measure: a byte-level
+// tokenizer's worst case.
+var planRatios = tokenRatios{perCL100K: 4, perByte: 1}
 
 // Fit returns how many of parts, taken in order, a prompt to model can
 // hold beside the rest of its text (fixed: every message's text without

@@ -15,18 +15,23 @@ import (
 // Plan is what a run would do (halu run … --dry-run): per stage and model,
 // the calls it would make, those the cache already answers, and the tokens
 // they would cost. It is worked out by running every item with empty
-// replies in place of model calls. Suites plan the calls that follow a
-// usable reply as if every reply were usable (ideas' critics and fluency
-// judgements, the answers a DHP reply is cut into; see Calls.Planning);
-// calls whose number depends on what a model says (one check per claim,
-// repair turns) are counted once per item at most. For smoke, hic and
-// ideas the plan equals the calls a run makes on well-formed replies
-// (TestDryRunCountsTheCallsARunMakes); elsewhere it is a lower bound.
+// replies in place of model calls, or the cached reply where the cache has
+// one. Suites plan the calls that follow a usable reply as if every reply
+// were usable (ideas' critics and fluency judgements, the answers a DHP
+// reply is cut into, intent's constraint scoring; see Calls.Planning).
+// Where the number of calls depends on what a model says and no cached
+// reply tells it, the suite plans at a stated count (hypo: one check per
+// claim, at the authors' cap of claims) and the plan lists that
+// assumption. Repair turns, asked only when a judge's reply cannot be
+// read, are not planned. On well-formed replies the plan equals the calls
+// a run makes, per stage (TestDryRunCountsTheCallsARunMakes).
 type Plan struct {
 	Items int
 	// Stopped counts items whose processing ended early on an empty reply.
 	Stopped int
 	Rows    []PlanRow
+	// Assumptions are the counts a suite planned at without knowing them.
+	Assumptions []string
 }
 
 // PlanRow is one stage and model of a plan.
@@ -40,8 +45,11 @@ type PlanRow struct {
 }
 
 type planner struct {
-	mu   sync.Mutex
-	rows map[[3]string]*PlanRow
+	mu      sync.Mutex
+	rows    map[[3]string]*PlanRow
+	assumed map[string]bool
+	// calib holds the models whose tokenizer calibration is planned.
+	calib map[string]bool
 	// noTokens skips counting prompt tokens (a progress estimate needs
 	// only the calls).
 	noTokens bool
@@ -63,6 +71,36 @@ func (p *planner) add(stage, kind, model string, cached bool, prompt, out int) {
 	r.Calls++
 	r.PromptTokens += prompt
 	r.MaxOutputTokens += out
+}
+
+// calibrated reports whether model's calibration call is already planned,
+// and marks it planned.
+func (p *planner) calibrated(model string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calib[model] {
+		return true
+	}
+	if p.calib == nil {
+		p.calib = map[string]bool{}
+	}
+	p.calib[model] = true
+	return false
+}
+
+// PlanAssumes records, in a dry run, a count the suite planned at without
+// knowing it (printed once under the plan); outside a dry run it does
+// nothing.
+func (c *Calls) PlanAssumes(format string, args ...any) {
+	if c.plan == nil {
+		return
+	}
+	c.plan.mu.Lock()
+	defer c.plan.mu.Unlock()
+	if c.plan.assumed == nil {
+		c.plan.assumed = map[string]bool{}
+	}
+	c.plan.assumed[fmt.Sprintf(format, args...)] = true
 }
 
 // planChat counts a chat call the dry run would make.
@@ -116,6 +154,10 @@ func (e *Engine) dryRun(ctx context.Context, s Suite) (*Plan, error) {
 	for _, r := range p.rows {
 		plan.Rows = append(plan.Rows, *r)
 	}
+	for a := range p.assumed {
+		plan.Assumptions = append(plan.Assumptions, a)
+	}
+	sort.Strings(plan.Assumptions)
 	sort.Slice(plan.Rows, func(i, j int) bool {
 		a, b := plan.Rows[i], plan.Rows[j]
 		if a.Model != b.Model {
@@ -153,7 +195,10 @@ func (p *Plan) Print(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%d\n", calls, cached, in, out)
 	tw.Flush()
-	fmt.Fprintln(w, "Calls whose number depends on a model's reply (per-claim checks, repair turns) are counted at most once per item: a lower bound there.")
+	fmt.Fprintln(w, "Repair turns (asked only when a judge's reply cannot be read) are not planned.")
+	for _, a := range p.Assumptions {
+		fmt.Fprintf(w, "Assumed: %s.\n", a)
+	}
 	if p.Stopped > 0 {
 		fmt.Fprintf(w, "%d items stopped early on an empty reply in the plan; their later calls are not counted.\n", p.Stopped)
 	}

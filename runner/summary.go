@@ -165,9 +165,7 @@ func (g Gate) String() string {
 // applies to every model's; naming none of the summary's metrics is an
 // error.
 func (s *Summary) Check(g Gate) (failed []string, err error) {
-	match := func(k string) bool {
-		return k == g.Metric || strings.HasSuffix(k, "/"+g.Metric) || strings.HasSuffix(k, "."+g.Metric)
-	}
+	match := func(k string) bool { return names(k, g.Metric) }
 	seen := map[string]bool{}
 	var keys []string
 	for k := range s.Metrics {
@@ -209,6 +207,65 @@ func (s *Summary) Check(g Gate) (failed []string, err error) {
 		}
 	}
 	return failed, nil
+}
+
+// names reports whether name names the metric key: the key whole, or its
+// last parts after a "/" or ".".
+func names(key, name string) bool {
+	return key == name || strings.HasSuffix(key, "/"+name) || strings.HasSuffix(key, "."+name)
+}
+
+// Measurer is a suite that names its metrics: the last part of every key
+// of its summary ("cs" of "gen/rewrite/cs"), so that a gate naming none of
+// them is refused before the run rather than after it.
+type Measurer interface {
+	MetricNames() []string
+}
+
+// CheckGateNames refuses a gate whose metric can be no metric of s's
+// summary: its last part is none of the names s declares. It is checked
+// before the first model call; which models and groups a summary holds is
+// known only after the run, when Summary.Check looks again. A suite that
+// declares no names is not checked here.
+func CheckGateNames(s Suite, gates []Gate) error {
+	m, ok := s.(Measurer)
+	if !ok {
+		return nil
+	}
+	known := m.MetricNames()
+	for _, g := range gates {
+		found := false
+		for _, n := range known {
+			if names(g.Metric, n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("gate %s: suite %s has no metric %q (its metrics end in: %s)", g, s.Name(), g.Metric, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// UndeclaredMetrics returns the keys of sum that end in none of the names
+// declared: a suite's tests check that its MetricNames cover its summary.
+func UndeclaredMetrics(declared []string, sum *Summary) []string {
+	var out []string
+	for k := range sum.Metrics {
+		found := false
+		for _, n := range declared {
+			if names(k, n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Chart is the data of one figure, drawn by `halu report` as inline SVG. A

@@ -63,7 +63,7 @@ func TestReportInChromium(t *testing.T) {
 	f := newFake(t)
 	cache := t.TempDir()
 	run := filepath.Join(dir, "run")
-	if r := halu(t, f, cache, "run", "smoke", "--models", "xss", "--judges", "judge,bad", "--questions", "2", "--out", run); r.code != exitOK {
+	if r := halu(t, f, cache, "run", "smoke", "--models", "xss", "--judges", "judge,bad", "--limit", "2", "--out", run); r.code != exitOK {
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
 	page := filepath.Join(dir, "report.html")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"path/filepath"
 	"strings"
 
@@ -102,8 +103,19 @@ func applySettings(cmd *cobra.Command, file string) error {
 			return err
 		}
 	}
+	// Two spellings of one setting (smoke's --limit and its old
+	// --questions) share a value: one given on the command line sets both.
+	given := map[any]bool{}
+	for _, f := range allFlags(cmd) {
+		if f.Changed && reflect.ValueOf(f.Value).Kind() == reflect.Pointer {
+			given[f.Value] = true
+		}
+	}
 	for _, f := range allFlags(cmd) {
 		if f.Changed || f.Name == "file" || f.Name == "help" || f.Name == "version" {
+			continue
+		}
+		if reflect.ValueOf(f.Value).Kind() == reflect.Pointer && given[f.Value] {
 			continue
 		}
 		var vals []string

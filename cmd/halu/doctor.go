@@ -1,15 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"halu/localmodels"
+	"halu/runner"
 )
 
 func newDoctorCmd(g *globals) *cobra.Command {
@@ -34,9 +42,12 @@ run command after --, it checks what that run would need: every model any of its
 			}
 			paths := map[string]string{}
 			if len(args) > 0 {
-				need, files, invalid, err := runNeeds(args)
+				need, files, parallel, invalid, err := runNeeds(args)
 				if err != nil {
 					return err
+				}
+				if parallel > 0 {
+					g.parallel = parallel
 				}
 				if invalid != nil {
 					check(false, "run settings: %v", invalid)
@@ -78,6 +89,9 @@ run command after --, it checks what that run would need: every model any of its
 					check(err == nil, "model %s: %s", m, orErr(info.Digest, err))
 				}
 			}
+			if err == nil && g.parallel > 1 && len(models) > 0 {
+				probeParallel(ctx, out, c, models[0], g.parallel, g.numThread)
+			}
 			if index != "" {
 				paths["--index"] = index
 			}
@@ -115,19 +129,47 @@ func orErr(s string, err error) string {
 
 // runNeeds reads a run command line (run SUITE FLAGS…) as halu run would
 // and returns every model its stages call, every path its settings name
-// (by flag) and why the suite cannot be made from them (nil if it can),
+// (by flag), its --parallel (0 if not given) and why the suite cannot be
+// made from them or its gates name no metric of it (nil if neither),
 // without calling any model. A usage error in the line itself is err.
-func runNeeds(args []string) (models []string, paths map[string]string, invalid, err error) {
+func runNeeds(args []string) (models []string, paths map[string]string, parallel int, invalid, err error) {
 	if len(args) < 2 || args[0] != "run" {
-		return nil, nil, nil, usagef("doctor: after --, give a run command: run SUITE FLAGS…")
+		return nil, nil, 0, nil, usagef("doctor: after --, give a run command: run SUITE FLAGS…")
 	}
 	def, ok := findSuite(args[1])
 	if !ok {
-		return nil, nil, nil, unknownSuite(args[1])
+		return nil, nil, 0, nil, unknownSuite(args[1])
 	}
-	cfg, err := def.override(json.RawMessage("{}"), args[2:])
+	// The line is read with every flag halu run takes: the suite's, the
+	// run's own (gates, dry run) and the global ones.
+	fs := pflag.NewFlagSet("run "+def.name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	yield := def.flags(fs)
+	var rc runControl
+	rc.bind(fs)
+	var out string
+	fs.StringVar(&out, "out", "", "")
+	var lg globals
+	fs.AddFlagSet(newRoot(&lg).PersistentFlags())
+	if err := fs.Parse(args[2:]); err != nil {
+		return nil, nil, 0, nil, usagef("doctor: %s: %v", strings.Join(args[:2], " "), err)
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, 0, nil, usagef("doctor: %s: unexpected %v", strings.Join(args[:2], " "), fs.Args())
+	}
+	if rc.file != "" {
+		return nil, nil, 0, nil, usagef("doctor: give the run file's settings as flags after -- (doctor does not read -f)")
+	}
+	cfg, err := yield()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, 0, nil, err
+	}
+	gates, err := rc.gates()
+	if err != nil {
+		return nil, nil, 0, nil, err
+	}
+	if fs.Changed("parallel") {
+		parallel = lg.parallel
 	}
 	paths = map[string]string{}
 	raw, _ := json.Marshal(cfg)
@@ -143,7 +185,7 @@ func runNeeds(args []string) (models []string, paths map[string]string, invalid,
 		if c, ok := s.(io.Closer); ok {
 			defer c.Close()
 		}
-		return s.Models(), paths, nil, nil
+		return s.Models(), paths, parallel, runner.CheckGateNames(s, gates), nil
 	}
 	// The suite cannot be made: the models its settings name.
 	for _, key := range []string{"models", "judges", "judge", "embed_model", "verifier", "agent"} {
@@ -160,7 +202,7 @@ func runNeeds(args []string) (models []string, paths map[string]string, invalid,
 			}
 		}
 	}
-	return models, paths, invalid, nil
+	return models, paths, parallel, invalid, nil
 }
 
 // writable checks that dir exists or can be made, and takes a file.
@@ -183,4 +225,67 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// probeParallel measures how many calls the server answers at once, which
+// Ollama's API does not report (OLLAMA_NUM_PARALLEL is the server's own
+// setting): one short generation alone, then n at once. A server that
+// answers fewer at once than --parallel queues the rest — a run is slower
+// than the setting promises, not wrong — so a shortfall is a warning.
+func probeParallel(ctx context.Context, out io.Writer, c *localmodels.Client, model string, n, numThread int) {
+	n = min(n, 8)
+	call := func(i int) (time.Duration, error) {
+		opts := localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(i), NumPredict: localmodels.Int(32)}
+		if numThread > 0 {
+			opts.NumThread = localmodels.Int(numThread)
+		}
+		start := time.Now()
+		_, err := c.Chat(ctx, localmodels.ChatRequest{Model: model, Options: opts,
+			Messages: []localmodels.Message{{Role: "user", Content: fmt.Sprintf("Count from %d upwards.", i)}}}, localmodels.StreamLimits{Idle: time.Minute})
+		return time.Since(start), err
+	}
+	if _, err := call(0); err != nil { // loads the model
+		fmt.Fprintf(out, "[warn] --parallel %d: could not measure the server's parallel slots (%v)\n", n, err)
+		return
+	}
+	one, err := call(1)
+	if err != nil {
+		fmt.Fprintf(out, "[warn] --parallel %d: could not measure the server's parallel slots (%v)\n", n, err)
+		return
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, errs[i] = call(2 + i)
+		}(i)
+	}
+	wg.Wait()
+	all := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(out, "[warn] --parallel %d: could not measure the server's parallel slots (%v)\n", n, err)
+		return
+	}
+	at := slotsAtOnce(n, one, all)
+	// Calls served together still share the machine: only a clear
+	// shortfall (under 60% of --parallel) is a warning.
+	if at < 0.6*float64(n) {
+		fmt.Fprintf(out, "[warn] --parallel %d: the server answered %d calls sent at once in %.2fs, one alone in %.2fs: about %.1f at a time (model %s); the rest wait in its queue. Start the server with OLLAMA_NUM_PARALLEL=%d, or lower --parallel\n",
+			n, n, all.Seconds(), one.Seconds(), at, model, n)
+		return
+	}
+	fmt.Fprintf(out, "[ok  ] --parallel %d: the server answered %d calls sent at once in %.2fs, one alone in %.2fs (model %s)\n", n, n, all.Seconds(), one.Seconds(), model)
+}
+
+// slotsAtOnce estimates how many of n calls sent at once a server answered
+// together, from the time of one call alone and of all n: n calls served k
+// at a time take about n/k times one.
+func slotsAtOnce(n int, one, all time.Duration) float64 {
+	if all <= 0 || one <= 0 {
+		return float64(n)
+	}
+	return max(1, min(float64(n), float64(n)*one.Seconds()/all.Seconds()))
 }

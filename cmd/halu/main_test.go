@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"halu/localmodels/fakeollama"
 	"halu/runner"
@@ -105,7 +106,7 @@ func TestDryRunCountsCallsAndWritesNothing(t *testing.T) {
 	f := newFake(t)
 	cache := t.TempDir()
 	out := filepath.Join(t.TempDir(), "plan")
-	r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge,judge2", "--questions", "3", "--out", out, "--dry-run")
+	r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge,judge2", "--limit", "3", "--out", out, "--dry-run")
 	if r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -125,8 +126,8 @@ func TestDryRunCountsCallsAndWritesNothing(t *testing.T) {
 		t.Errorf("a dry run wrote %s", out)
 	}
 	// After a real run, the plan shows the cached calls.
-	halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--questions", "3", "--out", filepath.Join(t.TempDir(), "real"))
-	r = halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--questions", "3", "--dry-run")
+	halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "3", "--out", filepath.Join(t.TempDir(), "real"))
+	r = halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "3", "--dry-run")
 	if !strings.Contains(r.stdout, "gen    generate  chat   0      3") {
 		t.Errorf("plan after a run:\n%s", r.stdout)
 	}
@@ -138,7 +139,7 @@ func TestRerunStageAndErrors(t *testing.T) {
 	f := newFake(t)
 	cache := t.TempDir()
 	dir := filepath.Join(t.TempDir(), "run")
-	if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--questions", "4", "--out", dir); r.code != 0 {
+	if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "4", "--out", dir); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
 	gen := f.calls("gen")
@@ -182,7 +183,7 @@ func TestRerunStageAndErrors(t *testing.T) {
 
 	// A run whose second judge cannot be parsed: --errors asks that judge again.
 	bad := filepath.Join(t.TempDir(), "bad")
-	halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge,bad", "--questions", "2", "--out", bad)
+	halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge,bad", "--limit", "2", "--out", bad)
 	_, recs, _ = runner.ReadRun(bad)
 	if len(recs) != 2 || len(recs[0].Failures) != 1 {
 		t.Fatalf("bad judge run: %d records, failures %+v", len(recs), recs[0].Failures)
@@ -208,7 +209,7 @@ func TestRunFileAndEnvironment(t *testing.T) {
 	os.WriteFile(file, []byte("models: [gen]\njudges:\n  - judge\nquestions: 2\nmax-tokens: 30\nnum_ctx: 2048\n"), 0o644)
 	t.Setenv("HALU_MAX_TOKENS", "20")
 	out := filepath.Join(dir, "run")
-	r := halu(t, f, cache, "run", "smoke", "-f", file, "--questions", "3", "--out", out)
+	r := halu(t, f, cache, "run", "smoke", "-f", file, "--limit", "3", "--out", out)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -250,10 +251,43 @@ func TestGatesFailOnUnmeasuredMetrics(t *testing.T) {
 		max  string
 		want int
 	}{{"0.1", exitGate}, {"0.5", exitOK}} {
-		r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge,judge2,bad", "--questions", "2",
+		r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge,judge2,bad", "--limit", "2",
 			"--out", filepath.Join(dir, "smoke"+tc.max), "--fail-under", "mean_score=1", "--max-unscored", tc.max)
 		if r.code != tc.want {
 			t.Errorf("--max-unscored %s: exit %d, want %d\nstdout: %s\nstderr: %s", tc.max, r.code, tc.want, r.stdout, r.stderr)
+		}
+	}
+}
+
+// A gate naming no metric the suite has is refused before the first model
+// call — a run, a dry run, a resume — naming the metrics there are; a gate
+// on a metric's last part or on a whole key passes the check.
+func TestGateNamesCheckedBeforeTheRun(t *testing.T) {
+	f := newFake(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	run := filepath.Join(dir, "smoke")
+	if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "1", "--out", run); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	before := len(f.Chats())
+	for _, args := range [][]string{
+		{"run", "smoke", "--models", "gen", "--judges", "judge", "--out", filepath.Join(dir, "x"), "--fail-under", "mean_scor=3"},
+		{"run", "smoke", "--models", "gen", "--judges", "judge", "--dry-run", "--fail-over", "gen.hallucination=0"},
+		{"run", "--resume", run, "--fail-under", "ifs=0.5"},
+		{"run", "hic", "--models", "gen", "--judges", "judge", "--embed-model", "gen", "--questions", "1", "--answers", "1",
+			"--out", filepath.Join(dir, "y"), "--fail-over", "hallucination_rate=0.2"},
+	} {
+		r := halu(t, f, cache, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "has no metric") || !strings.Contains(r.stderr, "its metrics end in:") {
+			t.Errorf("%v: exit %d, want %d\nstderr: %s", args, r.code, exitUsage, r.stderr)
+		}
+	}
+	if n := len(f.Chats()) - before; n != 0 {
+		t.Errorf("%d model calls before the gates were refused", n)
+	}
+	for _, gate := range []string{"mean_score=1", "gen.mean_score=1", "gen:latest.hallucination_rate=1"} {
+		if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--dry-run", "--fail-under", gate); r.code != exitOK {
+			t.Errorf("gate %s: exit %d: %s", gate, r.code, r.stderr)
 		}
 	}
 }
@@ -265,7 +299,7 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 	f := newFake(t)
 	cache := t.TempDir()
 	dir := filepath.Join(t.TempDir(), "r")
-	if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--questions", "2", "--num-ctx", "2048", "--out", dir); r.code != exitOK {
+	if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "2", "--num-ctx", "2048", "--out", dir); r.code != exitOK {
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
 	for _, args := range [][]string{
@@ -336,7 +370,7 @@ func TestMissingModelFailsUpFront(t *testing.T) {
 func TestNumThread(t *testing.T) {
 	f := newFake(t)
 	cache, dir := t.TempDir(), t.TempDir()
-	args := []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--questions", "2"}
+	args := []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "2"}
 	if r := halu(t, f, cache, append(append([]string{"--num-thread", "1"}, args...), "--out", filepath.Join(dir, "a"))...); r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -358,6 +392,32 @@ func TestNumThread(t *testing.T) {
 	}
 }
 
+// doctor measures how many calls the server answers at once when
+// --parallel asks for more than one: a server with one slot is a warning
+// naming OLLAMA_NUM_PARALLEL, one with enough slots is ok.
+func TestDoctorMeasuresParallelSlots(t *testing.T) {
+	for _, slots := range []int{1, 4} {
+		sem := make(chan struct{}, slots)
+		srv := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
+			sem <- struct{}{}
+			time.Sleep(150 * time.Millisecond)
+			<-sem
+			return fakeollama.Reply{Content: "1 2 3"}
+		}, fakeollama.Model{Name: "gen:latest", Digest: "dg", ParameterCount: 1e9})
+		var out, errb bytes.Buffer
+		code := run([]string{"--ollama", srv.Host(), "--cache", t.TempDir(), "--parallel", "4", "doctor", "--models", "gen"}, &out, &errb)
+		srv.Close()
+		o := out.String()
+		want := "[ok  ] --parallel 4: the server answered 4 calls sent at once"
+		if slots == 1 {
+			want = "[warn] --parallel 4: the server answered 4 calls sent at once"
+		}
+		if code != exitOK || !strings.Contains(o, want) || slots == 1 && !strings.Contains(o, "OLLAMA_NUM_PARALLEL=4") {
+			t.Errorf("%d slots: exit %d, want %q\n%s%s", slots, code, want, o, errb.String())
+		}
+	}
+}
+
 // doctor checks what a run command needs: every model of every stage
 // (hic's embedding model too) and the paths its settings name; HALU_
 // variables set its flags as any command's; a server with no model is a
@@ -372,6 +432,12 @@ func TestDoctorChecksARunCommand(t *testing.T) {
 	if code != exitRunError || !strings.Contains(o, "[ok  ] model gen:") || !strings.Contains(o, "[FAIL] model missing-embed:") ||
 		!strings.Contains(o, "[FAIL] --data /no/such.csv") || !strings.Contains(o, "[ok  ] cache") || len(f.Chats()) != 0 {
 		t.Fatalf("exit %d\n%s%s", code, o, errb.String())
+	}
+	// The line may hold every flag halu run takes; its gates are checked.
+	out.Reset()
+	code = run([]string{"doctor", "--", "run", "smoke", "--models", "gen", "--judges", "judge", "--out", "x", "--dry-run", "--num-ctx", "2048", "--fail-under", "mean_scor=3"}, &out, &errb)
+	if code != exitRunError || !strings.Contains(out.String(), `[FAIL] run settings: gate mean_scor >= 3: suite smoke has no metric "mean_scor"`) {
+		t.Fatalf("gate in the run line: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	out.Reset()
 	if code := run([]string{"doctor", "--", "run", "hci"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "did you mean hic?") {
@@ -419,7 +485,7 @@ func TestRunFileNamesItsSuite(t *testing.T) {
 func TestJudgesSpeltAlike(t *testing.T) {
 	f := newFake(t)
 	dir := t.TempDir()
-	r := halu(t, f, t.TempDir(), "run", "smoke", "--models", "gen", "--judge", "judge", "--questions", "1", "--out", filepath.Join(dir, "a"))
+	r := halu(t, f, t.TempDir(), "run", "smoke", "--models", "gen", "--judge", "judge", "--limit", "1", "--out", filepath.Join(dir, "a"))
 	if r.code != exitOK || !strings.Contains(r.stdout+r.stderr, "--judge has been deprecated, use --judges") {
 		t.Fatalf("smoke --judge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -457,7 +523,7 @@ func TestDryRunCountsTheCallsARunMakes(t *testing.T) {
 		suite string
 		args  []string
 	}{
-		{"smoke", []string{"--models", "gen", "--judges", "j1,j2", "--questions", "3"}},
+		{"smoke", []string{"--models", "gen", "--judges", "j1,j2", "--limit", "3"}},
 		{"hic", []string{"--models", "gen", "--judges", "j1,j2", "--embed-model", "j3", "--questions", "1,11", "--answers", "2", "--strategy", "scp,rag,dhp"}},
 		{"hic", []string{"--models", "gen", "--judges", "j1", "--embed-model", "j3", "--questions", "1,11", "--answers", "2", "--strategy", "dhp,rcp+dhp", "--protocol", "halu"}},
 		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--keywords", "3"}},
@@ -480,6 +546,7 @@ func TestDryRunCountsTheCallsARunMakes(t *testing.T) {
 		if r := halu(t, f, cache, append(args, "--out", out)...); r.code != exitOK {
 			t.Fatalf("%v: exit %d: %s", tc.args, r.code, r.stderr)
 		}
+		checkMetricNames(t, out)
 		_, recs, _ := runner.ReadRun(out)
 		made := map[string]int{}
 		for _, rec := range recs {

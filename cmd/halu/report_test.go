@@ -22,7 +22,7 @@ func TestReportIsDeterministicAndEscapesModelText(t *testing.T) {
 	cache := t.TempDir()
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run")
-	if r := halu(t, f, cache, "run", "smoke", "--models", "xss", "--judges", "judge,bad", "--questions", "2", "--out", run); r.code != exitOK {
+	if r := halu(t, f, cache, "run", "smoke", "--models", "xss", "--judges", "judge,bad", "--limit", "2", "--out", run); r.code != exitOK {
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
 	a, b := filepath.Join(dir, "a.html"), filepath.Join(dir, "b.html")

@@ -124,7 +124,10 @@ func suites() []suiteDef {
 func bindSmoke(fs *pflag.FlagSet, cfg *smoke.Config) func() error {
 	bindModels(fs, &cfg.Models, "models under test")
 	bindJudges(fs, &cfg.Judges, "judge models")
+	fs.IntVar(&cfg.Questions, "limit", cfg.Questions, "how many of the built-in questions (the first N)")
+	// --questions was the count before; in hic it lists question IDs.
 	fs.IntVar(&cfg.Questions, "questions", cfg.Questions, "how many of the built-in questions")
+	fs.MarkDeprecated("questions", "use --limit (in hic, --questions lists question IDs)")
 	fs.IntVar(&cfg.Seed, "seed", cfg.Seed, "sampling seed")
 	fs.Float64Var(&cfg.Temperature, "temperature", cfg.Temperature, "generation temperature")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "generation length cap (num_predict)")
@@ -480,6 +483,9 @@ func resumeRun(cmd *cobra.Command, g *globals, dir string, m *runner.Manifest, r
 // execute runs s and applies the quality gates to its summary: exit 1 for
 // a run error, 3 for a gate that failed.
 func execute(cmd *cobra.Command, g *globals, s runner.Suite, spec runner.RunSpec, gates []runner.Gate) error {
+	if err := runner.CheckGateNames(s, gates); err != nil {
+		return usageError{err}
+	}
 	e, err := g.engine()
 	if err != nil {
 		return err

@@ -71,6 +71,12 @@ func New(cfg Config) (*Suite, error) {
 
 func (s *Suite) Name() string { return "cfaith" }
 
+// MetricNames are the last parts of the summary's keys (runner.Measurer):
+// MODEL/FORMAT, MODEL/overall and MODEL/truefalse/{fn,fp}_rate.
+func (s *Suite) MetricNames() []string {
+	return append(append([]string(nil), Formats...), "overall", "fn_rate", "fp_rate")
+}
+
 func (s *Suite) Models() []string {
 	m := append([]string(nil), s.cfg.Models...)
 	if s.cfg.Judge != "" {

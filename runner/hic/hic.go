@@ -440,6 +440,12 @@ func loadHuman(path string) (map[string]string, error) {
 
 func (s *Suite) Name() string { return "hic" }
 
+// MetricNames are the last parts of the summary's keys (runner.Measurer):
+// MODEL/STRATEGY/TEMPERATURE.NAME.
+func (s *Suite) MetricNames() []string {
+	return []string{"or", "fe", "va", "ih", "dh", "ifs", "iifs", "rifs", "flu", "fle", "kwprec", "over70"}
+}
+
 func (s *Suite) Models() []string {
 	m := append(append([]string(nil), s.cfg.Models...), s.cfg.Judges...)
 	return append(m, s.cfg.EmbedModel)

@@ -519,6 +519,17 @@ func (s *Suite) Close() error {
 
 func (s *Suite) Name() string { return "hypo" }
 
+// MetricNames are the last parts of the summary's keys (runner.Measurer):
+// MODEL/SETTING/TASK.NAME and MODEL/SETTING.NAME, one groundedness per
+// KnowHD source.
+func (s *Suite) MetricNames() []string {
+	out := []string{"f1", "accuracy", "avg_f1", "avg_accuracy"}
+	for _, src := range s.cfg.KnowHD {
+		out = append(out, "groundedness_"+src)
+	}
+	return out
+}
+
 func (s *Suite) Models() []string {
 	m := append([]string(nil), s.cfg.Models...)
 	if s.cfg.Verifier != "" {
@@ -1100,6 +1111,15 @@ func (s *Suite) knowHD(ctx context.Context, c *runner.Calls, model, output, src 
 	claims := v.Claims
 	if !ok || len(claims) == 0 {
 		claims, g.ClaimsFallback = SplitSentences(output), true
+	}
+	if c.Planning() && len(claims) == 0 {
+		// A dry run has no claims: plan the per-claim calls at the cap,
+		// an upper bound for calls not yet cached (the plan says so).
+		c.PlanAssumes("hypo: per-claim calls (verify; entities for KG sources) are planned at %d claims per statement, the authors' cap; the run makes one per claim the decomposer lists", maxClaims)
+		claims = make([]string, maxClaims)
+		for i := range claims {
+			claims[i] = fmt.Sprintf("planned claim %d", i+1)
+		}
 	}
 	if len(claims) > maxClaims {
 		claims = claims[len(claims)-maxClaims:] // the authors' code keeps the last ten

@@ -382,6 +382,12 @@ func loadExternal(path string) (map[string]float64, error) {
 
 func (s *Suite) Name() string { return "ideas" }
 
+// MetricNames are the last parts of the summary's keys (runner.Measurer):
+// MODEL.NAME.
+func (s *Suite) MetricNames() []string {
+	return []string{"originality", "feasibility", "clarity", "fluency", "flexibility", "average", "average5", "refusal_rate"}
+}
+
 func (s *Suite) Models() []string {
 	return append(append([]string(nil), s.cfg.Models...), s.cfg.Judges...)
 }

@@ -242,6 +242,12 @@ func New(cfg Config) (*Suite, error) {
 
 func (s *Suite) Name() string { return "intent" }
 
+// MetricNames are the last parts of the summary's keys (runner.Measurer):
+// MODEL[/TASK]/NAME, and human/JUDGE/mse where human scores are given.
+func (s *Suite) MetricNames() []string {
+	return []string{"cs", "perfect", "baseline", "fact_rate", "hallucination_rate", "mse"}
+}
+
 // Sample lists the drawn inputs of a run on a sample (--limit).
 func (s *Suite) Sample() []string {
 	if s.cfg.Limit <= 0 {
@@ -418,6 +424,11 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 	if best := MajorityMapping(res.MapSamples); best >= 0 {
 		res.Mapping = res.MapSamples[best]
 	}
+	if c.Planning() && res.Mapping == nil {
+		// A dry run's empty reply maps no constraint; plan the scoring
+		// call a listed constraint leads to.
+		res.Mapping = &Mapping{Constraints: []Constraint{{Priority: "mandatory", Component: "Other", Text: "planned"}}}
+	}
 
 	if mis {
 		req := s.judgeReq(runner.Fill(prompt("missing_content_check"), map[string]string{
@@ -425,6 +436,11 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 		v, ok, err := runner.JudgeWith(ctx, c, "judge", req, s.schema(missingSchema), runner.Reader[MissingVerdict]{Text: ParseMissingText, Quoted: []string{res.Response}})
 		if err != nil {
 			return nil, err
+		}
+		if c.Planning() && !ok {
+			// Plan the scoring call a response that does not ask for the
+			// missing part leads to (one that asks needs none).
+			v, ok = MissingVerdict{OnTask: true}, true
 		}
 		if ok {
 			res.MissingCheck, res.Outcome = &v, Classify(v)

@@ -114,6 +114,11 @@ func New(cfg Config) (*Suite, error) {
 
 func (s *Suite) Name() string { return "smoke" }
 
+// MetricNames are the last parts of the summary's keys (runner.Measurer).
+func (s *Suite) MetricNames() []string {
+	return []string{"mean_score", "hallucination_rate", "unscored"}
+}
+
 func (s *Suite) Models() []string {
 	return append(append([]string(nil), s.cfg.Models...), s.cfg.Judges...)
 }

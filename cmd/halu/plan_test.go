@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"halu/localmodels/fakeollama"
+	"halu/runner"
+)
+
+// A dry run of intent, hypo and cfaith plans, per stage, the calls the run
+// then makes on well-formed replies: intent's constraint scoring (which
+// follows a readable mapping), hypo's per-claim checks (planned at the
+// authors' cap of 10 claims, said under the plan: exact when the
+// decomposer lists 10, an upper bound when it lists fewer) and one
+// tokenizer calibration per model, which the run makes even though its
+// progress estimate planned first (it once kept the plan's stand-in ratio
+// and never measured).
+func TestDryRunCountsReplyDependentCalls(t *testing.T) {
+	var mu sync.Mutex
+	claims := 10
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		u := r.LastUser()
+		switch {
+		case strings.Contains(u, "advanced linguist") && len(r.Format) > 0:
+			return fakeollama.Reply{Content: `{"clarification":false,"constraints":[{"priority":"mandatory","component":"Subject","text":"Subject must be the thing asked"},{"priority":"optional","component":"Qualifiers","text":"Qualifiers should be concise"}]}`}
+		case strings.Contains(u, "Given a query and a response") && len(r.Format) > 0:
+			var vs []string
+			for i := 1; i <= strings.Count(u, "\n["); i++ {
+				vs = append(vs, fmt.Sprintf(`"constraint_%d":true`, i))
+			}
+			return fakeollama.Reply{Content: `{` + strings.Join(vs, ",") + `}`}
+		case strings.Contains(u, "advanced linguist"):
+			return fakeollama.Reply{Content: "START:\nMandatory: Subject must be the thing asked\nOptional: Qualifiers should be concise"}
+		case strings.Contains(u, "Given a query and a response"):
+			mand, imp, opt := strings.Count(u, "] Mandatory:"), strings.Count(u, "] Important:"), strings.Count(u, "] Optional:")
+			return fakeollama.Reply{Content: fmt.Sprintf("START:\nMandatory: %d/%d\nImportant: %d/%d\nOptional: %d/%d", mand, mand, imp, imp, opt, opt)}
+		case strings.Contains(u, "was never provided"):
+			return fakeollama.Reply{Content: "Mentions missing: No\nInvents missing: Yes\nOn task: Yes"}
+		case strings.Contains(u, "scale from 1 to 10"):
+			return fakeollama.Reply{Content: "Score: 6"}
+		case strings.Contains(u, "factual content"):
+			return fakeollama.Reply{Content: "Factual inaccuracies: Yes\nMissing required facts: No"}
+		case strings.Contains(u, "Extract key entities"):
+			return fakeollama.Reply{Content: `{"entities": ["Chemical cyclopamine (MESH:C000541)", "Gene Shh (103046459)"]}`}
+		case strings.Contains(u, "Summarize the statement"):
+			mu.Lock()
+			defer mu.Unlock()
+			var cs []string
+			for i := 1; i <= claims; i++ {
+				cs = append(cs, fmt.Sprintf("%q", fmt.Sprintf("Claim %d about Shh.", i)))
+			}
+			return fakeollama.Reply{Content: `{"claims": [` + strings.Join(cs, ", ") + `]}`}
+		case strings.Contains(u, "Judge if the given information"):
+			return fakeollama.Reply{Content: `{"groundness": 1}`}
+		case strings.Contains(u, "[Conflict check]"):
+			return fakeollama.Reply{Content: `{"conflict": true}`}
+		case strings.Contains(u, "four possible options"):
+			return fakeollama.Reply{Content: "A"}
+		case strings.Contains(u, "a question and an answer"):
+			return fakeollama.Reply{Content: "True"}
+		case strings.Contains(u, "proposed_hypothesis"):
+			return fakeollama.Reply{Content: "Reasoning.\n```json\n{\"proposed_hypothesis\": \"negative_correlate\"}\n```"}
+		}
+		return fakeollama.Reply{Content: "snow falls soft on quiet hills tonight"}
+	}, panelModels()...)
+	t.Cleanup(srv.Close)
+	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	ix := filepath.Join(t.TempDir(), "ix")
+	if r := halu(t, f, t.TempDir(), "index", "build", "--out", ix, "../../testdata/pubmed/pubmedqa_contexts.jsonl"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	kg := filepath.Join(t.TempDir(), "kg")
+	if r := halu(t, f, t.TempDir(), "kg", "import", "--out", kg, "../../testdata/kg/biored_train_sample.pubtator"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	hypo := []string{"--models", "gen", "--setting", "parametric,kg+lit", "--index", ix, "--kg", kg, "--limit", "1", "--knowhd", "lit,kg+lit", "--candidates", "2"}
+	for _, tc := range []struct {
+		suite  string
+		args   []string
+		claims int
+	}{
+		{"intent", []string{"--models", "gen", "--judges", "j1", "--baseline-samples", "2", "--fact-samples", "2"}, 0},
+		{"intent", []string{"--models", "gen", "--judges", "j1", "--protocol", "halu", "--map-samples", "3"}, 0},
+		{"hypo", hypo, 10},
+		{"hypo", hypo, 3},
+		{"cfaith", []string{"--data", "../../testdata/cfaith/sample_en", "--models", "gen", "--judges", "j1"}, 0},
+	} {
+		mu.Lock()
+		claims = tc.claims
+		mu.Unlock()
+		cache, out := t.TempDir(), filepath.Join(t.TempDir(), "run")
+		args := append([]string{"run", tc.suite}, tc.args...)
+		dry := halu(t, f, cache, append(args, "--dry-run")...)
+		if dry.code != exitOK {
+			t.Fatalf("%v --dry-run: exit %d: %s", tc.args, dry.code, dry.stderr)
+		}
+		planned := map[string]int{}
+		for _, l := range strings.Split(dry.stdout, "\n") {
+			fs := strings.Fields(l)
+			if len(fs) == 7 && fs[0] != "model" && fs[0] != "total" {
+				n, _ := strconv.Atoi(fs[3])
+				planned[fs[1]] += n
+			}
+		}
+		if r := halu(t, f, cache, append(args, "--out", out)...); r.code != exitOK {
+			t.Fatalf("%v: exit %d: %s", tc.args, r.code, r.stderr)
+		}
+		checkMetricNames(t, out)
+		_, recs, _ := runner.ReadRun(out)
+		made := map[string]int{}
+		for _, rec := range recs {
+			for _, c := range rec.Calls {
+				made[c.Stage]++
+			}
+
+		}
+		t.Logf("%s %d claims: planned %v, made %v", tc.suite, tc.claims, planned, made)
+		if tc.claims == 0 || tc.claims == 10 {
+			if fmt.Sprint(planned) != fmt.Sprint(made) {
+				t.Errorf("%s %v: planned %v, made %v", tc.suite, tc.args, planned, made)
+			}
+			continue
+		}
+		// Fewer claims than the cap: per-claim stages are planned high,
+		// the rest exactly, and the plan says what it assumed.
+		for stage, n := range made {
+			perClaim := stage == "verify" || stage == "entities"
+			if perClaim && planned[stage] <= n || !perClaim && planned[stage] != n {
+				t.Errorf("%s %d claims: stage %s planned %d, made %d", tc.suite, tc.claims, stage, planned[stage], n)
+			}
+		}
+		if !strings.Contains(dry.stdout, "Assumed: hypo: per-claim calls (verify; entities for KG sources) are planned at 10 claims per statement") {
+			t.Errorf("the plan does not say what it assumed:\n%s", dry.stdout)
+		}
+	}
+}
+
+// checkMetricNames fails t when the summary of the run in dir has a metric
+// whose last part its suite does not declare: a gate on it would be refused
+// before the run (runner.CheckGateNames).
+func checkMetricNames(t *testing.T, dir string) {
+	t.Helper()
+	m, err := runner.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, _ := findSuite(m.Suite)
+	s, err := def.build(m.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := runner.ReadSummary(dir)
+	if err != nil || len(sum.Metrics) == 0 {
+		t.Fatalf("%s: summary %v, %v", dir, sum, err)
+	}
+	if u := runner.UndeclaredMetrics(s.(runner.Measurer).MetricNames(), sum); len(u) > 0 {
+		t.Errorf("%s: metrics its MetricNames do not name: %v", m.Suite, u)
+	}
+}
