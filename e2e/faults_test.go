@@ -104,7 +104,7 @@ func TestDroppedStreamsNeverCached(t *testing.T) {
 	cache := filepath.Join(work, "cache")
 	run1 := filepath.Join(work, "run1")
 	args := []string{"run", "smoke", "--models", "ta", "--judges", "ta", "--limit", "5", "--max-tokens", "120", "--cache", cache}
-	r := mustHalu(t, ln.Addr().String(), append(args, "--retries", "6", "--out", run1)...)
+	r := mustHalu(t, ln.Addr().String(), append(args, "--retries", "6", "--idle-timeout", "20s", "--out", run1)...)
 	chats, cut := px.counts()
 	if cut == 0 {
 		t.Fatalf("the proxy cut no stream (%d chats)", chats)
