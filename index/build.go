@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -41,60 +42,86 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 		opt.Log = io.Discard
 	}
 	info := BuildInfo{Time: time.Now().UTC(), Inputs: make([]InputInfo, len(inputs))}
+	jr, err := l.startJournal(inputs)
+	if err != nil {
+		return info, err
+	}
+	if jr.Done > 0 {
+		fmt.Fprintf(opt.Log, "resuming an unfinished build: %d of %d files are in\n", jr.Done, len(inputs))
+	}
 
 	type parsed struct {
 		ops  chan Op
 		done chan struct{}
 	}
 	files := make([]parsed, len(inputs))
-	sem := make(chan struct{}, max(1, runtime.NumCPU()))
 	for i, path := range inputs {
 		files[i] = parsed{ops: make(chan Op, 4096), done: make(chan struct{})}
 		in := &info.Inputs[i]
 		in.Path = path
 		in.Skipped = map[string]int{}
-		go func(i int, path string) {
-			defer close(files[i].done)
-			defer close(files[i].ops)
+		if i < jr.Done {
+			in.AlreadyIn = true
+			close(files[i].ops)
+			close(files[i].done)
+		}
+	}
+	// Parsers start in input order, as many at once as there are cores:
+	// the writer waits for the earliest unfinished file, which therefore
+	// always holds a slot (with one core, files started out of order once
+	// left the writer waiting on a file that could not start).
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	parse := func(i int, path string) {
+		in := &info.Inputs[i]
+		defer close(files[i].done)
+		defer close(files[i].ops)
+		defer func() { <-sem }()
+		if h, err := hashFile(path); err == nil {
+			in.SHA256 = h
+		}
+		err := ReadInput(path, func(op Op) error {
+			select {
+			case files[i].ops <- op:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}, func(p Problem) {
+			reason := "malformed"
+			if p.Reason != "" && len(in.Problems) < 100 {
+				in.Problems = append(in.Problems, p)
+			}
+			if containsNoContent(p.Reason) {
+				reason = "no title and no abstract"
+			}
+			in.Skipped[reason]++
+			fmt.Fprintf(opt.Log, "skipped: %s\n", p)
+		})
+		if err != nil {
+			in.Error = err.Error()
+			fmt.Fprintf(opt.Log, "input error (records before it were kept): %v\n", err)
+		}
+	}
+	go func() {
+		for i := jr.Done; i < len(inputs); i++ {
 			select {
 			case sem <- struct{}{}:
+				go parse(i, inputs[i])
 			case <-ctx.Done():
-				in.Error = ctx.Err().Error()
+				for ; i < len(inputs); i++ {
+					info.Inputs[i].Error = ctx.Err().Error()
+					close(files[i].ops)
+					close(files[i].done)
+				}
 				return
 			}
-			defer func() { <-sem }()
-			if h, err := hashFile(path); err == nil {
-				in.SHA256 = h
-			}
-			err := ReadInput(path, func(op Op) error {
-				select {
-				case files[i].ops <- op:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}, func(p Problem) {
-				reason := "malformed"
-				if p.Reason != "" && len(in.Problems) < 100 {
-					in.Problems = append(in.Problems, p)
-				}
-				if containsNoContent(p.Reason) {
-					reason = "no title and no abstract"
-				}
-				in.Skipped[reason]++
-				fmt.Fprintf(opt.Log, "skipped: %s\n", p)
-			})
-			if err != nil {
-				in.Error = err.Error()
-				fmt.Fprintf(opt.Log, "input error (records before it were kept): %v\n", err)
-			}
-		}(i, path)
-	}
+		}
+	}()
 
 	// The writer: apply each file's operations in input order.
 	st := l.corpus()
 	w := &batchWriter{l: l, size: opt.BatchSize, stats: st, pending: map[uint64]pendingDoc{},
-		startedEmpty: st.Docs == 0, seen: roaring.New()}
+		startedEmpty: st.Docs == 0, seen: roaring.New(), journal: jr}
 	w.batch = l.idx.NewBatch()
 	applied := 0
 	var chunk []Op
@@ -132,7 +159,7 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 		chunk, chunkIn = chunk[:0], chunkIn[:0]
 		return w.flush()
 	}
-	for i := range files {
+	for i := jr.Done; i < len(files); i++ {
 		in := &info.Inputs[i]
 		for op := range files[i].ops {
 			chunk = append(chunk, op)
@@ -147,9 +174,32 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 		if len(in.Skipped) == 0 {
 			in.Skipped = nil
 		}
+		if ctx.Err() != nil {
+			break // this file may be cut short: it is not in
+		}
+		// The file is in: its last operations and the journal saying so
+		// are one batch. (A damaged file counts as in: its records before
+		// the damage are, and reading it again would stop there again.)
+		w.journal.Done = i + 1
+		w.dirty = true
+		if err := apply(); err != nil {
+			return info, fmt.Errorf("index %s: %w", l.dir, err)
+		}
 	}
 	if err := apply(); err != nil {
 		return info, fmt.Errorf("index %s: %w", l.dir, err)
+	}
+	if ctx.Err() == nil {
+		w.journal.State, w.dirty = journalComplete, true
+	} else {
+		// The parsers stop at the cancellation; the build record says
+		// which files were not (fully) applied.
+		for i := w.journal.Done; i < len(files); i++ {
+			<-files[i].done
+			if in := &info.Inputs[i]; in.Error == "" {
+				in.Error = "not fully applied: the build was interrupted (" + ctx.Err().Error() + ")"
+			}
+		}
 	}
 	if err := w.flush(); err != nil {
 		return info, fmt.Errorf("index %s: %w", l.dir, err)
@@ -160,6 +210,7 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 	l.mu.Lock()
 	l.meta.Stats = w.stats
 	l.meta.Builds = append(l.meta.Builds, info)
+	l.journal = w.journal
 	l.mu.Unlock()
 	if err := l.writeMeta(); err != nil {
 		return info, fmt.Errorf("index %s: %w", l.dir, err)
@@ -189,6 +240,10 @@ type batchWriter struct {
 	// PMIDs it has not written yet (a baseline build looks up nothing).
 	startedEmpty bool
 	seen         *roaring.Bitmap
+	// journal goes into every batch with the statistics it leaves; dirty
+	// flushes a batch that holds no document but a journal change.
+	journal journal
+	dirty   bool
 }
 
 // existing returns the length of the live article with this PMID, if any.
@@ -250,14 +305,21 @@ func (w *batchWriter) delete(pmid uint64) (bool, error) {
 }
 
 func (w *batchWriter) flush() error {
-	if w.batch.Size() == 0 {
+	if w.batch.Size() == 0 && !w.dirty {
 		return nil
 	}
+	w.journal.Stats = w.stats
+	b, err := json.Marshal(w.journal)
+	if err != nil {
+		return err
+	}
+	w.batch.SetInternal([]byte(journalKey), b)
 	if err := w.l.idx.Batch(w.batch); err != nil {
 		return err
 	}
 	w.batch.Reset()
 	clear(w.pending)
+	w.dirty = false
 	return nil
 }
 
@@ -320,4 +382,84 @@ func hashFile(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// journalKey names the build journal among the index's internal values.
+const journalKey = "halu-build-journal"
+
+const (
+	journalBuilding = "building"
+	journalComplete = "complete"
+)
+
+// journal is the state of the latest build, kept inside the bleve index
+// as an internal value committed with every batch: after a kill, the
+// documents, the corpus statistics for BM25 and the count of input files
+// fully applied still agree. A build that did not finish leaves State
+// "building"; the index then refuses queries until the same build is run
+// again, which resumes at the first file not fully in.
+type journal struct {
+	State  string         `json:"state"`
+	Stats  CorpusStats    `json:"stats"`
+	Inputs []journalInput `json:"inputs"`
+	// Done is how many of Inputs, in order, are fully applied.
+	Done int `json:"done"`
+}
+
+// journalInput identifies an input file by path, size and modification
+// time (its hash, which needs a full read, goes into the build record).
+type journalInput struct {
+	Path    string    `json:"path"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mod_time"`
+}
+
+func describeInputs(paths []string) ([]journalInput, error) {
+	out := make([]journalInput, len(paths))
+	for i, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = journalInput{Path: p, Size: fi.Size(), ModTime: fi.ModTime().UTC()}
+	}
+	return out, nil
+}
+
+// startJournal begins a build of inputs: it resumes the index's unfinished
+// build when that build had the same inputs (a file changed since counts
+// as other inputs), refuses when it had others, and otherwise starts anew,
+// writing the journal before the first document so that a build killed at
+// once is known to be unfinished.
+func (l *Literature) startJournal(inputs []string) (journal, error) {
+	in, err := describeInputs(inputs)
+	if err != nil {
+		return journal{}, fmt.Errorf("index %s: %w", l.dir, err)
+	}
+	l.mu.RLock()
+	prev := l.journal
+	l.mu.RUnlock()
+	if prev.State == journalBuilding {
+		same := len(prev.Inputs) == len(in)
+		for i := 0; same && i < len(in); i++ {
+			same = prev.Inputs[i].Path == in[i].Path && prev.Inputs[i].Size == in[i].Size && prev.Inputs[i].ModTime.Equal(in[i].ModTime)
+		}
+		if !same {
+			return journal{}, fmt.Errorf("index %s: an earlier build did not finish (%d of %d files in: %s …); run it again with the same files to finish it, or build into a new directory",
+				l.dir, prev.Done, len(prev.Inputs), prev.Inputs[0].Path)
+		}
+		return prev, nil
+	}
+	j := journal{State: journalBuilding, Stats: l.corpus(), Inputs: in}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return journal{}, err
+	}
+	if err := l.idx.SetInternal([]byte(journalKey), b); err != nil {
+		return journal{}, fmt.Errorf("index %s: %w", l.dir, err)
+	}
+	l.mu.Lock()
+	l.journal = j
+	l.mu.Unlock()
+	return j, nil
 }

@@ -66,6 +66,11 @@ type Stats struct {
 	MinPMID   uint64      `json:"min_pmid"`
 	MaxPMID   uint64      `json:"max_pmid"`
 	Builds    []BuildInfo `json:"builds"`
+	// Indexed is bleve's own count of documents; it equals Docs, the
+	// count BM25 uses, in an index whose builds kept their journal.
+	Indexed uint64 `json:"indexed"`
+	// Unfinished is set when a build did not finish: what it says.
+	Unfinished string `json:"unfinished,omitempty"`
 }
 
 // BuildInfo records one `halu index build` into the index.
@@ -86,6 +91,9 @@ type InputInfo struct {
 	Skipped  map[string]int `json:"skipped,omitempty"`
 	Problems []Problem      `json:"problems,omitempty"`
 	Error    string         `json:"error,omitempty"`
+	// AlreadyIn marks a file an earlier, interrupted run of the same build
+	// had fully applied: this run resumed after it.
+	AlreadyIn bool `json:"already_in,omitempty"`
 }
 
 const (
@@ -122,8 +130,9 @@ type Literature struct {
 	idx      bleve.Index
 	analyzer analysis.Analyzer
 
-	mu   sync.RWMutex
-	meta meta
+	mu      sync.RWMutex
+	meta    meta
+	journal journal
 
 	closeOnce sync.Once
 	closeErr  error
@@ -198,6 +207,20 @@ func OpenLiterature(dir string, create bool) (*Literature, error) {
 		idx.Close()
 		return nil, fmt.Errorf("index %s: %w", dir, err)
 	}
+	// The journal, committed with the documents, is what the index holds;
+	// the meta file is written after a build and may lag behind it.
+	j, err := idx.GetInternal([]byte(journalKey))
+	if err != nil {
+		idx.Close()
+		return nil, fmt.Errorf("index %s: %w", dir, err)
+	}
+	if j != nil {
+		if err := json.Unmarshal(j, &l.journal); err != nil {
+			idx.Close()
+			return nil, fmt.Errorf("index %s: build journal: %w", dir, err)
+		}
+		l.meta.Stats = l.journal.Stats
+	}
 	return l, nil
 }
 
@@ -239,6 +262,23 @@ func (l *Literature) writeMeta() error {
 	return os.Rename(tmp, filepath.Join(l.dir, metaFile))
 }
 
+// ErrUnfinished is returned by a search of an index whose last build did
+// not finish: its documents are a part of what the build was given.
+var ErrUnfinished = errors.New("the index's last build did not finish")
+
+// Unfinished says what an unfinished build left ("" when the last build
+// finished).
+func (l *Literature) Unfinished() string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	j := l.journal
+	if j.State != journalBuilding {
+		return ""
+	}
+	return fmt.Sprintf("index %s: %d of %d input files are in (%d documents); run the same `halu index build` again to finish it",
+		l.dir, j.Done, len(j.Inputs), j.Stats.Docs)
+}
+
 func (l *Literature) corpus() CorpusStats {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -264,6 +304,9 @@ func (l *Literature) Search(ctx context.Context, text string, opt SearchOptions)
 // search takes the best candidates documents by bleve's BM25 and returns
 // the top opt.K of them re-scored by opt.BM25.
 func (l *Literature) search(ctx context.Context, text string, opt SearchOptions, candidates int) ([]Hit, error) {
+	if why := l.Unfinished(); why != "" {
+		return nil, fmt.Errorf("%w: %s", ErrUnfinished, why)
+	}
 	qterms := unique(l.terms(text))
 	if len(qterms) == 0 {
 		return nil, nil
@@ -412,7 +455,12 @@ func num(v any) float64 {
 // Stats reports the index's size, documents, PMID range and builds.
 func (l *Literature) Stats(ctx context.Context) (Stats, error) {
 	st := l.corpus()
-	s := Stats{Dir: l.dir, Docs: st.Docs, AvgLen: st.AvgLen()}
+	s := Stats{Dir: l.dir, Docs: st.Docs, AvgLen: st.AvgLen(), Unfinished: l.Unfinished()}
+	n, err := l.idx.DocCount()
+	if err != nil {
+		return s, fmt.Errorf("index %s: %w", l.dir, err)
+	}
+	s.Indexed = n
 	l.mu.RLock()
 	s.Builds = append(s.Builds, l.meta.Builds...)
 	l.mu.RUnlock()

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/spf13/cobra"

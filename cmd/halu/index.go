@@ -45,6 +45,10 @@ func newIndexCmd(g *globals) *cobra.Command {
 				for why, n := range in.Skipped {
 					skipped = append(skipped, fmt.Sprintf("%d %s", n, why))
 				}
+				if in.AlreadyIn {
+					fmt.Fprintf(w, "  %s: already in (an earlier run of this build applied it)\n", in.Path)
+					continue
+				}
 				fmt.Fprintf(w, "  %s: %d records, %d deletions", in.Path, in.Records, in.Deletes)
 				if len(skipped) > 0 {
 					fmt.Fprintf(w, "; skipped %s", strings.Join(skipped, ", "))

@@ -493,6 +493,10 @@ func (s *Suite) stores() error {
 				return
 			}
 			s.lit = l
+			if why := l.Unfinished(); why != "" {
+				s.optErr = fmt.Errorf("%w: %s", index.ErrUnfinished, why)
+				return
+			}
 		}
 		if s.cfg.KG != "" {
 			g, err := index.OpenKG(s.cfg.KG, false)
@@ -588,6 +592,11 @@ func taskName(relType string) string {
 // Items: one per (model, setting, test item), or per (model, setting, open
 // input) in open-ended mode.
 func (s *Suite) Items(context.Context) ([]runner.Item, error) {
+	// The index and the graph open before the first model call: an
+	// unfinished index build is an error now, not after generations.
+	if err := s.stores(); err != nil {
+		return nil, err
+	}
 	var items []runner.Item
 	for _, m := range s.cfg.Models {
 		for _, st := range s.cfg.Settings {
