@@ -228,3 +228,63 @@ func fileSize(p string) int64 {
 	}
 	return st.Size()
 }
+
+// TestBenchKGImport is part of `make bench-index`: `halu kg import` of a
+// relation2pubtator3-format file of HALU_BENCH_KG_ROWS rows (2,000,000 in
+// make bench-index) over 200,000 entities, in a child process, reporting
+// its time and peak RSS; the import must stay within 500 MiB.
+func TestBenchKGImport(t *testing.T) {
+	nStr := os.Getenv("HALU_BENCH_KG_ROWS")
+	if nStr == "" {
+		t.Skip("set HALU_BENCH_KG_ROWS (make bench-index) to run the KG import benchmark")
+	}
+	n, err := strconv.Atoi(nStr)
+	if err != nil || n <= 0 {
+		t.Fatalf("HALU_BENCH_KG_ROWS=%q", nStr)
+	}
+	haluBin := os.Getenv("HALU_BENCH_HALU")
+	if haluBin == "" {
+		t.Fatal("HALU_BENCH_HALU must name the halu binary")
+	}
+	work := t.TempDir()
+	rel := filepath.Join(work, "relation2pubtator3")
+	f, _ := os.Create(rel)
+	w := bufio.NewWriterSize(f, 1<<20)
+	types := []string{"Association", "Positive_Correlation", "Negative_Correlation", "Bind", "Cotreatment"}
+	entity := func(i uint64) string {
+		switch i % 3 {
+		case 0:
+			return fmt.Sprintf("Gene|%d", i/3+1)
+		case 1:
+			return fmt.Sprintf("Chemical|MESH:C%06d", i/3+1)
+		}
+		return fmt.Sprintf("Disease|MESH:D%06d", i/3+1)
+	}
+	x := uint64(88172645463325252) // xorshift: the same file every run
+	next := func() uint64 { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x }
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", next()%38_000_000+1, types[next()%5], entity(next()%200_000), entity(next()%200_000))
+	}
+	w.Flush()
+	f.Close()
+	t0 := time.Now()
+	cmd := exec.Command(haluBin, "kg", "import", "--out", filepath.Join(work, "kg"), rel)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("halu kg import: %v\n%s", err, out)
+	}
+	took := time.Since(t0)
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+	var size int64
+	filepath.Walk(filepath.Join(work, "kg"), func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			size += fi.Size()
+		}
+		return nil
+	})
+	t.Logf("kg import of %d relation rows: %s (%.0f rows/s), peak RSS %.0f MiB, store %.0f MiB\n%s",
+		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(rss)/1024, float64(size)/(1<<20), strings.TrimSpace(string(out)))
+	if rss > 500*1024 {
+		t.Errorf("peak RSS %.0f MiB, over 500 MiB", float64(rss)/1024)
+	}
+}

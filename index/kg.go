@@ -56,6 +56,9 @@ type Node struct {
 type KG struct {
 	dir string
 	db  *bolt.DB
+	// sortLimit is the import's sort buffer in bytes (0: sortBuffer); tests
+	// make it small to merge many runs.
+	sortLimit int
 }
 
 // OpenKG opens the store in dir, creating it when create is set.
@@ -233,27 +236,62 @@ type mention struct {
 func (g *KG) Import(ctx context.Context, files []string) (ImportInfo, error) {
 	info := ImportInfo{Files: files}
 	for _, f := range files {
-		if _, _, _, err := readKGFile(f, sniffLines); err != nil {
+		if _, err := readKGFile(f, sniffLines, func(edgeRow) error { return nil }, func(mention) error { return nil }, func(Problem) {}); err != nil {
 			return info, err
 		}
 	}
+	// Edges stream through an external sort and go into the store in key
+	// order: memory stays bounded by the sort's buffer, and the B+tree
+	// fills page after page instead of touching pages at random.
+	tmp, err := os.MkdirTemp(g.dir, "import-")
+	if err != nil {
+		return info, fmt.Errorf("kg %s: %w", g.dir, err)
+	}
+	defer os.RemoveAll(tmp)
+	limit := sortBuffer
+	if g.sortLimit > 0 {
+		limit = g.sortLimit
+	}
+	edges := newExtSorter(tmp, "edges", limit)
+	var ments []mention
+	flushMentions := func() error {
+		if err := g.writeMentions(ments); err != nil {
+			return fmt.Errorf("kg %s: %w", g.dir, err)
+		}
+		ments = ments[:0]
+		return nil
+	}
 	for _, f := range files {
-		rows, ments, probs, err := readKGFile(f, 0)
-		info.Problems = append(info.Problems, probs...)
-		info.Skipped += len(probs)
+		n, err := readKGFile(f, 0, func(r edgeRow) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return edges.add(edgeRecord(r))
+		}, func(m mention) error {
+			ments = append(ments, m)
+			if len(ments) >= mentionChunk {
+				return flushMentions()
+			}
+			return nil
+		}, func(p Problem) {
+			if len(info.Problems) < maxProblems {
+				info.Problems = append(info.Problems, p)
+			}
+			info.Skipped++
+		})
+		info.Edges += n.rows
+		info.Mentions += n.mentions
 		if err != nil {
 			return info, err
 		}
-		if err := g.write(rows, ments); err != nil {
-			return info, fmt.Errorf("kg %s: %w", g.dir, err)
-		}
-		info.Edges += len(rows)
-		info.Mentions += len(ments)
-		if ctx.Err() != nil {
-			return info, ctx.Err()
-		}
 	}
-	return info, nil
+	if err := flushMentions(); err != nil {
+		return info, err
+	}
+	if err := g.writeEdges(ctx, edges, tmp, limit); err != nil {
+		return info, fmt.Errorf("kg %s: %w", g.dir, err)
+	}
+	return info, ctx.Err()
 }
 
 // ErrKGFormat marks an input that is not a knowledge-graph file halu reads.
@@ -267,24 +305,45 @@ const sniffLines = 200
 // has a number there.
 var relTypeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z_]*$`)
 
-// readKGFile reads the edges and mentions of one file (its first maxLines
-// lines when maxLines > 0). A file with lines but neither edges nor
-// mentions among them is an ErrKGFormat.
-func readKGFile(path string, maxLines int) ([]edgeRow, []mention, []Problem, error) {
+// kgCounts are what a file gave: edge rows and mentions.
+type kgCounts struct{ rows, mentions int }
+
+// readKGFile streams the edges and mentions of one file (its first
+// maxLines lines when maxLines > 0) to emitRow and emitMention, and the
+// lines it skips to bad; an error of an emit function stops it. A file
+// with lines but neither edges nor mentions among them is an ErrKGFormat.
+// Only one PubTator document is held at a time.
+func readKGFile(path string, maxLines int, emitRow func(edgeRow) error, emitMention func(mention) error, problem func(Problem)) (kgCounts, error) {
+	var n kgCounts
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, nil, err
+		return n, err
 	}
 	defer f.Close()
-	var rows []edgeRow
-	var ments []mention
-	var probs []Problem
+	var emitErr error
+	addRow := func(r edgeRow) {
+		if emitErr != nil {
+			return
+		}
+		if r.pubtator {
+			r.rel = RelationLabel(r.rel, r.head, r.tail)
+		}
+		n.rows++
+		emitErr = emitRow(r)
+	}
+	addMention := func(m mention) {
+		if emitErr != nil {
+			return
+		}
+		n.mentions++
+		emitErr = emitMention(m)
+	}
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 1<<20), 64<<20)
 	var header map[string]int
 	docTypes := map[string]string{} // bare id → type, per PubTator document
 	var pending []edgeRow           // relation lines of the current document
-	bad := func(line int, reason string) { probs = append(probs, Problem{File: path, Line: line, Reason: reason}) }
+	bad := func(line int, reason string) { problem(Problem{File: path, Line: line, Reason: reason}) }
 	flushDoc := func() {
 		for _, r := range pending {
 			h := typed(docTypes, r.head)
@@ -294,7 +353,7 @@ func readKGFile(path string, maxLines int) ([]edgeRow, []mention, []Problem, err
 				continue
 			}
 			r.head, r.tail = orient(h, t)
-			rows = append(rows, r)
+			addRow(r)
 		}
 		pending = pending[:0]
 		clear(docTypes)
@@ -303,7 +362,7 @@ func readKGFile(path string, maxLines int) ([]edgeRow, []mention, []Problem, err
 	curDoc := ""
 	for s.Scan() {
 		line++
-		if maxLines > 0 && line > maxLines {
+		if maxLines > 0 && line > maxLines || emitErr != nil {
 			break
 		}
 		text := strings.TrimRight(s.Text(), "\r")
@@ -338,7 +397,7 @@ func readKGFile(path string, maxLines int) ([]edgeRow, []mention, []Problem, err
 					bad(line, err.Error())
 					continue
 				}
-				rows = append(rows, r)
+				addRow(r)
 			} else if ni, ok := header["name"]; ok {
 				ii, ok := header["id"]
 				if !ok || ni >= len(cols) || ii >= len(cols) {
@@ -349,7 +408,7 @@ func readKGFile(path string, maxLines int) ([]edgeRow, []mention, []Problem, err
 				if ti, ok := header["type"]; ok && ti < len(cols) {
 					typ = cols[ti]
 				}
-				ments = append(ments, mention{id: NormalizeID(typ, cols[ii]), typ: NormalizeType(typ), name: cols[ni]})
+				addMention(mention{id: NormalizeID(typ, cols[ii]), typ: NormalizeType(typ), name: cols[ni]})
 			}
 		case len(cols) == 6 && isDigits(cols[1]) && isDigits(cols[2]):
 			// Mention: PMID start end text type id(s).
@@ -360,7 +419,7 @@ func readKGFile(path string, maxLines int) ([]edgeRow, []mention, []Problem, err
 			typ := NormalizeType(cols[4])
 			for _, id := range splitIDs(cols[5]) {
 				docTypes[id] = typ
-				ments = append(ments, mention{id: NormalizeID(typ, id), typ: typ, name: cols[3]})
+				addMention(mention{id: NormalizeID(typ, id), typ: typ, name: cols[3]})
 			}
 		case len(cols) >= 4 && isDigits(cols[0]):
 			if !relTypeRE.MatchString(cols[1]) || strings.TrimSpace(cols[2]) == "" || strings.TrimSpace(cols[3]) == "" {
@@ -375,7 +434,7 @@ func readKGFile(path string, maxLines int) ([]edgeRow, []mention, []Problem, err
 				// relation2pubtator3: typed ids already.
 				h, t := orient(NormalizeID("", r.head), NormalizeID("", r.tail))
 				r.head, r.tail = h, t
-				rows = append(rows, r)
+				addRow(r)
 			} else {
 				if cols[0] != curDoc && curDoc != "" {
 					flushDoc()
@@ -388,18 +447,16 @@ func readKGFile(path string, maxLines int) ([]edgeRow, []mention, []Problem, err
 		}
 	}
 	flushDoc()
+	if emitErr != nil {
+		return n, emitErr
+	}
 	if err := s.Err(); err != nil {
-		return rows, ments, probs, fmt.Errorf("%s:%d: %w", path, line, err)
+		return n, fmt.Errorf("%s:%d: %w", path, line, err)
 	}
-	if nonEmpty > 0 && len(rows) == 0 && len(ments) == 0 && header == nil {
-		return nil, nil, probs, fmt.Errorf("%s: %w", path, ErrKGFormat)
+	if nonEmpty > 0 && n.rows == 0 && n.mentions == 0 && header == nil {
+		return n, fmt.Errorf("%s: %w", path, ErrKGFormat)
 	}
-	for i := range rows {
-		if rows[i].pubtator {
-			rows[i].rel = RelationLabel(rows[i].rel, rows[i].head, rows[i].tail)
-		}
-	}
-	return rows, ments, probs, nil
+	return n, nil
 }
 
 // unknownType reports whether a typed id got no type from its document.
@@ -526,48 +583,11 @@ func mergeSorted(a, b []uint64) []uint64 {
 	return out[:w]
 }
 
-func (g *KG) write(rows []edgeRow, ments []mention) error {
-	const chunk = 50000
-	for start := 0; start < len(rows) || start == 0; start += chunk {
-		end := min(start+chunk, len(rows))
-		err := g.db.Update(func(tx *bolt.Tx) error {
-			eb, ab, nb := tx.Bucket(bucketEdge), tx.Bucket(bucketAdj), tx.Bucket(bucketNode)
-			group := map[string][]uint64{}
-			for _, r := range rows[start:end] {
-				k := string(edgeKey(r.head, r.tail, r.rel))
-				group[k] = append(group[k], r.pmid)
-			}
-			for k, p := range group {
-				parts := strings.SplitN(k, "\x00", 3)
-				old := decodePMIDs(eb.Get([]byte(k)))
-				if err := eb.Put([]byte(k), encodePMIDs(mergeSorted(old, p))); err != nil {
-					return err
-				}
-				h, t, rel := parts[0], parts[1], parts[2]
-				if err := ab.Put([]byte(h+"\x00"+t+"\x00"+rel+"\x00>"), nil); err != nil {
-					return err
-				}
-				if err := ab.Put([]byte(t+"\x00"+h+"\x00"+rel+"\x00<"), nil); err != nil {
-					return err
-				}
-				for _, id := range []string{h, t} {
-					if nb.Get([]byte(id)) == nil {
-						typ, _, _ := strings.Cut(id, "|")
-						b, _ := json.Marshal(Node{ID: id, Type: typ})
-						if err := nb.Put([]byte(id), b); err != nil {
-							return err
-						}
-					}
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if end == len(rows) {
-			break
-		}
+// writeMentions adds mentions to the name table and names nodes that have
+// none yet.
+func (g *KG) writeMentions(ments []mention) error {
+	if len(ments) == 0 {
+		return nil
 	}
 	return g.db.Update(func(tx *bolt.Tx) error {
 		nb, mb := tx.Bucket(bucketNode), tx.Bucket(bucketName)

@@ -3,10 +3,13 @@ package index
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func openKG(t *testing.T, files ...string) *KG {
@@ -231,5 +234,45 @@ func TestKGRejectsDamage(t *testing.T) {
 	}
 	if st, _ := g2.Stats(); st.Edges != 0 {
 		t.Fatalf("a refused import wrote %d edges", st.Edges)
+	}
+}
+
+// An import whose sort spills a run every few records (and merges them)
+// gives the store an import in one run gives: the same entries in every
+// bucket, real BioRED and PubTator 3 files imported twice over (the second
+// import merges PMIDs into edges already there).
+func TestKGImportMergesSortedRuns(t *testing.T) {
+	files := []string{"../testdata/kg/biored_train_sample.pubtator", "../testdata/kg/pubtator3.37026113_240614.pubtator", "../testdata/kg/netmedex_edges_sample.tsv"}
+	dump := func(small bool) map[string][]string {
+		g, err := OpenKG(t.TempDir(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		if small {
+			g.sortLimit = 300
+		}
+		for i := 0; i < 2; i++ {
+			if _, err := g.Import(context.Background(), files); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := map[string][]string{}
+		g.db.View(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bucketEdge, bucketAdj, bucketNode, bucketName} {
+				tx.Bucket(b).ForEach(func(k, v []byte) error {
+					out[string(b)] = append(out[string(b)], fmt.Sprintf("%q=%x", k, v))
+					return nil
+				})
+			}
+			return nil
+		})
+		return out
+	}
+	one, many := dump(false), dump(true)
+	for b, entries := range one {
+		if len(entries) == 0 || fmt.Sprint(entries) != fmt.Sprint(many[b]) {
+			t.Errorf("bucket %s: %d entries in one run, %d merged from many", b, len(entries), len(many[b]))
+		}
 	}
 }
