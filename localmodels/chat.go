@@ -186,6 +186,30 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (C
 		ar.KeepAlive = &api.Duration{Duration: req.KeepAlive}
 	}
 
+	return runStream(ctx, lim, func(ctx context.Context, on func(streamChunk) error) error {
+		return c.api.Chat(ctx, ar, func(r api.ChatResponse) error {
+			return on(streamChunk{content: r.Message.Content, thinking: r.Message.Thinking, done: r.Done,
+				doneReason: r.DoneReason, promptEval: r.PromptEvalCount, eval: r.EvalCount, total: r.TotalDuration})
+		})
+	}, func(err error) error { return c.wrap("chat "+req.Model, err) })
+}
+
+// streamChunk is one piece of a streamed reply, whatever the server's API.
+type streamChunk struct {
+	content, thinking string
+	// done marks the server's final message, with its reason and counts.
+	done             bool
+	doneReason       string
+	promptEval, eval int
+	total            time.Duration
+}
+
+// runStream runs a streamed generation under lim. transport sends the
+// request and hands each chunk to on, returning when the stream ends; wrap
+// adds the server and operation to an error. A stream that ends without
+// the server's final message is ErrIncomplete; a stream halu stops (time
+// budget, repetition) returns the text so far with that done reason.
+func runStream(ctx context.Context, lim StreamLimits, transport func(ctx context.Context, on func(streamChunk) error) error, wrap func(error) error) (ChatResponse, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var idle *time.Timer
@@ -204,23 +228,23 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (C
 	var out ChatResponse
 	chunks := 0
 	done := false
-	err := c.api.Chat(ctx, ar, func(r api.ChatResponse) error {
+	err := transport(ctx, func(r streamChunk) error {
 		if idle != nil {
 			idle.Reset(lim.Idle)
 		}
-		content.WriteString(r.Message.Content)
-		thinking.WriteString(r.Message.Thinking)
+		content.WriteString(r.content)
+		thinking.WriteString(r.thinking)
 		out.EvalCount++ // chunks so far; the final count replaces it
-		if r.Done {
+		if r.done {
 			done = true
-			out.DoneReason = r.DoneReason
-			out.PromptEvalCount = r.PromptEvalCount
-			out.EvalCount = r.EvalCount
-			out.TotalDuration = r.TotalDuration
+			out.DoneReason = r.doneReason
+			out.PromptEvalCount = r.promptEval
+			out.EvalCount = r.eval
+			out.TotalDuration = r.total
 		}
 		chunks++
 		// Checking every 16th chunk keeps the cost linear in practice.
-		if !r.Done && chunks%16 == 0 {
+		if !r.done && chunks%16 == 0 {
 			if _, loops := lim.Repetition.Loops(content.String()); loops {
 				return errStopped{DoneRepetition}
 			}
@@ -242,13 +266,13 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (C
 		return out, nil
 	}
 	if err == nil && !done {
-		// Ollama's client returns without error when the stream ends
-		// early (the server died, a proxy dropped the connection): the
-		// text so far is a fragment, not an answer.
+		// A client may return without error when the stream ends early
+		// (the server died, a proxy dropped the connection): the text so
+		// far is a fragment, not an answer.
 		err = fmt.Errorf("%w: the stream ended after %d chunks (%d bytes) without the server's final message", ErrIncomplete, chunks, content.Len())
 	}
 	if err != nil {
-		return out, c.wrap("chat "+req.Model, err)
+		return out, wrap(err)
 	}
 	return out, nil
 }

@@ -37,6 +37,15 @@ type ModelInfo struct {
 	// Capabilities are what the server says the model can do
 	// ("completion", "thinking", "embedding", …).
 	Capabilities []string `json:"capabilities,omitempty"`
+	// FixedContext is set when the server fixes the context window (an
+	// OpenAI-compatible API takes no num_ctx); ContextLength is then that
+	// window, 0 when the server does not say.
+	FixedContext bool `json:"fixed_context,omitempty"`
+	// Identity says how the weights are known (IdentityDigest, Path,
+	// Name; empty means a digest from Ollama's native API) and Weights is
+	// the path a server names them by.
+	Identity string `json:"identity,omitempty"`
+	Weights  string `json:"weights,omitempty"`
 }
 
 // Thinks reports whether the model can think (Ollama's "thinking"

@@ -242,6 +242,9 @@ func (e *Engine) serving(req localmodels.ChatRequest) localmodels.ChatRequest {
 // num_ctx (or the engine's), capped by the model's trained context, which
 // Ollama does not exceed. Zero when neither is known.
 func EffectiveNumCtx(asked int, info localmodels.ModelInfo) int {
+	if info.FixedContext {
+		return info.ContextLength // the server's, whatever was asked
+	}
 	if info.ContextLength > 0 && (asked == 0 || asked > info.ContextLength) {
 		return info.ContextLength
 	}
@@ -259,6 +262,13 @@ type Fingerprint struct {
 	Quantization string `json:"quantization,omitempty"`
 	Template     string `json:"template_sha256"`
 	NumCtx       int    `json:"num_ctx,omitempty"`
+	// API is "openai" for a server reached through an OpenAI-compatible
+	// API, whose defaults differ from Ollama's native ones (empty: native).
+	API string `json:"api,omitempty"`
+	// Weights is the path a server without digests names the weights by;
+	// Identity says how they are known when it is less than a digest.
+	Weights  string `json:"weights,omitempty"`
+	Identity string `json:"identity,omitempty"`
 }
 
 // fingerprint returns the serving fingerprint of model for a request asking
@@ -272,8 +282,16 @@ func (e *Engine) fingerprint(ctx context.Context, model string, numCtx int) (Fin
 	if err != nil {
 		return Fingerprint{}, info, err
 	}
-	return Fingerprint{Ollama: ver, Model: localmodels.CanonicalName(model), Digest: info.Digest, Quantization: info.Quantization,
-		Template: info.TemplateSHA256, NumCtx: EffectiveNumCtx(numCtx, info)}, info, nil
+	fp := Fingerprint{Ollama: ver, Model: localmodels.CanonicalName(model), Digest: info.Digest, Quantization: info.Quantization,
+		Template: info.TemplateSHA256, NumCtx: EffectiveNumCtx(numCtx, info)}
+	if p := e.Client.Protocol(); p != "ollama" {
+		fp.API, fp.Model = p, model
+		fp.Weights = info.Weights
+		if info.Identity != localmodels.IdentityDigest {
+			fp.Identity = info.Identity
+		}
+	}
+	return fp, info, nil
 }
 
 // Judge asks a judge model and hands its reply to parse. An error from parse

@@ -65,7 +65,9 @@ type Retry struct {
 // Engine runs suites. Its zero value is not usable: set Client, and Cache
 // unless caching is unwanted.
 type Engine struct {
-	Client *localmodels.Client
+	// Client is the model server: Ollama's native API (*localmodels.Client)
+	// or an OpenAI-compatible one (*localmodels.OpenAI).
+	Client localmodels.Backend
 	Cache  *Cache
 	// Parallel is the number of model calls in flight on the host (the
 	// server's parallel slots, OLLAMA_NUM_PARALLEL). It is lowered while the
@@ -369,6 +371,9 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		fmt.Fprintf(e.Log, "warning: Ollama host %s is not on this machine: prompts and answers cross the network\n", e.Client.Host())
 	}
 	man.Ollama = OllamaInfo{Host: e.Client.Host(), Version: ver}
+	if p := e.Client.Protocol(); p != "ollama" {
+		man.Ollama.API = p
+	}
 	man.Models = nil
 	man.TinyModel = false
 	man.Serving = Serving{NumCtx: e.NumCtx, NumThread: e.NumThread, Parallel: e.Parallel, ItemsInFlight: e.ItemsInFlight,
@@ -540,6 +545,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		sum.TinyModel = man.TinyModel
 		sum.Notes = append(sum.Notes, readingNotes(recs, man.Readers)...)
 		sum.Notes = append(sum.Notes, thinkingNotes(recs)...)
+		sum.Notes = append(sum.Notes, identityNotes(man)...)
 		if man.Protocol != "" {
 			sum.Protocol, sum.Departures = man.Protocol, man.Departures
 			sum.Notes = append(sum.Notes, ComparabilityNote(man.Protocol, man.Departures))
@@ -828,4 +834,23 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// identityNotes say, for each model a server names by less than a digest,
+// what a cached or compared result rests on: a path or a name that other
+// weights could take.
+func identityNotes(man *Manifest) []string {
+	var out []string
+	for _, m := range man.Models {
+		switch m.Identity {
+		case localmodels.IdentityPath:
+			out = append(out, fmt.Sprintf("%s is known by the path its server loaded (%s), not by a digest of its weights: other weights at that path would not be told apart (cache, compare).", m.Name, m.Weights))
+		case localmodels.IdentityName:
+			out = append(out, fmt.Sprintf("%s is known by its name only (its server reports neither a digest nor a path): other weights served under that name would not be told apart (cache, compare).", m.Name))
+		}
+		if m.FixedContext && m.ContextLength == 0 {
+			out = append(out, fmt.Sprintf("%s: its server fixes the context window and does not report it: prompts were not fitted to it, and a server may cut a long prompt.", m.Name))
+		}
+	}
+	return out
 }

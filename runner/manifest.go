@@ -77,6 +77,9 @@ type Session struct {
 type OllamaInfo struct {
 	Host    string `json:"host"`
 	Version string `json:"version"`
+	// API is "openai" for a server reached through an OpenAI-compatible
+	// API (empty: Ollama's native API).
+	API string `json:"api,omitempty"`
 }
 
 // Serving is how the engine talked to the server: each model's serving

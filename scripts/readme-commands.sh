@@ -62,6 +62,7 @@ EOF
 small() {
   case "$1" in
     *"run hic"*) echo "--questions 1 --answers 2 --max-tokens 40 --judge-max-tokens 40" ;;
+    *"run smoke"*) echo "--limit 2 --max-tokens 40" ;;
     *"run ideas"*) echo "--keywords 1 --max-tokens 60 --judge-max-tokens 60" ;;
     *"run hypo"*) echo "--limit 1 --tasks chem-gene --max-tokens 40 --verifier-max-tokens 48 --candidates 1" ;;
     *"run intent"*) echo "--limit 1 --max-tokens 40 --judge-max-tokens 80 --baseline-samples 1 --fact-samples 1" ;;
@@ -82,6 +83,12 @@ while IFS= read -r cmd; do
   run="${run/halu run hic .../halu run hic --models qwen2.5:1.5b --judges llama3.2:3b --embed-model all-minilm}"
   run="${run/halu run ideas .../halu run ideas --models qwen2.5:1.5b --judges llama3.2:3b,gemma2:2b,phi3:mini --out runs/ideas-gated}"
   run="${run// ... / }"
+  # GPU servers: the real server's OpenAI-compatible /v1 stands in for
+  # vLLM and llama-server, the tiny model for their models.
+  run="${run//http:\/\/gpu1:8000/http://$OLLAMA_HOST}"
+  run="${run//http:\/\/127.0.0.1:8080/http://$OLLAMA_HOST}"
+  run="${run//Qwen\/Qwen2.5-7B-Instruct/qwen2.5:7b}"
+  run="${run//qwen2.5-7b-instruct-q4_k_m.gguf/qwen2.5:7b}"
   case "$run" in
     *"run ideas"*--keywords*) run="$run --out runs/ideas-1" ;; # the report line names it
   esac

@@ -55,7 +55,7 @@ run command after --, it checks what that run would need: every model any of its
 				models = append(models, need...)
 				paths = files
 			}
-			c, err := g.client()
+			c, err := g.server()
 			if err != nil {
 				return err
 			}
@@ -232,7 +232,7 @@ func sortedKeys(m map[string]string) []string {
 // setting): one short generation alone, then n at once. A server that
 // answers fewer at once than --parallel queues the rest — a run is slower
 // than the setting promises, not wrong — so a shortfall is a warning.
-func probeParallel(ctx context.Context, out io.Writer, c *localmodels.Client, model string, n, numThread int) {
+func probeParallel(ctx context.Context, out io.Writer, c localmodels.Backend, model string, n, numThread int) {
 	n = min(n, 8)
 	call := func(i int) (time.Duration, error) {
 		opts := localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(i), NumPredict: localmodels.Int(32)}

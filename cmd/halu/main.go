@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,6 +49,7 @@ type globals struct {
 	numThread int
 	keep      time.Duration
 	inFlight  int
+	backend   string
 	stdout    io.Writer
 	stderr    io.Writer
 }
@@ -132,6 +134,7 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.ollama, "ollama", localmodels.HostFromEnv(), "Ollama server (host:port or URL); default from OLLAMA_HOST")
+	pf.StringVar(&g.backend, "backend", "", "model server other than Ollama's native API: openai=URL (vLLM, llama-server, SGLang, LM Studio, Ollama's /v1), with a bearer token from $"+apiKeyEnv+" if set; ollama=HOST is the same as --ollama HOST")
 	pf.DurationVar(&g.timeout, "timeout", 10*time.Minute, "limit for one non-streamed call (embeddings, model info)")
 	pf.DurationVar(&g.idle, "idle-timeout", 3*time.Minute, "fail (and retry) a generation that sent no token for this long")
 	pf.DurationVar(&g.budget, "budget", 10*time.Minute, "stop a generation that ran this long and keep its text (done reason \"budget\")")
@@ -178,8 +181,37 @@ func (g *globals) client() (*localmodels.Client, error) {
 	return c, nil
 }
 
+// apiKeyEnv holds the bearer token sent to an OpenAI-compatible server.
+// It is read from the environment only: never a flag, the manifest or a
+// log line.
+const apiKeyEnv = "HALU_API_KEY"
+
+// server returns the model server the engine and doctor use: --backend's,
+// else Ollama at --ollama.
+func (g *globals) server() (localmodels.Backend, error) {
+	if g.backend == "" {
+		return g.client()
+	}
+	kind, addr, ok := strings.Cut(g.backend, "=")
+	switch {
+	case !ok || strings.TrimSpace(addr) == "":
+		return nil, usagef("--backend %q: want openai=URL or ollama=HOST", g.backend)
+	case kind == "ollama":
+		g.ollama = addr
+		return g.client()
+	case kind == "openai":
+		o, err := localmodels.NewOpenAI(addr, max(g.timeout, g.budget+g.idle), os.Getenv(apiKeyEnv))
+		if err != nil {
+			return nil, usageError{err}
+		}
+		o.Logf = func(format string, args ...any) { fmt.Fprintf(g.stderr, format, args...) }
+		return o, nil
+	}
+	return nil, usagef("--backend %q: unknown kind %q (want openai or ollama)", g.backend, kind)
+}
+
 func (g *globals) engine() (*runner.Engine, error) {
-	c, err := g.client()
+	c, err := g.server()
 	if err != nil {
 		return nil, err
 	}

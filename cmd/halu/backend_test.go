@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"halu/localmodels/fakeopenai"
+	"halu/runner"
+)
+
+// A run through --backend openai=URL: the smoke suite against a
+// vLLM-like server, with the bearer token from HALU_API_KEY (in no file
+// the run writes), a 429 and a 503 retried, every fingerprint marked
+// "openai" with the weights' path, and the summary saying the identity is a
+// path, not a digest.
+func TestRunThroughOpenAIBackend(t *testing.T) {
+	f := fakeopenai.New("vllm")
+	defer f.Close()
+	f.Token = "tok-123-secret"
+	f.ReplyFor = func(body map[string]any) string {
+		if body["response_format"] != nil {
+			return `{"score": 4, "hallucination": false}`
+		}
+		return "Paris."
+	}
+	f.SetStatus(429, 503)
+	t.Setenv("HALU_API_KEY", "tok-123-secret")
+	dir := filepath.Join(t.TempDir(), "run")
+	var out, errb bytes.Buffer
+	code := run([]string{"--backend", "openai=" + f.URL + "/v1", "--cache", t.TempDir(), "--retries", "4",
+		"run", "smoke", "--models", "Qwen/Qwen2.5-7B-Instruct", "--judges", "Qwen/Qwen2.5-7B-Instruct", "--limit", "2", "--out", dir}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	m, recs, err := runner.ReadRun(dir)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d records: %v", len(recs), err)
+	}
+	if m.Ollama.API != "openai" || m.Ollama.Version != "vllm 0.6.3" || m.Counts.Retries != 2 {
+		t.Fatalf("server %+v, counts %+v", m.Ollama, m.Counts)
+	}
+	for _, fp := range m.Serving.Fingerprints {
+		if fp.API != "openai" || fp.Weights != "/models/qwen2.5-7b" || fp.Identity != "path" || fp.NumCtx != 32768 {
+			t.Errorf("fingerprint %+v", fp)
+		}
+	}
+	if !strings.Contains(out.String(), "is known by the path its server loaded (/models/qwen2.5-7b)") {
+		t.Errorf("no identity note:\n%s", out.String())
+	}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("tok-123-secret")) {
+				t.Errorf("%s holds the token", p)
+			}
+		}
+		return nil
+	})
+	if strings.Contains(out.String()+errb.String(), "tok-123-secret") {
+		t.Error("the token was printed")
+	}
+	for _, a := range f.Auth() {
+		if a != "Bearer tok-123-secret" {
+			t.Fatalf("authorization %q", a)
+		}
+	}
+	// Generations asked for greedy decoding say so: temperature is sent
+	// even when 0 (smoke's default is 0.7, sent as such).
+	for _, b := range f.Bodies() {
+		if _, ok := b["temperature"]; !ok {
+			t.Fatalf("a request without temperature: %v", b)
+		}
+		raw, _ := json.Marshal(b)
+		if strings.Contains(string(raw), "num_ctx") {
+			t.Fatalf("num_ctx sent: %s", raw)
+		}
+	}
+	// A model the server does not serve is a usage error before any call.
+	code = run([]string{"--backend", "openai=" + f.URL, "--cache", t.TempDir(), "run", "smoke", "--models", "qwen2.5:7b", "--judges", "Qwen/Qwen2.5-7B-Instruct", "--dry-run"}, &out, &errb)
+	if code != exitUsage || !strings.Contains(errb.String(), "it serves: Qwen/Qwen2.5-7B-Instruct, bge-m3") {
+		t.Fatalf("missing model: exit %d: %s", code, errb.String())
+	}
+}
