@@ -97,8 +97,11 @@ func (c *Client) URL() string { return c.base.String() }
 
 // IsLoopback reports whether the server is on this machine. A server
 // elsewhere means prompts and answers cross the network.
-func (c *Client) IsLoopback() bool {
-	h := c.base.Hostname()
+func (c *Client) IsLoopback() bool { return isLoopback(c.base) }
+
+// isLoopback reports whether u names this machine.
+func isLoopback(u *url.URL) bool {
+	h := u.Hostname()
 	if h == "localhost" {
 		return true
 	}

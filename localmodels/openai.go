@@ -109,14 +109,7 @@ func (o *OpenAI) Protocol() string { return "openai" }
 func (o *OpenAI) Host() string { return o.base.Host }
 
 // IsLoopback reports whether the server is on this machine.
-func (o *OpenAI) IsLoopback() bool {
-	h := o.base.Hostname()
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
+func (o *OpenAI) IsLoopback() bool { return isLoopback(o.base) }
 
 func (o *OpenAI) wrap(op string, err error) error {
 	if err == nil {

@@ -529,31 +529,7 @@ func TestDryRunCountsTheCallsARunMakes(t *testing.T) {
 		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--keywords", "3"}},
 		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--keywords", "2", "--fluency-pairs", "all", "--ideas-per-keyword", "3"}},
 	} {
-		cache, out := t.TempDir(), filepath.Join(t.TempDir(), "run")
-		args := append([]string{"run", tc.suite}, tc.args...)
-		dry := halu(t, f, cache, append(args, "--dry-run")...)
-		if dry.code != exitOK {
-			t.Fatalf("%v --dry-run: exit %d: %s", tc.args, dry.code, dry.stderr)
-		}
-		planned := map[string]int{}
-		for _, l := range strings.Split(dry.stdout, "\n") {
-			fs := strings.Fields(l)
-			if len(fs) == 7 && fs[0] != "model" && fs[0] != "total" {
-				n, _ := strconv.Atoi(fs[3])
-				planned[fs[1]] += n
-			}
-		}
-		if r := halu(t, f, cache, append(args, "--out", out)...); r.code != exitOK {
-			t.Fatalf("%v: exit %d: %s", tc.args, r.code, r.stderr)
-		}
-		checkMetricNames(t, out)
-		_, recs, _ := runner.ReadRun(out)
-		made := map[string]int{}
-		for _, rec := range recs {
-			for _, c := range rec.Calls {
-				made[c.Stage]++
-			}
-		}
+		planned, made, _ := planAndRun(t, f, tc.suite, tc.args)
 		if fmt.Sprint(planned) != fmt.Sprint(made) {
 			t.Errorf("%s %v: planned %v, made %v", tc.suite, tc.args, planned, made)
 		}

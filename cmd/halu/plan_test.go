@@ -93,32 +93,7 @@ func TestDryRunCountsReplyDependentCalls(t *testing.T) {
 		mu.Lock()
 		claims = tc.claims
 		mu.Unlock()
-		cache, out := t.TempDir(), filepath.Join(t.TempDir(), "run")
-		args := append([]string{"run", tc.suite}, tc.args...)
-		dry := halu(t, f, cache, append(args, "--dry-run")...)
-		if dry.code != exitOK {
-			t.Fatalf("%v --dry-run: exit %d: %s", tc.args, dry.code, dry.stderr)
-		}
-		planned := map[string]int{}
-		for _, l := range strings.Split(dry.stdout, "\n") {
-			fs := strings.Fields(l)
-			if len(fs) == 7 && fs[0] != "model" && fs[0] != "total" {
-				n, _ := strconv.Atoi(fs[3])
-				planned[fs[1]] += n
-			}
-		}
-		if r := halu(t, f, cache, append(args, "--out", out)...); r.code != exitOK {
-			t.Fatalf("%v: exit %d: %s", tc.args, r.code, r.stderr)
-		}
-		checkMetricNames(t, out)
-		_, recs, _ := runner.ReadRun(out)
-		made := map[string]int{}
-		for _, rec := range recs {
-			for _, c := range rec.Calls {
-				made[c.Stage]++
-			}
-
-		}
+		planned, made, plan := planAndRun(t, f, tc.suite, tc.args)
 		t.Logf("%s %d claims: planned %v, made %v", tc.suite, tc.claims, planned, made)
 		if tc.claims == 0 || tc.claims == 10 {
 			if fmt.Sprint(planned) != fmt.Sprint(made) {
@@ -134,8 +109,8 @@ func TestDryRunCountsReplyDependentCalls(t *testing.T) {
 				t.Errorf("%s %d claims: stage %s planned %d, made %d", tc.suite, tc.claims, stage, planned[stage], n)
 			}
 		}
-		if !strings.Contains(dry.stdout, "Assumed: hypo: per-claim calls (verify; entities for KG sources) are planned at 10 claims per statement") {
-			t.Errorf("the plan does not say what it assumed:\n%s", dry.stdout)
+		if !strings.Contains(plan, "Assumed: hypo: per-claim calls (verify; entities for KG sources) are planned at 10 claims per statement") {
+			t.Errorf("the plan does not say what it assumed:\n%s", plan)
 		}
 	}
 }
@@ -161,4 +136,38 @@ func checkMetricNames(t *testing.T, dir string) {
 	if u := runner.UndeclaredMetrics(s.(runner.Measurer).MetricNames(), sum); len(u) > 0 {
 		t.Errorf("%s: metrics its MetricNames do not name: %v", m.Suite, u)
 	}
+}
+
+// planAndRun runs suite with args twice on fresh caches — a dry run, then
+// the run — and returns the calls per stage the plan counts, those the
+// run's records log, and the plan as printed. The run's metric names are
+// checked against its suite's (checkMetricNames).
+func planAndRun(t *testing.T, f *fakeServer, suite string, args []string) (planned, made map[string]int, plan string) {
+	t.Helper()
+	cache, out := t.TempDir(), filepath.Join(t.TempDir(), "run")
+	args = append([]string{"run", suite}, args...)
+	dry := halu(t, f, cache, append(args, "--dry-run")...)
+	if dry.code != exitOK {
+		t.Fatalf("%v --dry-run: exit %d: %s", args, dry.code, dry.stderr)
+	}
+	planned = map[string]int{}
+	for _, l := range strings.Split(dry.stdout, "\n") {
+		fs := strings.Fields(l)
+		if len(fs) == 7 && fs[0] != "model" && fs[0] != "total" {
+			n, _ := strconv.Atoi(fs[3])
+			planned[fs[1]] += n
+		}
+	}
+	if r := halu(t, f, cache, append(args, "--out", out)...); r.code != exitOK {
+		t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+	}
+	checkMetricNames(t, out)
+	_, recs, _ := runner.ReadRun(out)
+	made = map[string]int{}
+	for _, rec := range recs {
+		for _, c := range rec.Calls {
+			made[c.Stage]++
+		}
+	}
+	return planned, made, dry.stdout
 }
