@@ -30,7 +30,7 @@ demo: build ollama
 # Every command README.md shows, as written (tiny models under the README's
 # names, bundled data under its file names), against a private real Ollama.
 readme-commands: build ollama
-	HALU_NUM_THREAD="$${HALU_NUM_THREAD:-1}" $(BIN) with-ollama --bin "$$(scripts/ollama-bin.sh)" --log /tmp/halu-readme-ollama.log -- scripts/readme-commands.sh
+	bin="$$(scripts/ollama-bin.sh)" && HALU_OLLAMA_BIN="$$bin" HALU_NUM_THREAD="$${HALU_NUM_THREAD:-1}" $(BIN) with-ollama --bin "$$bin" --log /tmp/halu-readme-ollama.log -- scripts/readme-commands.sh
 
 # Puts a pinned Ollama binary in ~/.cache/halu when none is on PATH.
 ollama:

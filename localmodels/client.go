@@ -169,7 +169,7 @@ func IsTransient(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return false
 	}
-	if errors.Is(err, ErrIncomplete) {
+	if errors.Is(err, ErrIncomplete) || errors.Is(err, ErrNoServer) {
 		return true
 	}
 	if IsUnreachable(err) || errors.Is(err, context.DeadlineExceeded) {

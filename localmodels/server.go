@@ -102,6 +102,16 @@ func (s *Server) Stop() {
 	_ = syscall.Kill(pgid, syscall.SIGKILL)
 }
 
+// Kill ends the server and the runners in its process group at once
+// (SIGKILL), as a machine that dies would: no request gets an answer.
+func (s *Server) Kill() {
+	if s == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.done
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

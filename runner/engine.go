@@ -468,6 +468,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	}
 
 	base := e.snapshot()
+	hostBase := e.hostCounts()
 	failed, runErr := e.work(ctx, s, todo, w, ew, spec.Rerun)
 	if c, ok := s.(io.Closer); ok {
 		c.Close() // stores a suite opened (index, knowledge graph)
@@ -485,6 +486,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	now := time.Now().UTC()
 	man.Ended = &now
 	session := e.snapshot().sub(base)
+	session.Hosts = subHosts(e.hostCounts(), hostBase)
 	if len(todo) == 0 && spec.Resume && prevEnded != nil {
 		man.Ended, man.Checked = prevEnded, &now
 	} else {
@@ -512,6 +514,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 
 		CacheDamaged:       delta.CacheDamaged,
 		CacheWriteFailures: delta.CacheWriteFailures,
+		Hosts:              addHosts(prev.Hosts, session.Hosts),
 	}
 	for _, r := range recs {
 		man.Counts.JudgeFailures += len(r.Failures)
@@ -850,6 +853,41 @@ func identityNotes(man *Manifest) []string {
 		}
 		if m.FixedContext && m.ContextLength == 0 {
 			out = append(out, fmt.Sprintf("%s: its server fixes the context window and does not report it: prompts were not fitted to it, and a server may cut a long prompt.", m.Name))
+		}
+	}
+	return out
+}
+
+// hostCounts are the per-server counts of a pool (nil for one server).
+func (e *Engine) hostCounts() map[string]localmodels.HostCount {
+	if hc, ok := e.Client.(localmodels.HostCounter); ok {
+		return hc.HostCounts()
+	}
+	return nil
+}
+
+// subHosts is a minus b, server by server (nil when a is).
+func subHosts(a, b map[string]localmodels.HostCount) map[string]localmodels.HostCount {
+	if a == nil {
+		return nil
+	}
+	out := map[string]localmodels.HostCount{}
+	for h, c := range a {
+		out[h] = localmodels.HostCount{Calls: c.Calls - b[h].Calls, Failures: c.Failures - b[h].Failures}
+	}
+	return out
+}
+
+// addHosts is a plus b, server by server (nil when both are).
+func addHosts(a, b map[string]localmodels.HostCount) map[string]localmodels.HostCount {
+	if a == nil && b == nil {
+		return nil
+	}
+	out := map[string]localmodels.HostCount{}
+	for _, m := range []map[string]localmodels.HostCount{a, b} {
+		for h, c := range m {
+			o := out[h]
+			out[h] = localmodels.HostCount{Calls: o.Calls + c.Calls, Failures: o.Failures + c.Failures}
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -332,7 +333,7 @@ func TestFailedItemIsRedoneOnResume(t *testing.T) {
 	done, _ := runner.ReadManifest(dir)
 	res, err = engine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, runner.RunSpec{Dir: dir, Resume: true})
 	again, _ := runner.ReadManifest(dir)
-	if err != nil || again.Counts != done.Counts || !again.Ended.Equal(*done.Ended) || again.Status != "complete" {
+	if err != nil || !reflect.DeepEqual(again.Counts, done.Counts) || !again.Ended.Equal(*done.Ended) || again.Status != "complete" {
 		t.Fatalf("no-op resume: err %v counts %+v → %+v, ended %v → %v", err, done.Counts, again.Counts, done.Ended, again.Ended)
 	}
 	// Two sessions did work: the first (5 items) and the resume (1); the

@@ -141,6 +141,9 @@ type Counts struct {
 	// could not be cached (kept in the records all the same).
 	CacheDamaged       int `json:"cache_damaged,omitempty"`
 	CacheWriteFailures int `json:"cache_write_failures,omitempty"`
+	// Hosts are the calls each server of a pool answered and the calls
+	// that failed on it (and went to another or were retried).
+	Hosts map[string]localmodels.HostCount `json:"hosts,omitempty"`
 }
 
 // ReadManifest reads dir/manifest.json.

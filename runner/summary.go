@@ -120,6 +120,22 @@ func (s *Summary) Print(w io.Writer) {
 			c.CacheDamaged, c.CacheWriteFailures)
 	}
 	fmt.Fprintf(w, "model switches: %d\n", c.ModelSwitches)
+	if len(c.Hosts) > 0 {
+		var hosts []string
+		for h := range c.Hosts {
+			hosts = append(hosts, h)
+		}
+		sort.Strings(hosts)
+		var parts []string
+		for _, h := range hosts {
+			part := fmt.Sprintf("%s %d", h, c.Hosts[h].Calls)
+			if f := c.Hosts[h].Failures; f > 0 {
+				part += fmt.Sprintf(" (%d failed there)", f)
+			}
+			parts = append(parts, part)
+		}
+		fmt.Fprintf(w, "calls per server: %s\n", strings.Join(parts, ", "))
+	}
 }
 
 // Gate is a quality gate on a summary metric: --fail-under NAME=VALUE fails

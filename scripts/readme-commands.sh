@@ -21,6 +21,7 @@ ROOT=$PWD
 HALU_BIN="$ROOT/bin/halu"
 [ -x "$HALU_BIN" ] || { echo "readme-commands: build halu first (make build)" >&2; exit 1; }
 : "${OLLAMA_HOST:?run under halu with-ollama (OLLAMA_HOST unset)}"
+: "${HALU_OLLAMA_BIN:?set HALU_OLLAMA_BIN (the pool command starts a second server)}"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/bin"
@@ -40,6 +41,17 @@ for m in qwen2.5:0.5b qwen2.5:1.5b qwen2.5:7b llama3.2:3b gemma2:2b phi3:mini ll
   halu models import tiny.gguf --name "$m" --template '{{ .Prompt }}' >/dev/null
 done
 cp tiny.gguf Qwen2.5-0.5B-Instruct-Q4_K_M.gguf
+cat >second.sh <<'EOF'
+#!/usr/bin/env bash
+# Runs a README command naming a second server (@SECOND@), under the
+# private server with-ollama started for it, with the models imported.
+set -euo pipefail
+for m in qwen2.5:7b llama3.2:3b; do
+  halu models import tiny.gguf --name "$m" --template '{{ .Prompt }}' >/dev/null
+done
+exec bash -c "${1//@SECOND@/$OLLAMA_HOST}"
+EOF
+chmod +x second.sh
 printf '%s' '{{ .Prompt }}' >qwen-template.txt
 cp "$ROOT/testdata/pubmed/pubmed26n1335.xml.gz" pubmed25n0001.xml.gz
 cp "$ROOT/testdata/pubmed/biopython/pubmed5.xml" pubmed25n1300.xml.gz.xml && gzip -c pubmed25n1300.xml.gz.xml >pubmed25n1300.xml.gz
@@ -89,6 +101,7 @@ while IFS= read -r cmd; do
   run="${run//http:\/\/127.0.0.1:8080/http://$OLLAMA_HOST}"
   run="${run//Qwen\/Qwen2.5-7B-Instruct/qwen2.5:7b}"
   run="${run//qwen2.5-7b-instruct-q4_k_m.gguf/qwen2.5:7b}"
+
   case "$run" in
     *"run ideas"*--keywords*) run="$run --out runs/ideas-1" ;; # the report line names it
   esac
@@ -99,6 +112,13 @@ while IFS= read -r cmd; do
       *) run="$run $extra" ;;
     esac
   fi
+  # A pool of two machines: a second private server, started for the
+  # command, with the same tiny model imported (second.sh).
+  case "$run" in
+    *gpu1:11434,gpu2:11434*)
+      run="${run//gpu1:11434,gpu2:11434/$OLLAMA_HOST,@SECOND@}"
+      run="halu with-ollama --bin \"$HALU_OLLAMA_BIN\" -- ./second.sh '$run'" ;;
+  esac
   echo "-- $cmd"
   [ "$run" != "$cmd" ] && echo "   ran as: $run"
   set +e

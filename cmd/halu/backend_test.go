@@ -84,3 +84,32 @@ func TestRunThroughOpenAIBackend(t *testing.T) {
 		t.Fatalf("missing model: exit %d: %s", code, errb.String())
 	}
 }
+
+// --ollama a,b runs on both servers: the manifest and the summary count
+// each server's calls; the models commands, which work on one server,
+// refuse a list.
+func TestRunOnAPoolOfServers(t *testing.T) {
+	a, b := newFake(t), newFake(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	var out, errb bytes.Buffer
+	code := run([]string{"--ollama", a.Host() + "," + b.Host(), "--parallel", "2", "--cache", t.TempDir(),
+		"run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "5", "--out", dir}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	m, err := runner.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha, hb := m.Counts.Hosts[a.Host()], m.Counts.Hosts[b.Host()]
+	if ha.Calls+hb.Calls != m.Counts.ModelCalls || m.Counts.ModelCalls != 10 || len(m.Sessions) != 1 || len(m.Sessions[0].Counts.Hosts) != 2 {
+		t.Fatalf("hosts %+v, calls %d, sessions %+v", m.Counts.Hosts, m.Counts.ModelCalls, m.Sessions)
+	}
+	if m.Ollama.Host != a.Host()+","+b.Host() || !strings.Contains(out.String(), "calls per server: ") {
+		t.Fatalf("server %+v\n%s", m.Ollama, out.String())
+	}
+	code = run([]string{"--ollama", a.Host() + "," + b.Host(), "models", "list"}, &out, &errb)
+	if code != exitUsage || !strings.Contains(errb.String(), "this command works on one server") {
+		t.Fatalf("models list on a pool: exit %d: %s", code, errb.String())
+	}
+}

@@ -49,7 +49,7 @@ type globals struct {
 	numThread int
 	keep      time.Duration
 	inFlight  int
-	backend   string
+	backends  []string
 	stdout    io.Writer
 	stderr    io.Writer
 }
@@ -133,8 +133,8 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return applySettings(cmd, "") }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.ollama, "ollama", localmodels.HostFromEnv(), "Ollama server (host:port or URL); default from OLLAMA_HOST")
-	pf.StringVar(&g.backend, "backend", "", "model server other than Ollama's native API: openai=URL (vLLM, llama-server, SGLang, LM Studio, Ollama's /v1), with a bearer token from $"+apiKeyEnv+" if set; ollama=HOST is the same as --ollama HOST")
+	pf.StringVar(&g.ollama, "ollama", localmodels.HostFromEnv(), "Ollama server (host:port or URL), or several, comma-separated, for a pool; default from OLLAMA_HOST")
+	pf.StringArrayVar(&g.backends, "backend", nil, "model server: openai=URL (vLLM, llama-server, SGLang, LM Studio, Ollama's /v1; a bearer token from $"+apiKeyEnv+" if set) or ollama=HOST; repeat it for a pool of servers of one API")
 	pf.DurationVar(&g.timeout, "timeout", 10*time.Minute, "limit for one non-streamed call (embeddings, model info)")
 	pf.DurationVar(&g.idle, "idle-timeout", 3*time.Minute, "fail (and retry) a generation that sent no token for this long")
 	pf.DurationVar(&g.budget, "budget", 10*time.Minute, "stop a generation that ran this long and keep its text (done reason \"budget\")")
@@ -172,7 +172,12 @@ func defaultCacheDir() string {
 	return d + "/halu/responses"
 }
 
+// client returns the one Ollama server of --ollama, for the commands that
+// manage models on a server.
 func (g *globals) client() (*localmodels.Client, error) {
+	if strings.Contains(g.ollama, ",") {
+		return nil, usagef("--ollama %q: this command works on one server; name one", g.ollama)
+	}
 	// The HTTP client's limit is a safety net behind the stream's own.
 	c, err := localmodels.New(g.ollama, max(g.timeout, g.budget+g.idle))
 	if err != nil {
@@ -186,28 +191,52 @@ func (g *globals) client() (*localmodels.Client, error) {
 // log line.
 const apiKeyEnv = "HALU_API_KEY"
 
-// server returns the model server the engine and doctor use: --backend's,
-// else Ollama at --ollama.
+// server returns the model server the engine and doctor use: the
+// --backend servers, else Ollama at --ollama; several make a pool, each
+// with --parallel slots.
 func (g *globals) server() (localmodels.Backend, error) {
-	if g.backend == "" {
-		return g.client()
-	}
-	kind, addr, ok := strings.Cut(g.backend, "=")
-	switch {
-	case !ok || strings.TrimSpace(addr) == "":
-		return nil, usagef("--backend %q: want openai=URL or ollama=HOST", g.backend)
-	case kind == "ollama":
-		g.ollama = addr
-		return g.client()
-	case kind == "openai":
-		o, err := localmodels.NewOpenAI(addr, max(g.timeout, g.budget+g.idle), os.Getenv(apiKeyEnv))
-		if err != nil {
-			return nil, usageError{err}
+	var members []localmodels.Backend
+	timeout := max(g.timeout, g.budget+g.idle)
+	if len(g.backends) == 0 {
+		for _, h := range strings.Split(g.ollama, ",") {
+			c, err := localmodels.New(strings.TrimSpace(h), timeout)
+			if err != nil {
+				return nil, usageError{err}
+			}
+			members = append(members, c)
 		}
-		o.Logf = func(format string, args ...any) { fmt.Fprintf(g.stderr, format, args...) }
-		return o, nil
 	}
-	return nil, usagef("--backend %q: unknown kind %q (want openai or ollama)", g.backend, kind)
+	for _, spec := range g.backends {
+		kind, addr, ok := strings.Cut(spec, "=")
+		switch {
+		case !ok || strings.TrimSpace(addr) == "":
+			return nil, usagef("--backend %q: want openai=URL or ollama=HOST", spec)
+		case kind == "ollama":
+			c, err := localmodels.New(addr, timeout)
+			if err != nil {
+				return nil, usageError{err}
+			}
+			members = append(members, c)
+		case kind == "openai":
+			o, err := localmodels.NewOpenAI(addr, timeout, os.Getenv(apiKeyEnv))
+			if err != nil {
+				return nil, usageError{err}
+			}
+			o.Logf = func(format string, args ...any) { fmt.Fprintf(g.stderr, format, args...) }
+			members = append(members, o)
+		default:
+			return nil, usagef("--backend %q: unknown kind %q (want openai or ollama)", spec, kind)
+		}
+	}
+	if len(members) == 1 {
+		return members[0], nil
+	}
+	p, err := localmodels.NewPool(members, g.parallel)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	p.Logf = func(format string, args ...any) { fmt.Fprintf(g.stderr, format, args...) }
+	return p, nil
 }
 
 func (g *globals) engine() (*runner.Engine, error) {
@@ -218,10 +247,14 @@ func (g *globals) engine() (*runner.Engine, error) {
 	if g.readers != runner.ReadersPaper && g.readers != runner.ReadersHalu {
 		return nil, usagef("--readers %q (want paper or halu)", g.readers)
 	}
+	parallel := g.parallel
+	if p, ok := c.(*localmodels.Pool); ok {
+		parallel *= p.Size() // each server has --parallel slots
+	}
 	e := &runner.Engine{
 		Readers:      g.readers,
 		Client:       c,
-		Parallel:     g.parallel,
+		Parallel:     parallel,
 		Retry:        runner.Retry{Attempts: g.retries, Base: time.Second, Max: 20 * time.Second},
 		CallTimeout:  g.timeout,
 		IdleTimeout:  g.idle,

@@ -1,0 +1,82 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"halu/runner"
+)
+
+// Two real Ollama servers on two loopback ports, the tiny model on both: a
+// run with --ollama a,b spreads its calls over both (counted per server in
+// the manifest); killing server a (SIGKILL, runners included) mid-run still
+// completes the run on b, every item exactly once.
+func TestPoolOfTwoServers(t *testing.T) {
+	a, b := server(t, t.TempDir()), server(t, t.TempDir())
+	importTiny(t, a.Host, "1", "ta", "tb", "tc")
+	importTiny(t, b.Host, "1", "ta", "tb", "tc")
+	pool := a.Host + "," + b.Host
+	work := t.TempDir()
+
+	spread := filepath.Join(work, "spread")
+	mustHalu(t, pool, "--parallel", "1", "--cache", filepath.Join(work, "c1"), "run", "smoke", "--models", "ta", "--judges", "ta",
+		"--max-tokens", "60", "--out", spread)
+	m, err := runner.ReadManifest(spread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha, hb := m.Counts.Hosts[a.Host], m.Counts.Hosts[b.Host]
+	t.Logf("spread: %d calls on a, %d on b", ha.Calls, hb.Calls)
+	if ha.Calls == 0 || hb.Calls == 0 || ha.Calls+hb.Calls != m.Counts.ModelCalls {
+		t.Fatalf("calls per server %+v, %d calls in all", m.Counts.Hosts, m.Counts.ModelCalls)
+	}
+
+	dir := filepath.Join(work, "killed")
+	cmd := exec.Command(haluBin, "--ollama", pool, "--num-thread", numThread(), "--parallel", "1", "--retries", "4",
+		"--cache", filepath.Join(work, "c2"), "run", "smoke", "--models", "ta,tb,tc", "--judges", "ta", "--max-tokens", "200", "--out", dir)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for lines(filepath.Join(dir, "records.jsonl")) < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := lines(filepath.Join(dir, "records.jsonl"))
+	a.Kill()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run with server a killed: %v\n%s%s", err, so.String(), se.String())
+	}
+	items := countItems(t, dir)
+	m, _ = runner.ReadManifest(dir)
+	t.Logf("killed a after %d of 15 records; calls per server %+v\n%s", before, m.Counts.Hosts, lastLines(se.String(), 3))
+	if len(items) != 15 || m.Status != "complete" {
+		t.Fatalf("%d items, status %s", len(items), m.Status)
+	}
+	for id, n := range items {
+		if n != 1 {
+			t.Fatalf("item %s recorded %d times", id, n)
+		}
+	}
+	if before == 15 {
+		t.Skip("the run finished before server a was killed")
+	}
+	if m.Counts.Hosts[b.Host].Calls == 0 || !strings.Contains(se.String(), "server "+a.Host+" failed") {
+		t.Fatalf("no call went to b, or a's failure was not said:\n%s", se.String())
+	}
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
