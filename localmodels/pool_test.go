@@ -98,7 +98,11 @@ func TestPoolDrainsAFailedServer(t *testing.T) {
 	p := pool(t, 1, a.Host(), b.Host())
 	var said []string
 	var mu sync.Mutex
-	p.Logf = func(format string, args ...any) { mu.Lock(); said = append(said, fmt.Sprintf(format, args...)); mu.Unlock() }
+	p.Logf = func(format string, args ...any) {
+		mu.Lock()
+		said = append(said, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
 	for _, m := range []string{"m", "only-a"} {
 		if _, err := p.Info(context.Background(), m); err != nil {
 			t.Fatal(err)
