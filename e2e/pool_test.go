@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -79,4 +80,36 @@ func lastLines(s string, n int) string {
 		l = l[len(l)-n:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// hic split with --shard 1/2 and --shard 2/2 (each on its own cache, as on
+// its own machine), then halu merge, gives the tables of the run not
+// split, against the real server.
+func TestShardsAndMerge(t *testing.T) {
+	srv := server(t, t.TempDir())
+	importTiny(t, srv.Host, "1", "ta")
+	work := t.TempDir()
+	args := []string{"run", "hic", "--models", "ta", "--judges", "ta", "--embed-model", "ta", "--questions", "1,11,21", "--answers", "2",
+		"--strategy", "scp,dhp", "--judge-format", "json", "--max-tokens", "40", "--judge-max-tokens", "60"}
+	whole := filepath.Join(work, "whole")
+	mustHalu(t, srv.Host, append([]string{"--cache", filepath.Join(work, "c0")}, append(args, "--out", whole)...)...)
+	var shards []string
+	for i := 1; i <= 2; i++ {
+		d := filepath.Join(work, "shard"+string(rune('0'+i)))
+		mustHalu(t, srv.Host, append([]string{"--cache", filepath.Join(work, "c"+string(rune('0'+i)))}, append(args, "--shard", string(rune('0'+i))+"/2", "--out", d)...)...)
+		shards = append(shards, d)
+	}
+	merged := filepath.Join(work, "merged")
+	r := mustHalu(t, srv.Host, append(append([]string{"merge"}, shards...), "--out", merged)...)
+	sw, _ := runner.ReadSummary(whole)
+	sm, err := runner.ReadSummary(merged)
+	if err != nil || len(sw.Tables) == 0 {
+		t.Fatalf("summaries: %v\n%s", err, r.stdout)
+	}
+	for i := range sw.Tables {
+		if fmt.Sprint(sw.Tables[i]) != fmt.Sprint(sm.Tables[i]) {
+			t.Errorf("table %q differs:\nwhole  %v\nmerged %v", sw.Tables[i].Title, sw.Tables[i].Rows, sm.Tables[i].Rows)
+		}
+	}
+	t.Logf("%d tables equal; merged: %s", len(sw.Tables), lastLines(r.stdout, 1))
 }

@@ -209,6 +209,9 @@ type RunSpec struct {
 	// Invocation is this invocation's command line (a resume's own, where
 	// Args stays the run's), for the manifest's sessions.
 	Invocation []string
+	// Shard, when set, runs only that slice of the items (a resume keeps
+	// the run's own).
+	Shard *Shard
 }
 
 // Result is what a run did.
@@ -290,7 +293,7 @@ var ErrIncomplete = errors.New("run incomplete")
 func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error) {
 	e.init()
 	if spec.DryRun {
-		p, err := e.dryRun(ctx, s)
+		p, err := e.dryRun(ctx, s, spec.Shard)
 		return &Result{Plan: p, Dir: spec.Dir}, err
 	}
 	dir := spec.Dir
@@ -359,6 +362,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 			Config:      cfg,
 			Readers:     e.readers(),
 			Started:     time.Now().UTC(),
+			Shard:       spec.Shard,
 		}
 	}
 
@@ -429,6 +433,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: items: %w", s.Name(), err)
 	}
+	items = man.Shard.Of(items)
 	seen := map[string]bool{}
 	var todo []Item
 	for _, it := range items {
@@ -540,22 +545,9 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	}
 	res := &Result{Dir: dir, Counts: man.Counts, Manifest: man}
 	if len(recs) > 0 {
-		sum, err := s.Summarize(sortRecords(recs))
+		sum, err := summarize(s, man, recs)
 		if err != nil {
-			return res, fmt.Errorf("%s: summary: %w", s.Name(), err)
-		}
-		sum.Counts = man.Counts
-		sum.TinyModel = man.TinyModel
-		sum.Notes = append(sum.Notes, readingNotes(recs, man.Readers)...)
-		sum.Notes = append(sum.Notes, thinkingNotes(recs)...)
-		sum.Notes = append(sum.Notes, identityNotes(man)...)
-		if man.Protocol != "" {
-			sum.Protocol, sum.Departures = man.Protocol, man.Departures
-			sum.Notes = append(sum.Notes, ComparabilityNote(man.Protocol, man.Departures))
-		}
-		if len(man.Assumptions) > 0 {
-			sum.Assumptions = man.Assumptions
-			sum.Notes = append(sum.Notes, AssumptionNote(man.Assumptions))
+			return res, err
 		}
 		res.Summary = sum
 		if err := writeSummary(dir, sum); err != nil && runErr == nil {
@@ -891,4 +883,28 @@ func addHosts(a, b map[string]localmodels.HostCount) map[string]localmodels.Host
 		}
 	}
 	return out
+}
+
+// summarize is the run's summary: the suite's tables and metrics over recs,
+// with the engine's counts and notes (readings, thinking, model identity,
+// protocol, assumptions).
+func summarize(s Suite, man *Manifest, recs []Record) (*Summary, error) {
+	sum, err := s.Summarize(sortRecords(recs))
+	if err != nil {
+		return nil, fmt.Errorf("%s: summary: %w", s.Name(), err)
+	}
+	sum.Counts = man.Counts
+	sum.TinyModel = man.TinyModel
+	sum.Notes = append(sum.Notes, readingNotes(recs, man.Readers)...)
+	sum.Notes = append(sum.Notes, thinkingNotes(recs)...)
+	sum.Notes = append(sum.Notes, identityNotes(man)...)
+	if man.Protocol != "" {
+		sum.Protocol, sum.Departures = man.Protocol, man.Departures
+		sum.Notes = append(sum.Notes, ComparabilityNote(man.Protocol, man.Departures))
+	}
+	if len(man.Assumptions) > 0 {
+		sum.Assumptions = man.Assumptions
+		sum.Notes = append(sum.Notes, AssumptionNote(man.Assumptions))
+	}
+	return sum, nil
 }

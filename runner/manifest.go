@@ -37,6 +37,10 @@ type Manifest struct {
 	// Sample lists the data items drawn when the suite ran on a sample
 	// (--limit).
 	Sample   []string                `json:"sample,omitempty"`
+	// Shard is the slice of the items this run holds (halu run --shard);
+	// MergedFrom lists the shard runs a merged run was joined from.
+	Shard      *Shard   `json:"shard,omitempty"`
+	MergedFrom []string `json:"merged_from,omitempty"`
 	Ollama   OllamaInfo              `json:"ollama"`
 	Models   []localmodels.ModelInfo `json:"models"`
 	Serving  Serving                 `json:"serving"`

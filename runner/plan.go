@@ -124,7 +124,7 @@ func (c *Calls) planChat(stage, kind string, req localmodels.ChatRequest, hit bo
 // dryRun works out s's plan without calling a model or writing anything.
 // The server is still asked for its models: a missing one is an error
 // before a real run too.
-func (e *Engine) dryRun(ctx context.Context, s Suite) (*Plan, error) {
+func (e *Engine) dryRun(ctx context.Context, s Suite, shard *Shard) (*Plan, error) {
 	if _, err := e.ServerVersion(ctx); err != nil {
 		return nil, err
 	}
@@ -137,6 +137,7 @@ func (e *Engine) dryRun(ctx context.Context, s Suite) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: items: %w", s.Name(), err)
 	}
+	items = shard.Of(items)
 	p := &planner{rows: map[[3]string]*PlanRow{}}
 	plan := &Plan{Items: len(items)}
 	for _, it := range items {

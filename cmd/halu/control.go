@@ -20,6 +20,7 @@ import (
 type runControl struct {
 	file      string
 	dryRun    bool
+	shard     string
 	failUnder []string
 	failOver  []string
 	// maxUnscored is the largest unscored share a gated metric may have.
@@ -29,7 +30,20 @@ type runControl struct {
 func (rc *runControl) bind(fs *pflag.FlagSet) {
 	fs.StringVarP(&rc.file, "file", "f", "", "YAML run file: flag names as keys (flags and HALU_ environment variables override it)")
 	fs.BoolVar(&rc.dryRun, "dry-run", false, "print the plan (items, calls per stage and model, estimated tokens) and stop")
+	fs.StringVar(&rc.shard, "shard", "", "I/N: run the I-th of N slices of the items (item k goes to slice k mod N + 1) into its own run directory; `halu merge` joins the N runs")
 	rc.bindGates(fs)
+}
+
+// shardSpec is --shard as a runner.Shard (nil when not given).
+func (rc *runControl) shardSpec() (*runner.Shard, error) {
+	if rc.shard == "" {
+		return nil, nil
+	}
+	sh, err := runner.ParseShard(rc.shard)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return sh, nil
 }
 
 // bindGates binds --fail-under and --fail-over alone (halu rerun has no

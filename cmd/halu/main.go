@@ -149,7 +149,7 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	pf.IntVar(&g.retries, "retries", 5, "attempts per model call on transient errors (unreachable server, timeouts, 5xx)")
 	pf.StringVar(&g.readers, "readers", runner.ReadersPaper, "reading of text-format judge replies: paper (the authors' rule where their code has one) or halu (halu's stricter readers); both readings are made and disagreements counted")
 
-	root.AddCommand(newVersionCmd(), newDoctorCmd(g), newModelsCmd(g), newRunCmd(g), newWithOllamaCmd(g), newIndexCmd(g), newKGCmd(g), newIntentCmd(), newBuildCmd(g), newRerunCmd(g), newReportCmd(), newCompareCmd())
+	root.AddCommand(newVersionCmd(), newDoctorCmd(g), newModelsCmd(g), newRunCmd(g), newWithOllamaCmd(g), newIndexCmd(g), newKGCmd(g), newIntentCmd(), newBuildCmd(g), newRerunCmd(g), newReportCmd(), newCompareCmd(), newMergeCmd())
 	return root
 }
 

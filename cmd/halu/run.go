@@ -436,10 +436,17 @@ func newRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			shard, err := rc.shardSpec()
+			if err != nil {
+				return err
+			}
 			if out == "" {
 				out = filepath.Join("runs", def.name+"-"+time.Now().Format("20060102-150405"))
+				if shard != nil {
+					out += fmt.Sprintf("-shard%dof%d", shard.I, shard.N)
+				}
 			}
-			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd), Invocation: os.Args[1:]}, gates)
+			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd), Invocation: os.Args[1:], Shard: shard}, gates)
 		}
 		cmd.AddCommand(sub)
 	}
