@@ -36,19 +36,19 @@ type Manifest struct {
 	Assumptions []Assumption `json:"assumptions,omitempty"`
 	// Sample lists the data items drawn when the suite ran on a sample
 	// (--limit).
-	Sample   []string                `json:"sample,omitempty"`
+	Sample []string `json:"sample,omitempty"`
 	// Shard is the slice of the items this run holds (halu run --shard);
 	// MergedFrom lists the shard runs a merged run was joined from.
-	Shard      *Shard   `json:"shard,omitempty"`
-	MergedFrom []string `json:"merged_from,omitempty"`
-	Ollama   OllamaInfo              `json:"ollama"`
-	Models   []localmodels.ModelInfo `json:"models"`
-	Serving  Serving                 `json:"serving"`
-	Prompts  map[string]PromptInfo   `json:"prompts,omitempty"`
-	Datasets map[string]DatasetInfo  `json:"datasets,omitempty"`
-	Started  time.Time               `json:"started"`
-	Resumed  []time.Time             `json:"resumed,omitempty"`
-	Ended    *time.Time              `json:"ended,omitempty"`
+	Shard      *Shard                  `json:"shard,omitempty"`
+	MergedFrom []string                `json:"merged_from,omitempty"`
+	Ollama     OllamaInfo              `json:"ollama"`
+	Models     []localmodels.ModelInfo `json:"models"`
+	Serving    Serving                 `json:"serving"`
+	Prompts    map[string]PromptInfo   `json:"prompts,omitempty"`
+	Datasets   map[string]DatasetInfo  `json:"datasets,omitempty"`
+	Started    time.Time               `json:"started"`
+	Resumed    []time.Time             `json:"resumed,omitempty"`
+	Ended      *time.Time              `json:"ended,omitempty"`
 	// Checked is when a resume last found nothing left to do; such a
 	// resume changes nothing else.
 	Checked *time.Time `json:"checked,omitempty"`
