@@ -108,6 +108,16 @@ func TestRunOnAPoolOfServers(t *testing.T) {
 	if m.Ollama.Host != a.Host()+","+b.Host() || !strings.Contains(out.String(), "calls per server: ") {
 		t.Fatalf("server %+v\n%s", m.Ollama, out.String())
 	}
+	// The same from a run file: the servers, as a list of backends.
+	file := filepath.Join(t.TempDir(), "pool.yaml")
+	os.WriteFile(file, []byte("suite: smoke\nbackend: [ollama="+a.Host()+", ollama="+b.Host()+"]\nmodels: gen\njudges: [judge]\nlimit: 2\n"), 0o644)
+	fromFile := filepath.Join(t.TempDir(), "run")
+	if code := run([]string{"--cache", t.TempDir(), "run", "-f", file, "--out", fromFile}, &out, &errb); code != exitOK {
+		t.Fatalf("run file: exit %d: %s", code, errb.String())
+	}
+	if m, _ := runner.ReadManifest(fromFile); m == nil || m.Ollama.Host != a.Host()+","+b.Host() {
+		t.Fatalf("run file: %+v", m)
+	}
 	code = run([]string{"--ollama", a.Host() + "," + b.Host(), "models", "list"}, &out, &errb)
 	if code != exitUsage || !strings.Contains(errb.String(), "this command works on one server") {
 		t.Fatalf("models list on a pool: exit %d: %s", code, errb.String())
