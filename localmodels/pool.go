@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -12,7 +13,9 @@ import (
 
 // Pool spreads calls over several servers of one API — several machines
 // each running Ollama, say — as one Backend. Each server has its own
-// parallel slots. A call goes to a server that serves its model (each is
+// parallel slots, halved when it answers 503 (its queue is full) and grown
+// back as its calls succeed; the 503 itself goes to the engine, which
+// backs off and retries. A call goes to a server that serves its model (each is
 // asked once per model), preferring the one that served the model last
 // (it has it loaded) while that one has a free slot, else the least busy.
 // A server that cannot be reached, or whose stream breaks off, is drained
@@ -42,7 +45,14 @@ type poolMember struct {
 	inflight  int
 	downUntil time.Time
 	counts    HostCount
+	// limit is the server's slots now: halved when it answers 503 (its
+	// queue is full), grown back by one after recoverAfter calls succeed.
+	limit, ok int
 }
+
+// recoverAfter is how many calls must succeed on a server before its
+// lowered slots grow by one.
+const recoverAfter = 8
 
 // HostCount is what one server of a pool did: calls answered and calls that
 // failed on it (and went elsewhere or were retried).
@@ -73,7 +83,7 @@ func NewPool(backends []Backend, slots int) (*Pool, error) {
 			return nil, fmt.Errorf("server %s is named twice", b.Host())
 		}
 		seen[b.Host()] = true
-		p.members = append(p.members, &poolMember{b: b})
+		p.members = append(p.members, &poolMember{b: b, limit: max(1, slots)})
 	}
 	return p, nil
 }
@@ -277,7 +287,7 @@ func (p *Pool) acquire(ctx context.Context, model string, tried map[int]bool) (i
 				continue
 			}
 			candidates++
-			if m.inflight >= p.slots {
+			if m.inflight >= m.limit {
 				continue
 			}
 			if hasLast && i == last {
@@ -310,15 +320,34 @@ func (p *Pool) acquire(ctx context.Context, model string, tried map[int]bool) (i
 	}
 }
 
-func (p *Pool) release(i int, ok bool) {
+func (p *Pool) release(i int, err error) {
 	p.mu.Lock()
 	m := p.members[i]
 	m.inflight--
-	if ok {
+	switch {
+	case err == nil:
 		m.counts.Calls++
+		if m.limit < p.slots {
+			if m.ok++; m.ok >= recoverAfter {
+				m.limit, m.ok = m.limit+1, 0
+			}
+		}
+	case StatusCode(err) == http.StatusServiceUnavailable:
+		m.limit, m.ok = max(1, m.limit/2), 0
 	}
 	p.changed()
 	p.mu.Unlock()
+}
+
+// Slots returns each server's slots now (lowered after a 503).
+func (p *Pool) Slots() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int{}
+	for _, m := range p.members {
+		out[m.b.Host()] = m.limit
+	}
+	return out
 }
 
 // each runs call on a server serving model, moving to another when the
@@ -335,7 +364,7 @@ func (p *Pool) each(ctx context.Context, model string, call func(b Backend) erro
 			return err
 		}
 		err = call(p.members[i].b)
-		p.release(i, err == nil)
+		p.release(i, err)
 		if !hostFailure(err) || ctx.Err() != nil {
 			return err
 		}

@@ -166,3 +166,40 @@ func TestPoolRefusesUnlikeServers(t *testing.T) {
 		t.Fatalf("two APIs: %v", err)
 	}
 }
+
+// A server that answers 503 has its slots halved, down to one, while the
+// other keeps its own; its slots grow back as its calls succeed.
+func TestPoolHalvesABusyServersSlots(t *testing.T) {
+	var busy atomic.Bool
+	busy.Store(true)
+	a := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
+		if busy.Load() {
+			return fakeollama.Reply{Status: 503, Error: "server busy"}
+		}
+		return fakeollama.Reply{Content: "ok"}
+	}, tinyModel)
+	defer a.Close()
+	b, _ := slowFake(t, tinyModel)
+	p := pool(t, 4, a.Host(), b.Host())
+	if _, err := p.Info(context.Background(), "m"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		_, err := p.Chat(context.Background(), localmodels.ChatRequest{Model: "m", Messages: []localmodels.Message{{Role: "user", Content: "x"}}}, localmodels.StreamLimits{})
+		if localmodels.StatusCode(err) != 503 || !localmodels.IsTransient(err) {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if s := p.Slots(); s[a.Host()] != 1 || s[b.Host()] != 4 {
+		t.Fatalf("slots after three 503s: %v", s)
+	}
+	busy.Store(false)
+	for i := 0; i < 8; i++ {
+		if _, err := p.Chat(context.Background(), localmodels.ChatRequest{Model: "m", Messages: []localmodels.Message{{Role: "user", Content: "x"}}}, localmodels.StreamLimits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := p.Slots(); s[a.Host()] != 2 {
+		t.Fatalf("slots after 8 calls that succeeded: %v", s)
+	}
+}
