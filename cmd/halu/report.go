@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"halu/localmodels"
 	"halu/runner"
 	"halu/runner/cfaith"
 	"halu/runner/report"
@@ -93,33 +94,51 @@ Without --md or --csv, the HTML goes to report.html.`,
 }
 
 func newCompareCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "compare RUN_A RUN_B",
-		Short: "Paired tests of two runs on the units they share (permutation, paired t, Wilcoxon, McNemar) with effect sizes",
-		Args:  usageArgs(cobra.ExactArgs(2)),
+	var asJSON bool
+	var models []string
+	cmd := &cobra.Command{
+		Use:   "compare RUN_A RUN_B | compare RUN --models A,B",
+		Short: "Paired tests of two runs, or of two models of one run, on the units they share (permutation, paired t, Wilcoxon, McNemar) with effect sizes",
+		Args:  usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var outs [2][]runner.Outcome
-			var suite string
-			for i, dir := range args {
-				m, recs, err := runner.ReadRun(dir)
+			names := [2]string{}
+			switch {
+			case len(args) == 2 && len(models) == 0:
+				var suite string
+				for i, dir := range args {
+					m, o, err := runOutcomes(dir)
+					if err != nil {
+						return err
+					}
+					if i == 1 && m.Suite != suite {
+						return usagef("compare: %s is a %s run and %s a %s run", args[0], suite, dir, m.Suite)
+					}
+					suite, outs[i], names[i] = m.Suite, o, dir
+				}
+			case len(args) == 1 && len(models) == 2:
+				// Two models of one run: each model's outcomes stand for
+				// a run of its own.
+				_, o, err := runOutcomes(args[0])
 				if err != nil {
 					return err
 				}
-				if i == 1 && m.Suite != suite {
-					return usagef("compare: %s is a %s run and %s a %s run", args[0], suite, dir, m.Suite)
+				found := [2]bool{}
+				for _, x := range o {
+					for i, m := range models {
+						if x.Model == m || x.Model == localmodels.CanonicalName(m) {
+							outs[i], found[i] = append(outs[i], x), true
+						}
+					}
 				}
-				suite = m.Suite
-				s, err := rebuild(m)
-				if err != nil {
-					return fmt.Errorf("run %s: %w", dir, err)
+				for i, m := range models {
+					if !found[i] {
+						return usagef("compare: run %s has no outcome of model %s", args[0], m)
+					}
+					names[i] = args[0] + " (" + m + ")"
 				}
-				c, ok := s.(runner.Comparable)
-				if !ok {
-					return usagef("compare: suite %s has no per-unit outcomes", m.Suite)
-				}
-				if outs[i], err = c.Outcomes(recs); err != nil {
-					return fmt.Errorf("run %s: %w", dir, err)
-				}
+			default:
+				return usagef("compare: give two runs, or one run and --models A,B")
 			}
 			cs, err := report.Compare(outs[0], outs[1])
 			if err != nil {
@@ -128,10 +147,37 @@ func newCompareCmd() *cobra.Command {
 			if len(cs) == 0 {
 				return fmt.Errorf("compare: the runs share no scored unit")
 			}
-			report.PrintComparisons(cmd.OutOrStdout(), args[0], args[1], cs)
+			if asJSON {
+				return report.WriteComparisonsJSON(cmd.OutOrStdout(), names[0], names[1], cs)
+			}
+			report.PrintComparisons(cmd.OutOrStdout(), names[0], names[1], cs)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "write the comparisons as JSON (numbers as numbers; null where a figure could not be computed)")
+	cmd.Flags().StringSliceVar(&models, "models", nil, "A,B: compare two models of the one run given")
+	return cmd
+}
+
+// runOutcomes reads a run and its per-unit outcomes.
+func runOutcomes(dir string) (*runner.Manifest, []runner.Outcome, error) {
+	m, recs, err := runner.ReadRun(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := rebuild(m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	c, ok := s.(runner.Comparable)
+	if !ok {
+		return nil, nil, usagef("compare: suite %s has no per-unit outcomes", m.Suite)
+	}
+	o, err := c.Outcomes(recs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	return m, o, nil
 }
 
 // usageArgs makes an argument check's error a usage error (exit 2).

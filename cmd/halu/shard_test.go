@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,21 +14,7 @@ import (
 // --shard 1/2 and --shard 2/2, then halu merge, give the tables of the run
 // not split; merge refuses what is not the shards of one run.
 func TestShardsMergeToTheWholeRun(t *testing.T) {
-	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
-		if strings.HasPrefix(r.Model, "gen") {
-			return fakeollama.Reply{Content: "Measure salt in cloud droplets with drones over a season.\n\nA second answer, after a blank line."}
-		}
-		// Verdicts that vary with the answer judged and the seed.
-		v := len(r.LastUser())%5 + 1
-		h := "No"
-		if v%2 == 0 {
-			h = "Yes"
-		}
-		return fakeollama.Reply{Content: fmt.Sprintf("Originality: %d Feasibility: %d Value: %d Hallucination: %s", v, 6-v, v, h)}
-	}, fakeollama.Model{Name: "gen:latest", Digest: "dg", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9},
-		fakeollama.Model{Name: "judge2:latest", Digest: "dj2", ParameterCount: 1e9})
-	t.Cleanup(srv.Close)
-	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	f := verdictFake(t)
 	dir := t.TempDir()
 	args := []string{"run", "hic", "--models", "gen", "--judges", "judge,judge2", "--embed-model", "gen", "--questions", "1,11,21", "--answers", "2", "--strategy", "scp,dhp"}
 	whole := filepath.Join(dir, "whole")
@@ -97,5 +84,82 @@ func TestShardsMergeToTheWholeRun(t *testing.T) {
 	d := halu(t, f, t.TempDir(), append(args, "--shard", "2/2", "--dry-run")...)
 	if d.code != exitOK || !strings.Contains(d.stdout, fmt.Sprintf("plan: %d items", len(r2))) {
 		t.Fatalf("dry run of a shard: exit %d\n%s%s", d.code, d.stdout, d.stderr)
+	}
+}
+
+// verdictFake answers generations with two answers and judges with HIC
+// verdicts that vary with the text judged, so runs have scored units.
+func verdictFake(t *testing.T) *fakeServer {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if strings.HasPrefix(r.Model, "gen") {
+			// gen2 says a little more: its verdicts move.
+			extra := ""
+			if strings.HasPrefix(r.Model, "gen2") {
+				extra = " More."
+			}
+			return fakeollama.Reply{Content: "Measure salt in cloud droplets with drones over a season." + extra + "\n\nA second answer, after a blank line."}
+		}
+		// Verdicts that vary with the answer judged.
+		v := len(r.LastUser())%5 + 1
+		h := "No"
+		if v%2 == 0 {
+			h = "Yes"
+		}
+		return fakeollama.Reply{Content: fmt.Sprintf("Originality: %d Feasibility: %d Value: %d Hallucination: %s", v, 6-v, v, h)}
+	}, fakeollama.Model{Name: "gen:latest", Digest: "dg", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9},
+		fakeollama.Model{Name: "judge2:latest", Digest: "dj2", ParameterCount: 1e9},
+		fakeollama.Model{Name: "gen2:latest", Digest: "dg2", ParameterCount: 1e9})
+	t.Cleanup(srv.Close)
+	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	return f
+}
+
+// compare --json writes numbers as numbers and null for what could not be
+// computed; compare RUN --models A,B compares two models of one run.
+func TestCompareJSONAndModelsOfOneRun(t *testing.T) {
+	f := verdictFake(t)
+	run := filepath.Join(t.TempDir(), "run")
+	if r := halu(t, f, t.TempDir(), "run", "hic", "--models", "gen,gen2", "--judges", "judge", "--embed-model", "gen", "--questions", "1,11,21,31", "--answers", "2", "--strategy", "scp", "--out", run); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	r := halu(t, f, t.TempDir(), "compare", run, "--models", "gen,gen2", "--json")
+	if r.code != exitOK {
+		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
+	}
+	var doc struct {
+		A, B        string
+		Comparisons []struct {
+			Metric string
+			ModelA string `json:"model_a"`
+			ModelB string `json:"model_b"`
+			N      int
+			Diff   struct{ Estimate, Lo, Hi *float64 }
+			Tests  []struct {
+				Name string
+				P    *float64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Comparisons) == 0 {
+		t.Fatalf("JSON %v:\n%s", err, r.stdout)
+	}
+	// The two models' answers differ on some questions: every metric has
+	// its 4 paired questions, a difference with its interval and tests.
+	for _, c := range doc.Comparisons {
+		if c.N != 4 || c.Diff.Estimate == nil || c.Diff.Lo == nil || len(c.Tests) == 0 || c.ModelA != "gen:latest" && c.ModelA != "gen" {
+			t.Errorf("comparison %+v", c)
+		}
+	}
+	// The same run against itself: differences 0, tests undefined (no
+	// variance) and so absent, never a made-up p.
+	same := halu(t, f, t.TempDir(), "compare", run, run, "--json")
+	if same.code != exitOK || strings.Contains(same.stdout, "NaN") || !strings.Contains(same.stdout, `"estimate": 0`) {
+		t.Fatalf("a run against itself: exit %d\n%s%s", same.code, same.stdout, same.stderr)
+	}
+	if !strings.Contains(doc.A, "(gen)") || !strings.Contains(doc.B, "(gen2)") {
+		t.Errorf("names %q %q", doc.A, doc.B)
+	}
+	if x := halu(t, f, t.TempDir(), "compare", run, "--models", "gen,nope"); x.code != exitUsage || !strings.Contains(x.stderr, "no outcome of model nope") {
+		t.Errorf("unknown model: exit %d: %s", x.code, x.stderr)
 	}
 }

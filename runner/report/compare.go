@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -205,4 +206,80 @@ func PrintComparisons(w io.Writer, nameA, nameB string, cs []Comparison) {
 			f(c.MeanA), f(c.MeanB), iv(c.Diff), c.EffectName, iv(c.Effect), strings.Join(tests, "; "))
 	}
 	tw.Flush()
+}
+
+// num is a figure for JSON: null where it was not computed (NaN), never a
+// value made up for it.
+type num = *float64
+
+func jnum(x float64) num {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+type jsonInterval struct {
+	Estimate num `json:"estimate"`
+	Lo       num `json:"lo"`
+	Hi       num `json:"hi"`
+}
+
+func jinterval(i metrics.Interval) jsonInterval {
+	return jsonInterval{jnum(i.Estimate), jnum(i.Low), jnum(i.High)}
+}
+
+type jsonTest struct {
+	Name      string `json:"name"`
+	Statistic num    `json:"statistic"`
+	P         num    `json:"p"`
+	DF        num    `json:"df,omitempty"`
+	N         int    `json:"n"`
+}
+
+type jsonComparison struct {
+	Metric     string       `json:"metric"`
+	Kind       string       `json:"kind"`
+	ModelA     string       `json:"model_a"`
+	ModelB     string       `json:"model_b"`
+	N          int          `json:"n"`
+	MeanA      num          `json:"mean_a"`
+	MeanB      num          `json:"mean_b"`
+	Diff       jsonInterval `json:"diff"`
+	EffectName string       `json:"effect_name"`
+	Effect     jsonInterval `json:"effect"`
+	Tests      []jsonTest   `json:"tests"`
+	Discordant *[2]int      `json:"discordant,omitempty"`
+}
+
+// WriteComparisonsJSON writes the comparisons as one JSON document:
+// numbers as numbers (B − A differences with their 95% intervals, p
+// values), null where a figure could not be computed.
+func WriteComparisonsJSON(w io.Writer, nameA, nameB string, cs []Comparison) error {
+	out := struct {
+		A           string           `json:"a"`
+		B           string           `json:"b"`
+		Seed        int              `json:"seed"`
+		Comparisons []jsonComparison `json:"comparisons"`
+	}{A: nameA, B: nameB, Seed: CompareSeed, Comparisons: []jsonComparison{}}
+	for _, c := range cs {
+		jc := jsonComparison{Metric: c.Metric, Kind: c.Kind, ModelA: c.ModelA, ModelB: c.ModelB, N: c.N,
+			MeanA: jnum(c.MeanA), MeanB: jnum(c.MeanB), Diff: jinterval(c.Diff), EffectName: c.EffectName, Effect: jinterval(c.Effect),
+			Tests: []jsonTest{}}
+		for _, t := range c.Tests {
+			jt := jsonTest{Name: t.Name, Statistic: jnum(t.Statistic), P: jnum(t.P), N: t.N}
+			if t.DF != 0 {
+				jt.DF = jnum(t.DF)
+			}
+			jc.Tests = append(jc.Tests, jt)
+		}
+		if c.Kind == "binary" {
+			d := c.Discordant
+			jc.Discordant = &d
+		}
+		out.Comparisons = append(out.Comparisons, jc)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
