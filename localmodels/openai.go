@@ -453,16 +453,17 @@ func (o *OpenAI) chat(ctx context.Context, req ChatRequest, lim StreamLimits, wi
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		finish := ""
+		// The finish reason and the usage (its own event, before [DONE])
+		// are kept for the final chunk: the reply is done only at [DONE].
+		final := streamChunk{done: true}
 		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			data, ok := strings.CutPrefix(line, "data:")
+			data, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "data:")
 			if !ok {
 				continue // blank lines, comments, event names
 			}
 			data = strings.TrimSpace(data)
 			if data == "[DONE]" {
-				return on(streamChunk{done: true, doneReason: finish})
+				return on(final)
 			}
 			var c chatChunk
 			if err := json.Unmarshal([]byte(data), &c); err != nil {
@@ -473,22 +474,11 @@ func (o *OpenAI) chat(ctx context.Context, req ChatRequest, lim StreamLimits, wi
 				ch.content += choice.Delta.Content
 				ch.thinking += choice.Delta.Reasoning + choice.Delta.ReasoningContent
 				if choice.FinishReason != nil && *choice.FinishReason != "" {
-					finish = *choice.FinishReason
+					final.doneReason = *choice.FinishReason
 				}
 			}
 			if c.Usage != nil {
-				// The usage event comes last, before [DONE]: it carries
-				// the counts, and the reply is not done until [DONE].
-				ch.promptEval, ch.eval = c.Usage.PromptTokens, c.Usage.CompletionTokens
-				if err := on(ch); err != nil {
-					return err
-				}
-				for sc.Scan() {
-					if d, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "data:"); ok && strings.TrimSpace(d) == "[DONE]" {
-						return on(streamChunk{done: true, doneReason: finish, promptEval: ch.promptEval, eval: ch.eval})
-					}
-				}
-				return sc.Err()
+				final.promptEval, final.eval = c.Usage.PromptTokens, c.Usage.CompletionTokens
 			}
 			if err := on(ch); err != nil {
 				return err
