@@ -46,6 +46,15 @@ type ModelInfo struct {
 	// the path a server names them by.
 	Identity string `json:"identity,omitempty"`
 	Weights  string `json:"weights,omitempty"`
+	// Blobs are the content digests of the files Ollama loads for the
+	// model (weights, projectors, adapters: the FROM and ADAPTER lines of
+	// its Modelfile), sorted and comma-joined. Unlike Digest they do not
+	// depend on where a GGUF was imported from, so they tell whether two
+	// servers hold the same weights.
+	Blobs string `json:"blobs,omitempty"`
+	// DefaultsSHA256 is the hash of the model's default parameters and
+	// system prompt: what a request that does not set them gets.
+	DefaultsSHA256 string `json:"defaults_sha256,omitempty"`
 }
 
 // Thinks reports whether the model can think (Ollama's "thinking"
@@ -142,6 +151,9 @@ func (c *Client) Info(ctx context.Context, name string) (ModelInfo, error) {
 	}
 	sum := sha256.Sum256([]byte(show.Template))
 	info.TemplateSHA256 = hex.EncodeToString(sum[:])
+	info.Blobs = modelfileBlobs(show.Modelfile)
+	sum = sha256.Sum256([]byte(show.Parameters + "\x00" + show.System))
+	info.DefaultsSHA256 = hex.EncodeToString(sum[:])
 	for k, v := range show.ModelInfo {
 		if strings.HasSuffix(k, ".context_length") {
 			if f, ok := v.(float64); ok {
@@ -156,6 +168,26 @@ func (c *Client) Info(ctx context.Context, name string) (ModelInfo, error) {
 		}
 	}
 	return info, nil
+}
+
+// modelfileBlobs reads the files a Modelfile from show loads (its FROM and
+// ADAPTER lines): a blob path's "sha256-HEX" becomes "sha256:HEX", any
+// other argument is kept whole. The list is sorted and comma-joined.
+func modelfileBlobs(modelfile string) string {
+	var blobs []string
+	for _, line := range strings.Split(modelfile, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || (!strings.EqualFold(f[0], "FROM") && !strings.EqualFold(f[0], "ADAPTER")) {
+			continue
+		}
+		arg := strings.Join(f[1:], " ")
+		if base := filepath.Base(arg); strings.HasPrefix(base, "sha256-") {
+			arg = "sha256:" + strings.TrimPrefix(base, "sha256-")
+		}
+		blobs = append(blobs, arg)
+	}
+	sort.Strings(blobs)
+	return strings.Join(blobs, ",")
 }
 
 // PullProgress reports a pull's progress: status text and bytes of the

@@ -226,8 +226,8 @@ func (p *Pool) Info(ctx context.Context, name string) (ModelInfo, error) {
 			return ModelInfo{}, err
 		}
 		if len(serving) > 0 && !sameWeights(info, in) {
-			return ModelInfo{}, fmt.Errorf("model %s differs between the pool's servers: %s has digest %s, template %s; %s has digest %s, template %s (the same weights everywhere, or the results depend on the server that answered)",
-				name, from, ShortDigest(info.Digest), ShortDigest(info.TemplateSHA256), m.b.Host(), ShortDigest(in.Digest), ShortDigest(in.TemplateSHA256))
+			return ModelInfo{}, fmt.Errorf("model %s differs between the pool's servers: %s has %s; %s has %s (the same weights, template and defaults everywhere, or the results depend on the server that answered)",
+				name, from, describeWeights(info), m.b.Host(), describeWeights(in))
 		}
 		if len(serving) == 0 {
 			info, from = in, m.b.Host()
@@ -246,19 +246,37 @@ func (p *Pool) Info(ctx context.Context, name string) (ModelInfo, error) {
 	return info, nil
 }
 
-// sameWeights reports whether two servers' infos describe the same model:
-// the same digest, or — since Ollama's digest of a model imported from a
-// local file covers the path its blobs lie at, which differs between
-// machines — the same size, parameter count, quantization, family and
-// template. An OpenAI-compatible server's weights path must match too.
+// sameWeights reports whether two servers' infos describe the same model
+// under the same template and defaults. Ollama's digest of a model imported
+// from a local file covers the path its blobs lie at, which differs between
+// machines, so when digests differ the weights are compared by the content
+// digests of their files (Blobs), which two fine-tunes of one base never
+// share. A server that names no blobs is not taken on trust: other digests
+// then mean other models. An OpenAI-compatible server's weights path must
+// match too.
 func sameWeights(a, b ModelInfo) bool {
-	if a.TemplateSHA256 != b.TemplateSHA256 || a.Weights != b.Weights {
+	if a.TemplateSHA256 != b.TemplateSHA256 || a.Weights != b.Weights || a.DefaultsSHA256 != b.DefaultsSHA256 {
 		return false
 	}
 	if a.Digest == b.Digest {
 		return true
 	}
-	return a.Size > 0 && a.Size == b.Size && a.ParameterCount == b.ParameterCount && a.Quantization == b.Quantization && a.Family == b.Family
+	return a.Blobs != "" && a.Blobs == b.Blobs
+}
+
+// describeWeights names what sameWeights compares, for its error.
+func describeWeights(m ModelInfo) string {
+	blobs := []string{}
+	for _, b := range strings.Split(m.Blobs, ",") {
+		if b != "" {
+			blobs = append(blobs, ShortDigest(b))
+		}
+	}
+	s := fmt.Sprintf("digest %s, weights files [%s], template %s, defaults %s", ShortDigest(m.Digest), strings.Join(blobs, " "), ShortDigest(m.TemplateSHA256), ShortDigest(m.DefaultsSHA256))
+	if m.Weights != "" {
+		s += ", weights path " + m.Weights
+	}
+	return s
 }
 
 // ErrNoServer is returned when no server of a pool that serves a model is

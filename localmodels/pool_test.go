@@ -144,10 +144,22 @@ func TestPoolRefusesUnlikeServers(t *testing.T) {
 		t.Fatalf("other weights: %v", err)
 	}
 	// The same file imported on two machines: Ollama's digests differ (they
-	// cover where the blobs lie), size, parameters and template do not.
-	same, _ := slowFake(t, fakeollama.Model{Name: "m:latest", Digest: "d1-elsewhere", ParameterCount: 1e9})
+	// cover where the blobs lie), the weights file's content digest does not.
+	same, _ := slowFake(t, fakeollama.Model{Name: "m:latest", Digest: "d1-elsewhere", Blob: "d1", ParameterCount: 1e9})
 	if _, err := pool(t, 1, a.Host(), same.Host()).Info(context.Background(), "m"); err != nil {
 		t.Fatalf("the same weights imported elsewhere: %v", err)
+	}
+	// A fine-tune of the same base: size, parameter count, quantization,
+	// family and template all agree, the weights do not.
+	for name, m := range map[string]fakeollama.Model{
+		"a fine-tune of the same size":     {Name: "m:latest", Digest: "d2", Blob: "ft", ParameterCount: 1e9},
+		"the same weights, other defaults": {Name: "m:latest", Digest: "d1-elsewhere", Blob: "d1", ParameterCount: 1e9, Parameters: "temperature 0.2"},
+	} {
+		other, _ := slowFake(t, m)
+		_, err := pool(t, 1, a.Host(), other.Host()).Info(context.Background(), "m")
+		if err == nil || !strings.Contains(err.Error(), "differs between the pool's servers") {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 	c, _ := slowFake(t, tinyModel)
 	c.SetVersion("0.16.0")

@@ -24,6 +24,9 @@ type Summary struct {
 	// Support is, per metric (same key), what the figure rests on; gates
 	// fail a metric that rests on nothing or on too few of its units.
 	Support map[string]Support `json:"support,omitempty"`
+	// Figures are the metrics in long form with their intervals (Figure):
+	// what leaderboards and long exports read.
+	Figures []Figure `json:"figures,omitempty"`
 	// Protocol and Departures are the run's (see Manifest).
 	Protocol    string       `json:"protocol,omitempty"`
 	Departures  []Departure  `json:"departures,omitempty"`
