@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // FaithQA (Hao, Yu and You, "Beyond Facts: Evaluating Intent Hallucination in
@@ -83,7 +84,7 @@ func ConstraintScore(v []Verdict, w Weights) (float64, error) {
 // paper's "Perfect": no intent hallucination).
 func PerfectRate(scores []float64) float64 {
 	if len(scores) == 0 {
-		return 0
+		return math.NaN()
 	}
 	n := 0
 	for _, s := range scores {

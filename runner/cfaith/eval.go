@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -227,6 +228,10 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 	return a, nil
 }
 
+// formatMetric names each question format's hallucination rate as the
+// leaderboard's columns show it.
+var formatMetric = map[string]string{"generative": "HR generative", "choice": "HR choice", "truefalse": "HR true/false"}
+
 // Summarize gives Table 5 (rate per format and overall), Table 6
 // (generative rate per hallucination type) and Figure 5 (true/false false
 // negatives and positives).
@@ -292,23 +297,27 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		row := []string{m}
 		var rates []float64
 		for _, f := range Formats {
-			sum.SetSupport(m+"/"+f, n[f], unscoredIn[f])
+			fig := runner.ProportionFigure(m, "", formatMetric[f], m+"/"+f, h[f], n[f], unscoredIn[f])
+			fig.Lower, fig.Headline = true, true
+			sum.AddFigure(fig)
 			if n[f] == 0 {
 				row = append(row, "–")
 				continue
 			}
 			r := metrics.HallucinationRate(h[f], n[f])
 			rates = append(rates, r)
-			sum.Metrics[m+"/"+f] = r
 			row = append(row, fmt.Sprintf("%.2f (n=%d)", 100*r, n[f]))
 		}
 		ova := "–"
-		sum.SetSupport(m+"/overall", n["generative"]+n["choice"]+n["truefalse"], unscored)
+		overall := runner.IntervalFigure(m, "", "Overall HR", m+"/overall",
+			metrics.Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN()}, unscored, "")
 		if len(rates) == 3 {
 			o := metrics.OverallHallucinationRate(rates[0], rates[1], rates[2])
-			sum.Metrics[m+"/overall"] = o
+			overall.Estimate, overall.N = runner.Num(o), n["generative"]+n["choice"]+n["truefalse"]
 			ova = fmt.Sprintf("%.2f", 100*o)
 		}
+		overall.Percent, overall.Lower, overall.Headline = true, true, true
+		sum.AddFigure(overall)
 		t5.Rows = append(t5.Rows, append(row, ova, fmt.Sprint(unscored)))
 		if n["generative"] > 0 {
 			r6 := []string{m, fmt.Sprintf("%.2f", 100*metrics.HallucinationRate(h["generative"], n["generative"]))}

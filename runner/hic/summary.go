@@ -44,6 +44,7 @@ type Group struct {
 
 	Domains      []DomainRow      `json:"domains"`
 	perQuestion  map[int]float64  // IH ratio per question, for the permutation test
+	perAnswer    [4][]float64     // Or, Fe, Va and the IFS term of each scored answer (for intervals)
 	AlphaOr      float64          `json:"alpha_originality"`
 	AlphaFe      float64          `json:"alpha_feasibility"`
 	AlphaVa      float64          `json:"alpha_value"`
@@ -118,9 +119,21 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		g.Model, g.Strategy, g.Temperature = k.m, k.s, k.t
 		rows = append(rows, g)
 		prefix := fmt.Sprintf("%s/%s/T%g.", k.m, k.s, k.t)
-		for name, v := range map[string]float64{"or": g.Or, "fe": g.Fe, "va": g.Va, "ih": g.IHRatio, "dh": g.DHRatio,
-			"ifs": g.IFS, "iifs": g.IIFS, "rifs": g.RIFS, "flu": g.Flu, "fle": g.Fle, "kwprec": g.KwPrec, "over70": g.Over70} {
+		for name, v := range map[string]float64{"iifs": g.IIFS, "rifs": g.RIFS, "flu": g.Flu, "fle": g.Fle, "kwprec": g.KwPrec, "over70": g.Over70} {
 			sum.Metrics[prefix+name] = v
+		}
+		grp := fmt.Sprintf("%s T%g", strings.ToUpper(k.s), k.t)
+		for i, name := range []string{"Or", "Fe", "Va"} {
+			sum.AddFigure(runner.MeanFigure(k.m, grp, name, prefix+strings.ToLower(name), g.perAnswer[i], g.Unscored))
+		}
+		ihf := runner.ProportionFigure(k.m, grp, "IH", prefix+"ih", g.IH, g.Scored, g.Unscored)
+		dhf := runner.ProportionFigure(k.m, grp, "DH", prefix+"dh", g.DH, g.Scored, g.Unscored)
+		dhf.Lower = true
+		ifs := runner.MeanFigure(k.m, grp, "IFS", prefix+"ifs", g.perAnswer[3], g.Unscored)
+		ifs.Percent = true
+		for _, f := range []runner.Figure{ihf, dhf, ifs} {
+			f.Headline = true
+			sum.AddFigure(f)
 		}
 		for _, name := range []string{"or", "fe", "va", "ih", "dh", "ifs", "iifs", "rifs", "fle"} {
 			sum.SetSupport(prefix+name, g.Scored, g.Unscored)
@@ -213,6 +226,13 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	return sum, nil
 }
 
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // hicCharts are the IH and DH ratios per model and strategy, and per domain
 // (paper Figs. 3 and 5), with 95% Wilson intervals.
 func hicCharts(rows []*Group) []runner.Chart {
@@ -299,6 +319,10 @@ func (s *Suite) group(items []ItemResult) *Group {
 		g.Fe += sa.panel.Feasibility
 		g.Va += sa.panel.Value
 		ih := metrics.IsIH(sa.panel.Originality, sa.panel.Feasibility, sa.panel.Value)
+		g.perAnswer[0] = append(g.perAnswer[0], sa.panel.Originality)
+		g.perAnswer[1] = append(g.perAnswer[1], sa.panel.Feasibility)
+		g.perAnswer[2] = append(g.perAnswer[2], sa.panel.Value)
+		g.perAnswer[3] = append(g.perAnswer[3], metrics.IFS(b2f(ih), b2f(sa.panel.Hallucination), metrics.BIFSWeight))
 		if ih {
 			g.IH++
 			ihVecs = append(ihVecs, sa.a.Embedding)

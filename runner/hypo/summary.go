@@ -134,8 +134,9 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		avgAcc := metrics.Ratio(pooledRight, pooledN)
 		row = append(row, pct(metrics.Mean(f1s)), pct(avgAcc), fmt.Sprint(unparse))
 		sum.Metrics[fmt.Sprintf("%s/%s.avg_f1", k.m, k.st)] = metrics.Mean(f1s)
-		sum.Metrics[fmt.Sprintf("%s/%s.avg_accuracy", k.m, k.st)] = avgAcc
-		sum.SetSupport(fmt.Sprintf("%s/%s.avg_accuracy", k.m, k.st), pooledN, unparse)
+		acc := runner.ProportionFigure(k.m, k.st, "Acc", fmt.Sprintf("%s/%s.avg_accuracy", k.m, k.st), pooledRight, pooledN, unparse)
+		acc.Headline = true
+		sum.AddFigure(acc)
 		t2.Rows = append(t2.Rows, row)
 		if cov := coverage(k.st, rs); cov != nil {
 			tcov.Rows = append(tcov.Rows, append([]string{k.m}, cov.row...))
@@ -181,7 +182,9 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 				}
 				t3.Rows = append(t3.Rows, []string{k.m, k.st, name, src, pct(metrics.Mean(tgs)), fmt.Sprint(len(tgs)), fmt.Sprint(claims), fmt.Sprint(supported), fmt.Sprint(fallbacks)})
 			}
-			sum.Metrics[fmt.Sprintf("%s/%s.groundedness_%s", k.m, k.st, src)] = metrics.Mean(gs)
+			gf := runner.MeanFigure(k.m, k.st, "groundedness ("+src+")", fmt.Sprintf("%s/%s.groundedness_%s", k.m, k.st, src), gs, ungrounded(rs, src))
+			gf.Percent, gf.Headline = true, true
+			sum.AddFigure(gf)
 			bins, _ := metrics.AccuracyByGroundedness(bgs, correct, 0.1, 10)
 			for _, b := range bins {
 				f3.Rows = append(f3.Rows, []string{k.m, k.st, src, fmt.Sprintf("%.1f", b.Groundedness), pct(b.Accuracy), fmt.Sprint(b.N)})
@@ -379,4 +382,16 @@ func coverage(setting string, rs []Result) *coverageRow {
 		}
 	}
 	return c
+}
+
+// ungrounded counts greedy hypotheses whose KnowHD score from src was not
+// computed (its claims or verdicts never read).
+func ungrounded(rs []Result, src string) int {
+	n := 0
+	for _, r := range rs {
+		if r.Greedy != nil && r.Greedy.Grounding[src] != nil && !r.Greedy.Grounding[src].Scored {
+			n++
+		}
+	}
+	return n
 }

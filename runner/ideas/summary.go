@@ -61,17 +61,30 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		for c := range ms.Categories {
 			cats[c] = true
 		}
-		for k, v := range map[string]float64{"originality": ms.Originality.Estimate, "feasibility": ms.Feasibility.Estimate,
-			"clarity": ms.Clarity.Estimate, "fluency": ms.Fluency.Estimate, "flexibility": ms.Flexibility.Estimate,
-			"average": ms.Average, "average5": ms.Average5, "refusal_rate": metrics.Ratio(ms.Refused, ms.Ideas)} {
+		for k, v := range map[string]float64{"average5": ms.Average5, "refusal_rate": metrics.Ratio(ms.Refused, ms.Ideas)} {
 			sum.Metrics[m+"."+k] = v
 		}
 		// Support in judgements: critiques for the three critic scores,
-		// compared pairs for fluency.
-		for _, k := range []string{"originality", "feasibility", "clarity"} {
-			sum.SetSupport(m+"."+k, ms.ScoredCritiques, ms.UnscoredCritiques)
+		// compared pairs for fluency; the intervals are over ideas.
+		for _, f := range []struct {
+			name, key   string
+			iv          metrics.Interval
+			n, unscored int
+			method      string
+		}{
+			{"Originality", "originality", ms.Originality, ms.ScoredCritiques, ms.UnscoredCritiques, "t over ideas"},
+			{"Feasibility", "feasibility", ms.Feasibility, ms.ScoredCritiques, ms.UnscoredCritiques, "t over ideas"},
+			{"Clarity", "clarity", ms.Clarity, ms.ScoredCritiques, ms.UnscoredCritiques, "t over ideas"},
+			{"Fluency", "fluency", ms.Fluency, ms.ScoredFluency, ms.UnscoredFluency, "t over keywords"},
+			{"Flexibility", "flexibility", ms.Flexibility, ms.Flexibility.N, ms.UnscoredCritiques, "bootstrap over ideas"},
+			{"Average", "average", metrics.Interval{Estimate: ms.Average, Low: math.NaN(), High: math.NaN(), N: ms.Flexibility.N}, ms.Flexibility.N, ms.UnscoredCritiques, ""},
+		} {
+			iv := f.iv
+			iv.N = f.n
+			fig := runner.IntervalFigure(m, "", f.name, m+"."+f.key, iv, f.unscored, f.method)
+			fig.Headline = f.key != "clarity"
+			sum.AddFigure(fig)
 		}
-		sum.SetSupport(m+".fluency", ms.ScoredFluency, ms.UnscoredFluency)
 		sum.SetSupport(m+".refusal_rate", ms.Ideas, 0)
 	}
 	ci := func(iv metrics.Interval) string {

@@ -26,7 +26,28 @@ func taskRank(t string) int {
 	return len(Tasks)
 }
 
-func f2(x float64) string { return fmt.Sprintf("%.2f", x) }
+func f2(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+// csFigures are the Constraint Score (mean, eq. 1) and Perfect share
+// (CS = 10) of one model over one group of items.
+func csFigures(model, group, key string, cs []float64, unscored int, headline bool) (runner.Figure, runner.Figure) {
+	c := runner.MeanFigure(model, group, "CS", key+"/cs", cs, unscored)
+	perfect := 0
+	for _, x := range cs {
+		if x >= 10-1e-9 {
+			perfect++
+		}
+	}
+	p := runner.ProportionFigure(model, group, "Perfect", key+"/perfect", perfect, len(cs), unscored)
+	p.Percent = false // FaithQA's tables print Perfect as a share
+	c.Headline, p.Headline = headline, headline
+	return c, p
+}
 
 // ci formats a mean with its 95% t-interval, clipped to the score's range
 // [lo, hi] (a t-interval of few values can reach past the scale).
@@ -135,8 +156,9 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			if k.diff != "" {
 				key += "/" + k.diff
 			}
-			sum.SetSupport(key+"/cs", len(cs), unscored)
-			sum.SetSupport(key+"/perfect", len(cs), unscored)
+			cf, pf := csFigures(m, strings.TrimPrefix(key, m+"/"), key, cs, unscored, false)
+			sum.AddFigure(cf)
+			sum.AddFigure(pf)
 			diff := k.diff
 			if diff == "" {
 				diff = "–"
@@ -144,20 +166,15 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			row := []string{m, taskNames[k.task], diff, fmt.Sprint(len(groups[k])), fmt.Sprint(unscored), "–", "–", "–"}
 			if len(cs) > 0 {
 				row[5], row[6] = f2(metrics.PerfectRate(cs)), ci(metrics.MeanCI(cs, 0.95), 0, 10)
-				sum.Metrics[key+"/cs"] = metrics.Mean(cs)
-				sum.Metrics[key+"/perfect"] = metrics.PerfectRate(cs)
 			}
 			if len(base) > 0 {
 				row[7] = ci(metrics.MeanCI(base, 0.95), 1, 10)
 			}
 			t3.Rows = append(t3.Rows, row)
 		}
-		sum.SetSupport(m+"/cs", len(allCS), allUnscored)
-		sum.SetSupport(m+"/perfect", len(allCS), allUnscored)
-		if len(allCS) > 0 {
-			sum.Metrics[m+"/cs"] = metrics.Mean(allCS)
-			sum.Metrics[m+"/perfect"] = metrics.PerfectRate(allCS)
-		}
+		cf, pf := csFigures(m, "all tasks", m, allCS, allUnscored, true)
+		sum.AddFigure(cf)
+		sum.AddFigure(pf)
 		if len(allBase) > 0 {
 			sum.Metrics[m+"/baseline"] = metrics.Mean(allBase)
 		}

@@ -218,6 +218,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	type acc struct {
 		answers, scored, unscored, halluc, score, tokens int
+		scores                                           []float64
 	}
 	by := map[string]*acc{}
 	decoded, err := runner.DecodeRecords[Result](recs)
@@ -239,6 +240,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			}
 			a.scored++
 			a.score += j.Result.Score
+			a.scores = append(a.scores, float64(j.Result.Score))
 			if j.Result.Hallucination {
 				a.halluc++
 			}
@@ -263,11 +265,13 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			ms := float64(a.score) / float64(a.scored)
 			h := 100 * float64(a.halluc) / float64(a.scored)
 			mean, hr = fmt.Sprintf("%.2f", ms), fmt.Sprintf("%.1f", h)
-			sum.Metrics[m+".mean_score"] = ms
-			sum.Metrics[m+".hallucination_rate"] = h / 100
 		}
-		sum.SetSupport(m+".mean_score", a.scored, a.unscored)
-		sum.SetSupport(m+".hallucination_rate", a.scored, a.unscored)
+		ms := runner.MeanFigure(m, "", "mean score", m+".mean_score", a.scores, a.unscored)
+		hf := runner.ProportionFigure(m, "", "hallucination rate", m+".hallucination_rate", a.halluc, a.scored, a.unscored)
+		hf.Lower = true
+		ms.Headline, hf.Headline = true, true
+		sum.AddFigure(ms)
+		sum.AddFigure(hf)
 		sum.Metrics[m+".unscored"] = float64(a.unscored)
 		t.Rows = append(t.Rows, []string{m, fmt.Sprint(a.answers), mean, hr, fmt.Sprint(a.scored), fmt.Sprint(a.unscored),
 			fmt.Sprintf("%.1f", float64(a.tokens)/float64(a.answers))})
