@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"halu/localmodels"
 )
@@ -23,10 +26,11 @@ type Calls struct {
 	rerun *Rerun
 	plan  *planner // set in a dry run: calls are counted, not made
 
-	mu    sync.Mutex
-	log   []CallLog
-	fail  []Failure
-	reads []Reading
+	mu      sync.Mutex
+	log     []CallLog
+	fail    []Failure
+	reads   []Reading
+	prompts map[string]string // SHA-256 → a generation's messages (Record.Prompts)
 }
 
 // NewCalls returns a Calls outside a run, for tools that make model calls
@@ -48,6 +52,80 @@ func (c *Calls) logs() []CallLog {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]CallLog(nil), c.log...)
+}
+
+func (c *Calls) promptTexts() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.prompts) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(c.prompts))
+	for k, v := range c.prompts {
+		out[k] = v
+	}
+	return out
+}
+
+// transcript fills l's Prompt (a generation's messages, kept once per
+// record under their SHA-256) and Reply: what a reader of the report
+// checks a score against. Judges' prompts are not kept (they are the
+// published templates around the answer, and a KnowHD item asks hundreds).
+func (c *Calls) transcript(l *CallLog, msgs []localmodels.Message, reply string) {
+	l.Reply = ClipText(reply, ReplyKeep)
+	if l.Kind != "chat" {
+		return
+	}
+	var b strings.Builder
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("[" + m.Role + "]\n" + m.Content)
+	}
+	text := ClipText(b.String(), PromptKeep)
+	sum := sha256.Sum256([]byte(text))
+	l.Prompt = hex.EncodeToString(sum[:])
+	c.mu.Lock()
+	if c.prompts == nil {
+		c.prompts = map[string]string{}
+	}
+	c.prompts[l.Prompt] = text
+	c.mu.Unlock()
+}
+
+// parsed records v as what the judge reply raw of stage was read as.
+func (c *Calls) parsed(stage, model, raw string, v any) {
+	reply := ClipText(raw, ReplyKeep)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.log) - 1; i >= 0; i-- {
+		l := &c.log[i]
+		if l.Stage == stage && l.Model == model && l.Reply == reply && l.Parsed == "" && l.Kind != "chat" {
+			l.Parsed = show(v)
+			return
+		}
+	}
+}
+
+// Transcripts keep this much of each reply and each generation prompt
+// (bytes, cut at a character boundary).
+const (
+	ReplyKeep  = 8000
+	PromptKeep = 32000
+)
+
+// ClipText cuts s to at most n bytes at a character boundary, marking the
+// cut.
+func ClipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf(" …[%d more bytes]", len(s)-cut)
 }
 
 func (c *Calls) failures() []Failure {
@@ -148,6 +226,7 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 		PromptTokens: resp.PromptEvalCount, EvalTokens: resp.EvalCount, DoneReason: resp.DoneReason,
 		NoThink: req.Think != nil && !*req.Think,
 	}
+	c.transcript(&l, req.Messages, resp.Content)
 	// Ollama truncates a prompt longer than the window without an error;
 	// a prompt that filled 90% of it probably lost its beginning.
 	if fp.NumCtx > 0 && resp.PromptEvalCount*10 >= fp.NumCtx*9 {
@@ -445,6 +524,7 @@ func JudgeWith[T any](ctx context.Context, c *Calls, stage string, req localmode
 			c.reading(Reading{Stage: stage, Model: req.Model, How: how, Used: show(v), Other: other})
 		}
 		out = v
+		c.parsed(stage, req.Model, raw, v)
 		return nil
 	})
 	return out, ok, err

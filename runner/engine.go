@@ -607,7 +607,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *recordWriter
 					cancel(fmt.Errorf("item %s: encode record: %w", it.ID, err))
 					continue
 				}
-				rec := Record{Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings()}
+				rec := Record{Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Prompts: calls.promptTexts()}
 				if err := w.Append(rec); err != nil {
 					cancel(fmt.Errorf("write record: %w", err))
 					continue

@@ -26,6 +26,9 @@ type Record struct {
 	// Readings are the judge replies that were not read the plain way
 	// (a text fallback in JSON mode, or readers that disagree).
 	Readings []Reading `json:"readings,omitempty"`
+	// Prompts are the generation prompts of the item's calls as sent,
+	// by SHA-256 (CallLog.Prompt): one copy however many samples used it.
+	Prompts map[string]string `json:"prompts,omitempty"`
 }
 
 // CallLog is one model call an item made, with Ollama's token counts.
@@ -46,6 +49,14 @@ type CallLog struct {
 	// NoThink is set when the call asked a thinking model not to think
 	// (think: false): judges are, so their reply caps go to the verdict.
 	NoThink bool `json:"no_think,omitempty"`
+	// Prompt is the SHA-256 of a generation's messages, kept in the
+	// record's Prompts; Reply is the reply as the model wrote it (clipped
+	// at ReplyKeep bytes, reasoning fields left out); Parsed is a judge
+	// reply's verdict as read, in JSON. They make the report's sample
+	// browser: question, answer, each judge's raw reply and verdict.
+	Prompt string `json:"prompt,omitempty"`
+	Reply  string `json:"reply,omitempty"`
+	Parsed string `json:"parsed,omitempty"`
 }
 
 // Failure is a judgement that could not be scored: every attempt's raw reply
@@ -179,4 +190,13 @@ func DecodeRecords[T any](recs []Record) ([]T, error) {
 		}
 	}
 	return out, nil
+}
+
+// Decode unmarshals one record's data as T.
+func Decode[T any](rec Record) (T, error) {
+	var v T
+	if err := json.Unmarshal(rec.Data, &v); err != nil {
+		return v, fmt.Errorf("record %s: %w", rec.Item, err)
+	}
+	return v, nil
 }

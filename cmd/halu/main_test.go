@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -551,8 +552,30 @@ func TestNothingScoredReadsDash(t *testing.T) {
 	md := halu(t, f, cache, "report", run, "--md")
 	html := filepath.Join(dir, "r.html")
 	csvDir := filepath.Join(dir, "csv")
-	if x := halu(t, f, cache, "report", run, "--html", html, "--csv", csvDir); x.code != exitOK {
+	long := filepath.Join(dir, "long.csv")
+	if x := halu(t, f, cache, "report", run, "--html", html, "--csv", csvDir, "--long", long); x.code != exitOK {
 		t.Fatalf("report: exit %d: %s", x.code, x.stderr)
+	}
+	// The leaderboard: every headline cell says why it is empty.
+	for _, out := range []string{mustRead(t, html), md.stdout} {
+		if n := strings.Count(out, "– (no scored unit, 1 unscored)"); n < 3 {
+			t.Errorf("leaderboard: %d headline cells read “– (no scored unit, 1 unscored)”, want 3 (IH, DH, IFS)", n)
+		}
+	}
+	// The long CSV: no estimate, n 0, the unscored answer counted.
+	rows := readCSV(t, long)
+	seen := 0
+	for _, row := range rows[1:] {
+		rec := longRecord(rows[0], row)
+		if rec["metric"] == "IH" || rec["metric"] == "DH" || rec["metric"] == "IFS" {
+			seen++
+			if rec["estimate"] != "" || rec["lo"] != "" || rec["hi"] != "" || rec["n"] != "0" || rec["unscored"] != "1" {
+				t.Errorf("long CSV: %v: want no estimate, n 0, 1 unscored", rec)
+			}
+		}
+	}
+	if seen != 3 {
+		t.Errorf("long CSV: %d IH/DH/IFS rows, want 3", seen)
 	}
 	h, _ := os.ReadFile(html)
 	var csvs []string
@@ -562,11 +585,11 @@ func TestNothingScoredReadsDash(t *testing.T) {
 		csvs = append(csvs, string(b))
 	}
 	for name, out := range map[string]string{"console": r.stdout, "markdown": md.stdout, "html": string(h), "csv": strings.Join(csvs, "\n")} {
+		// The paper's Table 2 row: the one with the most dashes.
 		row := ""
 		for _, l := range strings.Split(out, "\n") {
-			if strings.Contains(l, "gen") && strings.Contains(strings.ToUpper(l), "SCP") && strings.Contains(l, "–") {
+			if strings.Contains(l, "gen") && strings.Contains(strings.ToUpper(l), "SCP") && strings.Count(l, "–") > strings.Count(row, "–") {
 				row = l
-				break
 			}
 		}
 		t.Logf("%s: %s", name, row)
@@ -611,4 +634,38 @@ func TestLimitEverywhere(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, "plan: 2 items") {
 		t.Fatalf("ideas --limit 2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("%s: %v (%d rows)", path, err, len(rows))
+	}
+	return rows
+}
+
+// longRecord names a long CSV row's cells by the header.
+func longRecord(head, row []string) map[string]string {
+	m := map[string]string{}
+	for i, h := range head {
+		if i < len(row) {
+			m[h] = row[i]
+		}
+	}
+	return m
 }

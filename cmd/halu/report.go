@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -40,23 +42,28 @@ func summarize(m *runner.Manifest, recs []runner.Record) (*runner.Summary, error
 }
 
 func newReportCmd() *cobra.Command {
-	var htmlOut, csvDir string
+	var htmlOut, csvDir, longOut, samplesOut string
 	var md bool
 	cmd := &cobra.Command{
-		Use:   "report RUN_DIR... [--html FILE] [--md] [--csv DIR]",
+		Use:   "report RUN_DIR... [--html FILE] [--md] [--csv DIR] [--long FILE.csv] [--samples FILE.jsonl]",
 		Short: "Write the tables and charts of runs as one self-contained HTML file, Markdown or CSV",
 		Long: `halu report reads run directories (manifest.json and records.jsonl) and regenerates every
 table and chart from them, offline and without a model call. The HTML file has no script and
 loads nothing: charts are inline SVG. The same runs give byte-identical output.
-Without --md or --csv, the HTML goes to report.html.`,
+The page opens with a leaderboard per suite (every model of every run given, the
+paper's headline figures with 95% intervals, n and unscored counts, and the published
+numbers where the runs used the paper's protocol) and ends with a sample browser.
+--long writes every figure as one CSV row (numbers as numbers) and --samples every
+record as one JSON line (prompt, answers, judges' replies and verdicts, flags).
+Without --md, --csv, --long or --samples, the HTML goes to report.html.`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			runs, err := report.LoadAll(args, summarize)
+			runs, err := report.LoadAll(args, rebuild)
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if htmlOut == "" && !md && csvDir == "" {
+			if htmlOut == "" && !md && csvDir == "" && longOut == "" && samplesOut == "" {
 				htmlOut = "report.html"
 			}
 			if htmlOut != "" {
@@ -81,6 +88,18 @@ Without --md or --csv, the HTML goes to report.html.`,
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "report: %d CSV tables in %s\n", len(paths), csvDir)
 			}
+			for _, out := range []struct {
+				path, what string
+				write      func(io.Writer, []*report.Run) error
+			}{{longOut, "long CSV", report.WriteLong}, {samplesOut, "samples", report.WriteSamples}} {
+				if out.path == "" {
+					continue
+				}
+				if err := writeFileWith(out.path, func(w io.Writer) error { return out.write(w, runs) }); err != nil {
+					return fmt.Errorf("report: %s: %w", out.what, err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "report: %s in %s\n", out.what, out.path)
+			}
 			if md {
 				return report.Markdown(w, runs)
 			}
@@ -90,6 +109,8 @@ Without --md or --csv, the HTML goes to report.html.`,
 	cmd.Flags().StringVar(&htmlOut, "html", "", "write the HTML report to FILE")
 	cmd.Flags().BoolVar(&md, "md", false, "print every table as Markdown")
 	cmd.Flags().StringVar(&csvDir, "csv", "", "write one CSV file per table into DIR")
+	cmd.Flags().StringVar(&longOut, "long", "", "write every figure as one CSV row to FILE (run, suite, model, group, metric: estimate, lo, hi, n, unscored)")
+	cmd.Flags().StringVar(&samplesOut, "samples", "", "write every record as one JSON line to FILE (inputs, outputs, verdicts, flags)")
 	return cmd
 }
 
@@ -178,6 +199,25 @@ func runOutcomes(dir string) (*runner.Manifest, []runner.Outcome, error) {
 		return nil, nil, fmt.Errorf("run %s: %w", dir, err)
 	}
 	return m, o, nil
+}
+
+// writeFileWith writes path through write, buffered, and reports the first
+// error of writing or closing.
+func writeFileWith(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	if err := write(bw); err != nil {
+		f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // usageArgs makes an argument check's error a usage error (exit 2).

@@ -356,3 +356,10 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	}
 	return sum, nil
 }
+
+// Flag marks a record for the sample browser: an answer scored as
+// hallucinated, one that could not be read.
+func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
+	a, err := runner.Decode[Answer](rec)
+	return runner.Flags{Hallucinated: a.Scored && a.Hallucinated, Unscored: !a.Scored}, err
+}

@@ -602,3 +602,28 @@ func overCap(rows []*Group) (n, over int) {
 	}
 	return n, over
 }
+
+// Flag marks a record for the sample browser: an answer the panel judged
+// hallucinated (DH), judges that disagree on hallucination.
+func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
+	var f runner.Flags
+	ir, err := runner.Decode[ItemResult](rec)
+	if err != nil {
+		return f, err
+	}
+	for _, q := range ir.Questions {
+		for _, a := range q.Answers {
+			p := Aggregate(a.Judgements, s.cfg.TieHallucinated)
+			f.Hallucinated = f.Hallucinated || p.Scored && p.Hallucination
+			f.Unscored = f.Unscored || !p.Scored
+			seen := map[bool]bool{}
+			for _, j := range a.Judgements {
+				if j.Scored && j.Verdict != nil {
+					seen[j.Verdict.Hallucination] = true
+				}
+			}
+			f.Disagree = f.Disagree || len(seen) > 1
+		}
+	}
+	return f, nil
+}

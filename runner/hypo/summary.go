@@ -395,3 +395,26 @@ func ungrounded(rs []Result, src string) int {
 	}
 	return n
 }
+
+// Flag marks a record for the sample browser: a greedy hypothesis with a
+// claim KnowHD found unsupported (or a wrong relation), judges' verdicts
+// not read.
+func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
+	var f runner.Flags
+	r, err := runner.Decode[Result](rec)
+	if err != nil || r.Greedy == nil {
+		return f, err
+	}
+	f.Hallucinated = r.Greedy.Parsed && r.Gold != "" && r.Greedy.Label != r.Gold
+	f.Unscored = !r.Greedy.Parsed
+	for _, g := range r.Greedy.Grounding {
+		if g == nil {
+			continue
+		}
+		f.Unscored = f.Unscored || !g.Scored
+		for _, c := range g.Claims {
+			f.Hallucinated = f.Hallucinated || c.Scored && !c.Supported
+		}
+	}
+	return f, nil
+}

@@ -342,3 +342,26 @@ func fewerCritics(items []ItemResult, asked int) int {
 	}
 	return n
 }
+
+// Flag marks a record for the sample browser: an idea refused, critics
+// whose originality scores lie 3 or more apart on the 1–10 scale.
+func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
+	var f runner.Flags
+	ir, err := runner.Decode[ItemResult](rec)
+	if err != nil {
+		return f, err
+	}
+	for _, idea := range ir.Ideas {
+		f.Refused = f.Refused || idea.Refused != ""
+		lo, hi := 11, 0
+		for _, c := range idea.Critiques {
+			if !c.Scored {
+				f.Unscored = true
+				continue
+			}
+			lo, hi = min(lo, c.Originality), max(hi, c.Originality)
+		}
+		f.Disagree = f.Disagree || hi-lo >= 3
+	}
+	return f, nil
+}

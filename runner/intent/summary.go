@@ -562,3 +562,10 @@ func intentCharts(models []string, byModel map[string][]ItemResult) []runner.Cha
 	}
 	return []runner.Chart{hist, bars}
 }
+
+// Flag marks a record for the sample browser: a response below the
+// perfect Constraint Score (an intent hallucination, §4), one not scored.
+func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
+	r, err := runner.Decode[ItemResult](rec)
+	return runner.Flags{Hallucinated: r.Scored && !r.Perfect, Unscored: !r.Scored}, err
+}

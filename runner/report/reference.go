@@ -30,6 +30,7 @@ type Reference struct {
 	Table    runner.Table
 	Requires map[string]string
 	Ignores  []string
+	board    *boardColumns
 }
 
 // Comparable says whether the published table may be read beside a run of
@@ -63,18 +64,32 @@ func (r Reference) Comparable(protocol string, deps []runner.Departure) (bool, s
 	return true, "comparable: this run used the protocol these numbers were made with (other models, same method)"
 }
 
+// boardColumns says how a published table's rows read as leaderboard
+// rows: which column names the model and which the group, and which column
+// holds each leaderboard metric (Figure.Metric).
+type boardColumns struct {
+	model, group string
+	metrics      map[string]string
+}
+
 var referenceIndex = []struct {
 	suite, file, source string
 	requires            map[string]string
 	ignores             []string
+	board               *boardColumns
 }{
-	{"hic", "hic_table2.csv", "HIC-Bench (Yang et al.), Table 2: six LLMs under SCP, CoT, RAG and RCP; judged by the authors' panel", nil, nil},
-	{"ideas", "LiveIdeaBench-202412.csv", "LiveIdeaBench (Ruan et al.), published leaderboard, December 2024, first-release scoring (MIT licence)", map[string]string{"scoring": "first-release"}, nil},
-	{"hypo", "truthhypo_table2.csv", "TruthHypo (Xiong et al.), Table 2: link-level F1 and relation-level accuracy (%), four LLMs under four knowledge settings (Average Acc is over items; Average F1 is not reproduced by halu)", nil, []string{"candidates"}},
-	{"hypo", "truthhypo_table3.csv", "TruthHypo / KnowHD (Xiong et al.), Table 3: KnowHD groundedness (%) of GPT-4o-mini's hypotheses", nil, []string{"candidates"}},
-	{"intent", "faithqa_table3.csv", "FaithQA (Hao, Yu and You), Table 3: Perfect and Constraint Score, GPT-4o as the constraint judge", nil, nil},
-	{"cfaith", "cfaith_table5.csv", "C-FAITH / HaluAgent, Table 5: hallucination rate (%) per format and overall", nil, nil},
-	{"cfaith", "cfaith_table6.csv", "C-FAITH / HaluAgent, Table 6: generative QA hallucination rate (%) per hallucination type", nil, nil},
+	{"hic", "hic_table2.csv", "HIC-Bench (Yang et al.), Table 2: six LLMs under SCP, CoT, RAG and RCP; judged by the authors' panel", nil, nil,
+		&boardColumns{"LLM", "P", map[string]string{"Or": "Or", "Fe": "Fe", "Va": "Va", "IH": "IH", "DH": "DH", "IFS": "IFS"}}},
+	{"ideas", "LiveIdeaBench-202412.csv", "LiveIdeaBench (Ruan et al.), published leaderboard, December 2024, first-release scoring (MIT licence)", map[string]string{"scoring": "first-release"}, nil,
+		&boardColumns{"Model", "", map[string]string{"Originality": "Originality", "Feasibility": "Feasibility", "Fluency": "Fluency", "Flexibility": "Flexibility", "Average": "Average"}}},
+	{"hypo", "truthhypo_table2.csv", "TruthHypo (Xiong et al.), Table 2: link-level F1 and relation-level accuracy (%), four LLMs under four knowledge settings (Average Acc is over items; Average F1 is not reproduced by halu)", nil, []string{"candidates"},
+		&boardColumns{"LLM", "Knowledge", map[string]string{"Acc": "Avg Acc"}}},
+	{"hypo", "truthhypo_table3.csv", "TruthHypo / KnowHD (Xiong et al.), Table 3: KnowHD groundedness (%) of GPT-4o-mini's hypotheses", nil, []string{"candidates"}, nil},
+	{"intent", "faithqa_table3.csv", "FaithQA (Hao, Yu and You), Table 3: Perfect and Constraint Score, GPT-4o as the constraint judge", nil, nil,
+		&boardColumns{"Model", "Task", map[string]string{"CS": "CS", "Perfect": "Perfect"}}},
+	{"cfaith", "cfaith_table5.csv", "C-FAITH / HaluAgent, Table 5: hallucination rate (%) per format and overall", nil, nil,
+		&boardColumns{"Model", "", map[string]string{"HR generative": "Gen.", "HR choice": "Choice.", "HR true/false": "True/False.", "Overall HR": "Ova."}}},
+	{"cfaith", "cfaith_table6.csv", "C-FAITH / HaluAgent, Table 6: generative QA hallucination rate (%) per hallucination type", nil, nil, nil},
 }
 
 // References returns the published tables for suite, in a fixed order.
@@ -95,7 +110,7 @@ func References(suite string) ([]Reference, error) {
 		if len(rows) < 2 {
 			return nil, fmt.Errorf("reference %s: no rows", r.file)
 		}
-		out = append(out, Reference{Suite: suite, File: r.file, Source: r.source, Requires: r.requires, Ignores: r.ignores,
+		out = append(out, Reference{Suite: suite, File: r.file, Source: r.source, Requires: r.requires, Ignores: r.ignores, board: r.board,
 			Table: runner.Table{Title: "Published: " + r.source, Columns: rows[0], Rows: rows[1:]}})
 	}
 	return out, nil

@@ -30,29 +30,46 @@ type Run struct {
 	// elsewhere) and the run's own summary.json was used, named in Note.
 	Regenerated bool
 	Note        string
+	// Flags are each record's (same index), for the sample browser.
+	Flags []runner.Flags
 }
 
-// Summarizer recomputes a run's summary from its records, as the suite
-// named in the manifest does; it returns an error when it cannot rebuild
-// the suite (an unknown suite, input files not on this machine).
-type Summarizer func(m *runner.Manifest, recs []runner.Record) (*runner.Summary, error)
+// Rebuilder makes the suite a run used from its manifest, with no model
+// call; it returns an error when it cannot (an unknown suite, input files
+// not on this machine).
+type Rebuilder func(m *runner.Manifest) (runner.Suite, error)
 
 // Load reads the run in dir. The summary is recomputed from the records by
-// summarize when it can be, so a report shows the current tables and charts
-// for any run; otherwise the run's summary.json is used.
-func Load(dir string, summarize Summarizer) (*Run, error) {
+// the suite rebuild makes when it can be, so a report shows the current
+// tables and charts for any run; otherwise the run's summary.json is used.
+// Every record's flags (runner.Flags) are read for the sample browser.
+func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	m, recs, err := runner.ReadRun(dir)
 	if err != nil {
 		return nil, err
 	}
 	r := &Run{Dir: dir, Manifest: m, Records: recs}
-	if summarize != nil && len(recs) > 0 {
-		sum, serr := summarize(m, recs)
+	var suite runner.Suite
+	if rebuild != nil && len(recs) > 0 {
+		s, serr := rebuild(m)
+		var sum *runner.Summary
+		if serr == nil {
+			suite = s
+			sum, serr = s.Summarize(recs)
+		}
 		if serr == nil {
 			r.Summary, r.Regenerated = sum, true
 		} else {
 			r.Note = fmt.Sprintf("tables from the run's summary.json: the suite could not be rebuilt here (%v)", serr)
 		}
+	}
+	r.Flags = make([]runner.Flags, len(recs))
+	for i, rec := range recs {
+		f, err := runner.RecordFlags(suite, rec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		r.Flags[i] = f
 	}
 	if r.Summary == nil {
 		sum, err := runner.ReadSummary(dir)
@@ -74,10 +91,10 @@ func Load(dir string, summarize Summarizer) (*Run, error) {
 }
 
 // LoadAll loads every directory in dirs, in the order given.
-func LoadAll(dirs []string, summarize Summarizer) ([]*Run, error) {
+func LoadAll(dirs []string, rebuild Rebuilder) ([]*Run, error) {
 	var out []*Run
 	for _, d := range dirs {
-		r, err := Load(d, summarize)
+		r, err := Load(d, rebuild)
 		if err != nil {
 			return nil, fmt.Errorf("report: %w", err)
 		}

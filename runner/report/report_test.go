@@ -37,8 +37,17 @@ func TestSVGEveryKindDeterministicAndEscaped(t *testing.T) {
 			t.Errorf("%s: two renderings differ", c.Kind)
 		}
 		s := string(a)
-		if !strings.Contains(s, "<svg") || !strings.Contains(s, c.Title) {
-			t.Errorf("%s: not an SVG with its title", c.Kind)
+		// The page prints the title once, above the chart; the chart's
+		// text is in the sans face (the page's style gives it the page's
+		// family).
+		if !strings.Contains(s, "<svg") || strings.Contains(s, ">"+c.Title+"<") {
+			t.Errorf("%s: not an SVG, or one that prints its title a second time", c.Kind)
+		}
+		if strings.Contains(s, "Serif") {
+			t.Errorf("%s: serif text on a sans-serif page", c.Kind)
+		}
+		if Empty(c) {
+			t.Errorf("%s: a chart with values is not empty", c.Kind)
 		}
 		if strings.Contains(s, "<m2>") {
 			t.Errorf("%s: a label was written unescaped", c.Kind)
@@ -46,6 +55,22 @@ func TestSVGEveryKindDeterministicAndEscaped(t *testing.T) {
 	}
 	if _, err := SVG(runner.Chart{Kind: "bars", Title: "empty"}); err == nil {
 		t.Error("a chart with no data must be an error")
+	}
+	// Nothing measured: no frame is drawn, and a series with no value
+	// has no legend entry.
+	nan := runner.Num(math.NaN())
+	none := runner.Chart{Kind: "bars", Title: "none", Groups: []string{"m"}, Series: []runner.Series{{Name: "IH", Values: []runner.Num{nan}}}}
+	if !Empty(none) {
+		t.Error("a chart of NaN only is not empty")
+	}
+	if _, err := SVG(none); err == nil {
+		t.Error("a chart of NaN only was drawn")
+	}
+	half := runner.Chart{Kind: "bars", Title: "half", Groups: []string{"m"}, Series: []runner.Series{
+		{Name: "IH", Values: runner.Nums(0.5)}, {Name: "DH-nothing", Values: []runner.Num{nan}}, {Name: "third", Values: runner.Nums(0.2)}}}
+	b, err := SVG(half)
+	if err != nil || strings.Contains(string(b), "DH-nothing") || !strings.Contains(string(b), "third") {
+		t.Errorf("a series with no value must draw nothing, not even its legend entry (%v)", err)
 	}
 }
 

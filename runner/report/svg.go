@@ -8,8 +8,10 @@ import (
 	"sort"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
@@ -47,13 +49,52 @@ func SVG(c runner.Chart) ([]byte, error) {
 	return nil, fmt.Errorf("chart %q: unknown kind %q", c.Title, c.Kind)
 }
 
+// newPlot starts a chart without a title (the page prints it once, above
+// the chart, in its own font) and in the sans-serif face: the page's style
+// makes the SVG's text take the page's font family, and the sans metrics
+// keep the layout close to it.
 func newPlot(c runner.Chart) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = c.Title
 	p.X.Label.Text = c.X
 	p.Y.Label.Text = c.Y
-	p.Title.TextStyle.Font.Size = vg.Points(11)
+	for _, st := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle,
+		&p.X.Tick.Label, &p.Y.Tick.Label, &p.Legend.TextStyle} {
+		st.Font = font.From(sans, st.Font.Size)
+	}
 	return p
+}
+
+var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+// Empty reports whether c holds no finite value to draw: such a chart is
+// not drawn at all (no empty frame), and the page says nothing was
+// measured.
+func Empty(c runner.Chart) bool {
+	for _, se := range c.Series {
+		if hasFinite(se.Values) {
+			return false
+		}
+	}
+	for _, pt := range c.Points {
+		if finite(pt.X) && finite(pt.Y) {
+			return false
+		}
+	}
+	for _, row := range c.Cells {
+		if hasFinite(row) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasFinite(xs []runner.Num) bool {
+	for _, x := range xs {
+		if finite(x) {
+			return true
+		}
+	}
+	return false
 }
 
 func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
@@ -85,7 +126,12 @@ func bars(c runner.Chart) ([]byte, error) {
 	perUnit := (float64(width) - 90) / float64(G)
 	barW := vg.Length(slot * perUnit * 0.9)
 	top := 0.0
+	drawn := 0
 	for s, se := range c.Series {
+		if !hasFinite(se.Values) {
+			continue // a series with no value draws nothing, not even a legend entry
+		}
+		drawn++
 		vals := make(plotter.Values, G)
 		var errs plotter.XYs
 		var yerr plotter.YErrors
@@ -121,6 +167,9 @@ func bars(c runner.Chart) ([]byte, error) {
 		if S > 1 {
 			p.Legend.Add(se.Name, b)
 		}
+	}
+	if drawn == 0 {
+		return nil, fmt.Errorf("chart %q: no data", c.Title)
 	}
 	p.Legend.Top = true
 	p.NominalX(c.Groups...)
@@ -234,7 +283,7 @@ func scatter(c runner.Chart) ([]byte, error) {
 		return nil, err
 	}
 	for i := range lb.TextStyle {
-		lb.TextStyle[i].Font.Size = vg.Points(8)
+		lb.TextStyle[i].Font = font.From(sans, vg.Points(8))
 		lb.TextStyle[i].XAlign = draw.XLeft
 	}
 	lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(3)}
@@ -308,7 +357,7 @@ func heatmap(c runner.Chart) ([]byte, error) {
 			return nil, err
 		}
 		for i := range lb.TextStyle {
-			lb.TextStyle[i].Font.Size = vg.Points(7)
+			lb.TextStyle[i].Font = font.From(sans, vg.Points(7))
 			lb.TextStyle[i].XAlign = draw.XCenter
 			lb.TextStyle[i].YAlign = draw.YCenter
 		}

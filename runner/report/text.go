@@ -18,6 +18,17 @@ import (
 func Markdown(w io.Writer, runs []*Run) error {
 	var b strings.Builder
 	b.WriteString("# halu report\n")
+	boards, err := Boards(runs)
+	if err != nil {
+		return err
+	}
+	for _, bd := range boards {
+		fmt.Fprintf(&b, "\n## Leaderboard: %s\n", mdCell(bd.Suite))
+		writeMDTable(&b, BoardTable(bd, bd.Sorts[0]))
+		for _, n := range bd.Notes {
+			fmt.Fprintf(&b, "\n%s\n", mdCell(n))
+		}
+	}
 	for _, r := range runs {
 		fmt.Fprintf(&b, "\n## %s\n\n", mdCell(r.Name()))
 		if r.Summary.TinyModel {
@@ -44,8 +55,34 @@ func Markdown(w io.Writer, runs []*Run) error {
 			fmt.Fprintf(&b, "- %s\n", mdCell(n))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// BoardTable is a board in one order as a plain table (Markdown, console).
+func BoardTable(b Board, s BoardSort) runner.Table {
+	t := runner.Table{Title: fmt.Sprintf("%s, sorted by %s, best first (estimate [95%% interval] n, unscored)", b.Suite, s.Metric),
+		Columns: []string{"run", "model", "digest", "group"}}
+	for _, m := range b.Metrics {
+		arrow := " ↑"
+		if m.Lower {
+			arrow = " ↓"
+		}
+		t.Columns = append(t.Columns, m.Name+arrow)
+	}
+	for _, i := range s.Rows {
+		r := b.Rows[i]
+		run := r.Run + r.Mark
+		if r.Published != "" {
+			run = "published: " + r.Published
+		}
+		row := []string{run, r.Model, r.Digest, r.Group}
+		for _, c := range r.Cells {
+			row = append(row, c.Text)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
 }
 
 func writeMDTable(b *strings.Builder, t runner.Table) {

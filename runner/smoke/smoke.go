@@ -294,3 +294,22 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	sum.Notes = append(sum.Notes, "judges: "+strings.Join(s.cfg.Judges, ", ")+"; an unparseable judge reply is retried, then left unscored (never counted as a score)")
 	return sum, nil
 }
+
+// Flag marks a record for the sample browser: an answer a judge called
+// hallucinated, judges that disagree on it.
+func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
+	var f runner.Flags
+	res, err := runner.Decode[Result](rec)
+	if err != nil {
+		return f, err
+	}
+	seen := map[bool]bool{}
+	for _, j := range res.Judgements {
+		if j.Scored && j.Result != nil {
+			seen[j.Result.Hallucination] = true
+			f.Hallucinated = f.Hallucinated || j.Result.Hallucination
+		}
+	}
+	f.Disagree = len(seen) > 1
+	return f, nil
+}

@@ -1,0 +1,274 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"halu/localmodels"
+	"halu/runner"
+)
+
+// Board is one suite's leaderboard over every run given: a row per run,
+// model and group, a column per headline figure of the paper (each cell
+// the estimate with its 95% interval, n and unscored count), and the
+// published numbers as extra rows where the runs used the paper's
+// protocol.
+type Board struct {
+	Suite   string
+	Metrics []BoardMetric
+	Rows    []BoardRow
+	// Sorts are the rows ordered by each metric, best first; rows with no
+	// value last, in their given order.
+	Sorts []BoardSort
+	// Notes say which published tables are shown and why others, or some
+	// runs, are not comparable with them.
+	Notes []string
+}
+
+// BoardMetric is a column: the paper's name for a headline figure.
+type BoardMetric struct {
+	Name           string
+	Lower, Percent bool
+}
+
+// BoardRow is a run's model in one group, or a published row.
+type BoardRow struct {
+	Run, Model, Digest, Group string
+	// Published is the source of a published row; empty for a run's row.
+	Published string
+	// Mark is "†" on a run's row that is not comparable with the
+	// published rows shown (Notes say why).
+	Mark  string
+	Cells []BoardCell
+}
+
+// BoardCell is one cell: its text and the value it sorts by (NaN: none).
+type BoardCell struct {
+	Text  string
+	Value float64
+	// Figure is the run's figure behind the cell (nil for published and
+	// empty cells).
+	Figure *runner.Figure
+}
+
+// BoardSort is an order of a board's rows.
+type BoardSort struct {
+	Metric string
+	Rows   []int
+}
+
+// Boards makes one leaderboard per suite of runs, suites in the order they
+// first appear. A suite whose runs hold no headline figure has no board.
+func Boards(runs []*Run) ([]Board, error) {
+	var suites []string
+	bySuite := map[string][]*Run{}
+	for _, r := range runs {
+		s := r.Manifest.Suite
+		if _, ok := bySuite[s]; !ok {
+			suites = append(suites, s)
+		}
+		bySuite[s] = append(bySuite[s], r)
+	}
+	var out []Board
+	for _, s := range suites {
+		b, err := board(s, bySuite[s])
+		if err != nil {
+			return nil, err
+		}
+		if len(b.Rows) > 0 {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+func board(suite string, runs []*Run) (Board, error) {
+	b := Board{Suite: suite}
+	col := map[string]int{}
+	type rowKey struct{ run, model, group string }
+	rowAt := map[rowKey]int{}
+	var figs [][]*runner.Figure // per row, per column
+	for _, r := range runs {
+		for i := range r.Summary.Figures {
+			f := &r.Summary.Figures[i]
+			if !f.Headline {
+				continue
+			}
+			c, ok := col[f.Metric]
+			if !ok {
+				c = len(b.Metrics)
+				col[f.Metric] = c
+				b.Metrics = append(b.Metrics, BoardMetric{Name: f.Metric, Lower: f.Lower, Percent: f.Percent})
+			}
+			k := rowKey{r.Name(), f.Model, f.Group}
+			ri, ok := rowAt[k]
+			if !ok {
+				ri = len(b.Rows)
+				rowAt[k] = ri
+				b.Rows = append(b.Rows, BoardRow{Run: r.Name(), Model: f.Model, Digest: digestOf(r.Manifest, f.Model), Group: f.Group})
+				figs = append(figs, nil)
+			}
+			for len(figs[ri]) <= c {
+				figs[ri] = append(figs[ri], nil)
+			}
+			figs[ri][c] = f
+		}
+	}
+	for i := range b.Rows {
+		for c := range b.Metrics {
+			var f *runner.Figure
+			if c < len(figs[i]) {
+				f = figs[i][c]
+			}
+			b.Rows[i].Cells = append(b.Rows[i].Cells, figureCell(f))
+		}
+	}
+	if len(b.Rows) == 0 {
+		return b, nil
+	}
+	if err := b.addPublished(suite, runs, col); err != nil {
+		return b, err
+	}
+	for c, m := range b.Metrics {
+		idx := make([]int, len(b.Rows))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(x, y int) int {
+			vx, vy := b.Rows[x].Cells[c].Value, b.Rows[y].Cells[c].Value
+			switch nx, ny := math.IsNaN(vx), math.IsNaN(vy); {
+			case nx && ny:
+				return 0
+			case nx:
+				return 1
+			case ny:
+				return -1
+			}
+			if m.Lower {
+				return cmp.Compare(vx, vy)
+			}
+			return cmp.Compare(vy, vx)
+		})
+		b.Sorts = append(b.Sorts, BoardSort{Metric: m.Name, Rows: idx})
+	}
+	return b, nil
+}
+
+// figureCell is a run's cell: "–" with the reason when nothing was
+// measured, else the estimate, interval, n and unscored count.
+func figureCell(f *runner.Figure) BoardCell {
+	if f == nil {
+		return BoardCell{Text: "", Value: math.NaN()}
+	}
+	c := BoardCell{Text: f.Cell(), Value: math.NaN(), Figure: f}
+	if f.Measured() {
+		c.Value = float64(f.Estimate)
+	}
+	return c
+}
+
+// addPublished appends the published rows of every reference with a
+// leaderboard layout that at least one run may be read beside; runs that
+// may not get a mark and a note, and a reference no run may be read beside
+// gets a note alone.
+func (b *Board) addPublished(suite string, runs []*Run, col map[string]int) error {
+	refs, err := References(suite)
+	if err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		if ref.board == nil {
+			continue
+		}
+		var ok []bool
+		var whyNot []string
+		some := false
+		for _, r := range runs {
+			c, why := ref.Comparable(r.Manifest.Protocol, r.Manifest.Departures)
+			ok = append(ok, c)
+			some = some || c
+			if !c {
+				whyNot = append(whyNot, r.Name()+": "+why)
+			}
+		}
+		short := ref.Source
+		if i := strings.Index(short, ":"); i > 0 {
+			short = short[:i]
+		}
+		if !some {
+			b.Notes = append(b.Notes, fmt.Sprintf("Published numbers of %s are not shown: %s.", short, strings.Join(whyNot, "; ")))
+			continue
+		}
+		for i, r := range runs {
+			if ok[i] {
+				continue
+			}
+			for j := range b.Rows {
+				if b.Rows[j].Run == r.Name() && b.Rows[j].Published == "" {
+					b.Rows[j].Mark = "†"
+				}
+			}
+		}
+		if len(whyNot) > 0 {
+			b.Notes = append(b.Notes, fmt.Sprintf("† not comparable with the published rows of %s: %s.", short, strings.Join(whyNot, "; ")))
+		}
+		b.Notes = append(b.Notes, fmt.Sprintf("Rows marked “published” are %s (other models, the same method).", ref.Source))
+		head := map[string]int{}
+		for i, h := range ref.Table.Columns {
+			head[h] = i
+		}
+		for _, row := range ref.Table.Rows {
+			pr := BoardRow{Run: "published", Published: short, Model: cell(row, head, ref.board.model), Group: cell(row, head, ref.board.group)}
+			has := false
+			for _, m := range b.Metrics {
+				name, ok := ref.board.metrics[m.Name]
+				text := ""
+				if ok {
+					text = cell(row, head, name)
+				}
+				v := publishedValue(text, m.Percent)
+				has = has || !math.IsNaN(v)
+				pr.Cells = append(pr.Cells, BoardCell{Text: text, Value: v})
+			}
+			if has {
+				b.Rows = append(b.Rows, pr)
+			}
+		}
+	}
+	return nil
+}
+
+func cell(row []string, head map[string]int, name string) string {
+	if i, ok := head[name]; ok && name != "" && i < len(row) {
+		return row[i]
+	}
+	return ""
+}
+
+// publishedValue reads a published cell on the scale of halu's figures:
+// a percentage ("13.40%", or "43.23" in a table of percentages) of a
+// Percent figure is divided by 100. Unreadable text is NaN.
+func publishedValue(s string, percent bool) float64 {
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%"))
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	if percent {
+		v /= 100
+	}
+	return v
+}
+
+func digestOf(m *runner.Manifest, model string) string {
+	for _, mi := range m.Models {
+		if mi.Name == model || mi.Name == localmodels.CanonicalName(model) {
+			return localmodels.ShortDigest(mi.Digest)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,235 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"halu/runner"
+)
+
+// LongColumns are the columns of WriteLong, in order.
+var LongColumns = []string{"run", "suite", "model", "group", "metric", "key", "estimate", "lo", "hi", "n", "unscored", "interval", "percent", "lower_is_better", "headline"}
+
+// WriteLong writes every figure of runs as one CSV row (LongColumns):
+// numbers as numbers (shares as fractions, not percentages; full
+// precision), an empty cell where there is no value (n = 0, or no
+// interval), never a formatted string. It is the form other tools
+// (pandas, R, a spreadsheet) read directly.
+func WriteLong(w io.Writer, runs []*Run) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(LongColumns); err != nil {
+		return err
+	}
+	for _, r := range runs {
+		for _, f := range r.Summary.Figures {
+			est := f.Estimate
+			if !f.Measured() {
+				est = runner.Num(math.NaN())
+			}
+			if err := cw.Write([]string{r.Name(), r.Manifest.Suite, f.Model, f.Group, f.Metric, f.Key,
+				longNum(est), longNum(f.Lo), longNum(f.Hi), strconv.Itoa(f.N), strconv.Itoa(f.Unscored), f.Interval,
+				strconv.FormatBool(f.Percent), strconv.FormatBool(f.Lower), strconv.FormatBool(f.Headline)}); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func longNum(x runner.Num) string {
+	f := float64(x)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// SampleRow is one line of WriteSamples: one record (an item of one model:
+// the unit the engine stores, holding the suite's scored units) with its
+// inputs, outputs and verdicts.
+type SampleRow struct {
+	Run   string       `json:"run"`
+	Suite string       `json:"suite"`
+	Item  string       `json:"item"`
+	Flags runner.Flags `json:"flags"`
+	// Calls are the item's model calls in order: stage, model, the prompt
+	// of a generation as sent, the reply as written and a judge's verdict
+	// as read.
+	Calls []SampleCall `json:"calls"`
+	// Failures are the judgements never read, with every raw reply.
+	Failures []runner.Failure `json:"failures,omitempty"`
+	// Data is the suite's record: the scored units with their verdicts.
+	Data json.RawMessage `json:"data"`
+}
+
+// SampleCall is one model call of a SampleRow.
+type SampleCall struct {
+	Stage      string `json:"stage"`
+	Kind       string `json:"kind"`
+	Model      string `json:"model"`
+	Prompt     string `json:"prompt,omitempty"`
+	Reply      string `json:"reply,omitempty"`
+	Parsed     string `json:"parsed,omitempty"`
+	DoneReason string `json:"done_reason,omitempty"`
+}
+
+// sampleRow is rec of r as a SampleRow.
+func sampleRow(r *Run, i int) SampleRow {
+	rec := r.Records[i]
+	row := SampleRow{Run: r.Name(), Suite: r.Manifest.Suite, Item: rec.Item, Failures: rec.Failures, Data: rec.Data}
+	if i < len(r.Flags) {
+		row.Flags = r.Flags[i]
+	}
+	for _, c := range rec.Calls {
+		if c.Kind == "embed" {
+			continue
+		}
+		row.Calls = append(row.Calls, SampleCall{Stage: c.Stage, Kind: c.Kind, Model: c.Model, Prompt: rec.Prompts[c.Prompt],
+			Reply: c.Reply, Parsed: c.Parsed, DoneReason: c.DoneReason})
+	}
+	return row
+}
+
+// WriteSamples writes every record of runs as one JSON line (SampleRow).
+func WriteSamples(w io.Writer, runs []*Run) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, r := range runs {
+		for i := range r.Records {
+			if err := enc.Encode(sampleRow(r, i)); err != nil {
+				return fmt.Errorf("samples: %s: %w", r.Records[i].Item, err)
+			}
+		}
+	}
+	return nil
+}
+
+// browserLimit is how many prompts a suite's sample browser shows; the
+// rest are counted and left to --samples.
+const browserLimit = 2000
+
+// Browser is one suite's sample browser: every item as a collapsible
+// block — the prompt as sent, each model's answer, each judge's verdict as
+// read and raw reply — grouped by prompt, so that the answers of several
+// models and runs to one question sit together, with filter lists.
+type Browser struct {
+	Suite, Anchor string
+	Filters       []BrowserFilter
+	Groups        []SampleGroup
+	Total         int // groups before browserLimit
+}
+
+// BrowserFilter lists the groups with one flag.
+type BrowserFilter struct {
+	Name  string
+	Links []SampleGroup
+}
+
+// SampleGroup is the records that share a generation prompt.
+type SampleGroup struct {
+	Anchor, Label string
+	Flags         runner.Flags
+	Prompt        string
+	Entries       []SampleEntry
+}
+
+// SampleEntry is one record of a group.
+type SampleEntry struct {
+	Run, Item string
+	Flags     runner.Flags
+	Answers   []SampleCall
+	Judges    []SampleCall
+	Failures  []runner.Failure
+	// Data is the record as stored (clipped), shown when the record has no
+	// transcript (a run made before halu kept one).
+	Data string
+}
+
+// Browsers makes one sample browser per suite of runs.
+func Browsers(runs []*Run) []Browser {
+	var out []Browser
+	at := map[string]int{}
+	for _, r := range runs {
+		s := r.Manifest.Suite
+		bi, ok := at[s]
+		if !ok {
+			bi = len(out)
+			at[s] = bi
+			out = append(out, Browser{Suite: s, Anchor: "samples-" + slug(s)})
+		}
+		b := &out[bi]
+		groupAt := map[string]int{}
+		for i := range b.Groups {
+			groupAt[b.Groups[i].Label+"\x00"+b.Groups[i].Prompt] = i
+		}
+		for i := range r.Records {
+			row := sampleRow(r, i)
+			e := SampleEntry{Run: row.Run, Item: row.Item, Flags: row.Flags, Failures: row.Failures}
+			prompt := ""
+			for _, c := range row.Calls {
+				c.Prompt = runner.ClipText(c.Prompt, 6000)
+				c.Reply = runner.ClipText(c.Reply, 3000)
+				if c.Kind == "chat" {
+					e.Answers = append(e.Answers, c)
+					if prompt == "" {
+						prompt = c.Prompt
+					}
+				} else {
+					e.Judges = append(e.Judges, c)
+				}
+			}
+			if len(e.Answers)+len(e.Judges) == 0 {
+				e.Data = clip(prettyJSON(row.Data), 4000)
+			}
+			key := row.Item + "\x00"
+			if prompt != "" {
+				key = "\x00" + prompt
+			}
+			gi, ok := groupAt[key]
+			if !ok {
+				b.Total++
+				if len(b.Groups) >= browserLimit {
+					continue
+				}
+				gi = len(b.Groups)
+				groupAt[key] = gi
+				b.Groups = append(b.Groups, SampleGroup{Anchor: fmt.Sprintf("%s-%d", b.Anchor, gi+1), Label: row.Item, Prompt: prompt})
+			}
+			g := &b.Groups[gi]
+			g.Entries = append(g.Entries, e)
+			g.Flags = orFlags(g.Flags, e.Flags)
+		}
+	}
+	for bi := range out {
+		b := &out[bi]
+		for _, f := range []struct {
+			name string
+			has  func(runner.Flags) bool
+		}{
+			{"judged hallucinated", func(f runner.Flags) bool { return f.Hallucinated }},
+			{"judges disagree", func(f runner.Flags) bool { return f.Disagree }},
+			{"unscored", func(f runner.Flags) bool { return f.Unscored }},
+			{"refused", func(f runner.Flags) bool { return f.Refused }},
+			{"cut short", func(f runner.Flags) bool { return f.CutShort }},
+		} {
+			bf := BrowserFilter{Name: f.name}
+			for _, g := range b.Groups {
+				if f.has(g.Flags) {
+					bf.Links = append(bf.Links, SampleGroup{Anchor: g.Anchor, Label: g.Label})
+				}
+			}
+			b.Filters = append(b.Filters, bf)
+		}
+	}
+	return out
+}
+
+func orFlags(a, b runner.Flags) runner.Flags {
+	return runner.Flags{Hallucinated: a.Hallucinated || b.Hallucinated, Disagree: a.Disagree || b.Disagree,
+		Refused: a.Refused || b.Refused, Unscored: a.Unscored || b.Unscored, CutShort: a.CutShort || b.CutShort}
+}
