@@ -78,6 +78,19 @@ func (f Figure) Cell() string {
 	return s
 }
 
+// Clip bounds the interval to the scale [lo, hi] of the figure's units: a
+// t-interval of a few values can reach past the scale (a mean score of 1–5
+// with an interval from −0.4).
+func (f Figure) Clip(lo, hi float64) Figure {
+	if !math.IsNaN(float64(f.Lo)) {
+		f.Lo = Num(math.Max(lo, float64(f.Lo)))
+	}
+	if !math.IsNaN(float64(f.Hi)) {
+		f.Hi = Num(math.Min(hi, float64(f.Hi)))
+	}
+	return f
+}
+
 // ProportionFigure is the share k of n with its 95% Wilson interval.
 func ProportionFigure(model, group, metric, key string, k, n, unscored int) Figure {
 	iv := metrics.WilsonCI(k, n, 0.95)

@@ -1,16 +1,24 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"halu/localmodels/fakeollama"
 	"halu/runner"
+	"halu/runner/report"
 )
 
 // xssPayload is a model answer that would run script if a report pasted it
@@ -161,4 +169,168 @@ func panelModels() []fakeollama.Model {
 		{Name: "j2:latest", Digest: "2", Family: "gemma2", ParameterSize: "9B", ParameterCount: 9e9},
 		{Name: "j3:latest", Digest: "3", Family: "phi3", ParameterSize: "4B", ParameterCount: 4e9},
 	}
+}
+
+// xssModel is a model name an OpenAI-compatible server could list: it must
+// show as text in the leaderboard and the sample browser.
+const xssModel = `m<img src=x onerror=document.body.dataset.xss=1>`
+
+// A report of three runs of two models each opens with one leaderboard per
+// suite; its cells are the figures of the long CSV, which reads back to
+// exactly the numbers the tables print; the sample browser puts both
+// models' answers to one prompt together; nothing from a model (answers,
+// judge replies, model names) is markup.
+func TestLeaderboardOfThreeRuns(t *testing.T) {
+	scores := map[string]int{}
+	var mu sync.Mutex
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		switch {
+		case r.Model == "gen":
+			return fakeollama.Reply{Content: "answer: " + r.LastUser()}
+		case r.Model == xssModel:
+			return fakeollama.Reply{Content: xssPayload}
+		case r.Model == "bad":
+			return fakeollama.Reply{Content: "no idea </pre><script>document.body.setAttribute('data-xss','judge')</script>"}
+		}
+		// The judge's score varies with the question, so the two models'
+		// figures differ and have intervals.
+		mu.Lock()
+		defer mu.Unlock()
+		scores[r.LastUser()]++
+		s := 1 + len(r.LastUser())%5
+		return fakeollama.Reply{Content: fmt.Sprintf(`{"score": %d, "hallucination": %v}`, s, s < 3)}
+	},
+		fakeollama.Model{Name: "gen:latest", Digest: "dg", ParameterCount: 1e9},
+		fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9},
+		fakeollama.Model{Name: "bad:latest", Digest: "db", ParameterCount: 1e9},
+		fakeollama.Model{Name: xssModel + ":latest", Digest: "dx", ParameterCount: 1e9},
+	)
+	t.Cleanup(srv.Close)
+	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	cache, dir := t.TempDir(), t.TempDir()
+	var runs []string
+	for _, tc := range []struct{ name, suite, seed string }{{"smoke-1", "smoke", "1"}, {"smoke-2", "smoke", "2"}, {"hic", "hic", "1"}} {
+		out := filepath.Join(dir, tc.name)
+		args := []string{"run", tc.suite, "--models", "gen," + xssModel, "--judges", "judge,bad", "--seed", tc.seed, "--out", out}
+		if tc.suite == "smoke" {
+			args = append(args, "--limit", "5")
+		} else {
+			args = append(args, "--embed-model", "gen", "--questions", "1,2", "--answers", "1", "--strategy", "scp")
+		}
+		if r := halu(t, f, cache, args...); r.code != exitOK {
+			t.Fatalf("%s: exit %d: %s", tc.name, r.code, r.stderr)
+		}
+		runs = append(runs, out)
+	}
+	page, long, samples := filepath.Join(dir, "report.html"), filepath.Join(dir, "long.csv"), filepath.Join(dir, "samples.jsonl")
+	r := halu(t, f, cache, append(append([]string{"report"}, runs...), "--html", page, "--long", long, "--samples", samples)...)
+	if r.code != exitOK {
+		t.Fatalf("report: exit %d: %s", r.code, r.stderr)
+	}
+	md := halu(t, f, cache, append(append([]string{"report"}, runs...), "--md")...)
+	html := mustRead(t, page)
+
+	// The leaderboards come first, one per suite.
+	lb, first := strings.Index(html, `id="leaderboards"`), strings.Index(html, `<section id="run1"`)
+	if lb < 0 || first < 0 || lb > first || !strings.Contains(html, `id="board-smoke"`) || !strings.Contains(html, `id="board-hic"`) {
+		t.Fatalf("no leaderboard per suite before the runs (leaderboards at %d, first run at %d)", lb, first)
+	}
+	board := html[lb:first]
+
+	// Every figure of the long CSV: a headline one is a leaderboard cell,
+	// printed from the CSV's numbers, and the smoke table's mean score is
+	// the CSV's estimate to two decimals.
+	rows := readCSV(t, long)
+	headline := 0
+	for _, row := range rows[1:] {
+		rec := longRecord(rows[0], row)
+		f := figureFromLong(t, rec)
+		if rec["headline"] == "true" {
+			headline++
+			cell := "<td>" + template.HTMLEscapeString(f.Cell()) + "</td>"
+			if !strings.Contains(board, cell) {
+				t.Errorf("long CSV %v: leaderboard lacks the cell %s", rec, cell)
+			}
+			if !strings.Contains(md.stdout, "| "+f.Cell()+" |") {
+				t.Errorf("long CSV %v: Markdown leaderboard lacks %q", rec, f.Cell())
+			}
+		}
+		if rec["suite"] == "smoke" && rec["metric"] == "mean score" && f.Measured() {
+			want := fmt.Sprintf("<td>%s</td><td>5</td><td>%.2f</td>", template.HTMLEscapeString(rec["model"]), float64(f.Estimate))
+			if !strings.Contains(html, want) {
+				t.Errorf("smoke table lacks %s (the long CSV's mean score)", want)
+			}
+		}
+	}
+	// smoke: 2 runs × 2 models × 2 metrics; hic: 1 run × 2 models × 3.
+	if headline != 8+6 {
+		t.Errorf("%d headline figures in the long CSV, want 14", headline)
+	}
+
+	// The sample browser: the two models' answers to one prompt sit in one
+	// block, with the judge's verdict as read and its raw reply.
+	var row report.SampleRow
+	sc := bufio.NewScanner(strings.NewReader(mustRead(t, samples)))
+	sc.Buffer(nil, 1<<24)
+	n := 0
+	for sc.Scan() {
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if row.Suite == "smoke" && (len(row.Calls) < 3 || row.Calls[0].Prompt == "" || row.Calls[0].Reply == "") {
+			t.Errorf("sample %s: no transcript: %+v", row.Item, row.Calls)
+		}
+	}
+	if n != 2*5*2+2*2 {
+		t.Errorf("%d sample rows, want one per record (24)", n)
+	}
+	if !strings.Contains(html, " · 4 records") || !strings.Contains(html, `{&#34;score&#34;:`) || !strings.Contains(html, "judged hallucinated (") {
+		t.Error("sample browser: no block holding both models' answers of both smoke runs, no verdict as read, or no filter list")
+	}
+
+	// Nothing a model wrote or is named is markup, here or in a browser.
+	if n := len(regexp.MustCompile(`(?i)<script|<img src=x`).FindAllString(html, -1)); n != 0 {
+		t.Errorf("%d live tags from model text in the report", n)
+	}
+	bin := chromium(t)
+	dom := headless(t, bin, page, "--dump-dom")
+	if strings.Contains(dom, `data-xss="`) {
+		t.Fatal("a script or handler from model text ran in the report")
+	}
+	shots := os.Getenv("HALU_ARTEFACTS")
+	if shots == "" {
+		shots = dir
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(shots, "report-leaderboard.png")
+	headless(t, bin, page, "--screenshot="+shot)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
+		t.Fatalf("screenshot %s missing or blank: %v", shot, err)
+	}
+	t.Logf("screenshot: %s", shot)
+}
+
+// figureFromLong rebuilds a figure from a long CSV row.
+func figureFromLong(t *testing.T, rec map[string]string) runner.Figure {
+	t.Helper()
+	num := func(s string) runner.Num {
+		if s == "" {
+			return runner.Num(math.NaN())
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("long CSV: %q is not a number", s)
+		}
+		return runner.Num(v)
+	}
+	n, err1 := strconv.Atoi(rec["n"])
+	u, err2 := strconv.Atoi(rec["unscored"])
+	if err1 != nil || err2 != nil {
+		t.Fatalf("long CSV: n %q, unscored %q", rec["n"], rec["unscored"])
+	}
+	return runner.Figure{Model: rec["model"], Group: rec["group"], Metric: rec["metric"], Estimate: num(rec["estimate"]),
+		Lo: num(rec["lo"]), Hi: num(rec["hi"]), N: n, Unscored: u, Percent: rec["percent"] == "true"}
 }

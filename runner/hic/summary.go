@@ -124,12 +124,12 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 		grp := fmt.Sprintf("%s T%g", strings.ToUpper(k.s), k.t)
 		for i, name := range []string{"Or", "Fe", "Va"} {
-			sum.AddFigure(runner.MeanFigure(k.m, grp, name, prefix+strings.ToLower(name), g.perAnswer[i], g.Unscored))
+			sum.AddFigure(runner.MeanFigure(k.m, grp, name, prefix+strings.ToLower(name), g.perAnswer[i], g.Unscored).Clip(1, 5))
 		}
 		ihf := runner.ProportionFigure(k.m, grp, "IH", prefix+"ih", g.IH, g.Scored, g.Unscored)
 		dhf := runner.ProportionFigure(k.m, grp, "DH", prefix+"dh", g.DH, g.Scored, g.Unscored)
 		dhf.Lower = true
-		ifs := runner.MeanFigure(k.m, grp, "IFS", prefix+"ifs", g.perAnswer[3], g.Unscored)
+		ifs := runner.MeanFigure(k.m, grp, "IFS", prefix+"ifs", g.perAnswer[3], g.Unscored).Clip(0, 1)
 		ifs.Percent = true
 		for _, f := range []runner.Figure{ihf, dhf, ifs} {
 			f.Headline = true

@@ -183,6 +183,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 				t3.Rows = append(t3.Rows, []string{k.m, k.st, name, src, pct(metrics.Mean(tgs)), fmt.Sprint(len(tgs)), fmt.Sprint(claims), fmt.Sprint(supported), fmt.Sprint(fallbacks)})
 			}
 			gf := runner.MeanFigure(k.m, k.st, "groundedness ("+src+")", fmt.Sprintf("%s/%s.groundedness_%s", k.m, k.st, src), gs, ungrounded(rs, src))
+			gf = gf.Clip(0, 1)
 			gf.Percent, gf.Headline = true, true
 			sum.AddFigure(gf)
 			bins, _ := metrics.AccuracyByGroundedness(bgs, correct, 0.1, 10)

@@ -82,6 +82,9 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			iv := f.iv
 			iv.N = f.n
 			fig := runner.IntervalFigure(m, "", f.name, m+"."+f.key, iv, f.unscored, f.method)
+			if f.key == "originality" || f.key == "feasibility" || f.key == "clarity" {
+				fig = fig.Clip(1, 10) // the critics' 1–10 scale
+			}
 			fig.Headline = f.key != "clarity"
 			sum.AddFigure(fig)
 		}

@@ -36,7 +36,7 @@ func f2(x float64) string {
 // csFigures are the Constraint Score (mean, eq. 1) and Perfect share
 // (CS = 10) of one model over one group of items.
 func csFigures(model, group, key string, cs []float64, unscored int, headline bool) (runner.Figure, runner.Figure) {
-	c := runner.MeanFigure(model, group, "CS", key+"/cs", cs, unscored)
+	c := runner.MeanFigure(model, group, "CS", key+"/cs", cs, unscored).Clip(0, 10)
 	perfect := 0
 	for _, x := range cs {
 		if x >= 10-1e-9 {

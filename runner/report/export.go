@@ -154,6 +154,7 @@ type SampleEntry struct {
 func Browsers(runs []*Run) []Browser {
 	var out []Browser
 	at := map[string]int{}
+	var groupsAt []map[string]int // per browser: group key → index
 	for _, r := range runs {
 		s := r.Manifest.Suite
 		bi, ok := at[s]
@@ -161,12 +162,9 @@ func Browsers(runs []*Run) []Browser {
 			bi = len(out)
 			at[s] = bi
 			out = append(out, Browser{Suite: s, Anchor: "samples-" + slug(s)})
+			groupsAt = append(groupsAt, map[string]int{})
 		}
-		b := &out[bi]
-		groupAt := map[string]int{}
-		for i := range b.Groups {
-			groupAt[b.Groups[i].Label+"\x00"+b.Groups[i].Prompt] = i
-		}
+		b, groupAt := &out[bi], groupsAt[bi]
 		for i := range r.Records {
 			row := sampleRow(r, i)
 			e := SampleEntry{Run: row.Run, Item: row.Item, Flags: row.Flags, Failures: row.Failures}

@@ -266,7 +266,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			h := 100 * float64(a.halluc) / float64(a.scored)
 			mean, hr = fmt.Sprintf("%.2f", ms), fmt.Sprintf("%.1f", h)
 		}
-		ms := runner.MeanFigure(m, "", "mean score", m+".mean_score", a.scores, a.unscored)
+		ms := runner.MeanFigure(m, "", "mean score", m+".mean_score", a.scores, a.unscored).Clip(1, 5)
 		hf := runner.ProportionFigure(m, "", "hallucination rate", m+".hallucination_rate", a.halluc, a.scored, a.unscored)
 		hf.Lower = true
 		ms.Headline, hf.Headline = true, true
