@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"halu/localmodels/fakeollama"
 )
 
 // chromium finds a headless-capable Chromium. Without one the test is
@@ -95,4 +100,112 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatalf("screenshot %s missing or blank: %v", shot, err)
 	}
 	t.Logf("screenshot: %s", shot)
+}
+
+// BenchmarkReportOf1000Items makes the report of a 1,000-item ideas run
+// (one model, three critics, fluency pairs) and opens it in headless
+// Chromium: it reports the page's size and the time Chromium takes to load
+// it, measured in the page (an iframe's load event, from a harness page
+// that may run script; the report itself runs none) and as the wall-clock
+// time of a headless --dump-dom beyond that of an empty page.
+func BenchmarkReportOf1000Items(b *testing.B) {
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		b.Skip("no chromium on PATH")
+	}
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		switch {
+		case r.Model == "gen":
+			return fakeollama.Reply{Content: "Measure the salt content of cloud droplets with drone-borne sensors over " + r.LastUser()[len(r.LastUser())/2:] + " and relate it to rainfall over a season."}
+		case strings.Contains(r.LastUser(), "ONLY ANSWER"):
+			return fakeollama.Reply{Content: "B"}
+		}
+		return fakeollama.Reply{Content: `The idea is sound but narrow. {"originality": 6, "feasibility": 5, "clarity": 7}`}
+	}, panelModels()...)
+	b.Cleanup(srv.Close)
+	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	dir := b.TempDir()
+	run := filepath.Join(dir, "run")
+	if r := haluB(b, f, "run", "ideas", "--models", "gen", "--judges", "j1,j2,j3", "--keywords", "1000", "--out", run, "--parallel", "8"); r.code != exitOK {
+		b.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	page := filepath.Join(dir, "report.html")
+	var size int64
+	var inPage, wall, blankWall time.Duration
+	blank := filepath.Join(dir, "blank.html")
+	os.WriteFile(blank, []byte("<!doctype html><title>blank</title>"), 0o644)
+	harness := filepath.Join(dir, "harness.html")
+	os.WriteFile(harness, []byte(`<!doctype html><html><head><title>pending</title></head><body><script>
+const t0 = performance.now();
+const f = document.createElement('iframe');
+f.style.width = '1280px'; f.style.height = '2400px';
+f.onload = () => { document.title = 'loaded-ms=' + Math.round(performance.now() - t0); };
+f.src = 'report.html';
+document.body.appendChild(f);
+</script></body></html>`), 0o644)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r := haluB(b, f, "report", run, "--html", page); r.code != exitOK {
+			b.Fatalf("report: exit %d: %s", r.code, r.stderr)
+		}
+		b.StopTimer()
+		st, err := os.Stat(page)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = st.Size()
+		dom, _ := headlessTimed(b, bin, harness, "--allow-file-access-from-files")
+		m := regexp.MustCompile(`loaded-ms=(\d+)`).FindStringSubmatch(dom)
+		if m == nil {
+			b.Fatalf("the harness saw no load event:\n%s", clipTail(dom))
+		}
+		ms, _ := strconv.Atoi(m[1])
+		inPage = time.Duration(ms) * time.Millisecond
+		_, wall = headlessTimed(b, bin, page)
+		_, blankWall = headlessTimed(b, bin, blank)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(size)/(1<<20), "page-MiB")
+	b.ReportMetric(float64(inPage.Milliseconds()), "chromium-load-ms")
+	b.ReportMetric(float64((wall - blankWall).Milliseconds()), "dump-dom-extra-ms")
+}
+
+// haluB runs the command line with a fresh cache, as halu does for a test.
+func haluB(b *testing.B, f *fakeServer, args ...string) result {
+	b.Helper()
+	var out, errb bytes.Buffer
+	base := []string{"--ollama", f.Host(), "--cache", b.TempDir(), "--retries", "1"}
+	code := run(append(base, args...), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func clipTail(s string) string {
+	if len(s) > 2000 {
+		return s[len(s)-2000:]
+	}
+	return s
+}
+
+// headlessTimed runs headless Chromium's --dump-dom on page and returns
+// the DOM and the wall-clock time the command took.
+func headlessTimed(b *testing.B, bin, page string, extra ...string) (string, time.Duration) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + b.TempDir(), "--window-size=1280,2400"}, extra...)
+	args = append(args, "--dump-dom", "file://"+page)
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, bin, args...).Output()
+	if err != nil {
+		b.Fatalf("chromium: %v", err)
+	}
+	return string(out), time.Since(start)
 }

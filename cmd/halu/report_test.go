@@ -156,6 +156,14 @@ func TestProtocolDeparturesAndComparability(t *testing.T) {
 			if !strings.Contains(string(page), label) || !strings.Contains(string(page), tc.why) {
 				t.Errorf("report lacks %q and %q", label, tc.why)
 			}
+			// The leaderboard holds the published rows only where the run
+			// is comparable, and otherwise says why in one line.
+			board := string(page)[strings.Index(string(page), `id="leaderboards"`):strings.Index(string(page), `<section id="run1"`)]
+			published := strings.Contains(board, "<td>published: LiveIdeaBench (Ruan et al.)</td><td>google/gemini-pro-1.5</td>")
+			notShown := strings.Contains(board, "Published numbers of LiveIdeaBench (Ruan et al.) are not shown") && strings.Contains(board, tc.why)
+			if published != tc.comparable || notShown == tc.comparable {
+				t.Errorf("leaderboard: published rows %v, reason why not %v; want published %v\n%s", published, notShown, tc.comparable, board)
+			}
 		})
 	}
 }

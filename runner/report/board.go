@@ -195,10 +195,7 @@ func (b *Board) addPublished(suite string, runs []*Run, col map[string]int) erro
 				whyNot = append(whyNot, r.Name()+": "+why)
 			}
 		}
-		short := ref.Source
-		if i := strings.Index(short, ":"); i > 0 {
-			short = short[:i]
-		}
+		short := shortSource(ref.Source)
 		if !some {
 			b.Notes = append(b.Notes, fmt.Sprintf("Published numbers of %s are not shown: %s.", short, strings.Join(whyNot, "; ")))
 			continue
@@ -271,4 +268,17 @@ func digestOf(m *runner.Manifest, model string) string {
 		}
 	}
 	return ""
+}
+
+// shortSource is a published table's source up to its authors ("HIC-Bench
+// (Yang et al.)") or, without them, up to its colon.
+func shortSource(s string) string {
+	colon, paren := strings.Index(s, ":"), strings.Index(s, ")")
+	switch {
+	case paren > 0 && (colon < 0 || paren < colon):
+		return s[:paren+1]
+	case colon > 0:
+		return s[:colon]
+	}
+	return s
 }
