@@ -209,3 +209,65 @@ func headlessTimed(b *testing.B, bin, page string, extra ...string) (string, tim
 	}
 	return string(out), time.Since(start)
 }
+
+// Text from data files reaches the page too: an ideas keyword (from
+// --keywords FILE) and the titles of retrieved documents (in hypo's prompt
+// as sent, in the sample browser). A report of runs over payload-laden
+// data must show the payloads as text, and a browser must run none.
+func TestReportEscapesKeywordsAndTitles(t *testing.T) {
+	bin := chromium(t)
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		u := r.LastUser()
+		switch {
+		case strings.Contains(u, "Summarize the statement"):
+			return fakeollama.Reply{Content: `{"claims": ["Cyclopamine lowers Shh signalling."]}`}
+		case strings.Contains(u, "Judge if the given information"):
+			return fakeollama.Reply{Content: `{"groundness": 1}`}
+		case strings.Contains(u, "proposed_hypothesis"):
+			return fakeollama.Reply{Content: "```json\n{\"proposed_hypothesis\": \"negative_correlate\"}\n```"}
+		case strings.Contains(u, "ONLY ANSWER"):
+			return fakeollama.Reply{Content: "B"}
+		case r.Model == "gen":
+			return fakeollama.Reply{Content: "Measure the salt content of cloud droplets with drone-borne sensors and relate it to rainfall."}
+		}
+		return fakeollama.Reply{Content: `Sound. {"originality": 6, "feasibility": 5, "clarity": 7}`}
+	}, panelModels()...)
+	t.Cleanup(srv.Close)
+	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	dir, cache := t.TempDir(), t.TempDir()
+
+	titled := filepath.Join(dir, "titled.jsonl")
+	src, err := os.ReadFile("../../testdata/pubmed/pubmedqa_contexts.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const titlePayload = `<script>document.body.setAttribute('data-xss','title')</script>`
+	os.WriteFile(titled, []byte(strings.ReplaceAll(string(src), `"title": ""`, `"title": "`+strings.ReplaceAll(titlePayload, `'`, `\u0027`)+`"`)), 0o644)
+	ix := filepath.Join(dir, "ix")
+	if r := halu(t, f, cache, "index", "build", "--out", ix, titled); r.code != exitOK {
+		t.Fatal(r.stderr)
+	}
+	hypo := filepath.Join(dir, "hypo")
+	if r := halu(t, f, cache, "run", "hypo", "--models", "gen", "--setting", "lit", "--knowhd", "lit", "--index", ix, "--limit", "1", "--out", hypo); r.code != exitOK {
+		t.Fatalf("hypo: exit %d: %s", r.code, r.stderr)
+	}
+	kw := filepath.Join(dir, "keywords.txt")
+	os.WriteFile(kw, []byte("quantum <img src=x onerror=document.body.dataset.xss=1> chemistry\n"), 0o644)
+	ideas := filepath.Join(dir, "ideas")
+	if r := halu(t, f, cache, "run", "ideas", "--models", "gen", "--judges", "j1,j2,j3", "--keywords", kw, "--out", ideas); r.code != exitOK {
+		t.Fatalf("ideas: exit %d: %s", r.code, r.stderr)
+	}
+	page := filepath.Join(dir, "report.html")
+	if r := halu(t, f, cache, "report", hypo, ideas, "--html", page); r.code != exitOK {
+		t.Fatalf("report: exit %d: %s", r.code, r.stderr)
+	}
+	html := mustRead(t, page)
+	for _, want := range []string{"&lt;script&gt;document.body.setAttribute(&#39;data-xss&#39;,&#39;title&#39;)", "quantum &lt;img src=x onerror=document.body.dataset.xss=1&gt; chemistry"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the report lacks the payload as text: %s", want)
+		}
+	}
+	if dom := headless(t, bin, page, "--dump-dom"); strings.Contains(dom, `data-xss="`) {
+		t.Fatal("a payload from a keyword or a document title ran in the report")
+	}
+}
