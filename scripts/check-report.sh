@@ -25,7 +25,7 @@ chrome() {
 }
 dom="$(chrome --dump-dom)" || { cat "$profile/chromium.log" >&2; exit 1; }
 fail=0
-for want in '<table' '<svg'; do
+for want in '<table' '<svg' 'id="leaderboards"' 'class="sample"'; do
   if ! grep -q -- "$want" <<<"$dom"; then echo "check-report: the rendered page has no $want" >&2; fail=1; fi
 done
 if grep -q 'data-xss="' <<<"$dom"; then echo "check-report: a script ran in the report" >&2; fail=1; fi

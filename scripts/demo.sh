@@ -18,7 +18,7 @@ bin/halu with-ollama --bin "${HALU_OLLAMA_BIN:?}" --log "$OUT/ollama.log" -- scr
 # The report needs no model: the run directories are enough.
 echo "== report: HTML with charts, Markdown, CSV per table"
 SECONDS=0
-bin/halu report "$OUT"/runs/* "$OUT/cfaith-build/run" --html "$OUT/report.html" --csv "$OUT/tables"
+bin/halu report "$OUT"/runs/* "$OUT/cfaith-build/run" --html "$OUT/report.html" --csv "$OUT/tables" --long "$OUT/figures.csv" --samples "$OUT/samples.jsonl"
 bin/halu report "$OUT"/runs/* "$OUT/cfaith-build/run" --md >"$OUT/report.md"
 scripts/check-report.sh "$OUT/report.html" "$OUT/report.png"
 printf '%s\t%s\n' "$SECONDS" "report (HTML, Markdown, CSV; checked in headless Chromium when present)" >>"$OUT/timings.tsv"
@@ -28,4 +28,4 @@ echo "Steps and their times:"
 awk -F'\t' '{ printf "  %5ss  %s\n", $1, $2 }' "$OUT/timings.tsv"
 echo "demo finished in $(( $(date +%s) - start ))s"
 echo "report:  $(cd "$OUT" && pwd)/report.html  (open it in a browser; it loads nothing from the network)"
-echo "also:    $OUT/report.md, $OUT/tables/*.csv, $OUT/report.txt (console tables), $OUT/runs/* (run directories)"
+echo "also:    $OUT/report.md, $OUT/tables/*.csv, $OUT/figures.csv (every figure, long form), $OUT/samples.jsonl (every record), $OUT/report.txt (console tables), $OUT/runs/* (run directories)"
