@@ -174,3 +174,60 @@ func TestComparableIgnores(t *testing.T) {
 		}
 	}
 }
+
+// A board sorts each metric best first (lower first where lower is
+// better), puts cells with no value last, and reads published cells on
+// the figures' scale.
+func TestBoardSortsAndReadsPublished(t *testing.T) {
+	nan := runner.Num(math.NaN())
+	fig := func(model, metric string, est runner.Num, n int, lower bool) runner.Figure {
+		return runner.Figure{Model: model, Metric: metric, Key: model + "/" + metric, Estimate: est, Lo: nan, Hi: nan, N: n, Percent: true, Lower: lower, Headline: true}
+	}
+	run := &Run{Dir: "r", Manifest: &runner.Manifest{Suite: "cfaith"}, Summary: &runner.Summary{Figures: []runner.Figure{
+		fig("a", "HR generative", 0.30, 10, true), fig("b", "HR generative", 0.10, 10, true), fig("c", "HR generative", nan, 0, true),
+		fig("a", "Overall HR", 0.5, 10, true), fig("b", "Overall HR", 0.7, 10, true), fig("c", "Overall HR", 0.2, 10, true),
+	}}}
+	boards, err := Boards([]*Run{run})
+	if err != nil || len(boards) != 1 {
+		t.Fatalf("boards: %v, %d", err, len(boards))
+	}
+	b := boards[0]
+	order := func(metric string) string {
+		for _, s := range b.Sorts {
+			if s.Metric == metric {
+				var names []string
+				for _, i := range s.Rows {
+					if b.Rows[i].Published == "" {
+						names = append(names, b.Rows[i].Model)
+					}
+				}
+				return strings.Join(names, ",")
+			}
+		}
+		return ""
+	}
+	if got := order("HR generative"); got != "b,a,c" {
+		t.Errorf("HR generative (lower is better, c unmeasured): %s, want b,a,c", got)
+	}
+	if got := order("Overall HR"); got != "c,a,b" {
+		t.Errorf("Overall HR: %s, want c,a,b", got)
+	}
+	if c := b.Rows[2].Cells[0]; c.Text != "– (no scored unit)" || !math.IsNaN(c.Value) {
+		t.Errorf("unmeasured cell %+v", c)
+	}
+	// The run has no protocol recorded, so the published rows are not
+	// shown, and a note says why.
+	if len(b.Rows) != 3 || len(b.Notes) == 0 || !strings.Contains(b.Notes[0], "not shown") {
+		t.Errorf("published rows shown beside a run of unknown protocol: %d rows, notes %q", len(b.Rows), b.Notes)
+	}
+	for _, tc := range []struct {
+		in      string
+		percent bool
+		want    float64
+	}{{"13.40%", true, 0.134}, {"43.23", true, 0.4323}, {"8.62", false, 8.62}, {"–", false, math.NaN()}} {
+		got := publishedValue(tc.in, tc.percent)
+		if !(math.IsNaN(got) && math.IsNaN(tc.want)) && math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("publishedValue(%q, %v) = %v, want %v", tc.in, tc.percent, got, tc.want)
+		}
+	}
+}
