@@ -125,6 +125,39 @@ func TestBenchIndex(t *testing.T) {
 			haluTop[i] = append(haluTop[i], h.PMID)
 		}
 	}
+	// The same queries scored exhaustively (every posting), interleaved
+	// with pruned ones on one reader: the ratio is what pruning buys.
+	every := max(1, len(queries)/200)
+	var pruned, exhaustive []time.Duration
+	adv, _ := l.idx.Advanced()
+	rd, err := adv.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cst := l.corpus()
+	for i := 0; i < len(queries); i += every {
+		terms := unique(l.terms(queries[i]))
+		for _, prune := range []bool{true, false} {
+			t0 := time.Now()
+			if _, _, err := l.topK(ctx, rd, terms, 10, SearchOptions{K: 10}, cst, prune); err != nil {
+				t.Fatal(err)
+			}
+			if prune {
+				pruned = append(pruned, time.Since(t0))
+			} else {
+				exhaustive = append(exhaustive, time.Since(t0))
+			}
+		}
+	}
+	rd.Close()
+	// A batch of 10 (one KnowHD item's claims) on one snapshot.
+	t0 = time.Now()
+	for i := 0; i+10 <= len(queries); i += 10 {
+		if _, err := l.SearchBatch(ctx, queries[i:i+10], SearchOptions{K: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batchPer := time.Since(t0) / time.Duration(len(queries)/10*10)
 
 	// SQLite FTS5.
 	db := filepath.Join(work, "fts.db")
@@ -214,6 +247,8 @@ func TestBenchIndex(t *testing.T) {
 	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "halu (bleve+BM25)", haluRate, float64(st.SizeBytes)/float64(n), float64(haluRSS)/1024, ms(p(lat, 0.5)), ms(p(lat, 0.95)))
 	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "SQLite FTS5 bm25()", ftsRate, float64(ftsSize)/float64(n), float64(ftsRSS)/1024, ms(p(ftsLat, 0.5)), ms(p(ftsLat, 0.95)))
 	fmt.Printf("top-10 overlap halu vs FTS5: %.1f%%\n", 100*overlap)
+	fmt.Printf("halu top 10, %d queries interleaved: pruned (MaxScore) p50 %.2f ms, p95 %.2f ms; exhaustive p50 %.2f ms, p95 %.2f ms (%.1f× at p50); in batches of 10: %.2f ms per query\n",
+		len(pruned), ms(p(pruned, 0.5)), ms(p(pruned, 0.95)), ms(p(exhaustive, 0.5)), ms(p(exhaustive, 0.95)), float64(p(exhaustive, 0.5))/float64(p(pruned, 0.5)), ms(batchPer))
 	const full = 26_000_000
 	fmt.Printf("projection to the full baseline (%d abstracts, linear): halu ingest %.1f h, %.0f GiB on disk; FTS5 ingest %.1f h, %.0f GiB\n",
 		full, full/haluRate/3600, float64(st.SizeBytes)/float64(n)*full/(1<<30), full/ftsRate/3600, float64(ftsSize)/float64(n)*full/(1<<30))

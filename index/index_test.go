@@ -9,8 +9,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	bindex "github.com/blevesearch/bleve_index_api"
 )
 
 func readAll(t *testing.T, path string) ([]Op, []Problem, error) {
@@ -390,11 +393,7 @@ func TestRecordsAcrossReads(t *testing.T) {
 	}
 }
 
-// With pyserini's parameters a document's score is computed by hand; and
-// the top k from the widened pool of textbook candidates are exactly the
-// exhaustive top k (every document re-scored) for the first 25 PubMedQA
-// conclusions as queries. (Over all 1,000, a pool of 100 missed the exact
-// top 8 for 2 queries, a pool of 240 for none.)
+// With pyserini's parameters a document's score is computed by hand.
 func TestOtherBM25ParamsTopK(t *testing.T) {
 	l := build(t, t.TempDir(), 1000, writeJSONL(t, tiny...))
 	hits, err := l.Search(context.Background(), "liver", SearchOptions{K: 5, BM25: PyseriniBM25})
@@ -408,26 +407,89 @@ func TestOtherBM25ParamsTopK(t *testing.T) {
 	if len(hits) != 2 || math.Abs(hits[0].Score-0.5947715) > 1e-6 || math.Abs(hits[1].Score-0.4830795) > 1e-6 {
 		t.Fatalf("hits = %+v", hits)
 	}
+}
 
-	l = build(t, t.TempDir(), 1000, "../testdata/pubmed/pubmedqa_contexts.jsonl")
+// The pruned top 10 is the exhaustive top 10 (every posting of every term
+// scored): the same documents in the same order with the same scores, to
+// the bit, for each of the 1,000 PubMedQA conclusions as queries, with
+// textbook and pyserini parameters and with a PMID cutoff. Every returned
+// document's length, read from its norm, is the length stored at build
+// time, and its score is BM25Params.Score's.
+func TestPrunedTopKIsExhaustive(t *testing.T) {
+	l := build(t, t.TempDir(), 1000, "../testdata/pubmed/pubmedqa_contexts.jsonl")
 	defer l.Close()
-	narrow, n := 0, 0
-	for _, q := range pubmedQAConclusions(t)[:25] {
-		n++
-		opt := SearchOptions{K: 8, BM25: PyseriniBM25}
-		all, err := l.search(context.Background(), q.LongAnswer, opt, 1000) // every document
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := l.search(context.Background(), q.LongAnswer, opt, 30*opt.K)
-		if !sameHits(got, all) {
-			t.Fatalf("query %d: top %d from %d candidates differ from the exhaustive top", n, opt.K, 30*opt.K)
-		}
-		if old, _ := l.search(context.Background(), q.LongAnswer, opt, 100); !sameHits(old, all) {
-			narrow++
+	ctx := context.Background()
+	adv, err := l.idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	st := l.corpus()
+	qs := pubmedQAConclusions(t)
+	cutoff := uint64(20000000) // about half the corpus's PMIDs lie below it
+	compared := 0
+	for _, opt := range []SearchOptions{{K: 10}, {K: 10, BM25: PyseriniBM25}, {K: 10, BelowPMID: cutoff}} {
+		for n, q := range qs {
+			terms := unique(l.terms(q.LongAnswer))
+			got, df, err := l.topK(ctx, r, terms, opt.K, opt, st, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, _, err := l.topK(ctx, r, terms, opt.K, opt, st, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(all) {
+				t.Fatalf("%+v query %d: pruned %d documents, exhaustive %d", opt, n+1, len(got), len(all))
+			}
+			for i := range got {
+				if got[i].pmid != all[i].pmid || got[i].score != all[i].score {
+					t.Fatalf("%+v query %d rank %d: pruned PMID %d (%v), exhaustive PMID %d (%v)", opt, n+1, i+1, got[i].pmid, got[i].score, all[i].pmid, all[i].score)
+				}
+				if opt.BelowPMID > 0 && got[i].pmid >= opt.BelowPMID {
+					t.Fatalf("PMID %d above the cutoff %d", got[i].pmid, opt.BelowPMID)
+				}
+			}
+			if n < 50 {
+				for _, d := range got {
+					if stored := storedLen(t, r, d.pmid); stored != d.dl {
+						t.Fatalf("PMID %d: length %d from the norm, %d stored", d.pmid, d.dl, stored)
+					}
+					tf := map[string]int{}
+					for i, term := range terms {
+						tf[term] = d.tf[i]
+					}
+					if want := opt.BM25.Score(terms, tf, df, d.dl, st); want != d.score {
+						t.Fatalf("PMID %d: score %v, BM25Params.Score %v", d.pmid, d.score, want)
+					}
+				}
+			}
+			compared++
 		}
 	}
-	t.Logf("%d queries: the textbook pool of 100 missed pyserini's exhaustive top 8 in %d, the pool of 240 in none", n, narrow)
+	t.Logf("%d queries: pruned and exhaustive top 10 identical", compared)
+}
+
+func storedLen(t *testing.T, r bindex.IndexReader, pmid uint64) int {
+	t.Helper()
+	doc, err := r.Document(strconv.FormatUint(pmid, 10))
+	if err != nil || doc == nil {
+		t.Fatalf("document %d: %v", pmid, err)
+	}
+	n := -1
+	doc.VisitFields(func(f bindex.Field) {
+		if f.Name() == fieldLen {
+			if nf, ok := f.(interface{ Number() (float64, error) }); ok {
+				v, _ := nf.Number()
+				n = int(v)
+			}
+		}
+	})
+	return n
 }
 
 func sameHits(a, b []Hit) bool {

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -18,8 +17,6 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/query"
 	bindex "github.com/blevesearch/bleve_index_api"
 )
 
@@ -42,9 +39,8 @@ type SearchOptions struct {
 	// BelowPMID keeps only articles with PMID < BelowPMID (the knowledge
 	// cutoff, strictly below as the TruthHypo authors' code); 0 keeps all.
 	BelowPMID uint64
-	// BM25 are the scoring parameters (zero: TextbookBM25). Candidates
-	// are drawn by bleve's BM25 (textbook parameters) and re-scored with
-	// these; with others the pool is widened (see Search).
+	// BM25 are the scoring parameters (zero: TextbookBM25); the top K is
+	// exact for any of them (see Search).
 	BM25 BM25Params
 }
 
@@ -53,6 +49,9 @@ type SearchOptions struct {
 // Elasticsearch) can be another.
 type Searcher interface {
 	Search(ctx context.Context, text string, opt SearchOptions) ([]Hit, error)
+	// SearchBatch is Search of every text, in order (one KnowHD
+	// statement's claims).
+	SearchBatch(ctx context.Context, texts []string, opt SearchOptions) ([][]Hit, error)
 	Stats(ctx context.Context) (Stats, error)
 	Close() error
 }
@@ -285,149 +284,89 @@ func (l *Literature) corpus() CorpusStats {
 	return l.meta.Stats
 }
 
-// Search returns the top K articles by exact BM25 among bleve's candidates:
-// max(100, 10·K) documents matching any query term, cutoff applied in the
-// index, re-scored here; then MinScore is applied.
+// Search returns the top K articles by exact BM25 (opt.BM25, over the
+// corpus statistics of every live document), walked over the postings with
+// MaxScore pruning (topk.go); then MinScore is applied. Ties go to the
+// lower PMID.
 func (l *Literature) Search(ctx context.Context, text string, opt SearchOptions) ([]Hit, error) {
-	if opt.K <= 0 {
-		opt.K = 10
-	}
-	candidates := max(100, 10*opt.K)
-	if opt.BM25 != (BM25Params{}) && opt.BM25 != TextbookBM25 {
-		// Other parameters reorder documents; a wider pool of textbook
-		// candidates holds their top k (TestOtherBM25ParamsTopK).
-		candidates = max(1000, 30*opt.K)
-	}
-	return l.search(ctx, text, opt, candidates)
-}
-
-// search takes the best candidates documents by bleve's BM25 and returns
-// the top opt.K of them re-scored by opt.BM25.
-func (l *Literature) search(ctx context.Context, text string, opt SearchOptions, candidates int) ([]Hit, error) {
-	if why := l.Unfinished(); why != "" {
-		return nil, fmt.Errorf("%w: %s", ErrUnfinished, why)
-	}
-	qterms := unique(l.terms(text))
-	if len(qterms) == 0 {
-		return nil, nil
-	}
-	st := l.corpus()
-	if st.Docs == 0 {
-		return nil, nil
-	}
-	mq := bleve.NewMatchQuery(text)
-	mq.SetField(fieldText)
-	mq.Analyzer = en.AnalyzerName
-	mq.SetOperator(query.MatchQueryOperatorOr)
-	var q query.Query = mq
-	if opt.BelowPMID > 0 {
-		lo, hi := float64(0), float64(opt.BelowPMID)
-		incl, excl := true, false
-		rq := bleve.NewNumericRangeInclusiveQuery(&lo, &hi, &incl, &excl)
-		rq.SetField(fieldPMID)
-		rq.SetBoost(0) // a filter: it must not move the candidates' ranking
-		q = bleve.NewConjunctionQuery(mq, rq)
-	}
-	req := bleve.NewSearchRequestOptions(q, candidates, 0, false)
-	req.Fields = []string{fieldTitle, fieldAbstract, fieldPMID, fieldYear, fieldLen}
-	req.PreSearchData = map[string]interface{}{
-		search.BM25PreSearchDataKey: &search.BM25Stats{
-			DocCount:         float64(st.Docs),
-			FieldCardinality: map[string]int{fieldText: int(st.TotalLen), fieldPMID: int(st.Docs)},
-		},
-	}
-	res, err := l.idx.SearchInContext(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("index %s: search: %w", l.dir, err)
-	}
-	ids := make([]string, len(res.Hits))
-	for i, h := range res.Hits {
-		ids[i] = h.ID
-	}
-	df, tfs, err := l.termCounts(ctx, qterms, ids)
+	out, err := l.SearchBatch(ctx, []string{text}, opt)
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]Hit, 0, len(res.Hits))
-	for i, h := range res.Hits {
-		pmid, _ := strconv.ParseUint(h.ID, 10, 64)
-		hits = append(hits, Hit{PMID: pmid, Title: str(h.Fields[fieldTitle]), Abstract: str(h.Fields[fieldAbstract]),
-			Year: int(num(h.Fields[fieldYear])), Score: opt.BM25.Score(qterms, tfs[i], df, int(num(h.Fields[fieldLen])), st)})
+	return out[0], nil
+}
+
+// SearchBatch runs Search for every text on one snapshot of the index (a
+// KnowHD item's claims at once): the results are those of one Search each,
+// in order, without opening a reader per query.
+func (l *Literature) SearchBatch(ctx context.Context, texts []string, opt SearchOptions) ([][]Hit, error) {
+	if why := l.Unfinished(); why != "" {
+		return nil, fmt.Errorf("%w: %s", ErrUnfinished, why)
 	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
+	if opt.K <= 0 {
+		opt.K = 10
+	}
+	out := make([][]Hit, len(texts))
+	st := l.corpus()
+	if st.Docs == 0 {
+		return out, nil
+	}
+	adv, err := l.idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	for i, text := range texts {
+		qterms := unique(l.terms(text))
+		if len(qterms) == 0 {
+			continue
 		}
-		return hits[i].PMID < hits[j].PMID
-	})
-	out := hits[:0]
-	for _, h := range hits {
-		if len(out) == opt.K {
-			break
+		docs, _, err := l.topK(ctx, r, qterms, opt.K, opt, st, true)
+		if err != nil {
+			return nil, fmt.Errorf("index %s: search: %w", l.dir, err)
 		}
-		if opt.MinScore > 0 && h.Score < opt.MinScore {
-			break
+		if out[i], err = l.hits(r, docs, opt.MinScore); err != nil {
+			return nil, err
 		}
-		out = append(out, h)
 	}
 	return out, nil
 }
 
-// termCounts returns each query term's document frequency among live
-// documents and, for each of the documents ids, each term's exact count in
-// it — read from the postings, on one reader snapshot.
-func (l *Literature) termCounts(ctx context.Context, terms, ids []string) (map[string]uint64, []map[string]int, error) {
-	adv, err := l.idx.Advanced()
-	if err != nil {
-		return nil, nil, err
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		return nil, nil, err
-	}
-	defer r.Close()
-	type cand struct {
-		pos int
-		id  bindex.IndexInternalID
-	}
-	cands := make([]cand, 0, len(ids))
-	for i, id := range ids {
-		iid, err := r.InternalID(id)
+// hits reads the stored fields of docs (best first), stopping at the first
+// below minScore.
+func (l *Literature) hits(r bindex.IndexReader, docs []*scoredDoc, minScore float64) ([]Hit, error) {
+	out := make([]Hit, 0, len(docs))
+	for _, d := range docs {
+		if minScore > 0 && d.score < minScore {
+			break
+		}
+		h := Hit{PMID: d.pmid, Score: d.score}
+		doc, err := r.Document(strconv.FormatUint(d.pmid, 10))
 		if err != nil {
-			return nil, nil, err
+			return nil, fmt.Errorf("index %s: document %d: %w", l.dir, d.pmid, err)
 		}
-		if iid != nil {
-			cands = append(cands, cand{i, iid})
+		if doc != nil {
+			doc.VisitFields(func(f bindex.Field) {
+				switch f.Name() {
+				case fieldTitle:
+					h.Title = string(f.Value())
+				case fieldAbstract:
+					h.Abstract = string(f.Value())
+				case fieldYear:
+					if nf, ok := f.(interface{ Number() (float64, error) }); ok {
+						v, _ := nf.Number()
+						h.Year = int(v)
+					}
+				}
+			})
 		}
+		out = append(out, h)
 	}
-	sort.Slice(cands, func(a, b int) bool { return cands[a].id.Compare(cands[b].id) < 0 })
-	df := make(map[string]uint64, len(terms))
-	tfs := make([]map[string]int, len(ids))
-	for i := range tfs {
-		tfs[i] = make(map[string]int, len(terms))
-	}
-	for _, t := range terms {
-		tfr, err := r.TermFieldReader(ctx, []byte(t), fieldText, true, false, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		df[t] = tfr.Count()
-		for _, c := range cands {
-			m, err := tfr.Advance(c.id, nil)
-			if err != nil {
-				tfr.Close()
-				return nil, nil, err
-			}
-			if m == nil {
-				break
-			}
-			if m.ID.Equals(c.id) {
-				tfs[c.pos][t] = int(m.Freq)
-			}
-		}
-		tfr.Close()
-	}
-	return df, tfs, nil
+	return out, nil
 }
 
 func unique(xs []string) []string {

@@ -1134,16 +1134,18 @@ func (s *Suite) knowHD(ctx context.Context, c *runner.Calls, model, output, src 
 		claims = claims[len(claims)-maxClaims:] // the authors' code keeps the last ten
 	}
 	var entailed []bool
+	var retrieved [][]index.Hit // every claim's documents, from one snapshot of the index
+	if strings.Contains(src, "lit") {
+		if retrieved, err = s.lit.SearchBatch(ctx, claims, index.SearchOptions{K: claimK, MinScore: s.cfg.MinScore, BelowPMID: s.cfg.BelowPMID, BM25: s.bm25()}); err != nil {
+			return nil, err
+		}
+	}
 	for i, claim := range claims {
 		cc := ClaimCheck{Claim: claim}
 		vals := map[string]string{"claim": claim}
 		var hits []index.Hit
-		if strings.Contains(src, "lit") {
-			var err error
-			hits, err = s.lit.Search(ctx, claim, index.SearchOptions{K: claimK, MinScore: s.cfg.MinScore, BelowPMID: s.cfg.BelowPMID, BM25: s.bm25()})
-			if err != nil {
-				return nil, err
-			}
+		if retrieved != nil {
+			hits = retrieved[i]
 		}
 		var lines []string
 		if strings.Contains(src, "kg") {
