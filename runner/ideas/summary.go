@@ -82,8 +82,11 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			iv := f.iv
 			iv.N = f.n
 			fig := runner.IntervalFigure(m, "", f.name, m+"."+f.key, iv, f.unscored, f.method)
-			if f.key == "originality" || f.key == "feasibility" || f.key == "clarity" {
+			switch f.key {
+			case "originality", "feasibility", "clarity":
 				fig = fig.Clip(1, 10) // the critics' 1–10 scale
+			case "fluency":
+				fig = fig.Clip(0, 10) // the grades' scores, 0 (or 1) to 10
 			}
 			fig.Headline = f.key != "clarity"
 			sum.AddFigure(fig)
