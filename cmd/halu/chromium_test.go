@@ -87,14 +87,21 @@ func TestReportInChromium(t *testing.T) {
 		}
 	}
 
+	screenshot(t, bin, page, "report-xss.png")
+}
+
+// screenshot saves a screenshot of page as name in $HALU_ARTEFACTS (CI
+// keeps it), else in a temporary directory, and checks it is not blank.
+func screenshot(t *testing.T, bin, page, name string) {
+	t.Helper()
 	shots := os.Getenv("HALU_ARTEFACTS")
 	if shots == "" {
-		shots = dir
+		shots = t.TempDir()
 	}
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	shot := filepath.Join(shots, "report-xss.png")
+	shot := filepath.Join(shots, name)
 	headless(t, bin, page, "--screenshot="+shot)
 	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
 		t.Fatalf("screenshot %s missing or blank: %v", shot, err)

@@ -67,15 +67,7 @@ Without --md, --csv, --long or --samples, the HTML goes to report.html.`,
 				htmlOut = "report.html"
 			}
 			if htmlOut != "" {
-				f, err := os.Create(htmlOut)
-				if err != nil {
-					return err
-				}
-				if err := report.HTML(f, runs); err != nil {
-					f.Close()
-					return err
-				}
-				if err := f.Close(); err != nil {
+				if err := writeFileWith(htmlOut, func(w io.Writer) error { return report.HTML(w, runs) }); err != nil {
 					return err
 				}
 				abs, _ := filepath.Abs(htmlOut)

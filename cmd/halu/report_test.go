@@ -306,19 +306,7 @@ func TestLeaderboardOfThreeRuns(t *testing.T) {
 	if strings.Contains(dom, `data-xss="`) {
 		t.Fatal("a script or handler from model text ran in the report")
 	}
-	shots := os.Getenv("HALU_ARTEFACTS")
-	if shots == "" {
-		shots = dir
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	shot := filepath.Join(shots, "report-leaderboard.png")
-	headless(t, bin, page, "--screenshot="+shot)
-	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
-		t.Fatalf("screenshot %s missing or blank: %v", shot, err)
-	}
-	t.Logf("screenshot: %s", shot)
+	screenshot(t, bin, page, "report-leaderboard.png")
 }
 
 // figureFromLong rebuilds a figure from a long CSV row.
