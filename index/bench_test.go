@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,10 +22,12 @@ import (
 
 // TestBenchIndex is `make bench-index`: it builds an index of N real
 // abstracts (repeated with PMID offsets past what the test data holds) with
-// the halu binary, measures ingest rate, bytes per document, peak RSS and the
-// latency of 1,000 claim-length queries (PubMedQA conclusions), then does the
-// same with SQLite FTS5 and its bm25() on the same documents and queries, and
-// reports the top-10 overlap of the two rankings. It runs only when
+// the halu binary, a quarter at a time (update builds), timing queries at
+// each size and fitting their growth; it measures ingest rate, bytes per
+// document, peak RSS and the latency of 1,000 claim-length queries
+// (PubMedQA conclusions), pruned against exhaustive scoring, then does the
+// same with SQLite FTS5 and its bm25() on the same documents and queries,
+// and reports the top-10 overlap of the two rankings. It runs only when
 // HALU_BENCH_N is set; HALU_BENCH_HALU names the halu binary.
 func TestBenchIndex(t *testing.T) {
 	nStr := os.Getenv("HALU_BENCH_N")
@@ -57,9 +60,13 @@ func TestBenchIndex(t *testing.T) {
 			return nil
 		}, func(Problem) {})
 	}
-	docs := filepath.Join(work, "docs.jsonl")
-	f, _ := os.Create(docs)
-	bw := bufio.NewWriterSize(f, 1<<20)
+	// The documents in four files of a quarter each: the index is built
+	// one more file at a time (an update build, as a user adds a year of
+	// PubMed), and queried at each size, so that growth is measured.
+	const stages = 4
+	var docFiles []string
+	var f *os.File
+	var bw *bufio.Writer
 	sqlPath := filepath.Join(work, "load.sql")
 	sf, _ := os.Create(sqlPath)
 	sw := bufio.NewWriterSize(sf, 1<<20)
@@ -67,6 +74,15 @@ func TestBenchIndex(t *testing.T) {
 	fmt.Fprintln(sw, "CREATE VIRTUAL TABLE docs USING fts5(pmid UNINDEXED, text, tokenize='porter');")
 	fmt.Fprintln(sw, "BEGIN;")
 	for i := 0; i < n; i++ {
+		if i*stages/n == len(docFiles) {
+			if bw != nil {
+				bw.Flush()
+				f.Close()
+			}
+			docFiles = append(docFiles, filepath.Join(work, fmt.Sprintf("docs-%d.jsonl", len(docFiles)+1)))
+			f, _ = os.Create(docFiles[len(docFiles)-1])
+			bw = bufio.NewWriterSize(f, 1<<20)
+		}
 		a := base[i%len(base)]
 		a.PMID += uint64(i/len(base)) * 100_000_000
 		line, _ := json.Marshal(a)
@@ -96,22 +112,47 @@ func TestBenchIndex(t *testing.T) {
 	}
 	qf.Close()
 
-	// halu: build in a child process to read its peak RSS.
+	// halu: each stage's build in a child process, to read its peak RSS;
+	// after each, the pruned top 10 of 200 queries.
 	ixDir := filepath.Join(work, "ix")
-	t0 := time.Now()
-	cmd := exec.Command(haluBin, "index", "build", "--out", ixDir, docs)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("halu index build: %v\n%s", err, out)
+	ctx := context.Background()
+	var haluBuild time.Duration
+	var haluRSS int64
+	type point struct {
+		docs       float64
+		build, p50 time.Duration
 	}
-	haluBuild := time.Since(t0)
-	haluRSS := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+	var points []point
+	for s := 1; s <= stages; s++ {
+		t0 := time.Now()
+		cmd := exec.Command(haluBin, append([]string{"index", "build", "--out", ixDir}, docFiles[:s]...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("halu index build: %v\n%s", err, out)
+		}
+		haluBuild += time.Since(t0)
+		haluRSS = max(haluRSS, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) // KiB
+		l, err := OpenLiterature(ixDir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lat []time.Duration
+		for i := 0; i < len(queries); i += 5 {
+			t0 := time.Now()
+			if _, err := l.Search(ctx, queries[i], SearchOptions{K: 10}); err != nil {
+				t.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		st, _ := l.Stats(ctx)
+		l.Close()
+		points = append(points, point{float64(st.Docs), haluBuild, pct(lat, 0.5)})
+	}
 	l, err := OpenLiterature(ixDir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	st, _ := l.Stats(context.Background())
-	ctx := context.Background()
 	haluTop := make([][]uint64, len(queries))
 	lat := make([]time.Duration, len(queries))
 	for i, q := range queries {
@@ -151,7 +192,7 @@ func TestBenchIndex(t *testing.T) {
 	}
 	rd.Close()
 	// A batch of 10 (one KnowHD item's claims) on one snapshot.
-	t0 = time.Now()
+	t0 := time.Now()
 	for i := 0; i+10 <= len(queries); i += 10 {
 		if _, err := l.SearchBatch(ctx, queries[i:i+10], SearchOptions{K: 10}); err != nil {
 			t.Fatal(err)
@@ -173,7 +214,11 @@ func TestBenchIndex(t *testing.T) {
 	var qsql strings.Builder
 	qsql.WriteString(".timer on\n.mode list\n")
 	wordRE := regexp.MustCompile(`[A-Za-z0-9]+`)
-	for _, q := range queries {
+	ftsQueries := queries
+	if v, err := strconv.Atoi(os.Getenv("HALU_BENCH_FTS_QUERIES")); err == nil && v > 0 && v < len(queries) {
+		ftsQueries = queries[:v] // FTS5 takes seconds a query on a large corpus
+	}
+	for _, q := range ftsQueries {
 		var terms []string
 		for _, w := range wordRE.FindAllString(q, -1) {
 			terms = append(terms, `"`+w+`"`)
@@ -208,8 +253,8 @@ func TestBenchIndex(t *testing.T) {
 			ftsTop[cur] = append(ftsTop[cur], p)
 		}
 	}
-	if len(ftsLat) != len(queries) {
-		t.Fatalf("read %d FTS5 timings for %d queries", len(ftsLat), len(queries))
+	if len(ftsLat) != len(ftsQueries) {
+		t.Fatalf("read %d FTS5 timings for %d queries", len(ftsLat), len(ftsQueries))
 	}
 	overlap := 0.0
 	for i := range queries {
@@ -230,28 +275,57 @@ func TestBenchIndex(t *testing.T) {
 			overlap += float64(common) / float64(d)
 		}
 	}
-	overlap /= float64(len(queries))
+	overlap /= float64(len(ftsTop))
 
-	p := func(d []time.Duration, q float64) time.Duration {
-		s := append([]time.Duration(nil), d...)
-		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-		if len(s) == 0 {
-			return 0
-		}
-		return s[int(q*float64(len(s)-1))]
-	}
+	p := pct
 	haluRate := float64(n) / haluBuild.Seconds()
 	ftsRate := float64(n) / ftsBuild.Seconds()
 	fmt.Printf("\nindex benchmark: %d documents (%d distinct real abstracts, repeated with PMID offsets), %d queries (PubMedQA conclusions)\n", n, len(base), len(queries))
 	fmt.Printf("%-22s %12s %14s %14s %10s %10s\n", "engine", "ingest doc/s", "bytes/doc", "peak RSS MiB", "p50 ms", "p95 ms")
 	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "halu (bleve+BM25)", haluRate, float64(st.SizeBytes)/float64(n), float64(haluRSS)/1024, ms(p(lat, 0.5)), ms(p(lat, 0.95)))
 	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "SQLite FTS5 bm25()", ftsRate, float64(ftsSize)/float64(n), float64(ftsRSS)/1024, ms(p(ftsLat, 0.5)), ms(p(ftsLat, 0.95)))
-	fmt.Printf("top-10 overlap halu vs FTS5: %.1f%%\n", 100*overlap)
+	fmt.Printf("top-10 overlap halu vs FTS5 (%d queries): %.1f%%\n", len(ftsTop), 100*overlap)
 	fmt.Printf("halu top 10, %d queries interleaved: pruned (MaxScore) p50 %.2f ms, p95 %.2f ms; exhaustive p50 %.2f ms, p95 %.2f ms (%.1f× at p50); in batches of 10: %.2f ms per query\n",
 		len(pruned), ms(p(pruned, 0.5)), ms(p(pruned, 0.95)), ms(p(exhaustive, 0.5)), ms(p(exhaustive, 0.95)), float64(p(exhaustive, 0.5))/float64(p(pruned, 0.5)), ms(batchPer))
 	const full = 26_000_000
 	fmt.Printf("projection to the full baseline (%d abstracts, linear): halu ingest %.1f h, %.0f GiB on disk; FTS5 ingest %.1f h, %.0f GiB\n",
 		full, full/haluRate/3600, float64(st.SizeBytes)/float64(n)*full/(1<<30), full/ftsRate/3600, float64(ftsSize)/float64(n)*full/(1<<30))
+	// Growth measured at four sizes (the index built a quarter at a time),
+	// fitted as a power law and carried to the full baseline.
+	var xs, lat50 []float64
+	var prev point
+	for _, pt := range points {
+		fmt.Printf("  at %8.0f documents: this quarter's build %.0f docs/s (cumulative %.1f s), pruned query p50 %.2f ms (200 queries)\n",
+			pt.docs, (pt.docs-prev.docs)/(pt.build-prev.build).Seconds(), pt.build.Seconds(), ms(pt.p50))
+		xs, lat50 = append(xs, pt.docs), append(lat50, ms(pt.p50))
+		prev = pt
+	}
+	qa, qb := powerFit(xs, lat50)
+	fmt.Printf("fitted query p50 = %.3g·N^%.2f ms (a power law through the %d measured sizes, least squares on logarithms) → %.0f ms at %d documents\n",
+		qa, qb, len(points), qa*math.Pow(full, qb), full)
+}
+
+// pct is the q-quantile of d (nearest rank below).
+func pct(d []time.Duration, q float64) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s) == 0 {
+		return 0
+	}
+	return s[int(q*float64(len(s)-1))]
+}
+
+// powerFit fits y = a·x^b by least squares on logarithms and returns a, b.
+func powerFit(x, y []float64) (a, b float64) {
+	var sx, sy, sxx, sxy float64
+	n := float64(len(x))
+	for i := range x {
+		lx, ly := math.Log(x[i]), math.Log(y[i])
+		sx, sy, sxx, sxy = sx+lx, sy+ly, sxx+lx*lx, sxy+lx*ly
+	}
+	b = (n*sxy - sx*sy) / (n*sxx - sx*sx)
+	a = math.Exp((sy - b*sx) / n)
+	return a, b
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -120,8 +120,12 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 
 	// The writer: apply each file's operations in input order.
 	st := l.corpus()
+	seen, err := l.knownPMIDs(ctx)
+	if err != nil {
+		return info, err
+	}
 	w := &batchWriter{l: l, size: opt.BatchSize, stats: st, pending: map[uint64]pendingDoc{},
-		startedEmpty: st.Docs == 0, seen: roaring.New(), journal: jr}
+		seen: seen, journal: jr}
 	w.batch = l.idx.NewBatch()
 	applied := 0
 	var chunk []Op
@@ -236,14 +240,54 @@ type batchWriter struct {
 	batch   *bleve.Batch
 	pending map[uint64]pendingDoc
 	stats   CorpusStats
-	// startedEmpty and seen let a build into an empty index skip looking up
-	// PMIDs it has not written yet (a baseline build looks up nothing).
-	startedEmpty bool
-	seen         *roaring.Bitmap
+	// seen holds every PMID (below 2³²) the index may hold: those it held
+	// when the build started and those written since. A PMID not in it is
+	// new, so an update build looks up only the articles it replaces or
+	// deletes (a baseline build looks up nothing).
+	seen *roaring.Bitmap
 	// journal goes into every batch with the statistics it leaves; dirty
 	// flushes a batch that holds no document but a journal change.
 	journal journal
 	dirty   bool
+}
+
+// knownPMIDs reads the IDs of the index's documents (the terms of bleve's
+// _id field, deleted documents' included until a merge drops them): a
+// superset of the live PMIDs, for batchWriter.seen.
+func (l *Literature) knownPMIDs(ctx context.Context) (*roaring.Bitmap, error) {
+	seen := roaring.New()
+	if l.corpus().Docs == 0 {
+		return seen, nil
+	}
+	adv, err := l.idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	d, err := r.FieldDict("_id")
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", l.dir, err)
+	}
+	defer d.Close()
+	for i := 0; ; i++ {
+		if i&0xffff == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		e, err := d.Next()
+		if err != nil {
+			return nil, fmt.Errorf("index %s: %w", l.dir, err)
+		}
+		if e == nil {
+			return seen, nil
+		}
+		if p, err := strconv.ParseUint(e.Term, 10, 64); err == nil && p <= 0xffffffff {
+			seen.Add(uint32(p))
+		}
+	}
 }
 
 // existing returns the length of the live article with this PMID, if any.
@@ -251,7 +295,7 @@ func (w *batchWriter) existing(pmid uint64) (int, bool, error) {
 	if p, ok := w.pending[pmid]; ok {
 		return p.length, !p.deleted, nil
 	}
-	if w.startedEmpty && pmid <= 0xffffffff && !w.seen.Contains(uint32(pmid)) {
+	if pmid <= 0xffffffff && !w.seen.Contains(uint32(pmid)) {
 		return 0, false, nil
 	}
 	doc, err := w.l.idx.Document(strconv.FormatUint(pmid, 10))
