@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"halu/localmodels"
 	"halu/runner"
 )
 
@@ -22,6 +24,24 @@ func TestPoolOfTwoServers(t *testing.T) {
 	a, b := server(t, t.TempDir()), server(t, t.TempDir())
 	importTiny(t, a.Host, "1", "ta", "tb", "tc")
 	importTiny(t, b.Host, "1", "ta", "tb", "tc")
+	// What the pool compares: the weights files' content digests, read
+	// from each real server's Modelfile, are the same on both.
+	var infos []localmodels.ModelInfo
+	for _, h := range []string{a.Host, b.Host} {
+		c, err := localmodels.New(h, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Info(context.Background(), "ta")
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos = append(infos, info)
+	}
+	t.Logf("ta on a: digest %s, blobs %s; on b: digest %s, blobs %s", infos[0].Digest, infos[0].Blobs, infos[1].Digest, infos[1].Blobs)
+	if !strings.HasPrefix(infos[0].Blobs, "sha256:") || infos[0].Blobs != infos[1].Blobs || infos[0].DefaultsSHA256 != infos[1].DefaultsSHA256 {
+		t.Fatalf("the same GGUF on two servers: blobs %q and %q, defaults %s and %s", infos[0].Blobs, infos[1].Blobs, infos[0].DefaultsSHA256, infos[1].DefaultsSHA256)
+	}
 	pool := a.Host + "," + b.Host
 	work := t.TempDir()
 
