@@ -109,6 +109,9 @@ func WriteSamples(w io.Writer, runs []*Run) error {
 	return nil
 }
 
+// judgeRows is how many judge calls a record shows in the browser.
+const judgeRows = 40
+
 // browserLimit is how many prompts a suite's sample browser shows; the
 // rest are counted and left to --samples.
 const browserLimit = 2000
@@ -144,7 +147,10 @@ type SampleEntry struct {
 	Flags     runner.Flags
 	Answers   []SampleCall
 	Judges    []SampleCall
-	Failures  []runner.Failure
+	// MoreJudges counts judge calls beyond judgeRows, left to --samples
+	// (a KnowHD statement asks one per claim and source).
+	MoreJudges int
+	Failures   []runner.Failure
 	// Data is the record as stored (clipped), shown when the record has no
 	// transcript (a run made before halu kept one).
 	Data string
@@ -177,8 +183,10 @@ func Browsers(runs []*Run) []Browser {
 					if prompt == "" {
 						prompt = c.Prompt
 					}
-				} else {
+				} else if len(e.Judges) < judgeRows {
 					e.Judges = append(e.Judges, c)
+				} else {
+					e.MoreJudges++
 				}
 			}
 			if len(e.Answers)+len(e.Judges) == 0 {

@@ -267,7 +267,7 @@ code{font-size:.9em}nav li{margin:.15em 0}
 {{range .Answers}}<p class="muted">{{.Stage}} · {{.Model}}{{if .DoneReason}} · {{.DoneReason}}{{end}}</p><pre>{{.Reply}}</pre>
 {{end}}{{if .Judges}}<table><tr><th>stage</th><th>judge</th><th>verdict as read</th><th>raw reply</th></tr>
 {{range .Judges}}<tr><td>{{.Stage}}</td><td>{{.Model}}</td><td>{{if .Parsed}}<code>{{.Parsed}}</code>{{else}}<span class="muted">not read</span>{{end}}</td><td><details><summary>{{clip .Reply 60}}</summary><pre>{{.Reply}}</pre></details></td></tr>
-{{end}}</table>{{end}}{{range .Failures}}<p class="note">unscored: {{.Stage}} · {{.Model}}: {{.Reason}}</p>{{end}}{{if .Data}}<pre>{{.Data}}</pre>{{end}}
+{{end}}</table>{{if .MoreJudges}}<p class="muted">… and {{.MoreJudges}} more judge calls (<code>--samples</code> has them all)</p>{{end}}{{end}}{{range .Failures}}<p class="note">unscored: {{.Stage}} · {{.Model}}: {{.Reason}}</p>{{end}}{{if .Data}}<pre>{{.Data}}</pre>{{end}}
 </div>{{end}}</details>
 {{end}}</section>
 {{end}}

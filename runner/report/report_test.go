@@ -231,3 +231,49 @@ func TestBoardSortsAndReadsPublished(t *testing.T) {
 		}
 	}
 }
+
+// The browser puts records that share a generation prompt in one block,
+// across runs; lists each flag's blocks; and shows at most judgeRows judge
+// calls a record, counting the rest.
+func TestBrowserGroupsByPrompt(t *testing.T) {
+	rec := func(item, prompt string, judges int, failed bool) runner.Record {
+		r := runner.Record{Item: item, Data: []byte(`{}`), Prompts: map[string]string{"p-" + prompt: "[user]\n" + prompt},
+			Calls: []runner.CallLog{{Stage: "generate", Kind: "chat", Model: "m", Prompt: "p-" + prompt, Reply: "answer to " + prompt, DoneReason: "length"}}}
+		for i := 0; i < judges; i++ {
+			r.Calls = append(r.Calls, runner.CallLog{Stage: "judge", Kind: "judge", Model: "j", Reply: `{"score": 4}`, Parsed: `{"score":4}`})
+		}
+		if failed {
+			r.Failures = []runner.Failure{{Stage: "judge", Model: "j", Reason: "no verdict", Raw: []string{"hmm"}}}
+		}
+		return r
+	}
+	run := func(name string, recs ...runner.Record) *Run {
+		r := &Run{Dir: name, Manifest: &runner.Manifest{Suite: "smoke"}, Summary: &runner.Summary{}, Records: recs}
+		for _, x := range recs {
+			f, _ := runner.RecordFlags(nil, x)
+			r.Flags = append(r.Flags, f)
+		}
+		return r
+	}
+	bs := Browsers([]*Run{
+		run("a", rec("q1/m", "What is 2+2?", 2, false), rec("q2/m", "Name a gas.", judgeRows+5, true)),
+		run("b", rec("q1/m", "What is 2+2?", 1, false)),
+	})
+	if len(bs) != 1 || len(bs[0].Groups) != 2 {
+		t.Fatalf("browsers %+v", bs)
+	}
+	g := bs[0].Groups
+	if len(g[0].Entries) != 2 || g[0].Entries[1].Run != "smoke — b" || g[0].Prompt != "[user]\nWhat is 2+2?" {
+		t.Errorf("one prompt in two runs: %+v", g[0])
+	}
+	if e := g[1].Entries[0]; len(e.Judges) != judgeRows || e.MoreJudges != 5 || !e.Flags.Unscored || !e.Flags.CutShort {
+		t.Errorf("capped judges %d, more %d, flags %+v", len(e.Judges), e.MoreJudges, e.Flags)
+	}
+	counts := map[string]int{}
+	for _, f := range bs[0].Filters {
+		counts[f.Name] = len(f.Links)
+	}
+	if counts["unscored"] != 1 || counts["cut short"] != 2 || counts["judged hallucinated"] != 0 {
+		t.Errorf("filter lists %v", counts)
+	}
+}
