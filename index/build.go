@@ -305,10 +305,7 @@ func (w *batchWriter) existing(pmid uint64) (int, bool, error) {
 	n := 0
 	doc.VisitFields(func(f bindex.Field) {
 		if f.Name() == fieldLen {
-			if nf, ok := f.(interface{ Number() (float64, error) }); ok {
-				v, _ := nf.Number()
-				n = int(v)
-			}
+			n = int(storedNumber(f))
 		}
 	})
 	return n, true, nil

@@ -483,10 +483,7 @@ func storedLen(t *testing.T, r bindex.IndexReader, pmid uint64) int {
 	n := -1
 	doc.VisitFields(func(f bindex.Field) {
 		if f.Name() == fieldLen {
-			if nf, ok := f.(interface{ Number() (float64, error) }); ok {
-				v, _ := nf.Number()
-				n = int(v)
-			}
+			n = int(storedNumber(f))
 		}
 	})
 	return n

@@ -357,16 +357,22 @@ func (l *Literature) hits(r bindex.IndexReader, docs []*scoredDoc, minScore floa
 				case fieldAbstract:
 					h.Abstract = string(f.Value())
 				case fieldYear:
-					if nf, ok := f.(interface{ Number() (float64, error) }); ok {
-						v, _ := nf.Number()
-						h.Year = int(v)
-					}
+					h.Year = int(storedNumber(f))
 				}
 			})
 		}
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// storedNumber is the value of a stored numeric field (0 for any other).
+func storedNumber(f bindex.Field) float64 {
+	if nf, ok := f.(interface{ Number() (float64, error) }); ok {
+		v, _ := nf.Number()
+		return v
+	}
+	return 0
 }
 
 func unique(xs []string) []string {

@@ -154,11 +154,9 @@ func (l *Literature) topK(ctx context.Context, r bindex.IndexReader, terms []str
 		return p.termScore(c.idf, float64(f), float64(dl), avg)
 	}
 	byTerm := sortedByTerm(cs)
-	want := k
 	if !prune {
-		want = math.MaxInt // the reference keeps every document, then cuts
+		k = math.MaxInt // the reference keeps every document, then cuts
 	}
-	k = want
 	var top topHeap
 	theta := math.Inf(-1) // the k-th score once k are held
 	// below is the margin under theta within which a bound still counts

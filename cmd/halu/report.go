@@ -33,14 +33,6 @@ func rebuild(m *runner.Manifest) (runner.Suite, error) {
 	return def.build(m.Config)
 }
 
-func summarize(m *runner.Manifest, recs []runner.Record) (*runner.Summary, error) {
-	s, err := rebuild(m)
-	if err != nil {
-		return nil, err
-	}
-	return s.Summarize(recs)
-}
-
 func newReportCmd() *cobra.Command {
 	var htmlOut, csvDir, longOut, samplesOut string
 	var md bool
