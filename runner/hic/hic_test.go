@@ -176,6 +176,17 @@ func TestSummaryHandComputed(t *testing.T) {
 	if strings.Join(row, "|") != "m|SCP|1|3.50|3.25|3.50|50.00%|0.25|50.00%|50.00%|30.00%" {
 		t.Fatalf("Table 2 row %v", row)
 	}
+	// The leaderboard's figures print what Table 2 prints, from the same
+	// values (IFS: the mean of per-answer terms, used by both).
+	col := map[string]int{"Or": 3, "Fe": 4, "Va": 5, "IH": 8, "DH": 9, "IFS": 10}
+	for _, f := range sum.Figures {
+		if i, ok := col[f.Metric]; ok && f.Format(f.Estimate) != row[i] {
+			t.Errorf("%s: figure %s, Table 2 %s", f.Metric, f.Format(f.Estimate), row[i])
+		}
+		if f.Metric == "IFS" && float64(f.Estimate) != m[f.Key] {
+			t.Errorf("IFS figure %v, metric %v", f.Estimate, m[f.Key])
+		}
+	}
 }
 
 // fake serves a generator and a judge. The judge replies with judgeReply.

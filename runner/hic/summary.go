@@ -131,6 +131,10 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		dhf.Lower = true
 		ifs := runner.MeanFigure(k.m, grp, "IFS", prefix+"ifs", g.perAnswer[3], g.Unscored).Clip(0, 1)
 		ifs.Percent = true
+		// The mean of the per-answer terms is eq. 3 of the ratios up to
+		// rounding; Table 2 prints the figure's value, so the two pages
+		// agree to the last digit.
+		g.IFS = float64(ifs.Estimate)
 		for _, f := range []runner.Figure{ihf, dhf, ifs} {
 			f.Headline = true
 			sum.AddFigure(f)

@@ -174,15 +174,20 @@ func Browsers(runs []*Run) []Browser {
 		for i := range r.Records {
 			row := sampleRow(r, i)
 			e := SampleEntry{Run: row.Run, Item: row.Item, Flags: row.Flags, Failures: row.Failures}
-			prompt := ""
+			// The group is the first generation's prompt, by its hash: the
+			// whole prompt, not the clipped text the page shows.
+			key, prompt := row.Item+"\x00", ""
+			for _, c := range r.Records[i].Calls {
+				if c.Kind == "chat" && c.Prompt != "" {
+					key, prompt = "\x00"+c.Prompt, runner.ClipText(r.Records[i].Prompts[c.Prompt], 6000)
+					break
+				}
+			}
 			for _, c := range row.Calls {
-				c.Prompt = runner.ClipText(c.Prompt, 6000)
+				c.Prompt = "" // shown once, for the group
 				c.Reply = runner.ClipText(c.Reply, 3000)
 				if c.Kind == "chat" {
 					e.Answers = append(e.Answers, c)
-					if prompt == "" {
-						prompt = c.Prompt
-					}
 				} else if len(e.Judges) < judgeRows {
 					e.Judges = append(e.Judges, c)
 				} else {
@@ -191,10 +196,6 @@ func Browsers(runs []*Run) []Browser {
 			}
 			if len(e.Answers)+len(e.Judges) == 0 {
 				e.Data = clip(prettyJSON(row.Data), 4000)
-			}
-			key := row.Item + "\x00"
-			if prompt != "" {
-				key = "\x00" + prompt
 			}
 			gi, ok := groupAt[key]
 			if !ok {

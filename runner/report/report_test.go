@@ -255,12 +255,16 @@ func TestBrowserGroupsByPrompt(t *testing.T) {
 		}
 		return r
 	}
+	// Two prompts that agree beyond what the page shows of them (6,000
+	// bytes) are two prompts.
+	long := strings.Repeat("context ", 1000)
 	bs := Browsers([]*Run{
-		run("a", rec("q1/m", "What is 2+2?", 2, false), rec("q2/m", "Name a gas.", judgeRows+5, true)),
+		run("a", rec("q1/m", "What is 2+2?", 2, false), rec("q2/m", "Name a gas.", judgeRows+5, true),
+			rec("q3/m", long+"Question A?", 0, false), rec("q4/m", long+"Question B?", 0, false)),
 		run("b", rec("q1/m", "What is 2+2?", 1, false)),
 	})
-	if len(bs) != 1 || len(bs[0].Groups) != 2 {
-		t.Fatalf("browsers %+v", bs)
+	if len(bs) != 1 || len(bs[0].Groups) != 4 {
+		t.Fatalf("%d groups, want 4 (q1 of both runs, q2, q3, q4)", len(bs[0].Groups))
 	}
 	g := bs[0].Groups
 	if len(g[0].Entries) != 2 || g[0].Entries[1].Run != "smoke — b" || g[0].Prompt != "[user]\nWhat is 2+2?" {
@@ -273,7 +277,7 @@ func TestBrowserGroupsByPrompt(t *testing.T) {
 	for _, f := range bs[0].Filters {
 		counts[f.Name] = len(f.Links)
 	}
-	if counts["unscored"] != 1 || counts["cut short"] != 2 || counts["judged hallucinated"] != 0 {
+	if counts["unscored"] != 1 || counts["cut short"] != 4 || counts["judged hallucinated"] != 0 {
 		t.Errorf("filter lists %v", counts)
 	}
 }
