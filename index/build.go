@@ -15,6 +15,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/document"
 	bindex "github.com/blevesearch/bleve_index_api"
 )
@@ -50,6 +51,9 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 		fmt.Fprintf(opt.Log, "resuming an unfinished build: %d of %d files are in\n", jr.Done, len(inputs))
 	}
 
+	// The parsers stop with ctx, and when the writer fails.
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	type parsed struct {
 		ops  chan Op
 		done chan struct{}
@@ -83,8 +87,8 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 			select {
 			case files[i].ops <- op:
 				return nil
-			case <-ctx.Done():
-				return ctx.Err()
+			case <-pctx.Done():
+				return pctx.Err()
 			}
 		}, func(p Problem) {
 			reason := "malformed"
@@ -107,9 +111,9 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 			select {
 			case sem <- struct{}{}:
 				go parse(i, inputs[i])
-			case <-ctx.Done():
+			case <-pctx.Done():
 				for ; i < len(inputs); i++ {
-					info.Inputs[i].Error = ctx.Err().Error()
+					info.Inputs[i].Error = pctx.Err().Error()
 					close(files[i].ops)
 					close(files[i].done)
 				}
@@ -118,7 +122,9 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 		}
 	}()
 
-	// The writer: apply each file's operations in input order.
+	// The writer: apply each file's operations in input order. Chunks are
+	// analysed (on all cores) one ahead of the writer, so analysis of the
+	// next chunk overlaps bleve building the segment of this one.
 	st := l.corpus()
 	seen, err := l.knownPMIDs(ctx)
 	if err != nil {
@@ -128,26 +134,79 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 		seen: seen, journal: jr}
 	w.batch = l.idx.NewBatch()
 	applied := 0
-	var chunk []Op
-	var chunkIn []*InputInfo
-	apply := func() error {
-		docs := w.l.analyze(chunk)
-		for j, op := range chunk {
-			in := chunkIn[j]
+	stop := make(chan struct{})
+	ready := make(chan chunk, 1)
+	// fail stops the parsers and the analysis ahead of the writer and
+	// waits for them, so that nothing writes to info after Build returns.
+	fail := func(err error) (BuildInfo, error) {
+		cancel()
+		close(stop)
+		for range ready {
+		}
+		for i := range files {
+			<-files[i].done
+		}
+		return info, fmt.Errorf("index %s: %w", l.dir, err)
+	}
+	go func() {
+		defer close(ready)
+		c := chunk{}
+		send := func() bool {
+			c.docs = l.analyze(c.ops)
+			if pctx.Err() != nil && ctx.Err() == nil {
+				return false // the writer failed
+			}
+			select {
+			case ready <- c:
+				c = chunk{}
+				return true
+			case <-stop:
+				return false
+			}
+		}
+		for i := jr.Done; i < len(files); i++ {
+			in := &info.Inputs[i]
+			for op := range files[i].ops {
+				c.ops = append(c.ops, op)
+				c.in = append(c.in, in)
+				if len(c.ops) >= opt.BatchSize && !send() {
+					return
+				}
+			}
+			<-files[i].done
+			if ctx.Err() != nil {
+				break // this file may be cut short: it is not in
+			}
+			// The file is in: its last operations and the journal
+			// saying so are one batch. (A damaged file counts as in:
+			// its records before the damage are, and reading it again
+			// would stop there again.)
+			c.filesIn = i + 1
+			if !send() {
+				return
+			}
+		}
+		if len(c.ops) > 0 {
+			send()
+		}
+	}()
+	for c := range ready {
+		for j, op := range c.ops {
+			in := c.in[j]
 			if op.Delete {
 				in.Deletes++
 				did, err := w.delete(op.Article.PMID)
 				if err != nil {
-					return err
+					return fail(err)
 				}
 				if did {
 					info.Deleted++
 				}
 			} else {
 				in.Records++
-				replaced, err := w.put(op.Article, docs[j])
+				replaced, err := w.put(op.Article, c.docs[j])
 				if err != nil {
-					return err
+					return fail(err)
 				}
 				if replaced {
 					info.Updated++
@@ -160,38 +219,16 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 				opt.Progress(applied)
 			}
 		}
-		chunk, chunkIn = chunk[:0], chunkIn[:0]
-		return w.flush()
-	}
-	for i := jr.Done; i < len(files); i++ {
-		in := &info.Inputs[i]
-		for op := range files[i].ops {
-			chunk = append(chunk, op)
-			chunkIn = append(chunkIn, in)
-			if len(chunk) >= opt.BatchSize {
-				if err := apply(); err != nil {
-					return info, fmt.Errorf("index %s: %w", l.dir, err)
-				}
+		if c.filesIn > 0 {
+			if in := &info.Inputs[c.filesIn-1]; len(in.Skipped) == 0 {
+				in.Skipped = nil
 			}
+			w.journal.Done = c.filesIn
+			w.dirty = true
 		}
-		<-files[i].done
-		if len(in.Skipped) == 0 {
-			in.Skipped = nil
+		if err := w.flush(); err != nil {
+			return fail(err)
 		}
-		if ctx.Err() != nil {
-			break // this file may be cut short: it is not in
-		}
-		// The file is in: its last operations and the journal saying so
-		// are one batch. (A damaged file counts as in: its records before
-		// the damage are, and reading it again would stop there again.)
-		w.journal.Done = i + 1
-		w.dirty = true
-		if err := apply(); err != nil {
-			return info, fmt.Errorf("index %s: %w", l.dir, err)
-		}
-	}
-	if err := apply(); err != nil {
-		return info, fmt.Errorf("index %s: %w", l.dir, err)
 	}
 	if ctx.Err() == nil {
 		w.journal.State, w.dirty = journalComplete, true
@@ -224,6 +261,16 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 
 func containsNoContent(s string) bool {
 	return len(s) >= len(ErrNoContent.Error()) && s[len(s)-len(ErrNoContent.Error()):] == ErrNoContent.Error()
+}
+
+// chunk is a batch of operations on its way to the writer, with the
+// documents analysed for them and, when the chunk ends a file, how many
+// input files are fully in once it is applied.
+type chunk struct {
+	ops     []Op
+	in      []*InputInfo
+	docs    []analyzedDoc
+	filesIn int
 }
 
 type pendingDoc struct {
@@ -370,6 +417,27 @@ type analyzedText struct{ *document.TextField }
 
 func (analyzedText) Analyze() {}
 
+// pmidField is the PMID as a numeric field indexed at full precision
+// only: bleve's numeric fields also index 15 coarser prefixes for range
+// queries, which halu does not run (the cutoff is checked on the external
+// ID), and which cost a quarter of a build. The full-precision term is
+// what sorting by PMID (Stats' range) reads.
+type pmidField struct {
+	*document.NumericField
+	freq bindex.TokenFrequencies
+}
+
+func newPMIDField(pmid uint64) pmidField {
+	f := document.NewNumericFieldWithIndexingOptions(fieldPMID, nil, float64(pmid), bindex.IndexField|bindex.StoreField|bindex.DocValues)
+	v := f.Value() // prefix coded, shift 0
+	tokens := analysis.TokenStream{{Start: 0, End: len(v), Term: v, Position: 1, Type: analysis.Numeric}}
+	return pmidField{NumericField: f, freq: analysis.TokenFrequency(tokens, nil, f.Options())}
+}
+
+func (pmidField) Analyze()                                            {}
+func (f pmidField) AnalyzedLength() int                               { return 1 }
+func (f pmidField) AnalyzedTokenFrequencies() bindex.TokenFrequencies { return f.freq }
+
 type analyzedDoc struct {
 	doc    *document.Document
 	length int
@@ -406,7 +474,7 @@ func (l *Literature) document(a Article) (*document.Document, int) {
 	doc.AddField(analyzedText{text})
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldTitle, nil, []byte(a.Title), bindex.StoreField))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldAbstract, nil, []byte(a.Abstract), bindex.StoreField))
-	doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldPMID, nil, float64(a.PMID), bindex.IndexField|bindex.StoreField|bindex.DocValues))
+	doc.AddField(newPMIDField(a.PMID))
 	doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldYear, nil, float64(a.Year), bindex.StoreField))
 	doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldLen, nil, float64(n), bindex.StoreField))
 	return doc, n

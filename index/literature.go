@@ -15,7 +15,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bindex "github.com/blevesearch/bleve_index_api"
 )
@@ -140,10 +139,10 @@ type Literature struct {
 func newMapping() *mapping.IndexMappingImpl {
 	im := bleve.NewIndexMapping()
 	im.ScoringModel = bindex.BM25Scoring
-	im.DefaultAnalyzer = en.AnalyzerName
+	im.DefaultAnalyzer = analyzerName
 	doc := bleve.NewDocumentMapping()
 	text := bleve.NewTextFieldMapping()
-	text.Analyzer = en.AnalyzerName
+	text.Analyzer = analyzerName
 	text.Store = false
 	text.IncludeInAll = false
 	text.IncludeTermVectors = false
@@ -191,10 +190,13 @@ func OpenLiterature(dir string, create bool) (*Literature, error) {
 		return nil, fmt.Errorf("index %s: %w", dir, err)
 	}
 	l := &Literature{dir: dir, idx: idx}
-	l.analyzer = idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+	// The text field's analyzer: halu_en, or bleve's en in an index built
+	// before it (the same terms).
+	name := idx.Mapping().AnalyzerNameForPath(fieldText)
+	l.analyzer = idx.Mapping().AnalyzerNamed(name)
 	if l.analyzer == nil {
 		idx.Close()
-		return nil, fmt.Errorf("index %s: English analyzer missing", dir)
+		return nil, fmt.Errorf("index %s: analyzer %q missing", dir, name)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, metaFile))
 	if err == nil {

@@ -1,0 +1,214 @@
+package index
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/token/porter"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/registry"
+)
+
+// analyzerName is halu's English analyzer: bleve's "en" (Unicode word
+// segmentation, English possessives removed, lower case, English stop
+// words, Porter stemming), made faster where a build spends its time, with
+// the same terms: text made of ASCII and common Latin-1, Greek and symbol
+// characters is segmented by fastTokenizer (the Unicode word-break rules
+// as they apply to those), other text by bleve's tokenizer, and stems are remembered. TestAnalyzerMatchesEnglish holds it
+// to "en" on every real abstract at hand and on random text.
+const analyzerName = "halu_en"
+
+func init() {
+	registry.RegisterTokenizer(fastTokenizerName, func(map[string]interface{}, *registry.Cache) (analysis.Tokenizer, error) {
+		return fastTokenizer{unicode.NewUnicodeTokenizer()}, nil
+	})
+	registry.RegisterTokenFilter(stemCacheName, func(map[string]interface{}, *registry.Cache) (analysis.TokenFilter, error) {
+		return newStemCache(), nil
+	})
+	registry.RegisterAnalyzer(analyzerName, func(_ map[string]interface{}, cache *registry.Cache) (analysis.Analyzer, error) {
+		tok, err := cache.TokenizerNamed(fastTokenizerName)
+		if err != nil {
+			return nil, err
+		}
+		a := &analysis.DefaultAnalyzer{Tokenizer: tok}
+		for _, name := range []string{en.PossessiveName, lowercase.Name, en.StopName, stemCacheName} {
+			f, err := cache.TokenFilterNamed(name)
+			if err != nil {
+				return nil, err
+			}
+			a.TokenFilters = append(a.TokenFilters, f)
+		}
+		return a, nil
+	})
+}
+
+const (
+	fastTokenizerName = "halu_fast_unicode"
+	stemCacheName     = "halu_porter_cached"
+)
+
+// fastTokenizer segments text into words by the rules of Unicode word
+// segmentation (UAX #29) as they apply to ASCII and to the other
+// characters common in abstracts whose word-break class is plain (Latin-1
+// and Greek letters; spaces, ±, ≤, ≥, °, ×, ® and the like, which
+// separate): letters and digits join; a full stop, apostrophe or colon
+// between two letters joins them; a full stop, apostrophe, comma or
+// semicolon between two digits joins them; everything else separates. Text
+// with any other character (the underscore, which the rules join in ways
+// this does not follow, among them) goes to the Unicode tokenizer.
+type fastTokenizer struct{ slow analysis.Tokenizer }
+
+// Character classes of fastTokenizer.
+const (
+	other = iota
+	letter
+	digit
+	stop  // '.' and '\'': joins two letters or two digits
+	colon // joins two letters
+	comma // ',' and ';': join two digits
+	slow  // the Unicode tokenizer decides
+)
+
+var asciiClass = func() (c [128]uint8) {
+	for b := 'a'; b <= 'z'; b++ {
+		c[b], c[b-'a'+'A'] = letter, letter
+	}
+	for b := '0'; b <= '9'; b++ {
+		c[b] = digit
+	}
+	c['.'], c['\''], c[':'], c[','], c[';'], c['_'] = stop, stop, colon, comma, comma, slow
+	return c
+}()
+
+// runeClass is the class of r; its byte length is n.
+func runeClass(input []byte, i int) (class uint8, n int) {
+	if b := input[i]; b < 0x80 {
+		return asciiClass[b], 1
+	}
+	r, n := utf8.DecodeRune(input[i:])
+	switch {
+	case r >= 0xC0 && r <= 0xFF && r != 0xD7 && r != 0xF7, r == 0xB5,
+		r >= 0x391 && r <= 0x3A9 && r != 0x3A2, r >= 0x3B1 && r <= 0x3C9:
+		return letter, n
+	case r == 0xA0, r >= 0x2002 && r <= 0x200A, r == 0x202F,
+		r == 0xB1, r == 0xB0, r == 0xD7, r == 0xAE, r == 0xA3, r == 0x2122,
+		r == 0x2264, r == 0x2265, r == 0x223C, r == 0x2248, r == 0x2212,
+		r == 0x2022, r == 0x2013, r == 0x2014, r == 0x201C, r == 0x201D:
+		return other, n
+	}
+	return slow, n
+}
+
+func (t fastTokenizer) Tokenize(input []byte) analysis.TokenStream {
+	for i := 0; i < len(input); {
+		c, n := runeClass(input, i)
+		if c == slow {
+			return t.slow.Tokenize(input)
+		}
+		i += n
+	}
+	// word is the class of the character at i when it is a letter or a
+	// digit, else other.
+	word := func(i int) uint8 {
+		if i < 0 || i >= len(input) {
+			return other
+		}
+		if c, _ := runeClass(input, i); c == letter || c == digit {
+			return c
+		}
+		return other
+	}
+	// before is the class of the character ending at i.
+	before := func(i int) uint8 {
+		if i <= 0 {
+			return other
+		}
+		_, n := utf8.DecodeLastRune(input[:i])
+		return word(i - n)
+	}
+	toks := make([]analysis.Token, 0, len(input)/6)
+	for i := 0; i < len(input); {
+		c, n := runeClass(input, i)
+		if c != letter && c != digit {
+			i += n
+			continue
+		}
+		start := i
+		for i < len(input) {
+			c, n := runeClass(input, i)
+			if c == letter || c == digit {
+				i += n
+				continue
+			}
+			// Punctuation joins when the same kind of character is on
+			// both sides and the rules join that kind with it.
+			l, r := before(i), word(i+n)
+			if l != r || !(c == stop || c == colon && l == letter || c == comma && l == digit) {
+				break
+			}
+			i += n
+		}
+		typ := analysis.AlphaNumeric
+		if numericTerm(input[start:i]) {
+			typ = analysis.Numeric
+		}
+		toks = append(toks, analysis.Token{Term: input[start:i], Start: start, End: i, Position: len(toks) + 1, Type: typ})
+	}
+	out := make(analysis.TokenStream, len(toks))
+	for i := range toks {
+		out[i] = &toks[i]
+	}
+	return out
+}
+
+func numericTerm(b []byte) bool {
+	for _, c := range b {
+		if (c < '0' || c > '9') && c != '.' && c != ',' && c != ';' && c != '\'' {
+			return false
+		}
+	}
+	return true
+}
+
+// stemCache is bleve's Porter stemmer with the stems it has made
+// remembered: a corpus repeats its words, and stemming was a fifth of
+// analysing it. The memory is direct-mapped (a word's hash picks its one
+// slot, a newer word takes the slot over) and lock-free, so analysing on
+// every core does not contend for it.
+type stemCache struct {
+	porter *porter.PorterStemmer
+	seed   maphash.Seed
+	slots  []atomic.Pointer[stemEntry]
+}
+
+type stemEntry struct {
+	word string
+	stem []byte
+}
+
+const stemCacheSlots = 1 << 18
+
+func newStemCache() *stemCache {
+	return &stemCache{porter: porter.NewPorterStemmer(), seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[stemEntry], stemCacheSlots)}
+}
+
+func (s *stemCache) Filter(input analysis.TokenStream) analysis.TokenStream {
+	for _, tok := range input {
+		if tok.KeyWord {
+			continue
+		}
+		slot := &s.slots[maphash.Bytes(s.seed, tok.Term)&(stemCacheSlots-1)]
+		if e := slot.Load(); e != nil && e.word == string(tok.Term) {
+			tok.Term = e.stem
+			continue
+		}
+		word := string(tok.Term)
+		s.porter.Filter(analysis.TokenStream{tok})
+		slot.Store(&stemEntry{word: word, stem: tok.Term})
+	}
+	return input
+}
