@@ -18,8 +18,9 @@ import (
 // words, Porter stemming), made faster where a build spends its time, with
 // the same terms: text made of ASCII and common Latin-1, Greek and symbol
 // characters is segmented by fastTokenizer (the Unicode word-break rules
-// as they apply to those), other text by bleve's tokenizer, and stems are remembered. TestAnalyzerMatchesEnglish holds it
-// to "en" on every real abstract at hand and on random text.
+// as they apply to those), other text by bleve's tokenizer, and stems are
+// remembered. TestAnalyzerMatchesEnglish holds it to "en" on every real
+// abstract at hand and on random text.
 const analyzerName = "halu_en"
 
 func init() {
