@@ -115,21 +115,13 @@ func (t fastTokenizer) Tokenize(input []byte) analysis.TokenStream {
 	// word is the class of the character at i when it is a letter or a
 	// digit, else other.
 	word := func(i int) uint8 {
-		if i < 0 || i >= len(input) {
+		if i >= len(input) {
 			return other
 		}
 		if c, _ := runeClass(input, i); c == letter || c == digit {
 			return c
 		}
 		return other
-	}
-	// before is the class of the character ending at i.
-	before := func(i int) uint8 {
-		if i <= 0 {
-			return other
-		}
-		_, n := utf8.DecodeLastRune(input[:i])
-		return word(i - n)
 	}
 	toks := make([]analysis.Token, 0, len(input)/6)
 	for i := 0; i < len(input); {
@@ -139,16 +131,17 @@ func (t fastTokenizer) Tokenize(input []byte) analysis.TokenStream {
 			continue
 		}
 		start := i
-		for i < len(input) {
+		last := c // the class of the word's last letter or digit
+		for i += n; i < len(input); {
 			c, n := runeClass(input, i)
 			if c == letter || c == digit {
+				last = c
 				i += n
 				continue
 			}
 			// Punctuation joins when the same kind of character is on
 			// both sides and the rules join that kind with it.
-			l, r := before(i), word(i+n)
-			if l != r || !(c == stop || c == colon && l == letter || c == comma && l == digit) {
+			if word(i+n) != last || !(c == stop || c == colon && last == letter || c == comma && last == digit) {
 				break
 			}
 			i += n

@@ -21,9 +21,9 @@ import (
 )
 
 // TestBenchIndex is `make bench-index`: it builds an index of N documents
-// (every real abstract at hand, then documents remixed from their sentences:
-// see benchDoc) with
-// the halu binary, a quarter at a time (update builds), timing queries at
+// (every real abstract at hand, then documents remixed from their
+// sentences: see benchDoc) with the halu binary, a quarter at a time
+// (update builds, one file each), timing queries at
 // each size and fitting their growth; it measures ingest rate, bytes per
 // document, peak RSS and the latency of 1,000 claim-length queries
 // (PubMedQA conclusions), pruned against exhaustive scoring, then does the
