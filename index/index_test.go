@@ -444,43 +444,52 @@ func TestPrunedTopKIsExhaustive(t *testing.T) {
 	qs := pubmedQAConclusions(t)
 	cutoff := uint64(20000000) // about half the corpus's PMIDs lie below it
 	compared := 0
-	for _, opt := range []SearchOptions{{K: 10}, {K: 10, BM25: PyseriniBM25}, {K: 10, BelowPMID: cutoff}} {
-		for n, q := range qs {
-			terms := unique(l.terms(q.LongAnswer))
-			got, df, err := l.topK(ctx, r, terms, opt.K, opt, st, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all, _, err := l.topK(ctx, r, terms, opt.K, opt, st, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(all) {
-				t.Fatalf("%+v query %d: pruned %d documents, exhaustive %d", opt, n+1, len(got), len(all))
-			}
-			for i := range got {
-				if got[i].pmid != all[i].pmid || got[i].score != all[i].score {
-					t.Fatalf("%+v query %d rank %d: pruned PMID %d (%v), exhaustive PMID %d (%v)", opt, n+1, i+1, got[i].pmid, got[i].score, all[i].pmid, all[i].score)
+	// Whole segments (as an index this small is walked), and every
+	// segment cut into 3 ranges walked at once.
+	type walkCut struct {
+		parts int
+		split uint64
+	}
+	for _, cut := range []walkCut{{}, {3, 1}} {
+		l.walkParts, l.walkSplit = cut.parts, cut.split
+		for _, opt := range []SearchOptions{{K: 10}, {K: 10, BM25: PyseriniBM25}, {K: 10, BelowPMID: cutoff}} {
+			for n, q := range qs {
+				terms := unique(l.terms(q.LongAnswer))
+				got, df, err := l.topK(ctx, r, terms, opt.K, opt, st, true)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if opt.BelowPMID > 0 && got[i].pmid >= opt.BelowPMID {
-					t.Fatalf("PMID %d above the cutoff %d", got[i].pmid, opt.BelowPMID)
+				all, _, err := l.topK(ctx, r, terms, opt.K, opt, st, false)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if n < 50 {
-				for _, d := range got {
-					if stored := storedLen(t, r, d.pmid); stored != d.dl {
-						t.Fatalf("PMID %d: length %d from the norm, %d stored", d.pmid, d.dl, stored)
+				if len(got) != len(all) {
+					t.Fatalf("%+v %+v query %d: pruned %d documents, exhaustive %d", cut, opt, n+1, len(got), len(all))
+				}
+				for i := range got {
+					if got[i].pmid != all[i].pmid || got[i].score != all[i].score {
+						t.Fatalf("%+v %+v query %d rank %d: pruned PMID %d (%v), exhaustive PMID %d (%v)", cut, opt, n+1, i+1, got[i].pmid, got[i].score, all[i].pmid, all[i].score)
 					}
-					tf := map[string]int{}
-					for i, term := range terms {
-						tf[term] = d.tf[i]
-					}
-					if want := opt.BM25.Score(terms, tf, df, d.dl, st); want != d.score {
-						t.Fatalf("PMID %d: score %v, BM25Params.Score %v", d.pmid, d.score, want)
+					if opt.BelowPMID > 0 && got[i].pmid >= opt.BelowPMID {
+						t.Fatalf("PMID %d above the cutoff %d", got[i].pmid, opt.BelowPMID)
 					}
 				}
+				if n < 50 {
+					for _, d := range got {
+						if stored := storedLen(t, r, d.pmid); stored != d.dl {
+							t.Fatalf("PMID %d: length %d from the norm, %d stored", d.pmid, d.dl, stored)
+						}
+						tf := map[string]int{}
+						for i, term := range terms {
+							tf[term] = d.tf[i]
+						}
+						if want := opt.BM25.Score(terms, tf, df, d.dl, st); want != d.score {
+							t.Fatalf("PMID %d: score %v, BM25Params.Score %v", d.pmid, d.score, want)
+						}
+					}
+				}
+				compared++
 			}
-			compared++
 		}
 	}
 	t.Logf("%d queries: pruned and exhaustive top 10 identical", compared)

@@ -132,6 +132,12 @@ type Literature struct {
 	meta    meta
 	journal journal
 
+	// walkParts and walkSplit, when set, replace the pruned walk's
+	// ranges per large segment (one per core) and the size from which a
+	// segment is cut (splitMin): tests cut small indexes as large ones.
+	walkParts int
+	walkSplit uint64
+
 	closeOnce sync.Once
 	closeErr  error
 }

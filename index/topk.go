@@ -6,10 +6,15 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"strconv"
+	"sync/atomic"
 
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	bindex "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+	"golang.org/x/sync/errgroup"
 )
 
 // Exact BM25 top k over the postings, with MaxScore pruning (Turtle and
@@ -23,6 +28,14 @@ import (
 // result is the exhaustive top k — the same documents with the same scores,
 // summed in query-term order as BM25Params.Score sums them — which
 // TestPrunedTopKIsExhaustive checks on every PubMedQA question.
+//
+// The pruned walk runs over the index's segments, the larger ones cut into
+// one range of documents per core, on all cores at once (Lucene's segment
+// slices): the walks share the best k-th score any of them holds, which
+// bounds every walk's pruning, and their top k are merged. The reference
+// (prune unset) scores every posting, read through bleve's own term
+// readers over the whole index: it shares the loop, not the reading of
+// postings, segments or ranges.
 //
 // A document's length comes from its norm: bleve stores 1/√len as a
 // float32, which gives len back exactly for any abstract-sized document.
@@ -59,41 +72,79 @@ func (h *topHeap) Pop() any {
 	return x
 }
 
-// cursor walks one term's postings in document order.
+// source is one term's postings in document order: a bleve term reader
+// over the whole index, or one segment's postings.
+type source interface {
+	// next moves to the next posting; advance to the first at or after
+	// target, which lies past the current one. Both return done as the
+	// document at the end.
+	next() (doc uint64, freq int, norm float64, err error)
+	advance(target uint64) (doc uint64, freq int, norm float64, err error)
+}
+
+// readerSource reads a bleve TermFieldReader (documents by their 8-byte
+// internal numbers).
+type readerSource struct {
+	tfr bindex.TermFieldReader
+	buf bindex.TermFieldDoc
+	key [8]byte
+}
+
+func (s *readerSource) set(d *bindex.TermFieldDoc, err error) (uint64, int, float64, error) {
+	if err != nil || d == nil || len(d.ID) != 8 {
+		return done, 0, 0, err
+	}
+	return binary.BigEndian.Uint64(d.ID), int(d.Freq), d.Norm, nil
+}
+
+func (s *readerSource) next() (uint64, int, float64, error) { return s.set(s.tfr.Next(&s.buf)) }
+
+func (s *readerSource) advance(target uint64) (uint64, int, float64, error) {
+	binary.BigEndian.PutUint64(s.key[:], target)
+	return s.set(s.tfr.Advance(s.key[:], &s.buf))
+}
+
+// segmentSource reads one segment's postings iterator (documents by their
+// number in the segment).
+type segmentSource struct{ it segment.PostingsIterator }
+
+func (s segmentSource) set(p segment.Posting, err error) (uint64, int, float64, error) {
+	if err != nil || p == nil {
+		return done, 0, 0, err
+	}
+	return p.Number(), int(p.Frequency()), p.Norm(), nil
+}
+
+func (s segmentSource) next() (uint64, int, float64, error) { return s.set(s.it.Next()) }
+
+func (s segmentSource) advance(target uint64) (uint64, int, float64, error) {
+	return s.set(s.it.Advance(target))
+}
+
+// cursor is a term's place in its postings.
 type cursor struct {
 	term    int // index in the query's terms
-	tfr     bindex.TermFieldReader
+	src     source
 	idf, ub float64
-	doc     uint64 // current document; math.MaxUint64 when done
+	doc     uint64 // current document; done at the end
 	freq    int
 	norm    float64
-	buf     bindex.TermFieldDoc
-	key     [8]byte
 }
 
 const done = math.MaxUint64
 
-func (c *cursor) set(d *bindex.TermFieldDoc, err error) error {
-	if err != nil {
-		return err
-	}
-	if d == nil || len(d.ID) != 8 {
-		c.doc = done
-		return nil
-	}
-	c.doc, c.freq, c.norm = binary.BigEndian.Uint64(d.ID), int(d.Freq), d.Norm
-	return nil
+func (c *cursor) next() (err error) {
+	c.doc, c.freq, c.norm, err = c.src.next()
+	return err
 }
 
-func (c *cursor) next() error { return c.set(c.tfr.Next(&c.buf)) }
-
 // advance moves to the first document ≥ target.
-func (c *cursor) advance(target uint64) error {
+func (c *cursor) advance(target uint64) (err error) {
 	if c.doc >= target {
 		return nil
 	}
-	binary.BigEndian.PutUint64(c.key[:], target)
-	return c.set(c.tfr.Advance(c.key[:], &c.buf))
+	c.doc, c.freq, c.norm, err = c.src.advance(target)
+	return err
 }
 
 // docLen is the length a norm stands for (bleve: float32(1/√len)).
@@ -104,45 +155,43 @@ func docLen(norm float64) int {
 	return int(math.Round(1 / (norm * norm)))
 }
 
-// topK returns the best k documents for the distinct analysed terms, by
-// opt.BM25, best first (ties by PMID), excluding PMIDs ≥ opt.BelowPMID
-// when set. With prune unset every posting of every term is scored: the
-// reference the pruned walk must equal.
-func (l *Literature) topK(ctx context.Context, r bindex.IndexReader, terms []string, keep int, opt SearchOptions, st CorpusStats, prune bool) ([]*scoredDoc, map[string]uint64, error) {
-	k := keep
-	p := opt.BM25
-	if p == (BM25Params{}) {
-		p = TextbookBM25
-	}
-	avg := st.AvgLen()
-	df := make(map[string]uint64, len(terms))
-	var cs []*cursor
-	defer func() {
-		for _, c := range cs {
-			c.tfr.Close()
-		}
-	}()
-	for i, t := range terms {
-		tfr, err := r.TermFieldReader(ctx, []byte(t), fieldText, true, true, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		n := tfr.Count()
-		df[t] = n
-		if n == 0 {
-			tfr.Close()
-			continue
-		}
-		c := &cursor{term: i, tfr: tfr, idf: IDF(st.Docs, n)}
-		c.ub = c.idf * (p.K1 + 1)
-		cs = append(cs, c)
-		if err := c.next(); err != nil {
-			return nil, nil, err
+// sharedTheta is the best k-th score any walk of a query holds: k
+// documents score at least that much, so no document below it can enter.
+type sharedTheta struct{ bits atomic.Uint64 }
+
+func newSharedTheta() *sharedTheta {
+	t := &sharedTheta{}
+	t.bits.Store(math.Float64bits(math.Inf(-1)))
+	return t
+}
+
+func (t *sharedTheta) get() float64 { return math.Float64frombits(t.bits.Load()) }
+
+func (t *sharedTheta) raise(v float64) {
+	for {
+		old := t.bits.Load()
+		if math.Float64frombits(old) >= v || t.bits.CompareAndSwap(old, math.Float64bits(v)) {
+			return
 		}
 	}
-	if len(cs) == 0 || avg == 0 || k <= 0 {
-		return nil, df, nil
-	}
+}
+
+// walk is what the walks of one query share.
+type walk struct {
+	p         BM25Params
+	avg       float64
+	k         int  // documents kept (math.MaxInt: all, for the reference)
+	prune     bool // MaxScore pruning
+	nterms    int
+	belowPMID uint64
+	theta     *sharedTheta
+}
+
+// run walks the cursors (each at its first document of the range) up to,
+// not including, document hi, and returns the range's best k. pmidOf reads
+// a document's PMID.
+func (w *walk) run(ctx context.Context, cs []*cursor, hi uint64, pmidOf func(uint64) (uint64, error)) (topHeap, error) {
+	p, avg, k := w.p, w.avg, w.k
 	// Non-essential terms first: ascending bounds; cum[i] is the sum of
 	// the bounds of cs[:i].
 	sort.SliceStable(cs, func(a, b int) bool { return cs[a].ub < cs[b].ub })
@@ -154,44 +203,38 @@ func (l *Literature) topK(ctx context.Context, r bindex.IndexReader, terms []str
 		return p.termScore(c.idf, float64(f), float64(dl), avg)
 	}
 	byTerm := sortedByTerm(cs)
-	if !prune {
-		k = math.MaxInt // the reference keeps every document, then cuts
-	}
 	var top topHeap
-	theta := math.Inf(-1) // the k-th score once k are held
-	// below is the margin under theta within which a bound still counts
-	// as reaching it: sums in another order differ in the last bits.
-	below := func() float64 { return theta - 1e-9*(1+math.Abs(theta)) }
-	essential := 0 // cs[essential:] are walked
-	tf := make([]int, len(terms))
-	pmidOf := func(doc uint64) (uint64, error) {
-		var key [8]byte
-		binary.BigEndian.PutUint64(key[:], doc)
-		ext, err := r.ExternalID(key[:])
-		if err != nil {
-			return 0, err
+	// theta is the k-th score this walk or another holds; below is the
+	// margin under it within which a bound still counts as reaching it:
+	// sums in another order differ in the last bits.
+	theta := math.Inf(-1)
+	below := func() float64 {
+		if !w.prune {
+			return math.Inf(-1)
 		}
-		return strconv.ParseUint(ext, 10, 64)
+		theta = max(theta, w.theta.get())
+		return theta - 1e-9*(1+math.Abs(theta))
 	}
+	essential := 0 // cs[essential:] are walked
+	tf := make([]int, w.nterms)
 	for steps := 0; ; steps++ {
 		if steps&1023 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
-		if prune && len(top) == k {
-			for essential < len(cs) && cum[essential+1] < below() {
-				essential++
-			}
-			if essential == len(cs) {
-				break // no document can still enter
-			}
+		b := below()
+		for essential < len(cs) && cum[essential+1] < b {
+			essential++
+		}
+		if essential == len(cs) {
+			break // no document can still enter
 		}
 		d := uint64(done)
 		for _, c := range cs[essential:] {
 			d = min(d, c.doc)
 		}
-		if d == done {
+		if d >= hi {
 			break
 		}
 		for i := range tf {
@@ -207,26 +250,26 @@ func (l *Literature) topK(ctx context.Context, r bindex.IndexReader, terms []str
 				tf[c.term] = c.freq
 				score += contrib(c, c.freq, dl)
 				if err := c.next(); err != nil {
-					return nil, nil, err
+					return nil, err
 				}
 			}
 		}
 		pruned := false
 		for i := essential - 1; i >= 0; i-- {
-			if len(top) == k && score+cum[i+1] < below() {
+			if score+cum[i+1] < b {
 				pruned = true
 				break
 			}
 			c := cs[i]
 			if err := c.advance(d); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if c.doc == d {
 				tf[c.term] = c.freq
 				score += contrib(c, c.freq, dl)
 			}
 		}
-		if pruned || len(top) == k && score < below() {
+		if pruned || score < b {
 			continue
 		}
 		// The exact score: the terms in query order, as Score sums them.
@@ -236,18 +279,17 @@ func (l *Literature) topK(ctx context.Context, r bindex.IndexReader, terms []str
 				exact += contrib(c, f, dl)
 			}
 		}
-		cand := &scoredDoc{doc: d, score: exact, dl: dl}
-		if len(top) == k && exact < top[0].score {
+		if exact < theta || len(top) == k && exact < top[0].score {
 			continue
 		}
 		pmid, err := pmidOf(d)
 		if err != nil {
-			return nil, nil, fmt.Errorf("index %s: document %d: %w", l.dir, d, err)
+			return nil, fmt.Errorf("document %d: %w", d, err)
 		}
-		if opt.BelowPMID > 0 && pmid >= opt.BelowPMID {
+		if w.belowPMID > 0 && pmid >= w.belowPMID {
 			continue
 		}
-		cand.pmid = pmid
+		cand := &scoredDoc{doc: d, pmid: pmid, score: exact, dl: dl}
 		if len(top) == k && !worse(top[0], cand) {
 			continue
 		}
@@ -256,18 +298,203 @@ func (l *Literature) topK(ctx context.Context, r bindex.IndexReader, terms []str
 		if len(top) > k {
 			heap.Pop(&top)
 		}
-		if len(top) == k {
-			theta = top[0].score
+		if len(top) == k && w.prune {
+			w.theta.raise(top[0].score)
 		}
 	}
-	out := make([]*scoredDoc, len(top))
-	for i := len(top) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(&top).(*scoredDoc)
+	return top, nil
+}
+
+// topK returns the best k documents for the distinct analysed terms, by
+// opt.BM25, best first (ties by PMID), excluding PMIDs ≥ opt.BelowPMID
+// when set, and each term's document frequency. With prune unset every
+// posting of every term is scored through r's term readers: the reference
+// the pruned walk must equal.
+func (l *Literature) topK(ctx context.Context, r bindex.IndexReader, terms []string, keep int, opt SearchOptions, st CorpusStats, prune bool) ([]*scoredDoc, map[string]uint64, error) {
+	w := &walk{p: opt.BM25, avg: st.AvgLen(), k: keep, prune: prune, nterms: len(terms), belowPMID: opt.BelowPMID, theta: newSharedTheta()}
+	if w.p == (BM25Params{}) {
+		w.p = TextbookBM25
 	}
-	if len(out) > keep {
-		out = out[:keep]
+	if snap, ok := r.(*scorch.IndexSnapshot); ok && prune {
+		return l.segmentTopK(ctx, snap, terms, w, st)
 	}
-	return out, df, nil
+	if !prune {
+		w.k = math.MaxInt // the reference keeps every document, then cuts
+	}
+	df := make(map[string]uint64, len(terms))
+	var cs []*cursor
+	defer func() {
+		for _, c := range cs {
+			c.src.(*readerSource).tfr.Close()
+		}
+	}()
+	for i, t := range terms {
+		tfr, err := r.TermFieldReader(ctx, []byte(t), fieldText, true, true, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		n := tfr.Count()
+		df[t] = n
+		if n == 0 {
+			tfr.Close()
+			continue
+		}
+		c := &cursor{term: i, src: &readerSource{tfr: tfr}, idf: IDF(st.Docs, n)}
+		c.ub = c.idf * (w.p.K1 + 1)
+		cs = append(cs, c)
+		if err := c.next(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(cs) == 0 || w.avg == 0 || keep <= 0 {
+		return nil, df, nil
+	}
+	top, err := w.run(ctx, append([]*cursor(nil), cs...), done, func(doc uint64) (uint64, error) {
+		var key [8]byte
+		binary.BigEndian.PutUint64(key[:], doc)
+		ext, err := r.ExternalID(key[:])
+		if err != nil {
+			return 0, err
+		}
+		return strconv.ParseUint(ext, 10, 64)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
+	}
+	return best([]topHeap{top}, keep), df, nil
+}
+
+// splitMin is the segment size (documents) from which a segment's walk is
+// cut into one range per core (Literature.walkSplit in tests).
+const splitMin = 1 << 16
+
+// segmentTopK is topK's pruned walk: one walk per segment, the large ones
+// cut into one range of documents per core, run on all cores.
+func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot, terms []string, w *walk, st CorpusStats) ([]*scoredDoc, map[string]uint64, error) {
+	segs := snap.Segments()
+	// Every segment's postings lists first: the document frequencies
+	// (live documents of all segments) fix each term's idf.
+	pls := make([][]segment.PostingsList, len(segs))
+	dfs := make([]uint64, len(terms))
+	for s, ss := range segs {
+		dict, err := ss.Segment().Dictionary(fieldText)
+		if err != nil {
+			return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
+		}
+		pls[s] = make([]segment.PostingsList, len(terms))
+		for i, t := range terms {
+			pl, err := dict.PostingsList([]byte(t), ss.Deleted(), nil)
+			if err != nil {
+				return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
+			}
+			if pl != nil && pl.Count() > 0 {
+				pls[s][i] = pl
+				dfs[i] += pl.Count()
+			}
+		}
+	}
+	df := make(map[string]uint64, len(terms))
+	idf := make([]float64, len(terms))
+	any := false
+	for i, t := range terms {
+		df[t] = dfs[i]
+		idf[i] = IDF(st.Docs, dfs[i])
+		any = any || dfs[i] > 0
+	}
+	if !any || w.avg == 0 || w.k <= 0 {
+		return nil, df, nil
+	}
+	// The ranges, largest first, so that the last to run are short.
+	type task struct {
+		s            int
+		base, lo, hi uint64 // base: the segment's first internal number
+	}
+	var tasks []task
+	parts := uint64(max(1, runtime.GOMAXPROCS(0)))
+	if l.walkParts > 0 {
+		parts = uint64(l.walkParts)
+	}
+	split := uint64(splitMin)
+	if l.walkSplit > 0 {
+		split = l.walkSplit
+	}
+	var base uint64
+	for s, ss := range segs {
+		n := ss.Segment().Count() // document numbers, deleted ones too
+		cut := uint64(1)
+		if n >= split {
+			cut = parts
+		}
+		for j := uint64(0); j < cut; j++ {
+			tasks = append(tasks, task{s: s, base: base, lo: n * j / cut, hi: n * (j + 1) / cut})
+		}
+		base += n
+	}
+	sort.SliceStable(tasks, func(a, b int) bool { return tasks[a].hi-tasks[a].lo > tasks[b].hi-tasks[b].lo })
+	tops := make([]topHeap, len(tasks))
+	var nextTask atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for range min(int(parts), len(tasks)) {
+		g.Go(func() error {
+			for {
+				ti := int(nextTask.Add(1) - 1)
+				if ti >= len(tasks) {
+					return nil
+				}
+				t := tasks[ti]
+				seg := segs[t.s].Segment()
+				var cs []*cursor
+				for i, pl := range pls[t.s] {
+					if pl == nil {
+						continue
+					}
+					c := &cursor{term: i, src: segmentSource{it: pl.Iterator(true, true, false, nil)}, idf: idf[i]}
+					c.ub = c.idf * (w.p.K1 + 1)
+					var err error
+					if t.lo == 0 {
+						err = c.next()
+					} else {
+						c.doc, c.freq, c.norm, err = c.src.advance(t.lo)
+					}
+					if err != nil {
+						return err
+					}
+					cs = append(cs, c)
+				}
+				top, err := w.run(gctx, cs, t.hi, func(doc uint64) (uint64, error) {
+					ext, err := seg.DocID(doc)
+					if err != nil {
+						return 0, err
+					}
+					return strconv.ParseUint(string(ext), 10, 64)
+				})
+				if err != nil {
+					return err
+				}
+				for _, d := range top {
+					d.doc += t.base
+				}
+				tops[ti] = top
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, fmt.Errorf("index %s: search: %w", l.dir, err)
+	}
+	return best(tops, w.k), df, nil
+}
+
+// best merges walks' candidates into the best k, best first.
+func best(tops []topHeap, k int) []*scoredDoc {
+	var out []*scoredDoc
+	for _, t := range tops {
+		out = append(out, t...)
+	}
+	sort.Slice(out, func(a, b int) bool { return worse(out[b], out[a]) })
+	if len(out) > k {
+		out = out[:k]
+	}
+	return out
 }
 
 // sortedByTerm returns the cursors in query-term order.
