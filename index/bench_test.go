@@ -290,7 +290,7 @@ func TestBenchIndex(t *testing.T) {
 	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "halu (bleve+BM25)", haluRate, float64(st.SizeBytes)/float64(n), float64(haluRSS)/1024, ms(p(lat, 0.5)), ms(p(lat, 0.95)))
 	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "SQLite FTS5 bm25()", ftsRate, float64(ftsSize)/float64(n), float64(ftsRSS)/1024, ms(p(ftsLat, 0.5)), ms(p(ftsLat, 0.95)))
 	fmt.Printf("top-10 overlap halu vs FTS5 (%d queries): %.1f%%\n", len(ftsTop), 100*overlap)
-	fmt.Printf("halu top 10, %d queries interleaved: pruned (MaxScore) p50 %.2f ms, p95 %.2f ms; exhaustive p50 %.2f ms, p95 %.2f ms (%.1f× at p50); in batches of 10: %.2f ms per query\n",
+	fmt.Printf("halu top 10, %d queries interleaved: pruned (MaxScore, all cores) p50 %.2f ms, p95 %.2f ms; exhaustive p50 %.2f ms, p95 %.2f ms (%.1f× at p50); in batches of 10: %.2f ms per query\n",
 		len(pruned), ms(p(pruned, 0.5)), ms(p(pruned, 0.95)), ms(p(exhaustive, 0.5)), ms(p(exhaustive, 0.95)), float64(p(exhaustive, 0.5))/float64(p(pruned, 0.5)), ms(batchPer))
 	const full = 26_000_000
 	fmt.Printf("projection to the full baseline (%d abstracts, linear): halu ingest %.1f h, %.0f GiB on disk; FTS5 ingest %.1f h, %.0f GiB\n",
