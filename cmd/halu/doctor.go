@@ -148,7 +148,7 @@ func runNeeds(args []string) (models []string, paths map[string]string, parallel
 	var rc runControl
 	rc.bind(fs)
 	var out string
-	fs.StringVar(&out, "out", "", "")
+	bindRunOut(fs, &out)
 	var lg globals
 	fs.AddFlagSet(newRoot(&lg).PersistentFlags())
 	if err := fs.Parse(args[2:]); err != nil {

@@ -121,6 +121,12 @@ func suites() []suiteDef {
 	}
 }
 
+// bindRunOut binds a suite run's --out: halu run SUITE's, and doctor's
+// when it reads such a line.
+func bindRunOut(fs *pflag.FlagSet, out *string) {
+	fs.StringVar(out, "out", "", "run directory (default runs/SUITE-TIME)")
+}
+
 func bindSmoke(fs *pflag.FlagSet, cfg *smoke.Config) func() error {
 	bindModels(fs, &cfg.Models, "models under test")
 	bindJudges(fs, &cfg.Judges, "judge models")
@@ -419,7 +425,7 @@ func newRunCmd(g *globals) *cobra.Command {
 			Args:  cobra.NoArgs,
 		}
 		config := def.flags(sub.Flags())
-		sub.Flags().StringVar(&out, "out", "", "run directory (default runs/SUITE-TIME)")
+		bindRunOut(sub.Flags(), &out)
 		sub.RunE = func(cmd *cobra.Command, args []string) error {
 			gates, err := rc.settle(cmd)
 			if err != nil {
