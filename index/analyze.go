@@ -105,13 +105,6 @@ func runeClass(input []byte, i int) (class uint8, n int) {
 }
 
 func (t fastTokenizer) Tokenize(input []byte) analysis.TokenStream {
-	for i := 0; i < len(input); {
-		c, n := runeClass(input, i)
-		if c == slow {
-			return t.slow.Tokenize(input)
-		}
-		i += n
-	}
 	// word is the class of the character at i when it is a letter or a
 	// digit, else other.
 	word := func(i int) uint8 {
@@ -123,9 +116,15 @@ func (t fastTokenizer) Tokenize(input []byte) analysis.TokenStream {
 		}
 		return other
 	}
+	// One pass: every character is classified here or inside a word (a
+	// character the rules leave to bleve never joins a word, so it ends
+	// up here), and the first such character hands the whole text over.
 	toks := make([]analysis.Token, 0, len(input)/6)
 	for i := 0; i < len(input); {
 		c, n := runeClass(input, i)
+		if c == slow {
+			return t.slow.Tokenize(input)
+		}
 		if c != letter && c != digit {
 			i += n
 			continue

@@ -395,13 +395,13 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 	}
 	df := make(map[string]uint64, len(terms))
 	idf := make([]float64, len(terms))
-	any := false
+	found := false
 	for i, t := range terms {
 		df[t] = dfs[i]
 		idf[i] = IDF(st.Docs, dfs[i])
-		any = any || dfs[i] > 0
+		found = found || dfs[i] > 0
 	}
-	if !any || w.avg == 0 || w.k <= 0 {
+	if !found || w.avg == 0 || w.k <= 0 {
 		return nil, df, nil
 	}
 	// The ranges, largest first, so that the last to run are short.
