@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	bindex "github.com/blevesearch/bleve_index_api"
 )
 
@@ -428,7 +429,16 @@ func TestOtherBM25ParamsTopK(t *testing.T) {
 // document's length, read from its norm, is the length stored at build
 // time, and its score is BM25Params.Score's.
 func TestPrunedTopKIsExhaustive(t *testing.T) {
-	l := build(t, t.TempDir(), 1000, "../testdata/pubmed/pubmedqa_contexts.jsonl")
+	// Reopened, the index is all zap files, whose postings the walk
+	// reads directly.
+	dir := t.TempDir()
+	if err := build(t, dir, 1000, "../testdata/pubmed/pubmedqa_contexts.jsonl").Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLiterature(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer l.Close()
 	ctx := context.Background()
 	adv, err := l.idx.Advanced()
@@ -440,18 +450,25 @@ func TestPrunedTopKIsExhaustive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	for _, ss := range r.(*scorch.IndexSnapshot).Segments() {
+		if _, err := openZapPostings(ss.Segment(), fieldText); err != nil {
+			t.Fatalf("a segment's postings are not read directly: %v", err)
+		}
+	}
 	st := l.corpus()
 	qs := pubmedQAConclusions(t)
 	cutoff := uint64(20000000) // about half the corpus's PMIDs lie below it
 	compared := 0
-	// Whole segments (as an index this small is walked), and every
-	// segment cut into 3 ranges walked at once.
+	// Whole segments (as an index this small is walked), every segment
+	// cut into 3 ranges walked at once, and whole segments read through
+	// zap's iterator.
 	type walkCut struct {
-		parts int
-		split uint64
+		parts       int
+		split       uint64
+		zapIterator bool
 	}
-	for _, cut := range []walkCut{{}, {3, 1}} {
-		l.walkParts, l.walkSplit = cut.parts, cut.split
+	for _, cut := range []walkCut{{}, {3, 1, false}, {0, 0, true}} {
+		l.walkParts, l.walkSplit, l.zapIterator = cut.parts, cut.split, cut.zapIterator
 		for _, opt := range []SearchOptions{{K: 10}, {K: 10, BM25: PyseriniBM25}, {K: 10, BelowPMID: cutoff}} {
 			for n, q := range qs {
 				terms := unique(l.terms(q.LongAnswer))

@@ -137,6 +137,9 @@ type Literature struct {
 	// segment is cut (splitMin): tests cut small indexes as large ones.
 	walkParts int
 	walkSplit uint64
+	// zapIterator, when set, has the pruned walk read every postings
+	// list through zap's iterator, not directly (tests compare the two).
+	zapIterator bool
 
 	closeOnce sync.Once
 	closeErr  error

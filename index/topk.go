@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -32,13 +33,16 @@ import (
 // The pruned walk runs over the index's segments, the larger ones cut into
 // one range of documents per core, on all cores at once (Lucene's segment
 // slices): the walks share the best k-th score any of them holds, which
-// bounds every walk's pruning, and their top k are merged. The reference
+// bounds every walk's pruning, and their top k are merged. They read each
+// zap file's postings directly (postings.go), a third faster than through
+// zap's iterator, which they fall back on for anything else. The reference
 // (prune unset) scores every posting, read through bleve's own term
 // readers over the whole index: it shares the loop, not the reading of
 // postings, segments or ranges.
 //
 // A document's length comes from its norm: bleve stores 1/√len as a
-// float32, which gives len back exactly for any abstract-sized document.
+// float32, which gives len back exactly for any abstract-sized document
+// (docLen; a zap file holds len itself, read as the norm would give it).
 
 // scoredDoc is a candidate: its document number, PMID and exact score.
 type scoredDoc struct {
@@ -78,8 +82,8 @@ type source interface {
 	// next moves to the next posting; advance to the first at or after
 	// target, which lies past the current one. Both return done as the
 	// document at the end.
-	next() (doc uint64, freq int, norm float64, err error)
-	advance(target uint64) (doc uint64, freq int, norm float64, err error)
+	next() (doc uint64, freq int, dl int, err error)
+	advance(target uint64) (doc uint64, freq int, dl int, err error)
 }
 
 // readerSource reads a bleve TermFieldReader (documents by their 8-byte
@@ -90,16 +94,16 @@ type readerSource struct {
 	key [8]byte
 }
 
-func (s *readerSource) set(d *bindex.TermFieldDoc, err error) (uint64, int, float64, error) {
+func (s *readerSource) set(d *bindex.TermFieldDoc, err error) (uint64, int, int, error) {
 	if err != nil || d == nil || len(d.ID) != 8 {
 		return done, 0, 0, err
 	}
-	return binary.BigEndian.Uint64(d.ID), int(d.Freq), d.Norm, nil
+	return binary.BigEndian.Uint64(d.ID), int(d.Freq), docLen(d.Norm), nil
 }
 
-func (s *readerSource) next() (uint64, int, float64, error) { return s.set(s.tfr.Next(&s.buf)) }
+func (s *readerSource) next() (uint64, int, int, error) { return s.set(s.tfr.Next(&s.buf)) }
 
-func (s *readerSource) advance(target uint64) (uint64, int, float64, error) {
+func (s *readerSource) advance(target uint64) (uint64, int, int, error) {
 	binary.BigEndian.PutUint64(s.key[:], target)
 	return s.set(s.tfr.Advance(s.key[:], &s.buf))
 }
@@ -108,16 +112,16 @@ func (s *readerSource) advance(target uint64) (uint64, int, float64, error) {
 // number in the segment).
 type segmentSource struct{ it segment.PostingsIterator }
 
-func (s segmentSource) set(p segment.Posting, err error) (uint64, int, float64, error) {
+func (s segmentSource) set(p segment.Posting, err error) (uint64, int, int, error) {
 	if err != nil || p == nil {
 		return done, 0, 0, err
 	}
-	return p.Number(), int(p.Frequency()), p.Norm(), nil
+	return p.Number(), int(p.Frequency()), docLen(p.Norm()), nil
 }
 
-func (s segmentSource) next() (uint64, int, float64, error) { return s.set(s.it.Next()) }
+func (s segmentSource) next() (uint64, int, int, error) { return s.set(s.it.Next()) }
 
-func (s segmentSource) advance(target uint64) (uint64, int, float64, error) {
+func (s segmentSource) advance(target uint64) (uint64, int, int, error) {
 	return s.set(s.it.Advance(target))
 }
 
@@ -128,13 +132,13 @@ type cursor struct {
 	idf, ub float64
 	doc     uint64 // current document; done at the end
 	freq    int
-	norm    float64
+	dl      int // the document's length
 }
 
 const done = math.MaxUint64
 
 func (c *cursor) next() (err error) {
-	c.doc, c.freq, c.norm, err = c.src.next()
+	c.doc, c.freq, c.dl, err = c.src.next()
 	return err
 }
 
@@ -143,7 +147,7 @@ func (c *cursor) advance(target uint64) (err error) {
 	if c.doc >= target {
 		return nil
 	}
-	c.doc, c.freq, c.norm, err = c.src.advance(target)
+	c.doc, c.freq, c.dl, err = c.src.advance(target)
 	return err
 }
 
@@ -164,8 +168,6 @@ func newSharedTheta() *sharedTheta {
 	t.bits.Store(math.Float64bits(math.Inf(-1)))
 	return t
 }
-
-func (t *sharedTheta) get() float64 { return math.Float64frombits(t.bits.Load()) }
 
 func (t *sharedTheta) raise(v float64) {
 	for {
@@ -204,18 +206,16 @@ func (w *walk) run(ctx context.Context, cs []*cursor, hi uint64, pmidOf func(uin
 	}
 	byTerm := sortedByTerm(cs)
 	var top topHeap
-	// theta is the k-th score this walk or another holds; below is the
-	// margin under it within which a bound still counts as reaching it:
-	// sums in another order differ in the last bits.
-	theta := math.Inf(-1)
-	below := func() float64 {
-		if !w.prune {
-			return math.Inf(-1)
-		}
-		theta = max(theta, w.theta.get())
-		return theta - 1e-9*(1+math.Abs(theta))
-	}
-	essential := 0 // cs[essential:] are walked
+	// theta is the k-th score this walk or another holds (read again when
+	// the shared one moved); b is a margin under it within which a bound
+	// still counts as reaching it: sums in another order differ in the
+	// last bits.
+	theta, b := math.Inf(-1), math.Inf(-1)
+	var seen uint64 // the shared bits theta was last read from
+	essential := 0  // cs[essential:] are walked
+	// least is the least document of cs[essential:] when known (after a
+	// step, while essential stays).
+	least, known := uint64(done), false
 	tf := make([]int, w.nterms)
 	for steps := 0; ; steps++ {
 		if steps&1023 == 0 {
@@ -223,16 +223,24 @@ func (w *walk) run(ctx context.Context, cs []*cursor, hi uint64, pmidOf func(uin
 				return nil, err
 			}
 		}
-		b := below()
+		if w.prune {
+			if bits := w.theta.bits.Load(); bits != seen {
+				seen, theta = bits, max(theta, math.Float64frombits(bits))
+				b = theta - 1e-9*(1+math.Abs(theta))
+			}
+		}
 		for essential < len(cs) && cum[essential+1] < b {
-			essential++
+			essential, known = essential+1, false
 		}
 		if essential == len(cs) {
 			break // no document can still enter
 		}
-		d := uint64(done)
-		for _, c := range cs[essential:] {
-			d = min(d, c.doc)
+		d := least
+		if !known {
+			d = done
+			for _, c := range cs[essential:] {
+				d = min(d, c.doc)
+			}
 		}
 		if d >= hi {
 			break
@@ -242,10 +250,11 @@ func (w *walk) run(ctx context.Context, cs []*cursor, hi uint64, pmidOf func(uin
 		}
 		var score float64
 		dl := -1
+		least, known = done, true
 		for _, c := range cs[essential:] {
 			if c.doc == d {
 				if dl < 0 {
-					dl = docLen(c.norm)
+					dl = c.dl
 				}
 				tf[c.term] = c.freq
 				score += contrib(c, c.freq, dl)
@@ -253,6 +262,7 @@ func (w *walk) run(ctx context.Context, cs []*cursor, hi uint64, pmidOf func(uin
 					return nil, err
 				}
 			}
+			least = min(least, c.doc)
 		}
 		pruned := false
 		for i := essential - 1; i >= 0; i-- {
@@ -374,22 +384,38 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 	segs := snap.Segments()
 	// Every segment's postings lists first: the document frequencies
 	// (live documents of all segments) fix each term's idf.
+	// Each list is read directly from the segment file where its layout
+	// is understood and its count agrees with zap's (postings.go), else
+	// through zap's iterator.
 	pls := make([][]segment.PostingsList, len(segs))
+	zps := make([][]*zapPostings, len(segs))
 	dfs := make([]uint64, len(terms))
 	for s, ss := range segs {
 		dict, err := ss.Segment().Dictionary(fieldText)
 		if err != nil {
 			return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
 		}
+		zd, zerr := openZapPostings(ss.Segment(), fieldText)
+		if zerr != nil && !errors.Is(zerr, errZapLayout) {
+			return nil, nil, fmt.Errorf("index %s: %w", l.dir, zerr)
+		}
 		pls[s] = make([]segment.PostingsList, len(terms))
+		zps[s] = make([]*zapPostings, len(terms))
 		for i, t := range terms {
 			pl, err := dict.PostingsList([]byte(t), ss.Deleted(), nil)
 			if err != nil {
 				return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
 			}
-			if pl != nil && pl.Count() > 0 {
-				pls[s][i] = pl
-				dfs[i] += pl.Count()
+			if pl == nil || pl.Count() == 0 {
+				continue
+			}
+			pls[s][i] = pl
+			dfs[i] += pl.Count()
+			if zd != nil && !l.zapIterator {
+				zp, live, err := zd.postings([]byte(t), ss.Deleted())
+				if err == nil && zp != nil && live == pl.Count() {
+					zps[s][i] = zp
+				}
 			}
 		}
 	}
@@ -449,12 +475,15 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 						continue
 					}
 					c := &cursor{term: i, src: segmentSource{it: pl.Iterator(true, true, false, nil)}, idf: idf[i]}
+					if zp := zps[t.s][i]; zp != nil {
+						c.src = zp.source()
+					}
 					c.ub = c.idf * (w.p.K1 + 1)
 					var err error
 					if t.lo == 0 {
 						err = c.next()
 					} else {
-						c.doc, c.freq, c.norm, err = c.src.advance(t.lo)
+						c.doc, c.freq, c.dl, err = c.src.advance(t.lo)
 					}
 					if err != nil {
 						return err

@@ -1,0 +1,220 @@
+package index
+
+import (
+	"context"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+)
+
+// persistedIndex builds an index of n documents (the real PubMedQA
+// abstracts, then documents remixed from them, as the benchmark makes
+// them) in one batch, so that common terms hold more than one frequency
+// chunk, then replaces some documents in an update build, and reopens it:
+// every segment is then a zap file, the older ones with deletions.
+func persistedIndex(t *testing.T, n int) *Literature {
+	t.Helper()
+	var base []Article
+	if err := ReadInput("../testdata/pubmed/pubmedqa_contexts.jsonl", func(o Op) error {
+		base = append(base, o.Article)
+		return nil
+	}, func(Problem) {}); err != nil {
+		t.Fatal(err)
+	}
+	sentences := make([][]string, len(base))
+	for j, a := range base {
+		sentences[j] = strings.SplitAfter(a.Abstract, ". ")
+	}
+	var docs, again []Article
+	for i := 0; i < n; i++ {
+		a := benchDoc(base, sentences, i)
+		docs = append(docs, a)
+		if i%7 == 3 {
+			a.Abstract = sentences[(i*13)%len(base)][0] + " " + a.Abstract
+			again = append(again, a)
+		}
+	}
+	dir := t.TempDir()
+	l, err := OpenLiterature(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range [][]Article{docs, again} {
+		p := writeJSONL(t, in...)
+		if _, err := l.Build(context.Background(), []string{p}, BuildOptions{BatchSize: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = OpenLiterature(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+type posting struct {
+	doc      uint64
+	freq, dl int
+}
+
+func readPostings(t *testing.T, s source, advances []uint64) []posting {
+	t.Helper()
+	var out []posting
+	d, f, dl, err := s.next()
+	for i := 0; ; i++ {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == done {
+			return out
+		}
+		out = append(out, posting{d, f, dl})
+		if i < len(advances) && advances[i] > d {
+			d, f, dl, err = s.advance(advances[i])
+		} else {
+			d, f, dl, err = s.next()
+		}
+	}
+}
+
+// TestZapPostingsAsZapReadsThem holds the direct reader of zap postings to
+// zap's own iterator: every term of every segment, with the segment's
+// deletions and with random ones, read one by one and with random jumps.
+func TestZapPostingsAsZapReadsThem(t *testing.T) {
+	l := persistedIndex(t, 3000)
+	defer l.Close()
+	adv, err := l.idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	snap := r.(*scorch.IndexSnapshot)
+	rng := rand.New(rand.NewSource(1))
+	var lists, chunked, withDeleted int
+	for _, ss := range snap.Segments() {
+		seg := ss.Segment()
+		zd, err := openZapPostings(seg, fieldText)
+		if err != nil {
+			t.Fatalf("a persisted segment is not read directly: %v", err)
+		}
+		dict, err := seg.Dictionary(fieldText)
+		if err != nil {
+			t.Fatal(err)
+		}
+		random := roaring.New()
+		for i := uint64(0); i < seg.Count(); i++ {
+			if rng.Intn(10) == 0 {
+				random.Add(uint32(i))
+			}
+		}
+		it := dict.AutomatonIterator(nil, nil, nil)
+		for e, err := it.Next(); e != nil || err != nil; e, err = it.Next() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, del := range []*roaring.Bitmap{ss.Deleted(), random} {
+				pl, err := dict.PostingsList([]byte(e.Term), del, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				zp, live, err := zd.postings([]byte(e.Term), del)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if live != pl.Count() {
+					t.Fatalf("term %q: %d live documents, zap counts %d", e.Term, live, pl.Count())
+				}
+				if zp == nil {
+					if pl.Count() > 0 {
+						t.Fatalf("term %q: no postings read, zap has %d", e.Term, pl.Count())
+					}
+					continue
+				}
+				lists++
+				if len(zp.ends) > 1 {
+					chunked++
+				}
+				if del != nil && del.AndCardinality(zp.all) > 0 {
+					withDeleted++
+				}
+				// Jumps: to random documents ahead, short and long.
+				advances := make([]uint64, 64)
+				for i := range advances {
+					advances[i] = uint64(rng.Intn(int(seg.Count()) + 1))
+				}
+				for _, jumps := range [][]uint64{nil, advances} {
+					want := readPostings(t, segmentSource{it: pl.Iterator(true, true, false, nil)}, jumps)
+					got := readPostings(t, zp.source(), jumps)
+					if len(got) != len(want) {
+						t.Fatalf("term %q: %d postings read, zap reads %d", e.Term, len(got), len(want))
+					}
+					for i := range got {
+						if got[i] != want[i] {
+							t.Fatalf("term %q posting %d: %+v, zap reads %+v", e.Term, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	// The test is worth as much as what it reached.
+	if lists < 1000 || chunked == 0 || withDeleted == 0 {
+		t.Fatalf("lists %d, with several chunks %d, with deletions %d", lists, chunked, withDeleted)
+	}
+	t.Logf("%d lists, %d with several frequency chunks, %d with deletions", lists, chunked, withDeleted)
+}
+
+// TestZapPostingsRefusesOthers: anything but a persisted zap v17 segment is
+// read through zap's iterator.
+func TestZapPostingsRefusesOthers(t *testing.T) {
+	var s segment.Segment
+	if _, err := openZapPostings(s, fieldText); err != errZapLayout {
+		t.Fatalf("nil segment: %v", err)
+	}
+	if _, err := zapChunkSize(1026, 5000, 0); err != errZapLayout {
+		t.Fatalf("chunk size 0: %v", err)
+	}
+	for _, c := range []struct {
+		mode        uint32
+		card, docs  uint64
+		want        uint64
+		description string
+	}{
+		{1024, 10, 100000, 1024, "legacy"},
+		{1025, 10, 100000, 100000, "1025, few"},
+		{1025, 5000, 100000, 1024, "1025, many"},
+		{1026, 1023, 100000, 100000, "1026, one chunk"},
+		{1026, 5000, 100000, 20000, "1026, five chunks"},
+	} {
+		if got, err := zapChunkSize(c.mode, c.card, c.docs); err != nil || got != c.want {
+			t.Errorf("%s: %d %v, want %d", c.description, got, err, c.want)
+		}
+	}
+}
+
+// TestZapLenIsTheNormsLength: a length read from a zap file is the one its
+// float32 norm gives back, for every length below exactLen (so the walk
+// may use it as read), and for lengths above it too.
+func TestZapLenIsTheNormsLength(t *testing.T) {
+	for l := uint64(0); l < exactLen; l++ {
+		if got := docLen(zapNorm(l)); got != int(l) {
+			t.Fatalf("length %d: the norm gives %d", l, got)
+		}
+	}
+	for _, l := range []uint64{exactLen, 6660631, 1 << 30} {
+		if got, want := zapLen(l), docLen(zapNorm(l)); got != want {
+			t.Fatalf("length %d: %d, the norm gives %d", l, got, want)
+		}
+	}
+}
