@@ -184,6 +184,7 @@ type zapSource struct {
 	p     *zapPostings
 	it    roaring.IntPeekable
 	chunk uint64 // the chunk buf holds; noChunk before the first
+	end   uint64 // the first document number past it
 	buf   []byte
 	at    int // next entry in buf
 }
@@ -194,13 +195,14 @@ func (p *zapPostings) source() *zapSource {
 	return &zapSource{p: p, it: p.all.Iterator(), chunk: noChunk}
 }
 
-// load makes doc's chunk the one read, from its start, when it is not.
+// load makes doc's chunk the one read, from its start, when it is not
+// (documents come in increasing order).
 func (s *zapSource) load(doc uint64) error {
-	p := s.p
-	c := doc / p.chunkSize
-	if c == s.chunk {
+	if doc < s.end {
 		return nil
 	}
+	p := s.p
+	c := doc / p.chunkSize
 	if c >= uint64(len(p.ends)) {
 		return fmt.Errorf("%w: chunk %d of %d", errZapLayout, c, len(p.ends))
 	}
@@ -208,7 +210,7 @@ func (s *zapSource) load(doc uint64) error {
 	if c > 0 {
 		start = p.ends[c-1]
 	}
-	s.chunk, s.buf, s.at = c, p.data[start:p.ends[c]], 0
+	s.chunk, s.end, s.buf, s.at = c, (c+1)*p.chunkSize, p.data[start:p.ends[c]], 0
 	return nil
 }
 
