@@ -441,16 +441,9 @@ func TestPrunedTopKIsExhaustive(t *testing.T) {
 	}
 	defer l.Close()
 	ctx := context.Background()
-	adv, err := l.idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := snapshot(t, l)
 	defer r.Close()
-	for _, ss := range r.(*scorch.IndexSnapshot).Segments() {
+	for _, ss := range r.Segments() {
 		if _, err := openZapPostings(ss.Segment(), fieldText); err != nil {
 			t.Fatalf("a segment's postings are not read directly: %v", err)
 		}
@@ -565,4 +558,18 @@ func pubmedQAConclusions(t *testing.T) []struct{ PMID, LongAnswer string } {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// snapshot is the index's current scorch snapshot (close it).
+func snapshot(t *testing.T, l *Literature) *scorch.IndexSnapshot {
+	t.Helper()
+	adv, err := l.idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.(*scorch.IndexSnapshot)
 }

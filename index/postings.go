@@ -286,23 +286,7 @@ func zapNorm(length uint64) float64 {
 	return float64(float32(1.0 / math.Sqrt(float64(uint32(length)))))
 }
 
-func (s *zapSource) next() (uint64, int, int, error) {
-	for s.it.HasNext() {
-		doc := uint64(s.it.Next())
-		if s.p.deleted != nil && s.p.deleted.Contains(uint32(doc)) {
-			if err := s.skip(doc); err != nil {
-				return done, 0, 0, err
-			}
-			continue
-		}
-		freq, length, err := s.entry(doc)
-		if err != nil {
-			return done, 0, 0, err
-		}
-		return doc, freq, zapLen(length), nil
-	}
-	return done, 0, 0, nil
-}
+func (s *zapSource) next() (uint64, int, int, error) { return s.scan(0) }
 
 func (s *zapSource) advance(target uint64) (uint64, int, int, error) {
 	if target > math.MaxUint32 {
@@ -315,6 +299,12 @@ func (s *zapSource) advance(target uint64) (uint64, int, int, error) {
 	if s.p.ends != nil && (s.chunk == noChunk || target/s.p.chunkSize > s.chunk) {
 		s.it.AdvanceIfNeeded(uint32(target / s.p.chunkSize * s.p.chunkSize))
 	}
+	return s.scan(target)
+}
+
+// scan moves to the first live posting at or after target, passing over
+// the entries of those before it.
+func (s *zapSource) scan(target uint64) (uint64, int, int, error) {
 	for s.it.HasNext() {
 		doc := uint64(s.it.Next())
 		if doc < target || s.p.deleted != nil && s.p.deleted.Contains(uint32(doc)) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/blevesearch/bleve/v2/index/scorch"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
@@ -90,16 +89,8 @@ func readPostings(t *testing.T, s source, advances []uint64) []posting {
 func TestZapPostingsAsZapReadsThem(t *testing.T) {
 	l := persistedIndex(t, 3000)
 	defer l.Close()
-	adv, err := l.idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	snap := r.(*scorch.IndexSnapshot)
+	snap := snapshot(t, l)
+	defer snap.Close()
 	rng := rand.New(rand.NewSource(1))
 	var lists, chunked, withDeleted int
 	for _, ss := range snap.Segments() {
