@@ -56,8 +56,7 @@ func openZapPostings(s any, field string) (*zapDict, error) {
 	if !ok || seg.Version() != 17 {
 		return nil, errZapLayout
 	}
-	switch m := seg.ChunkMode(); {
-	case m == 0 || m > 1026:
+	if m := seg.ChunkMode(); m == 0 || m > 1026 {
 		return nil, errZapLayout
 	}
 	addr, err := seg.DictAddr(field)

@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -395,10 +394,7 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 		if err != nil {
 			return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
 		}
-		zd, zerr := openZapPostings(ss.Segment(), fieldText)
-		if zerr != nil && !errors.Is(zerr, errZapLayout) {
-			return nil, nil, fmt.Errorf("index %s: %w", l.dir, zerr)
-		}
+		zd, _ := openZapPostings(ss.Segment(), fieldText) // nil: through zap's iterator
 		pls[s] = make([]segment.PostingsList, len(terms))
 		zps[s] = make([]*zapPostings, len(terms))
 		for i, t := range terms {
