@@ -89,11 +89,11 @@ func (d *zapDict) postings(term []byte, deleted *roaring.Bitmap) (*zapPostings, 
 		p.deleted = nil
 	}
 	if v&zap.FSTValEncodingMask == zap.FSTValEncoding1Hit {
-		doc, norm := v&mask31, (v>>31)&mask31
+		doc, length := v&mask31, (v>>31)&mask31
 		if p.deleted != nil && p.deleted.Contains(uint32(doc)) {
 			return nil, 0, nil
 		}
-		p.one, p.oneNorm = doc, norm
+		p.oneLen = length
 		p.all = roaring.BitmapOf(uint32(doc))
 		return p, 1, nil
 	}
@@ -174,8 +174,7 @@ type zapPostings struct {
 	chunkSize uint64
 	ends      []uint64 // each frequency chunk's end in data
 	data      []byte
-	one       uint64 // a 1-hit list's document and length (all holds it)
-	oneNorm   uint64
+	oneLen    uint64 // a 1-hit list's length (all holds its document)
 }
 
 // zapSource walks a zapPostings.
@@ -216,7 +215,7 @@ func (s *zapSource) load(doc uint64) error {
 // entry reads the frequency and length of document doc, the next posting.
 func (s *zapSource) entry(doc uint64) (int, uint64, error) {
 	if s.p.ends == nil {
-		return 1, s.p.oneNorm, nil
+		return 1, s.p.oneLen, nil
 	}
 	if err := s.load(doc); err != nil {
 		return 0, 0, err

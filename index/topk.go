@@ -470,9 +470,11 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 					if pl == nil {
 						continue
 					}
-					c := &cursor{term: i, src: segmentSource{it: pl.Iterator(true, true, false, nil)}, idf: idf[i]}
+					c := &cursor{term: i, idf: idf[i]}
 					if zp := zps[t.s][i]; zp != nil {
 						c.src = zp.source()
+					} else {
+						c.src = segmentSource{it: pl.Iterator(true, true, false, nil)}
 					}
 					c.ub = c.idf * (w.p.K1 + 1)
 					var err error
