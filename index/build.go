@@ -226,7 +226,7 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 			w.journal.Done = c.filesIn
 			w.dirty = true
 		}
-		if err := w.flush(); err != nil {
+		if err := w.flush(false); err != nil {
 			return fail(err)
 		}
 	}
@@ -242,7 +242,10 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 			}
 		}
 	}
-	if err := w.flush(); err != nil {
+	// The last batch, and with it every one before, on disk before Build
+	// returns, finished or interrupted (see scorchConfig).
+	w.dirty = true
+	if err := w.flush(true); err != nil {
 		return info, fmt.Errorf("index %s: %w", l.dir, err)
 	}
 	if opt.Progress != nil {
@@ -392,7 +395,8 @@ func (w *batchWriter) delete(pmid uint64) (bool, error) {
 	return true, nil
 }
 
-func (w *batchWriter) flush() error {
+// flush commits the batch with the journal (on disk too with persist).
+func (w *batchWriter) flush(persist bool) error {
 	if w.batch.Size() == 0 && !w.dirty {
 		return nil
 	}
@@ -402,12 +406,31 @@ func (w *batchWriter) flush() error {
 		return err
 	}
 	w.batch.SetInternal([]byte(journalKey), b)
-	if err := w.l.idx.Batch(w.batch); err != nil {
+	if err := w.l.commit(w.batch, persist); err != nil {
 		return err
 	}
 	w.batch.Reset()
 	clear(w.pending)
 	w.dirty = false
+	return nil
+}
+
+// commit applies b to the index; with persist, it also waits until the
+// index's snapshot holding b is on disk (see scorchConfig).
+func (l *Literature) commit(b *bleve.Batch, persist bool) error {
+	var persisted chan error
+	if persist {
+		persisted = make(chan error, 1)
+		b.SetPersistedCallback(func(err error) { persisted <- err })
+	}
+	if err := l.idx.Batch(b); err != nil {
+		return err
+	}
+	if persisted != nil {
+		if err := <-persisted; err != nil {
+			return fmt.Errorf("writing the index to disk: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -564,7 +587,9 @@ func (l *Literature) startJournal(inputs []string) (journal, error) {
 	if err != nil {
 		return journal{}, err
 	}
-	if err := l.idx.SetInternal([]byte(journalKey), b); err != nil {
+	jb := l.idx.NewBatch()
+	jb.SetInternal([]byte(journalKey), b)
+	if err := l.commit(jb, true); err != nil {
 		return journal{}, fmt.Errorf("index %s: %w", l.dir, err)
 	}
 	l.mu.Lock()
