@@ -226,7 +226,7 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 			w.journal.Done = c.filesIn
 			w.dirty = true
 		}
-		if err := w.flush(false); err != nil {
+		if err := w.flush(); err != nil {
 			return fail(err)
 		}
 	}
@@ -242,10 +242,7 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 			}
 		}
 	}
-	// The last batch, and with it every one before, on disk before Build
-	// returns, finished or interrupted (see scorchConfig).
-	w.dirty = true
-	if err := w.flush(true); err != nil {
+	if err := w.flush(); err != nil {
 		return info, fmt.Errorf("index %s: %w", l.dir, err)
 	}
 	if opt.Progress != nil {
@@ -395,8 +392,7 @@ func (w *batchWriter) delete(pmid uint64) (bool, error) {
 	return true, nil
 }
 
-// flush commits the batch with the journal (on disk too with persist).
-func (w *batchWriter) flush(persist bool) error {
+func (w *batchWriter) flush() error {
 	if w.batch.Size() == 0 && !w.dirty {
 		return nil
 	}
@@ -406,31 +402,12 @@ func (w *batchWriter) flush(persist bool) error {
 		return err
 	}
 	w.batch.SetInternal([]byte(journalKey), b)
-	if err := w.l.commit(w.batch, persist); err != nil {
+	if err := w.l.idx.Batch(w.batch); err != nil {
 		return err
 	}
 	w.batch.Reset()
 	clear(w.pending)
 	w.dirty = false
-	return nil
-}
-
-// commit applies b to the index; with persist, it also waits until the
-// index's snapshot holding b is on disk (see scorchConfig).
-func (l *Literature) commit(b *bleve.Batch, persist bool) error {
-	var persisted chan error
-	if persist {
-		persisted = make(chan error, 1)
-		b.SetPersistedCallback(func(err error) { persisted <- err })
-	}
-	if err := l.idx.Batch(b); err != nil {
-		return err
-	}
-	if persisted != nil {
-		if err := <-persisted; err != nil {
-			return fmt.Errorf("writing the index to disk: %w", err)
-		}
-	}
 	return nil
 }
 
@@ -587,9 +564,7 @@ func (l *Literature) startJournal(inputs []string) (journal, error) {
 	if err != nil {
 		return journal{}, err
 	}
-	jb := l.idx.NewBatch()
-	jb.SetInternal([]byte(journalKey), b)
-	if err := l.commit(jb, true); err != nil {
+	if err := l.idx.SetInternal([]byte(journalKey), b); err != nil {
 		return journal{}, fmt.Errorf("index %s: %w", l.dir, err)
 	}
 	l.mu.Lock()

@@ -191,9 +191,9 @@ func OpenLiterature(dir string, create bool) (*Literature, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("index %s: %w", dir, err)
 		}
-		idx, err = bleve.NewUsing(bd, newMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, scorchConfig())
+		idx, err = bleve.New(bd, newMapping())
 	} else {
-		idx, err = bleve.OpenUsing(bd, scorchConfig())
+		idx, err = bleve.Open(bd)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", dir, err)
@@ -232,18 +232,6 @@ func OpenLiterature(dir string, create bool) (*Literature, error) {
 		l.meta.Stats = l.journal.Stats
 	}
 	return l, nil
-}
-
-// scorchConfig is how halu runs bleve's scorch. With unsafe_batch a batch
-// returns once its segment is in the index's snapshot, not after that
-// snapshot is on disk: the build's writer goes on to the next batch while
-// the last is written (a 250,000-document build took 46 s instead of 53).
-// A kill can then lose the latest batches, but what is on disk is always a
-// whole snapshot — the documents and the build journal committed with
-// them — so the statistics still match the documents and the build resumes
-// from the journal. Build waits for its last batch to be on disk.
-func scorchConfig() map[string]interface{} {
-	return map[string]interface{}{"unsafe_batch": true}
 }
 
 // Close closes the index; closing twice is harmless.
