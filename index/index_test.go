@@ -455,13 +455,15 @@ func TestPrunedTopKIsExhaustive(t *testing.T) {
 	// Whole segments (as an index this small is walked), every segment
 	// cut into 3 ranges walked at once, and whole segments read through
 	// zap's iterator.
+	// Windows of 64 and of 1 document cross window edges on every list.
 	type walkCut struct {
 		parts       int
 		split       uint64
 		zapIterator bool
+		window      int
 	}
-	for _, cut := range []walkCut{{}, {3, 1, false}, {0, 0, true}} {
-		l.walkParts, l.walkSplit, l.zapIterator = cut.parts, cut.split, cut.zapIterator
+	for _, cut := range []walkCut{{}, {3, 1, false, 0}, {0, 0, true, 0}, {3, 1, false, 64}, {0, 0, false, 1}} {
+		l.walkParts, l.walkSplit, l.zapIterator, l.walkWindow = cut.parts, cut.split, cut.zapIterator, cut.window
 		for _, opt := range []SearchOptions{{K: 10}, {K: 10, BM25: PyseriniBM25}, {K: 10, BelowPMID: cutoff}} {
 			for n, q := range qs {
 				terms := unique(l.terms(q.LongAnswer))

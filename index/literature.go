@@ -137,6 +137,9 @@ type Literature struct {
 	// segment is cut (splitMin): tests cut small indexes as large ones.
 	walkParts int
 	walkSplit uint64
+	// walkWindow, when set, replaces the documents the pruned walk of a
+	// segment scores at once (windowSize): tests cross many windows.
+	walkWindow int
 	// zapIterator, when set, has the pruned walk read every postings
 	// list through zap's iterator, not directly (tests compare the two).
 	zapIterator bool

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/vellum"
@@ -16,9 +17,12 @@ import (
 // by stepping its roaring iterator one document at a time and skipping each
 // passed posting's frequency and norm, on every call; the walk asks that of
 // every non-essential list for every candidate, which was most of a query's
-// time. This reader keeps one position in the frequency chunk, jumps whole
-// chunks with the bitmap's own seek, and decodes a posting's frequency and
-// norm only when it stops on it.
+// time. This reader reads the bitmap where it lies in the file, knowing
+// each document's rank (roaring.go), so that a jump passes a word of 64
+// documents at a time; it keeps one position in the frequency chunk, passes
+// the entries of the documents jumped over by counting varint ends eight
+// bytes at a time, and decodes a posting's frequency and norm only when it
+// stops on it (zapSource).
 //
 // The layout read here is zap v17's, as its PostingsList.read,
 // chunkedIntDecoder and PostingsIterator.readFreqNormHasLocs read it:
@@ -95,6 +99,9 @@ func (d *zapDict) postings(term []byte, deleted *roaring.Bitmap) (*zapPostings, 
 		}
 		p.oneLen = length
 		p.all = roaring.BitmapOf(uint32(doc))
+		var low [2]byte
+		binary.LittleEndian.PutUint16(low[:], uint16(doc))
+		p.containers = []rbContainer{{key: doc &^ 0xFFFF, card: 1, kind: rbArray, data: low[:]}}
 		return p, 1, nil
 	}
 	mem := d.seg.Data()
@@ -113,6 +120,9 @@ func (d *zapDict) postings(term []byte, deleted *roaring.Bitmap) (*zapPostings, 
 	p.all = roaring.New()
 	if _, err := p.all.FromBuffer(mem[at : at+off[2]]); err != nil {
 		return nil, 0, fmt.Errorf("%w: %v", errZapLayout, err)
+	}
+	if p.containers, err = parseRoaring(mem[at : at+off[2]]); err != nil {
+		return nil, 0, err
 	}
 	card := p.all.GetCardinality()
 	p.chunkSize, err = zapChunkSize(d.chunkMode, card, d.seg.NumDocs())
@@ -137,6 +147,18 @@ func (d *zapDict) postings(term []byte, deleted *roaring.Bitmap) (*zapPostings, 
 		return nil, 0, errZapLayout
 	}
 	p.data = mem[at:]
+	// Every entry is read as two uvarints: a field indexed with
+	// frequencies, which the list's first entry shows.
+	var start uint64
+	for _, end := range p.ends {
+		if end > start {
+			if fl, w := binary.Uvarint(p.data[start:end]); w <= 0 || fl>>1 == 0 {
+				return nil, 0, errZapLayout
+			}
+			break
+		}
+		start = end
+	}
 	live := card
 	if p.deleted != nil {
 		live -= p.all.AndCardinality(p.deleted)
@@ -175,94 +197,92 @@ type zapPostings struct {
 	ends      []uint64 // each frequency chunk's end in data
 	data      []byte
 	oneLen    uint64 // a 1-hit list's length (all holds its document)
+	// containers are all's, read in place (a 1-hit list's made).
+	containers []rbContainer
 }
 
-// zapSource walks a zapPostings.
+// zapSource walks a zapPostings: its documents with their ranks from the
+// serialized bitmap (rbCursor), and the frequency entries of the documents
+// it passes over skipped by counting varint ends eight bytes at a time, not
+// byte by byte — every entry of a field with frequencies is two uvarints
+// (postings checks the list's first).
 type zapSource struct {
-	p     *zapPostings
-	it    roaring.IntPeekable
-	chunk uint64 // the chunk buf holds; noChunk before the first
-	end   uint64 // the first document number past it
+	p    *zapPostings
+	rb   rbCursor
+	from uint64 // the least document still to come
+	// chunk is the frequency chunk whose entries buf holds; at is the
+	// offset in buf of the entry of the document of rank read.
+	chunk uint64
 	buf   []byte
-	at    int // next entry in buf
+	at    int
+	read  uint64
 }
 
 const noChunk = math.MaxUint64
 
 func (p *zapPostings) source() *zapSource {
-	return &zapSource{p: p, it: p.all.Iterator(), chunk: noChunk}
+	return &zapSource{p: p, rb: rbCursor{cs: p.containers}, chunk: noChunk}
 }
 
-// load makes doc's chunk the one read, from its start, when it is not
-// (documents come in increasing order).
-func (s *zapSource) load(doc uint64) error {
-	if doc < s.end {
-		return nil
-	}
+// entry reads the frequency and length of document doc, of rank pos,
+// past every entry already read.
+func (s *zapSource) entry(doc, pos uint64) (int, uint64, error) {
 	p := s.p
-	c := doc / p.chunkSize
-	if c >= uint64(len(p.ends)) {
-		return fmt.Errorf("%w: chunk %d of %d", errZapLayout, c, len(p.ends))
+	if p.ends == nil {
+		return 1, p.oneLen, nil
 	}
-	var start uint64
-	if c > 0 {
-		start = p.ends[c-1]
+	if c := doc / p.chunkSize; c != s.chunk {
+		if c >= uint64(len(p.ends)) {
+			return 0, 0, fmt.Errorf("%w: chunk %d of %d", errZapLayout, c, len(p.ends))
+		}
+		var start, first uint64
+		if c > 0 {
+			start, first = p.ends[c-1], p.all.Rank(uint32(c*p.chunkSize-1))
+		}
+		s.chunk, s.buf, s.at, s.read = c, p.data[start:p.ends[c]], 0, first
 	}
-	s.chunk, s.end, s.buf, s.at = c, (c+1)*p.chunkSize, p.data[start:p.ends[c]], 0
-	return nil
-}
-
-// entry reads the frequency and length of document doc, the next posting.
-func (s *zapSource) entry(doc uint64) (int, uint64, error) {
-	if s.p.ends == nil {
-		return 1, s.p.oneLen, nil
-	}
-	if err := s.load(doc); err != nil {
-		return 0, 0, err
+	var ok bool
+	if s.at, ok = skipUvarints(s.buf, s.at, 2*(pos-s.read)); !ok {
+		return 0, 0, errZapLayout
 	}
 	fl, w := binary.Uvarint(s.buf[s.at:])
-	if w <= 0 {
+	if w <= 0 || fl>>1 == 0 {
 		return 0, 0, errZapLayout
 	}
 	s.at += w
-	freq := fl >> 1
-	if freq == 0 {
-		return 0, 0, nil
-	}
 	norm, w := binary.Uvarint(s.buf[s.at:])
 	if w <= 0 {
 		return 0, 0, errZapLayout
 	}
 	s.at += w
-	return int(freq), norm, nil
+	s.read = pos + 1
+	return int(fl >> 1), norm, nil
 }
 
-// skip passes over the entry of document doc, the next posting, without
-// decoding it: two uvarints, or one when the frequency is 0 (a first
-// byte of 0 or 1).
-func (s *zapSource) skip(doc uint64) error {
-	if s.p.ends == nil {
-		return nil
-	}
-	if err := s.load(doc); err != nil {
-		return err
-	}
-	b, at := s.buf, s.at
-	if at < len(b) && b[at] < 2 {
-		s.at = at + 1
-		return nil
-	}
-	for range 2 {
+// skipUvarints returns the offset in b past n more uvarints from at, a
+// word of eight bytes at a time: a uvarint ends at each byte below 0x80.
+func skipUvarints(b []byte, at int, n uint64) (int, bool) {
+	for n > 0 {
+		if at+8 <= len(b) {
+			ends := ^binary.LittleEndian.Uint64(b[at:]) & 0x8080808080808080
+			if c := uint64(bits.OnesCount64(ends)); c < n {
+				at, n = at+8, n-c
+				continue
+			}
+			for ; n > 1; n-- {
+				ends &= ends - 1
+			}
+			return at + bits.TrailingZeros64(ends)/8 + 1, true
+		}
 		for at < len(b) && b[at] >= 0x80 {
 			at++
 		}
 		if at >= len(b) {
-			return errZapLayout
+			return at, false
 		}
-		at++
+		at, n = at+1, n-1
 	}
-	s.at = at
-	return nil
+	return at, true
 }
 
 // exactLen bounds the lengths whose float32 norm gives them back exactly
@@ -290,34 +310,27 @@ func (s *zapSource) advance(target uint64) (uint64, int, int, error) {
 	if target > math.MaxUint32 {
 		return done, 0, 0, nil
 	}
-	// A target in a later chunk: seek the bitmap to that chunk's first
-	// document number. The posting found is the first of its chunk (a
-	// later one than the chunk held), whose entries load then reads from
-	// the start.
-	if s.p.ends != nil && (s.chunk == noChunk || target/s.p.chunkSize > s.chunk) {
-		s.it.AdvanceIfNeeded(uint32(target / s.p.chunkSize * s.p.chunkSize))
-	}
 	return s.scan(target)
 }
 
-// scan moves to the first live posting at or after target, passing over
-// the entries of those before it.
+// scan moves to the first live posting at or after target.
 func (s *zapSource) scan(target uint64) (uint64, int, int, error) {
-	for s.it.HasNext() {
-		doc := uint64(s.it.Next())
-		if doc < target || s.p.deleted != nil && s.p.deleted.Contains(uint32(doc)) {
-			if err := s.skip(doc); err != nil {
-				return done, 0, 0, err
-			}
+	for {
+		doc, pos, ok := s.rb.seek(max(target, s.from))
+		if !ok {
+			s.from = done
+			return done, 0, 0, nil
+		}
+		s.from = doc + 1
+		if s.p.deleted != nil && s.p.deleted.Contains(uint32(doc)) {
 			continue
 		}
-		freq, length, err := s.entry(doc)
+		freq, length, err := s.entry(doc, pos)
 		if err != nil {
 			return done, 0, 0, err
 		}
 		return doc, freq, zapLen(length), nil
 	}
-	return done, 0, 0, nil
 }
 
 // uvarintAt reads a uvarint at off in mem (w ≤ 0 when it cannot).
