@@ -221,6 +221,48 @@ func byBound(cs []*cursor) []float64 {
 	return cum
 }
 
+// shares computes a term's share of a document's score for pruning, in a
+// form equal to termScore's but for the order of its operations (a few
+// ulps apart, far inside the margin of bar.b); a document is kept on its
+// exact score. wt[i] is cs[i]'s idf·(k1+1).
+type shares struct {
+	wt     []float64
+	c0, c1 float64 // k1·(1−b) and k1·b/avgdl
+}
+
+func (w *walk) shares(cs []*cursor) shares {
+	sh := shares{wt: make([]float64, len(cs)), c0: w.p.K1 * (1 - w.p.B), c1: w.p.K1 * w.p.B / w.avg}
+	for i, c := range cs {
+		sh.wt[i] = c.idf * (w.p.K1 + 1)
+	}
+	return sh
+}
+
+func (sh *shares) of(i, freq, dl int) float64 {
+	f := float64(freq)
+	return sh.wt[i] * f / (f + sh.c0 + sh.c1*float64(dl))
+}
+
+// complete adds to score, document d's sum over the essential terms
+// cs[essential:], the shares of the non-essential ones, highest bound
+// first, while the bounds left can still lift it to b; false when they
+// cannot. It leaves each non-essential cursor it reads at or past d.
+func (sh *shares) complete(cs []*cursor, cum []float64, essential int, b float64, d uint64, dl int, score float64) (float64, bool, error) {
+	for i := essential - 1; i >= 0; i-- {
+		if score+cum[i+1] < b {
+			return score, false, nil
+		}
+		c := cs[i]
+		if err := c.advance(d); err != nil {
+			return score, false, err
+		}
+		if c.doc == d {
+			score += sh.of(i, c.freq, dl)
+		}
+	}
+	return score, score >= b, nil
+}
+
 // exact is a document's score, the terms in query order as Score sums
 // them, from its term frequencies (tf, by query term) and length.
 func (w *walk) exact(byTerm []*cursor, tf []int, dl int) float64 {
@@ -268,9 +310,7 @@ func (w *walk) offer(top *topHeap, theta float64, d uint64, exact float64, dl in
 // and readers that are not segments; segment ranges take runWindows.
 func (w *walk) run(ctx context.Context, cs []*cursor, hi uint64, pmidOf func(uint64) (uint64, error)) (topHeap, error) {
 	cum := byBound(cs)
-	contrib := func(c *cursor, f int, dl int) float64 {
-		return w.p.termScore(c.idf, float64(f), float64(dl), w.avg)
-	}
+	sh := w.shares(cs)
 	byTerm := sortedByTerm(cs)
 	var top topHeap
 	th := newBar()
@@ -310,36 +350,31 @@ func (w *walk) run(ctx context.Context, cs []*cursor, hi uint64, pmidOf func(uin
 		var score float64
 		dl := -1
 		least, known = done, true
-		for _, c := range cs[essential:] {
+		for e := essential; e < len(cs); e++ {
+			c := cs[e]
 			if c.doc == d {
 				if dl < 0 {
 					dl = c.dl
 				}
 				tf[c.term] = c.freq
-				score += contrib(c, c.freq, dl)
+				score += sh.of(e, c.freq, dl)
 				if err := c.next(); err != nil {
 					return nil, err
 				}
 			}
 			least = min(least, c.doc)
 		}
-		pruned := false
-		for i := essential - 1; i >= 0; i-- {
-			if score+cum[i+1] < th.b {
-				pruned = true
-				break
-			}
-			c := cs[i]
-			if err := c.advance(d); err != nil {
-				return nil, err
-			}
+		score, ok, err := sh.complete(cs, cum, essential, th.b, d, dl, score)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		for _, c := range cs[:essential] {
 			if c.doc == d {
 				tf[c.term] = c.freq
-				score += contrib(c, c.freq, dl)
 			}
-		}
-		if pruned || score < th.b {
-			continue
 		}
 		if err := w.offer(&top, th.theta, d, w.exact(byTerm, tf, dl), dl, tf, pmidOf); err != nil {
 			return nil, err
@@ -384,15 +419,8 @@ func newWindow(size int) *window {
 // rises.
 func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *window, pmidOf func(uint64) (uint64, error)) (topHeap, error) {
 	cum := byBound(cs)
+	sh := w.shares(cs)
 	byTerm := sortedByTerm(cs)
-	// The partial sums that prune take termScore's terms in another
-	// order (a few ulps apart, far inside the margin of bar.b); a
-	// document is kept on its exact score.
-	c0, c1 := w.p.K1*(1-w.p.B), w.p.K1*w.p.B/w.avg
-	wt := make([]float64, len(cs))
-	for i, c := range cs {
-		wt[i] = c.idf * (w.p.K1 + 1)
-	}
 	for len(win.hits) < len(cs) {
 		win.hits = append(win.hits, nil)
 	}
@@ -432,8 +460,7 @@ func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *win
 					win.seen[at>>6] |= 1 << (at & 63)
 					win.acc[at], win.dl[at] = 0, c.dl
 				}
-				f := float64(c.freq)
-				win.acc[at] += wt[e] * f / (f + c0 + c1*float64(c.dl))
+				win.acc[at] += sh.of(e, c.freq, c.dl)
 				h = append(h, hit{int32(at), int32(c.freq)})
 				if err := c.next(); err != nil {
 					return nil, err
@@ -458,22 +485,9 @@ func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *win
 				word &= word - 1
 				d, score, dl := lo+uint64(at), win.acc[at], win.dl[at]
 				th.read(w.theta)
-				pruned := false
-				for i := essential - 1; i >= 0; i-- {
-					if score+cum[i+1] < th.b {
-						pruned = true
-						break
-					}
-					c := cs[i]
-					if err := c.advance(d); err != nil {
-						return nil, err
-					}
-					if c.doc == d {
-						f := float64(c.freq)
-						score += wt[i] * f / (f + c0 + c1*float64(dl))
-					}
-				}
-				if pruned || score < th.b {
+				if _, ok, err := sh.complete(cs, cum, essential, th.b, d, dl, score); err != nil {
+					return nil, err
+				} else if !ok {
 					continue
 				}
 				for i := range tf {
