@@ -411,12 +411,13 @@ func newWindow(size int) *window {
 // completed from the non-essential lists while their bounds can still lift
 // it over the k-th score. A query of 20–40 terms makes about a third of
 // all documents candidates (34% of the benchmark's 1M documents over the
-// 1,000 PubMedQA queries; tighter per-list or per-window bounds took that
-// only to 30% and bought no time), so the cost is per candidate: summing a term's postings into an array skips finding,
-// for each candidate, the least document among 15–20 essential cursors and
-// which of them stand on it. The partition into essential and
-// non-essential terms is made again at each window, as the k-th score
-// rises.
+// 1,000 PubMedQA queries, 39% of 250k; bounds per window of documents
+// took the 39% only to 34–36% and bought no time, exact per-list bounds
+// none either), so the cost is per candidate: summing a term's postings
+// into an array saves finding, for each candidate, the least document
+// among 15–20 essential cursors and which of them stand on it. The
+// partition into essential and non-essential terms is made again at each
+// window, as the k-th score rises.
 func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *window, pmidOf func(uint64) (uint64, error)) (topHeap, error) {
 	cum := byBound(cs)
 	sh := w.shares(cs)
