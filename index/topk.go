@@ -429,6 +429,7 @@ func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *win
 	th := newBar()
 	essential := 0
 	tf := make([]int, w.nterms)
+	ptrs := make([]int, len(cs)) // per cursor: its next hit to read
 	size := uint64(len(win.acc))
 	for {
 		if err := ctx.Err(); err != nil {
@@ -471,13 +472,7 @@ func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *win
 		}
 		// The candidates in document order; each essential term's hits
 		// are read in step for the few that are scored exactly.
-		var ptr [64]int
-		ptrs := ptr[:0]
-		if len(cs) <= len(ptr) {
-			ptrs = ptr[:len(cs)]
-		} else {
-			ptrs = make([]int, len(cs))
-		}
+		clear(ptrs)
 		for wi := range int((end - lo + 63) / 64) {
 			word := win.seen[wi]
 			win.seen[wi] = 0
