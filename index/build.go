@@ -412,10 +412,58 @@ func (w *batchWriter) flush() error {
 }
 
 // analyzedText is the searchable text field, analysed once by halu — which
-// needs its token count for BM25 — and not a second time by bleve.
-type analyzedText struct{ *document.TextField }
+// needs its token count for BM25 — and not a second time by bleve. Its
+// terms are kept as a list, each with its count, in order of first
+// occurrence: the segment builder reads them so; bleve's map of token
+// frequencies is made only if something asks for it.
+type analyzedText struct {
+	*document.TextField
+	terms  []termCount
+	length int
+}
 
-func (analyzedText) Analyze() {}
+type termCount struct {
+	term  string
+	count int
+}
+
+func (analyzedText) Analyze()              {}
+func (f analyzedText) AnalyzedLength() int { return f.length }
+
+// AnalyzedTokenFrequencies is bleve's view of the terms (no term vectors:
+// the field keeps none).
+func (f analyzedText) AnalyzedTokenFrequencies() bindex.TokenFrequencies {
+	tfs := make(bindex.TokenFrequencies, len(f.terms))
+	for _, t := range f.terms {
+		tf := &bindex.TokenFreq{Term: []byte(t.term)}
+		tf.SetFrequency(t.count)
+		tfs[t.term] = tf
+	}
+	return tfs
+}
+
+// termCounter counts an analysed text's terms; one per analysing
+// goroutine, its map reused from text to text.
+type termCounter struct{ at map[string]int }
+
+// count returns the distinct terms of tokens with their counts.
+func (c *termCounter) count(tokens analysis.TokenStream) []termCount {
+	if c.at == nil {
+		c.at = map[string]int{}
+	}
+	clear(c.at)
+	out := make([]termCount, 0, len(tokens)/2+1)
+	for _, tok := range tokens {
+		if i, ok := c.at[string(tok.Term)]; ok {
+			out[i].count++
+			continue
+		}
+		t := string(tok.Term)
+		c.at[t] = len(out)
+		out = append(out, termCount{term: t, count: 1})
+	}
+	return out
+}
 
 // pmidField is the PMID as a numeric field indexed at full precision
 // only: bleve's numeric fields also index 15 coarser prefixes for range
@@ -453,9 +501,10 @@ func (l *Literature) analyze(ops []Op) []analyzedDoc {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
+			var c termCounter
 			for i := w; i < len(ops); i += workers {
 				if !ops[i].Delete {
-					out[i].doc, out[i].length = l.document(ops[i].Article)
+					out[i].doc, out[i].length = l.document(ops[i].Article, &c)
 				}
 			}
 		}(w)
@@ -466,12 +515,13 @@ func (l *Literature) analyze(ops []Op) []analyzedDoc {
 
 // document builds the bleve document of an article and returns its length
 // in analysed tokens. The fields match newMapping.
-func (l *Literature) document(a Article) (*document.Document, int) {
+func (l *Literature) document(a Article, c *termCounter) (*document.Document, int) {
 	doc := document.NewDocument(strconv.FormatUint(a.PMID, 10))
-	text := document.NewTextFieldCustom(fieldText, nil, []byte(docText(a)), bindex.IndexField, l.analyzer)
-	text.Analyze()
-	n := text.AnalyzedLength()
-	doc.AddField(analyzedText{text})
+	value := []byte(docText(a))
+	text := document.NewTextFieldCustom(fieldText, nil, value, bindex.IndexField, l.analyzer)
+	tokens := l.analyzer.Analyze(value)
+	n := len(tokens)
+	doc.AddField(analyzedText{TextField: text, terms: c.count(tokens), length: n})
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldTitle, nil, []byte(a.Title), bindex.StoreField))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldAbstract, nil, []byte(a.Abstract), bindex.StoreField))
 	doc.AddField(newPMIDField(a.PMID))

@@ -1,0 +1,483 @@
+package index
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"math"
+	"slices"
+	"sync/atomic"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	bindex "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+	"github.com/blevesearch/vellum"
+	zap "github.com/blevesearch/zapx/v17"
+	"github.com/golang/snappy"
+)
+
+// segmentPlugin is zap v17, the segment format scorch writes by default,
+// with new segments built by halu's segmentBuilder where it can: a build
+// spent as much CPU in zap's general builder as in all the rest. The
+// segments are zap v17 files, read, merged and recorded as zap's own
+// (Type "zap", Version 17); a batch the builder does not handle goes to
+// zap. TestSegmentBuilderWritesZapsBytes holds the two to the same bytes.
+type segmentPlugin struct{ *zap.ZapPlugin }
+
+// The plugin takes zap v17's place in scorch's registry of segment
+// formats, which is scorch's own process-wide table: every index halu
+// opens writes its new segments through it.
+func init() {
+	scorch.RegisterSegmentPlugin(segmentPlugin{&zap.ZapPlugin{}}, true)
+}
+
+// New builds a segment from documents.
+func (p segmentPlugin) New(results []bindex.Document) (segment.Segment, uint64, error) {
+	return p.NewUsing(results, nil)
+}
+
+// NewUsing builds a segment from documents with scorch's configuration.
+func (p segmentPlugin) NewUsing(results []bindex.Document, config map[string]interface{}) (segment.Segment, uint64, error) {
+	var b segmentBuilder
+	if !b.read(results) {
+		return p.ZapPlugin.NewUsing(results, config)
+	}
+	return b.build(config)
+}
+
+// segmentBuilder writes a zap v17 segment (zapx/v17's new.go and
+// section_inverted_text_index.go, specialised) for documents whose fields
+// are plain text and numbers without term vectors, no composite or
+// nested documents: all halu's index holds. It writes what zap's builder
+// writes, byte for byte, except the order of the per-field section table,
+// which zap writes in its map's random order.
+type segmentBuilder struct {
+	docs   []*document.Document
+	fields []segField     // _id first, then by name, as zap
+	ids    map[string]int // field name → index in fields
+	// Every distinct term of every field, and for each its field.
+	terms     []string
+	termField []uint16
+	postings  []segPosting // in document order; sorted by term in build
+	stored    [][]segStored
+}
+
+type segField struct {
+	name string
+	opts bindex.FieldIndexingOptions
+	dv   bool             // some instance asks for doc values
+	dict map[string]int32 // term → index in terms
+}
+
+// segPosting is one term in one document: its frequency and the field's
+// length in the document (zap keeps the length as the "norm" bits).
+type segPosting struct {
+	term int32
+	doc  uint32
+	freq uint32
+	norm uint32
+}
+
+type segStored struct {
+	field uint16
+	typ   byte
+	val   []byte
+	pos   []uint64
+}
+
+// read takes the documents in and reports whether the builder can write
+// them; if not, zap builds the segment.
+func (b *segmentBuilder) read(results []bindex.Document) bool {
+	if len(results) == 0 {
+		return false
+	}
+	b.docs = make([]*document.Document, len(results))
+	b.ids = map[string]int{"_id": 0}
+	b.fields = []segField{{name: "_id", opts: bindex.IndexField | bindex.StoreField}}
+	for i, r := range results {
+		d, ok := r.(*document.Document)
+		if !ok || len(d.CompositeFields) > 0 || len(d.NestedDocuments) > 0 {
+			return false
+		}
+		b.docs[i] = d
+		for _, f := range d.Fields {
+			switch f.(type) {
+			case analyzedText, pmidField, *document.TextField, *document.NumericField:
+			default:
+				return false
+			}
+			j, ok := b.ids[f.Name()]
+			if !ok {
+				j = len(b.fields)
+				b.ids[f.Name()] = j
+				b.fields = append(b.fields, segField{name: f.Name()})
+			}
+			b.fields[j].opts |= f.Options()
+		}
+	}
+	if len(b.fields) > 64 {
+		return false
+	}
+	slices.SortFunc(b.fields[1:], func(x, y segField) int { return compareStrings(x.name, y.name) })
+	for j := range b.fields {
+		b.ids[b.fields[j].name] = j
+		b.fields[j].dict = map[string]int32{}
+	}
+
+	b.stored = make([][]segStored, len(b.docs))
+	var lens [64]int
+	var tfs [64]bindex.TokenFrequencies
+	var text [64][]termCount
+	for i, d := range b.docs {
+		var seen uint64
+		for _, f := range d.Fields {
+			j := b.ids[f.Name()]
+			if f.Options().IsStored() {
+				b.stored[i] = append(b.stored[i], segStored{field: uint16(j), typ: f.EncodedFieldType(),
+					val: f.Value(), pos: f.ArrayPositions()})
+			}
+			if f.Options().IncludeDocValues() {
+				b.fields[j].dv = true
+			}
+			lens[j] += f.AnalyzedLength()
+			if t, ok := f.(analyzedText); ok {
+				if len(t.terms) > 0 {
+					if seen&(1<<j) != 0 || text[j] != nil {
+						return false
+					}
+					seen |= 1 << j
+					text[j] = t.terms
+				}
+				continue
+			}
+			if t := f.AnalyzedTokenFrequencies(); len(t) > 0 {
+				if seen&(1<<j) != 0 {
+					return false // two indexed instances of a field: zap merges them
+				}
+				seen |= 1 << j
+				tfs[j] = t
+			}
+		}
+		for j := range b.fields {
+			if seen&(1<<j) == 0 {
+				lens[j] = 0
+				continue
+			}
+			dict := b.fields[j].dict
+			for _, t := range text[j] {
+				id, ok := dict[t.term]
+				if !ok {
+					id = int32(len(b.terms))
+					dict[t.term] = id
+					b.terms = append(b.terms, t.term)
+					b.termField = append(b.termField, uint16(j))
+				}
+				b.postings = append(b.postings, segPosting{term: id, doc: uint32(i),
+					freq: uint32(t.count), norm: uint32(lens[j])})
+			}
+			for term, tf := range tfs[j] {
+				if len(tf.Locations) > 0 {
+					return false
+				}
+				id, ok := dict[term]
+				if !ok {
+					id = int32(len(b.terms))
+					dict[term] = id
+					b.terms = append(b.terms, term)
+					b.termField = append(b.termField, uint16(j))
+				}
+				b.postings = append(b.postings, segPosting{term: id, doc: uint32(i),
+					freq: uint32(tf.Frequency()), norm: uint32(lens[j])})
+			}
+			lens[j], tfs[j], text[j] = 0, nil, nil
+		}
+		// Stored values go in field order, each field's values in the
+		// document's order.
+		slices.SortStableFunc(b.stored[i], func(x, y segStored) int { return int(x.field) - int(y.field) })
+	}
+	return true
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// segWriter counts and checksums what it appends, as zap's CountHashWriter.
+type segWriter struct {
+	buf []byte
+	tmp [binary.MaxVarintLen64]byte
+}
+
+func (w *segWriter) uvarint(vs ...uint64) {
+	for _, v := range vs {
+		w.buf = binary.AppendUvarint(w.buf, v)
+	}
+}
+
+func (w *segWriter) u64(v uint64) { w.buf = binary.BigEndian.AppendUint64(w.buf, v) }
+
+func (w *segWriter) count() uint64 { return uint64(len(w.buf)) }
+
+// build writes the segment and opens it in memory, as zap's New does.
+func (b *segmentBuilder) build(config map[string]interface{}) (segment.Segment, uint64, error) {
+	stats, _ := config[segment.StatsKey].(*segment.Stats)
+	if stats == nil {
+		stats = new(segment.Stats)
+	}
+	w := &segWriter{buf: make([]byte, 0, 1<<20)}
+	storedIndex := b.writeStored(w)
+	addrs, err := b.writeDicts(w)
+	if err != nil {
+		return nil, 0, err
+	}
+	sectionsIndex := b.writeFields(w, addrs)
+	n := uint64(len(b.docs))
+	atomic.AddUint64(&stats.TotNewRootDocsProcessed, n)
+	atomic.AddUint64(&stats.TotNewDocsProcessed, n)
+	atomic.AddUint64(&stats.TotNewDocsIndexed, n)
+	sb, err := zap.InitSegmentBase(w.buf, crc32.ChecksumIEEE(w.buf), zap.DefaultChunkMode, n,
+		storedIndex, sectionsIndex, config, stats)
+	return sb, uint64(len(w.buf)), err
+}
+
+// writeStored writes each document's stored values (zap's
+// writeStoredFields) and returns where their index starts.
+func (b *segmentBuilder) writeStored(w *segWriter) uint64 {
+	offsets := make([]uint64, len(b.docs))
+	var meta, data, compressed []byte
+	for i, d := range b.docs {
+		meta, data = meta[:0], data[:0]
+		id := []byte(d.ID())
+		if s := b.stored[i]; len(s) > 0 && s[0].field == 0 {
+			id = s[0].val // zap writes the stored _id
+		}
+		meta = binary.AppendUvarint(meta, uint64(len(id)))
+		for _, s := range b.stored[i] {
+			if s.field == 0 {
+				continue
+			}
+			meta = binary.AppendUvarint(meta, uint64(s.field))
+			meta = binary.AppendUvarint(meta, uint64(s.typ))
+			meta = binary.AppendUvarint(meta, uint64(len(data)))
+			meta = binary.AppendUvarint(meta, uint64(len(s.val)))
+			meta = binary.AppendUvarint(meta, uint64(len(s.pos)))
+			for _, p := range s.pos {
+				meta = binary.AppendUvarint(meta, p)
+			}
+			data = append(data, s.val...)
+		}
+		compressed = snappy.Encode(compressed[:cap(compressed)], data)
+		offsets[i] = w.count()
+		w.uvarint(uint64(len(meta)), uint64(len(id)+len(compressed)))
+		w.buf = append(w.buf, meta...)
+		w.buf = append(w.buf, id...)
+		w.buf = append(w.buf, compressed...)
+	}
+	at := w.count()
+	for _, o := range offsets {
+		w.u64(o)
+	}
+	w.uvarint(0) // no nested documents
+	return at
+}
+
+// writeDicts writes each field's postings, term dictionary and doc values
+// (zap's invertedIndexOpaque.writeDicts without locations) and returns
+// each field's address.
+func (b *segmentBuilder) writeDicts(w *segWriter) ([]uint64, error) {
+	numDocs := uint64(len(b.docs))
+	// Postings grouped by term, each term's in document order.
+	start := make([]int, len(b.terms)+1)
+	for _, p := range b.postings {
+		start[p.term+1]++
+	}
+	for t := 1; t <= len(b.terms); t++ {
+		start[t] += start[t-1]
+	}
+	sorted := make([]segPosting, len(b.postings))
+	next := slices.Clone(start[:len(b.terms)])
+	for _, p := range b.postings {
+		sorted[next[p.term]] = p
+		next[p.term]++
+	}
+
+	addrs := make([]uint64, len(b.fields))
+	var fst bytes.Buffer
+	builder, err := vellum.New(&fst, nil)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		chunk   []byte
+		ends    []uint64
+		docs    []uint32
+		rb      []byte
+		dvTerms [][]byte
+	)
+	for j := range b.fields {
+		f := &b.fields[j]
+		if f.dv {
+			dvTerms = make([][]byte, numDocs)
+		}
+		keys := make([]string, 0, len(f.dict))
+		for t := range f.dict {
+			keys = append(keys, t)
+		}
+		slices.Sort(keys)
+		for _, term := range keys {
+			ps := sorted[start[f.dict[term]]:start[f.dict[term]+1]]
+			size, err := zapChunkSize(zap.DefaultChunkMode, uint64(len(ps)), numDocs)
+			if err != nil {
+				return nil, err
+			}
+			chunks := (numDocs-1)/size + 1
+			ends = append(ends[:0], make([]uint64, chunks)...)
+			chunk = chunk[:0]
+			docs = docs[:0]
+			for _, p := range ps {
+				if p.freq > 0 {
+					chunk = binary.AppendUvarint(chunk, uint64(p.freq)<<1)
+					chunk = binary.AppendUvarint(chunk, uint64(p.norm))
+				} else {
+					chunk = binary.AppendUvarint(chunk, 0)
+				}
+				ends[uint64(p.doc)/size] = uint64(len(chunk))
+				docs = append(docs, p.doc)
+				if f.dv {
+					dvTerms[p.doc] = append(append(dvTerms[p.doc], term...), bindex.DocValueTermSeparator)
+				}
+			}
+			for c := 1; c < len(ends); c++ {
+				ends[c] = max(ends[c], ends[c-1])
+			}
+			tfOffset := w.count()
+			w.uvarint(uint64(len(ends)))
+			w.uvarint(ends...)
+			w.buf = append(w.buf, chunk...)
+
+			bm := roaring.New()
+			bm.AddMany(docs)
+			if rb, err = bm.ToBytes(); err != nil {
+				return nil, err
+			}
+			at := w.count()
+			w.uvarint(tfOffset, 0, uint64(len(rb)))
+			w.buf = append(w.buf, rb...)
+			if err := builder.Insert([]byte(term), at); err != nil {
+				return nil, err
+			}
+		}
+		if err := builder.Close(); err != nil {
+			return nil, err
+		}
+		dictAt := w.count()
+		w.uvarint(uint64(fst.Len()))
+		w.buf = append(w.buf, fst.Bytes()...)
+		fst.Reset()
+		if err := builder.Reset(&fst); err != nil {
+			return nil, err
+		}
+
+		dvStart, dvEnd := uint64(math.MaxUint64), uint64(math.MaxUint64)
+		if f.dv {
+			dvStart = w.count()
+			writeDocValues(w, dvTerms, f.opts)
+			dvEnd = w.count()
+			dvTerms = nil
+		}
+		addrs[j] = w.count()
+		w.uvarint(dvStart, dvEnd, dictAt)
+	}
+	return addrs, nil
+}
+
+// writeDocValues writes a field's doc values, each document's terms
+// joined (zap's chunkedContentCoder, in the legacy chunks of 1,024
+// documents that zap keeps for doc values).
+func writeDocValues(w *segWriter, terms [][]byte, opts bindex.FieldIndexingOptions) {
+	size := uint64(zap.LegacyChunkMode)
+	if opts.SkipDVChunking() {
+		size = 1
+	}
+	numDocs := uint64(len(terms))
+	lens := make([]uint64, (numDocs-1)/size+1)
+	var final, data, meta, compressed []byte
+	type docEnd struct{ doc, end uint64 }
+	var docsIn []docEnd
+	cur := uint64(0)
+	flush := func() {
+		metaLen := 0
+		if size != 1 {
+			meta = binary.AppendUvarint(meta[:0], uint64(len(docsIn)))
+			for _, m := range docsIn {
+				meta = binary.AppendUvarint(meta, m.doc)
+				meta = binary.AppendUvarint(meta, m.end)
+			}
+			final = append(final, meta...)
+			metaLen = len(meta)
+		}
+		if opts.SkipDVCompression() {
+			compressed = data
+		} else {
+			compressed = snappy.Encode(compressed[:cap(compressed)], data)
+		}
+		final = append(final, compressed...)
+		lens[cur] = uint64(len(compressed) + metaLen)
+	}
+	for doc, t := range terms {
+		if len(t) == 0 {
+			continue
+		}
+		if c := uint64(doc) / size; c != cur {
+			flush()
+			data, docsIn, cur = data[:0], docsIn[:0], c
+		}
+		data = append(data, t...)
+		docsIn = append(docsIn, docEnd{uint64(doc), uint64(len(data))})
+	}
+	flush()
+	w.buf = append(w.buf, final...)
+	at := len(w.buf)
+	var end uint64
+	for _, l := range lens {
+		end += l
+		w.uvarint(end)
+	}
+	w.u64(uint64(len(w.buf) - at))
+	w.u64(uint64(len(lens)))
+}
+
+// writeFields writes the fields section (zap's persistFieldsSection) and
+// returns where its index starts. Each field lists the segment sections
+// zap registers without build tags — the inverted index, synonyms and
+// geo shapes — with an address only for the inverted index.
+func (b *segmentBuilder) writeFields(w *segWriter, addrs []uint64) uint64 {
+	offsets := make([]uint64, len(b.fields))
+	for j, f := range b.fields {
+		offsets[j] = w.count()
+		w.uvarint(uint64(len(f.name)))
+		w.buf = append(w.buf, f.name...)
+		w.uvarint(uint64(f.opts), 3)
+		for _, s := range []struct {
+			typ  uint16
+			addr uint64
+		}{{zap.SectionInvertedTextIndex, addrs[j]}, {zap.SectionSynonymIndex, 0}, {zap.SectionGeoShapeV2Index, 0}} {
+			w.buf = binary.BigEndian.AppendUint16(w.buf, s.typ)
+			w.u64(s.addr)
+		}
+	}
+	at := w.count()
+	w.uvarint(uint64(len(b.fields)))
+	for _, o := range offsets {
+		w.u64(o)
+	}
+	return at
+}
