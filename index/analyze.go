@@ -2,6 +2,7 @@ package index
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -105,6 +106,17 @@ func runeClass(input []byte, i int) (class uint8, n int) {
 }
 
 func (t fastTokenizer) Tokenize(input []byte) analysis.TokenStream {
+	out, _, ok := t.tokenize(input, nil, nil)
+	if !ok {
+		return t.slow.Tokenize(input)
+	}
+	return out
+}
+
+// tokenize is Tokenize into toks' and out's memory, returned for reuse;
+// ok is false, and nothing returned, for a text the Unicode tokenizer
+// must segment.
+func (t fastTokenizer) tokenize(input []byte, toks []analysis.Token, out analysis.TokenStream) (analysis.TokenStream, []analysis.Token, bool) {
 	// word is the class of the character at i when it is a letter or a
 	// digit, else other.
 	word := func(i int) uint8 {
@@ -119,11 +131,14 @@ func (t fastTokenizer) Tokenize(input []byte) analysis.TokenStream {
 	// One pass: every character is classified here or inside a word (a
 	// character the rules leave to bleve never joins a word, so it ends
 	// up here), and the first such character hands the whole text over.
-	toks := make([]analysis.Token, 0, len(input)/6)
+	toks = toks[:0]
+	if toks == nil {
+		toks = make([]analysis.Token, 0, len(input)/6)
+	}
 	for i := 0; i < len(input); {
 		c, n := runeClass(input, i)
 		if c == slow {
-			return t.slow.Tokenize(input)
+			return nil, toks, false
 		}
 		if c != letter && c != digit {
 			i += n
@@ -151,11 +166,11 @@ func (t fastTokenizer) Tokenize(input []byte) analysis.TokenStream {
 		}
 		toks = append(toks, analysis.Token{Term: input[start:i], Start: start, End: i, Position: len(toks) + 1, Type: typ})
 	}
-	out := make(analysis.TokenStream, len(toks))
+	out = slices.Grow(out[:0], len(toks))[:len(toks)]
 	for i := range toks {
 		out[i] = &toks[i]
 	}
-	return out
+	return out, toks, true
 }
 
 func numericTerm(b []byte) bool {
@@ -181,6 +196,7 @@ type stemCache struct {
 type stemEntry struct {
 	word string
 	stem []byte
+	term string // stem as a string
 }
 
 const stemCacheSlots = 1 << 18
@@ -191,17 +207,89 @@ func newStemCache() *stemCache {
 
 func (s *stemCache) Filter(input analysis.TokenStream) analysis.TokenStream {
 	for _, tok := range input {
-		if tok.KeyWord {
-			continue
+		if !tok.KeyWord {
+			tok.Term = s.entry(tok).stem
 		}
-		slot := &s.slots[maphash.Bytes(s.seed, tok.Term)&(stemCacheSlots-1)]
-		if e := slot.Load(); e != nil && e.word == string(tok.Term) {
-			tok.Term = e.stem
-			continue
-		}
-		word := string(tok.Term)
-		s.porter.Filter(analysis.TokenStream{tok})
-		slot.Store(&stemEntry{word: word, stem: tok.Term})
 	}
 	return input
+}
+
+// entry returns the stem of tok's term, remembered or made (the Porter
+// stemmer may rewrite tok's term in place).
+func (s *stemCache) entry(tok *analysis.Token) *stemEntry {
+	slot := &s.slots[maphash.Bytes(s.seed, tok.Term)&(stemCacheSlots-1)]
+	if e := slot.Load(); e != nil && e.word == string(tok.Term) {
+		return e
+	}
+	word := string(tok.Term)
+	s.porter.Filter(analysis.TokenStream{tok})
+	e := &stemEntry{word: word, stem: tok.Term, term: string(tok.Term)}
+	slot.Store(e)
+	return e
+}
+
+// termCount is a term of an analysed text and how often it occurs.
+type termCount struct {
+	term  string
+	count int
+}
+
+// termScratch is one analysing goroutine's memory, reused from text to
+// text: halu_en's tokens, and the map that counts terms.
+type termScratch struct {
+	toks   []analysis.Token
+	stream analysis.TokenStream
+	at     map[string]int
+}
+
+// analyzeTerms analyses text with a and returns its distinct terms with
+// their counts, in order of first occurrence, and its length in tokens.
+// halu_en runs in s's memory, each stem counted as it is looked up; any
+// other analyzer runs as bleve runs it. Either way the terms are a's
+// (TestAnalyzerMatchesEnglish).
+func analyzeTerms(a analysis.Analyzer, text []byte, s *termScratch) ([]termCount, int) {
+	if s.at == nil {
+		s.at = map[string]int{}
+	}
+	clear(s.at)
+	var stems *stemCache
+	var tokens analysis.TokenStream
+	if da, ok := a.(*analysis.DefaultAnalyzer); ok && len(da.CharFilters) == 0 && len(da.TokenFilters) > 0 {
+		ft, isFast := da.Tokenizer.(fastTokenizer)
+		sc, isCache := da.TokenFilters[len(da.TokenFilters)-1].(*stemCache)
+		if isFast && isCache {
+			var ok bool
+			if tokens, s.toks, ok = ft.tokenize(text, s.toks, s.stream); ok {
+				s.stream = tokens
+			} else {
+				tokens = ft.slow.Tokenize(text)
+			}
+			for _, f := range da.TokenFilters[:len(da.TokenFilters)-1] {
+				tokens = f.Filter(tokens)
+			}
+			stems = sc
+		}
+	}
+	if stems == nil {
+		tokens = a.Analyze(text)
+	}
+	out := make([]termCount, 0, len(tokens)/2+1)
+	for _, tok := range tokens {
+		var term string
+		if stems != nil && !tok.KeyWord {
+			term = stems.entry(tok).term
+		} else if i, ok := s.at[string(tok.Term)]; ok {
+			out[i].count++
+			continue
+		} else {
+			term = string(tok.Term)
+		}
+		if i, ok := s.at[term]; ok {
+			out[i].count++
+			continue
+		}
+		s.at[term] = len(out)
+		out = append(out, termCount{term: term, count: 1})
+	}
+	return out, len(tokens)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
@@ -91,13 +92,15 @@ func TestAnalyzerMatchesEnglish(t *testing.T) {
 	}
 	texts = append(texts, "e.g. U.S.A. don't 1,000.5 3;4 a:b a.1 1.a x'y'z '", "IL-6 p<0.05 (n=12) 5'-UTR 3' end Ca2+ 95%CI")
 	bad, quick := 0, 0
+	var scratch termScratch // one for all texts, as a build reuses it
 	for _, text := range texts {
 		if c, _ := runeClassOf(text); c != slow {
 			quick++
 		}
 		// The analyzers' own terms (fresh copies: filters rewrite tokens).
 		if !sameTokens(t, "tokenizer", text, refTok.Tokenize([]byte(text)), fastTok.Tokenize([]byte(text))) ||
-			!sameTokens(t, "analyzer", text, ref.Analyze([]byte(text)), fast.Analyze([]byte(text))) {
+			!sameTokens(t, "analyzer", text, ref.Analyze([]byte(text)), fast.Analyze([]byte(text))) ||
+			!sameTerms(t, text, ref.Analyze([]byte(text)), fast, &scratch) {
 			if bad++; bad == 10 {
 				t.Fatal("too many differences")
 			}
@@ -106,6 +109,28 @@ func TestAnalyzerMatchesEnglish(t *testing.T) {
 	if quick < len(texts)/2 {
 		t.Fatalf("only %d of %d texts took the fast path", quick, len(texts))
 	}
+}
+
+// sameTerms checks analyzeTerms with halu_en, as a build counts a text's
+// terms, against counting the tokens of bleve's en analyzer.
+func sameTerms(t *testing.T, text string, want analysis.TokenStream, a analysis.Analyzer, s *termScratch) bool {
+	t.Helper()
+	var counts []termCount
+	at := map[string]int{}
+	for _, tok := range want {
+		if i, ok := at[string(tok.Term)]; ok {
+			counts[i].count++
+			continue
+		}
+		at[string(tok.Term)] = len(counts)
+		counts = append(counts, termCount{term: string(tok.Term), count: 1})
+	}
+	got, n := analyzeTerms(a, []byte(text), s)
+	if n != len(want) || !slices.Equal(got, counts) {
+		t.Errorf("terms of %q: %v (length %d), want %v (length %d)", text, got, n, counts, len(want))
+		return false
+	}
+	return true
 }
 
 // runeClassOf is slow when text has a character fastTokenizer leaves to

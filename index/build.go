@@ -422,11 +422,6 @@ type analyzedText struct {
 	length int
 }
 
-type termCount struct {
-	term  string
-	count int
-}
-
 func (analyzedText) Analyze()              {}
 func (f analyzedText) AnalyzedLength() int { return f.length }
 
@@ -440,29 +435,6 @@ func (f analyzedText) AnalyzedTokenFrequencies() bindex.TokenFrequencies {
 		tfs[t.term] = tf
 	}
 	return tfs
-}
-
-// termCounter counts an analysed text's terms; one per analysing
-// goroutine, its map reused from text to text.
-type termCounter struct{ at map[string]int }
-
-// count returns the distinct terms of tokens with their counts.
-func (c *termCounter) count(tokens analysis.TokenStream) []termCount {
-	if c.at == nil {
-		c.at = map[string]int{}
-	}
-	clear(c.at)
-	out := make([]termCount, 0, len(tokens)/2+1)
-	for _, tok := range tokens {
-		if i, ok := c.at[string(tok.Term)]; ok {
-			out[i].count++
-			continue
-		}
-		t := string(tok.Term)
-		c.at[t] = len(out)
-		out = append(out, termCount{term: t, count: 1})
-	}
-	return out
 }
 
 // pmidField is the PMID as a numeric field indexed at full precision
@@ -501,10 +473,10 @@ func (l *Literature) analyze(ops []Op) []analyzedDoc {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			var c termCounter
+			var s termScratch
 			for i := w; i < len(ops); i += workers {
 				if !ops[i].Delete {
-					out[i].doc, out[i].length = l.document(ops[i].Article, &c)
+					out[i].doc, out[i].length = l.document(ops[i].Article, &s)
 				}
 			}
 		}(w)
@@ -515,13 +487,12 @@ func (l *Literature) analyze(ops []Op) []analyzedDoc {
 
 // document builds the bleve document of an article and returns its length
 // in analysed tokens. The fields match newMapping.
-func (l *Literature) document(a Article, c *termCounter) (*document.Document, int) {
+func (l *Literature) document(a Article, s *termScratch) (*document.Document, int) {
 	doc := document.NewDocument(strconv.FormatUint(a.PMID, 10))
 	value := []byte(docText(a))
 	text := document.NewTextFieldCustom(fieldText, nil, value, bindex.IndexField, l.analyzer)
-	tokens := l.analyzer.Analyze(value)
-	n := len(tokens)
-	doc.AddField(analyzedText{TextField: text, terms: c.count(tokens), length: n})
+	terms, n := analyzeTerms(l.analyzer, value, s)
+	doc.AddField(analyzedText{TextField: text, terms: terms, length: n})
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldTitle, nil, []byte(a.Title), bindex.StoreField))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldAbstract, nil, []byte(a.Abstract), bindex.StoreField))
 	doc.AddField(newPMIDField(a.PMID))

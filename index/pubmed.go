@@ -378,7 +378,7 @@ func readJSONL(path string, r io.Reader, emit func(Op) error, problem func(Probl
 		line, err := br.ReadBytes('\n')
 		start := off
 		off += int64(len(line))
-		if len(strings.TrimSpace(string(line))) > 0 {
+		if len(bytes.TrimSpace(line)) > 0 {
 			at := Problem{File: path, Line: n, Offset: start}
 			var j jsonArticle
 			if uerr := json.Unmarshal(line, &j); uerr != nil {

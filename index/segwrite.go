@@ -62,6 +62,7 @@ type segmentBuilder struct {
 	termField []uint16
 	postings  []segPosting // in document order; sorted by term in build
 	stored    [][]segStored
+	size      int // the segment's size, about (its buffer's first size)
 }
 
 type segField struct {
@@ -93,6 +94,7 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 	if len(results) == 0 {
 		return false
 	}
+	var numStored, numTerms, storedBytes int
 	b.docs = make([]*document.Document, len(results))
 	b.ids = map[string]int{"_id": 0}
 	b.fields = []segField{{name: "_id", opts: bindex.IndexField | bindex.StoreField}}
@@ -115,8 +117,18 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 				b.fields = append(b.fields, segField{name: f.Name()})
 			}
 			b.fields[j].opts |= f.Options()
+			if f.Options().IsStored() {
+				numStored++
+				storedBytes += len(f.Value())
+			}
+			if t, ok := f.(analyzedText); ok {
+				numTerms += len(t.terms)
+			} else {
+				numTerms += len(f.AnalyzedTokenFrequencies())
+			}
 		}
 	}
+	b.size = storedBytes + 16*len(results) + 4*numTerms + 4096
 	if len(b.fields) > 64 {
 		return false
 	}
@@ -127,15 +139,18 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 	}
 
 	b.stored = make([][]segStored, len(b.docs))
+	stored := make([]segStored, 0, numStored)
+	b.postings = make([]segPosting, 0, numTerms)
 	var lens [64]int
 	var tfs [64]bindex.TokenFrequencies
 	var text [64][]termCount
 	for i, d := range b.docs {
 		var seen uint64
+		from := len(stored)
 		for _, f := range d.Fields {
 			j := b.ids[f.Name()]
 			if f.Options().IsStored() {
-				b.stored[i] = append(b.stored[i], segStored{field: uint16(j), typ: f.EncodedFieldType(),
+				stored = append(stored, segStored{field: uint16(j), typ: f.EncodedFieldType(),
 					val: f.Value(), pos: f.ArrayPositions()})
 			}
 			if f.Options().IncludeDocValues() {
@@ -195,6 +210,7 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 		}
 		// Stored values go in field order, each field's values in the
 		// document's order.
+		b.stored[i] = stored[from:len(stored):len(stored)]
 		slices.SortStableFunc(b.stored[i], func(x, y segStored) int { return int(x.field) - int(y.field) })
 	}
 	return true
@@ -232,7 +248,7 @@ func (b *segmentBuilder) build(config map[string]interface{}) (segment.Segment, 
 	if stats == nil {
 		stats = new(segment.Stats)
 	}
-	w := &segWriter{buf: make([]byte, 0, 1<<20)}
+	w := &segWriter{buf: make([]byte, 0, b.size)}
 	storedIndex := b.writeStored(w)
 	addrs, err := b.writeDicts(w)
 	if err != nil {
@@ -363,9 +379,7 @@ func (b *segmentBuilder) writeDicts(w *segWriter) ([]uint64, error) {
 			w.uvarint(ends...)
 			w.buf = append(w.buf, chunk...)
 
-			bm := roaring.New()
-			bm.AddMany(docs)
-			if rb, err = bm.ToBytes(); err != nil {
+			if rb, err = roaringBytes(rb[:0], docs); err != nil {
 				return nil, err
 			}
 			at := w.count()
@@ -397,6 +411,28 @@ func (b *segmentBuilder) writeDicts(w *segWriter) ([]uint64, error) {
 		w.uvarint(dvStart, dvEnd, dictAt)
 	}
 	return addrs, nil
+}
+
+// roaringBytes appends the portable serialization of the bitmap of docs
+// (ascending) to b, as roaring's ToBytes writes it: a single array
+// container directly, other bitmaps through the library.
+func roaringBytes(b []byte, docs []uint32) ([]byte, error) {
+	if n := len(docs); n == 0 || n > 4096 || docs[n-1] > 0xffff {
+		bm := roaring.New()
+		bm.AddMany(docs)
+		rb, err := bm.ToBytes()
+		return append(b, rb...), err
+	}
+	const cookieNoRuns = 12346
+	b = binary.LittleEndian.AppendUint32(b, cookieNoRuns)
+	b = binary.LittleEndian.AppendUint32(b, 1)                   // containers
+	b = binary.LittleEndian.AppendUint16(b, 0)                   // key
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(docs)-1)) // cardinality - 1
+	b = binary.LittleEndian.AppendUint32(b, 16)                  // the container's offset
+	for _, d := range docs {
+		b = binary.LittleEndian.AppendUint16(b, uint16(d))
+	}
+	return b, nil
 }
 
 // writeDocValues writes a field's doc values, each document's terms

@@ -31,7 +31,7 @@ func segmentDocs(t *testing.T, l *Literature, n int) []bindex.Document {
 	}
 	docs := make([]bindex.Document, n)
 	for i := range docs {
-		d, _ := l.document(benchDoc(base, sentences, i), &termCounter{})
+		d, _ := l.document(benchDoc(base, sentences, i), &termScratch{})
 		d.AddIDField()
 		d.VisitFields(func(f bindex.Field) {
 			if f.Options().IsIndexed() {
@@ -113,15 +113,16 @@ func TestSegmentBuilderWritesZapsBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	all := segmentDocs(t, l, 3000)
+	all := segmentDocs(t, l, 5000)
 	dir := t.TempDir()
-	for _, n := range []int{1, 7, 1025, 3000} {
+	// Common terms of 5,000 documents need roaring's bitmap containers.
+	for _, n := range []int{1, 7, 1025, 3000, 5000} {
 		docs := all[:n]
 		if n == 7 {
 			// A document with no abstract, one whose text field is empty
 			// and one with a repeated stored field.
 			docs = append([]bindex.Document(nil), all[:7]...)
-			empty, _ := l.document(Article{PMID: 9, Title: "T"}, &termCounter{})
+			empty, _ := l.document(Article{PMID: 9, Title: "T"}, &termScratch{})
 			empty.AddIDField()
 			empty.VisitFields(func(f bindex.Field) {
 				if f.Options().IsIndexed() {
