@@ -242,48 +242,106 @@ type termScratch struct {
 	at     map[string]int
 }
 
+// termMemory remembers what halu_en makes of a word: the term its filters
+// (possessive, lower case, stop words, then the stem) leave of it, or
+// nothing. Each filter reads one token alone, so the chain is a function
+// of the word, and a build, which meets the same words over and over,
+// looks each up once instead of running four filters. It is direct-mapped
+// and lock-free, as stemCache is, and belongs to one analyzer.
+type termMemory struct {
+	tok     fastTokenizer
+	filters []analysis.TokenFilter // all but the last, the stem memory
+	stems   *stemCache
+	seed    maphash.Seed
+	slots   []atomic.Pointer[termEntry]
+}
+
+type termEntry struct {
+	word string
+	term string
+	drop bool // a stop word
+}
+
+// newTermMemory returns the memory of a, or nil when a is not halu_en
+// (bleve's en of an older index).
+func newTermMemory(a analysis.Analyzer) *termMemory {
+	da, ok := a.(*analysis.DefaultAnalyzer)
+	if !ok || len(da.CharFilters) > 0 || len(da.TokenFilters) == 0 {
+		return nil
+	}
+	ft, isFast := da.Tokenizer.(fastTokenizer)
+	sc, isCache := da.TokenFilters[len(da.TokenFilters)-1].(*stemCache)
+	if !isFast || !isCache {
+		return nil
+	}
+	return &termMemory{tok: ft, filters: da.TokenFilters[:len(da.TokenFilters)-1], stems: sc,
+		seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[termEntry], stemCacheSlots)}
+}
+
+// entry returns what the filters make of tok's term.
+func (m *termMemory) entry(tok *analysis.Token) *termEntry {
+	slot := &m.slots[maphash.Bytes(m.seed, tok.Term)&(stemCacheSlots-1)]
+	if e := slot.Load(); e != nil && e.word == string(tok.Term) {
+		return e
+	}
+	e := &termEntry{word: string(tok.Term)}
+	t := *tok
+	t.Term = []byte(e.word) // the filters rewrite terms in place
+	stream := analysis.TokenStream{&t}
+	for _, f := range m.filters {
+		stream = f.Filter(stream)
+	}
+	switch {
+	case len(stream) == 0:
+		e.drop = true
+	case stream[0].KeyWord:
+		e.term = string(stream[0].Term)
+	default:
+		e.term = m.stems.entry(stream[0]).term
+	}
+	slot.Store(e)
+	return e
+}
+
 // analyzeTerms analyses text with a and returns its distinct terms with
 // their counts, in order of first occurrence, and its length in tokens.
-// halu_en runs in s's memory, each stem counted as it is looked up; any
-// other analyzer runs as bleve runs it. Either way the terms are a's
+// With m (a's memory) it tokenizes in s's memory and looks each word's
+// term up; without, a runs as bleve runs it. Either way the terms are a's
 // (TestAnalyzerMatchesEnglish).
-func analyzeTerms(a analysis.Analyzer, text []byte, s *termScratch) ([]termCount, int) {
+func analyzeTerms(a analysis.Analyzer, m *termMemory, text []byte, s *termScratch) ([]termCount, int) {
 	if s.at == nil {
 		s.at = map[string]int{}
 	}
 	clear(s.at)
-	var stems *stemCache
 	var tokens analysis.TokenStream
-	if da, ok := a.(*analysis.DefaultAnalyzer); ok && len(da.CharFilters) == 0 && len(da.TokenFilters) > 0 {
-		ft, isFast := da.Tokenizer.(fastTokenizer)
-		sc, isCache := da.TokenFilters[len(da.TokenFilters)-1].(*stemCache)
-		if isFast && isCache {
-			var ok bool
-			if tokens, s.toks, ok = ft.tokenize(text, s.toks, s.stream); ok {
-				s.stream = tokens
-			} else {
-				tokens = ft.slow.Tokenize(text)
-			}
-			for _, f := range da.TokenFilters[:len(da.TokenFilters)-1] {
-				tokens = f.Filter(tokens)
-			}
-			stems = sc
+	if m != nil {
+		var ok bool
+		if tokens, s.toks, ok = m.tok.tokenize(text, s.toks, s.stream); ok {
+			s.stream = tokens
+		} else {
+			tokens = m.tok.slow.Tokenize(text)
 		}
-	}
-	if stems == nil {
+	} else {
 		tokens = a.Analyze(text)
 	}
 	out := make([]termCount, 0, len(tokens)/2+1)
+	n := 0
 	for _, tok := range tokens {
-		var term string
-		if stems != nil && !tok.KeyWord {
-			term = stems.entry(tok).term
+		term := ""
+		if m != nil {
+			e := m.entry(tok)
+			if e.drop {
+				continue
+			}
+			term = e.term
 		} else if i, ok := s.at[string(tok.Term)]; ok {
 			out[i].count++
+			n++
 			continue
 		} else {
 			term = string(tok.Term)
 		}
+		n++
 		if i, ok := s.at[term]; ok {
 			out[i].count++
 			continue
@@ -291,5 +349,5 @@ func analyzeTerms(a analysis.Analyzer, text []byte, s *termScratch) ([]termCount
 		s.at[term] = len(out)
 		out = append(out, termCount{term: term, count: 1})
 	}
-	return out, len(tokens)
+	return out, n
 }

@@ -93,6 +93,10 @@ func TestAnalyzerMatchesEnglish(t *testing.T) {
 	texts = append(texts, "e.g. U.S.A. don't 1,000.5 3;4 a:b a.1 1.a x'y'z '", "IL-6 p<0.05 (n=12) 5'-UTR 3' end Ca2+ 95%CI")
 	bad, quick := 0, 0
 	var scratch termScratch // one for all texts, as a build reuses it
+	memory := newTermMemory(fast)
+	if memory == nil {
+		t.Fatal("halu_en has no term memory")
+	}
 	for _, text := range texts {
 		if c, _ := runeClassOf(text); c != slow {
 			quick++
@@ -100,7 +104,8 @@ func TestAnalyzerMatchesEnglish(t *testing.T) {
 		// The analyzers' own terms (fresh copies: filters rewrite tokens).
 		if !sameTokens(t, "tokenizer", text, refTok.Tokenize([]byte(text)), fastTok.Tokenize([]byte(text))) ||
 			!sameTokens(t, "analyzer", text, ref.Analyze([]byte(text)), fast.Analyze([]byte(text))) ||
-			!sameTerms(t, text, ref.Analyze([]byte(text)), fast, &scratch) {
+			!sameTerms(t, text, ref.Analyze([]byte(text)), fast, memory, &scratch) ||
+			!sameTerms(t, text, ref.Analyze([]byte(text)), ref, nil, &scratch) {
 			if bad++; bad == 10 {
 				t.Fatal("too many differences")
 			}
@@ -113,7 +118,7 @@ func TestAnalyzerMatchesEnglish(t *testing.T) {
 
 // sameTerms checks analyzeTerms with halu_en, as a build counts a text's
 // terms, against counting the tokens of bleve's en analyzer.
-func sameTerms(t *testing.T, text string, want analysis.TokenStream, a analysis.Analyzer, s *termScratch) bool {
+func sameTerms(t *testing.T, text string, want analysis.TokenStream, a analysis.Analyzer, m *termMemory, s *termScratch) bool {
 	t.Helper()
 	var counts []termCount
 	at := map[string]int{}
@@ -125,7 +130,7 @@ func sameTerms(t *testing.T, text string, want analysis.TokenStream, a analysis.
 		at[string(tok.Term)] = len(counts)
 		counts = append(counts, termCount{term: string(tok.Term), count: 1})
 	}
-	got, n := analyzeTerms(a, []byte(text), s)
+	got, n := analyzeTerms(a, m, []byte(text), s)
 	if n != len(want) || !slices.Equal(got, counts) {
 		t.Errorf("terms of %q: %v (length %d), want %v (length %d)", text, got, n, counts, len(want))
 		return false

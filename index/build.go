@@ -256,7 +256,39 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 	if err := l.writeMeta(); err != nil {
 		return info, fmt.Errorf("index %s: %w", l.dir, err)
 	}
+	if ctx.Err() == nil {
+		if err := l.settle(ctx); err != nil && ctx.Err() == nil {
+			return info, fmt.Errorf("index %s: %w", l.dir, err)
+		}
+	}
 	return info, ctx.Err()
+}
+
+// settle waits until bleve has persisted the build's last batch and
+// merged its segments as its merge policy plans ("index_bgthreads_active"
+// false): a finished build leaves an index in its steady state, so that
+// the merges it left do not run in the next process that opens it for
+// queries, competing with them, and a query meets the segments the
+// policy intends, not dozens of small ones a fast build left behind.
+func (l *Literature) settle(ctx context.Context) error {
+	adv, err := l.idx.Advanced()
+	if err != nil {
+		return err
+	}
+	st, ok := adv.(interface{ StatsMap() map[string]interface{} })
+	if !ok {
+		return nil
+	}
+	for {
+		if active, ok := st.StatsMap()["index_bgthreads_active"].(bool); !ok || !active {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func containsNoContent(s string) bool {
@@ -491,7 +523,7 @@ func (l *Literature) document(a Article, s *termScratch) (*document.Document, in
 	doc := document.NewDocument(strconv.FormatUint(a.PMID, 10))
 	value := []byte(docText(a))
 	text := document.NewTextFieldCustom(fieldText, nil, value, bindex.IndexField, l.analyzer)
-	terms, n := analyzeTerms(l.analyzer, value, s)
+	terms, n := analyzeTerms(l.analyzer, l.words, value, s)
 	doc.AddField(analyzedText{TextField: text, terms: terms, length: n})
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldTitle, nil, []byte(a.Title), bindex.StoreField))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fieldAbstract, nil, []byte(a.Abstract), bindex.StoreField))

@@ -127,6 +127,7 @@ type Literature struct {
 	dir      string
 	idx      bleve.Index
 	analyzer analysis.Analyzer
+	words    *termMemory // the analyzer's, nil for bleve's en
 
 	mu      sync.RWMutex
 	meta    meta
@@ -206,6 +207,7 @@ func OpenLiterature(dir string, create bool) (*Literature, error) {
 	// before it (the same terms).
 	name := idx.Mapping().AnalyzerNameForPath(fieldText)
 	l.analyzer = idx.Mapping().AnalyzerNamed(name)
+	l.words = newTermMemory(l.analyzer)
 	if l.analyzer == nil {
 		idx.Close()
 		return nil, fmt.Errorf("index %s: analyzer %q missing", dir, name)

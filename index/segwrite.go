@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"math"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -54,15 +55,13 @@ func (p segmentPlugin) NewUsing(results []bindex.Document, config map[string]int
 // writes, byte for byte, except the order of the per-field section table,
 // which zap writes in its map's random order.
 type segmentBuilder struct {
-	docs   []*document.Document
-	fields []segField     // _id first, then by name, as zap
-	ids    map[string]int // field name → index in fields
-	// Every distinct term of every field, and for each its field.
-	terms     []string
-	termField []uint16
-	postings  []segPosting // in document order; sorted by term in build
-	stored    [][]segStored
-	size      int // the segment's size, about (its buffer's first size)
+	docs     []*document.Document
+	fields   []segField     // _id first, then by name, as zap
+	ids      map[string]int // field name → index in fields
+	terms    []string       // every distinct term of every field
+	postings []segPosting   // in document order
+	stored   [][]segStored
+	size     int // the segment's size, about (its buffer's first size)
 }
 
 type segField struct {
@@ -132,7 +131,7 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 	if len(b.fields) > 64 {
 		return false
 	}
-	slices.SortFunc(b.fields[1:], func(x, y segField) int { return compareStrings(x.name, y.name) })
+	slices.SortFunc(b.fields[1:], func(x, y segField) int { return strings.Compare(x.name, y.name) })
 	for j := range b.fields {
 		b.ids[b.fields[j].name] = j
 		b.fields[j].dict = map[string]int32{}
@@ -181,30 +180,24 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 				continue
 			}
 			dict := b.fields[j].dict
-			for _, t := range text[j] {
-				id, ok := dict[t.term]
-				if !ok {
-					id = int32(len(b.terms))
-					dict[t.term] = id
-					b.terms = append(b.terms, t.term)
-					b.termField = append(b.termField, uint16(j))
-				}
-				b.postings = append(b.postings, segPosting{term: id, doc: uint32(i),
-					freq: uint32(t.count), norm: uint32(lens[j])})
-			}
-			for term, tf := range tfs[j] {
-				if len(tf.Locations) > 0 {
-					return false
-				}
+			add := func(term string, freq int) {
 				id, ok := dict[term]
 				if !ok {
 					id = int32(len(b.terms))
 					dict[term] = id
 					b.terms = append(b.terms, term)
-					b.termField = append(b.termField, uint16(j))
 				}
 				b.postings = append(b.postings, segPosting{term: id, doc: uint32(i),
-					freq: uint32(tf.Frequency()), norm: uint32(lens[j])})
+					freq: uint32(freq), norm: uint32(lens[j])})
+			}
+			for _, t := range text[j] {
+				add(t.term, t.count)
+			}
+			for term, tf := range tfs[j] {
+				if len(tf.Locations) > 0 {
+					return false
+				}
+				add(term, tf.Frequency())
 			}
 			lens[j], tfs[j], text[j] = 0, nil, nil
 		}
@@ -216,21 +209,9 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 	return true
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// segWriter counts and checksums what it appends, as zap's CountHashWriter.
-type segWriter struct {
-	buf []byte
-	tmp [binary.MaxVarintLen64]byte
-}
+// segWriter is the segment's bytes as they are written (zap writes them
+// through a CountHashWriter; build checksums them at the end).
+type segWriter struct{ buf []byte }
 
 func (w *segWriter) uvarint(vs ...uint64) {
 	for _, v := range vs {
@@ -343,13 +324,14 @@ func (b *segmentBuilder) writeDicts(w *segWriter) ([]uint64, error) {
 		if f.dv {
 			dvTerms = make([][]byte, numDocs)
 		}
-		keys := make([]string, 0, len(f.dict))
-		for t := range f.dict {
-			keys = append(keys, t)
+		keys := make([]dictKey, 0, len(f.dict))
+		for t, id := range f.dict {
+			keys = append(keys, dictKey{t, id})
 		}
-		slices.Sort(keys)
-		for _, term := range keys {
-			ps := sorted[start[f.dict[term]]:start[f.dict[term]+1]]
+		slices.SortFunc(keys, func(x, y dictKey) int { return strings.Compare(x.term, y.term) })
+		for _, k := range keys {
+			term := k.term
+			ps := sorted[start[k.id]:start[k.id+1]]
 			size, err := zapChunkSize(zap.DefaultChunkMode, uint64(len(ps)), numDocs)
 			if err != nil {
 				return nil, err
@@ -411,6 +393,11 @@ func (b *segmentBuilder) writeDicts(w *segWriter) ([]uint64, error) {
 		w.uvarint(dvStart, dvEnd, dictAt)
 	}
 	return addrs, nil
+}
+
+type dictKey struct {
+	term string
+	id   int32
 }
 
 // roaringBytes appends the portable serialization of the bitmap of docs
