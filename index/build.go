@@ -124,7 +124,7 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 
 	// The writer: apply each file's operations in input order. Chunks are
 	// analysed (on all cores) one ahead of the writer, so analysis of the
-	// next chunk overlaps bleve building the segment of this one.
+	// next chunk overlaps the writing of this one's segment (segmentPlugin).
 	st := l.corpus()
 	seen, err := l.knownPMIDs(ctx)
 	if err != nil {
@@ -258,7 +258,7 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 	}
 	if ctx.Err() == nil {
 		if err := l.settle(ctx); err != nil && ctx.Err() == nil {
-			return info, fmt.Errorf("index %s: %w", l.dir, err)
+			fmt.Fprintf(opt.Log, "the index is complete, but %v: its segments stay as they are\n", err)
 		}
 	}
 	return info, ctx.Err()
@@ -279,9 +279,23 @@ func (l *Literature) settle(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	for {
-		if active, ok := st.StatsMap()["index_bgthreads_active"].(bool); !ok || !active {
+	failures := func(m map[string]interface{}) uint64 {
+		a, _ := m["TotFileMergeLoopErr"].(uint64)
+		b, _ := m["TotPersistLoopErr"].(uint64)
+		return a + b
+	}
+	var before uint64
+	for i := 0; ; i++ {
+		m := st.StatsMap()
+		if active, ok := m["index_bgthreads_active"].(bool); !ok || !active {
 			return nil
+		}
+		// bleve retries a merge or persist that failed; settle does not
+		// wait on one that keeps failing.
+		if n := failures(m); i == 0 {
+			before = n
+		} else if n > before {
+			return fmt.Errorf("bleve failed to merge or persist segments (%d errors)", n-before)
 		}
 		select {
 		case <-ctx.Done():

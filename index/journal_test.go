@@ -66,6 +66,17 @@ func TestBuildOnOneCore(t *testing.T) {
 	case <-time.After(5 * time.Minute):
 		t.Fatal("the build hung")
 	}
+	// The build returned with bleve's merges done: 40 batches went in.
+	adv, err := l.idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := adv.(interface{ StatsMap() map[string]interface{} }).StatsMap()
+	files, _ := m["num_root_filesegments"].(uint64)
+	mem, _ := m["num_root_memorysegments"].(uint64)
+	if active := m["index_bgthreads_active"]; active != false || files == 0 || files >= 20 || mem != 0 {
+		t.Fatalf("after the build: background work %v, %d segments in files, %d in memory", active, files, mem)
+	}
 	st, _ := l.Stats(context.Background())
 	if st.Docs != 20000 || st.Indexed != 20000 {
 		t.Fatalf("stats %+v", st)
