@@ -17,17 +17,7 @@ import (
 // every segment is then a zap file, the older ones with deletions.
 func persistedIndex(t *testing.T, n int) *Literature {
 	t.Helper()
-	var base []Article
-	if err := ReadInput("../testdata/pubmed/pubmedqa_contexts.jsonl", func(o Op) error {
-		base = append(base, o.Article)
-		return nil
-	}, func(Problem) {}); err != nil {
-		t.Fatal(err)
-	}
-	sentences := make([][]string, len(base))
-	for j, a := range base {
-		sentences[j] = strings.SplitAfter(a.Abstract, ". ")
-	}
+	base, sentences := pubmedQABase(t)
 	var docs, again []Article
 	for i := 0; i < n; i++ {
 		a := benchDoc(base, sentences, i)
@@ -56,6 +46,24 @@ func persistedIndex(t *testing.T, n int) *Literature {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// pubmedQABase reads the real PubMedQA abstracts and each one's
+// sentences: what benchDoc remixes into more documents.
+func pubmedQABase(t *testing.T) ([]Article, [][]string) {
+	t.Helper()
+	var base []Article
+	if err := ReadInput("../testdata/pubmed/pubmedqa_contexts.jsonl", func(o Op) error {
+		base = append(base, o.Article)
+		return nil
+	}, func(Problem) {}); err != nil {
+		t.Fatal(err)
+	}
+	sentences := make([][]string, len(base))
+	for j, a := range base {
+		sentences[j] = strings.SplitAfter(a.Abstract, ". ")
+	}
+	return base, sentences
 }
 
 type posting struct {

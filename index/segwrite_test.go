@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/document"
@@ -18,17 +17,7 @@ import (
 // the analysis scorch adds before a segment is built.
 func segmentDocs(t *testing.T, l *Literature, n int) []bindex.Document {
 	t.Helper()
-	var base []Article
-	if err := ReadInput("../testdata/pubmed/pubmedqa_contexts.jsonl", func(o Op) error {
-		base = append(base, o.Article)
-		return nil
-	}, func(Problem) {}); err != nil {
-		t.Fatal(err)
-	}
-	sentences := make([][]string, len(base))
-	for j, a := range base {
-		sentences[j] = strings.SplitAfter(a.Abstract, ". ")
-	}
+	base, sentences := pubmedQABase(t)
 	docs := make([]bindex.Document, n)
 	for i := range docs {
 		d, _ := l.document(benchDoc(base, sentences, i), &termScratch{})
