@@ -189,8 +189,7 @@ func numericTerm(b []byte) bool {
 // every core does not contend for it.
 type stemCache struct {
 	porter *porter.PorterStemmer
-	seed   maphash.Seed
-	slots  []atomic.Pointer[stemEntry]
+	memo   *wordMemo[stemEntry]
 }
 
 type stemEntry struct {
@@ -199,10 +198,34 @@ type stemEntry struct {
 	term string // stem as a string
 }
 
-const stemCacheSlots = 1 << 18
+// wordMemo is a direct-mapped, lock-free memory of entries keyed by a
+// word: the word's hash picks its one slot, a newer word takes the slot
+// over, and analysing on every core does not contend for it.
+type wordMemo[E any] struct {
+	seed  maphash.Seed
+	slots []atomic.Pointer[E]
+}
+
+const wordMemoSlots = 1 << 18
+
+func newWordMemo[E any]() *wordMemo[E] {
+	return &wordMemo[E]{seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[E], wordMemoSlots)}
+}
+
+// get returns the entry remembered for word, or makes, remembers and
+// returns one.
+func (m *wordMemo[E]) get(word []byte, key func(*E) string, make func() *E) *E {
+	slot := &m.slots[maphash.Bytes(m.seed, word)&(wordMemoSlots-1)]
+	if e := slot.Load(); e != nil && key(e) == string(word) {
+		return e
+	}
+	e := make()
+	slot.Store(e)
+	return e
+}
 
 func newStemCache() *stemCache {
-	return &stemCache{porter: porter.NewPorterStemmer(), seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[stemEntry], stemCacheSlots)}
+	return &stemCache{porter: porter.NewPorterStemmer(), memo: newWordMemo[stemEntry]()}
 }
 
 func (s *stemCache) Filter(input analysis.TokenStream) analysis.TokenStream {
@@ -217,15 +240,11 @@ func (s *stemCache) Filter(input analysis.TokenStream) analysis.TokenStream {
 // entry returns the stem of tok's term, remembered or made (the Porter
 // stemmer may rewrite tok's term in place).
 func (s *stemCache) entry(tok *analysis.Token) *stemEntry {
-	slot := &s.slots[maphash.Bytes(s.seed, tok.Term)&(stemCacheSlots-1)]
-	if e := slot.Load(); e != nil && e.word == string(tok.Term) {
-		return e
-	}
-	word := string(tok.Term)
-	s.porter.Filter(analysis.TokenStream{tok})
-	e := &stemEntry{word: word, stem: tok.Term, term: string(tok.Term)}
-	slot.Store(e)
-	return e
+	return s.memo.get(tok.Term, func(e *stemEntry) string { return e.word }, func() *stemEntry {
+		word := string(tok.Term)
+		s.porter.Filter(analysis.TokenStream{tok})
+		return &stemEntry{word: word, stem: tok.Term, term: string(tok.Term)}
+	})
 }
 
 // termCount is a term of an analysed text and how often it occurs.
@@ -252,8 +271,7 @@ type termMemory struct {
 	tok     fastTokenizer
 	filters []analysis.TokenFilter // all but the last, the stem memory
 	stems   *stemCache
-	seed    maphash.Seed
-	slots   []atomic.Pointer[termEntry]
+	memo    *wordMemo[termEntry]
 }
 
 type termEntry struct {
@@ -275,32 +293,29 @@ func newTermMemory(a analysis.Analyzer) *termMemory {
 		return nil
 	}
 	return &termMemory{tok: ft, filters: da.TokenFilters[:len(da.TokenFilters)-1], stems: sc,
-		seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[termEntry], stemCacheSlots)}
+		memo: newWordMemo[termEntry]()}
 }
 
 // entry returns what the filters make of tok's term.
 func (m *termMemory) entry(tok *analysis.Token) *termEntry {
-	slot := &m.slots[maphash.Bytes(m.seed, tok.Term)&(stemCacheSlots-1)]
-	if e := slot.Load(); e != nil && e.word == string(tok.Term) {
+	return m.memo.get(tok.Term, func(e *termEntry) string { return e.word }, func() *termEntry {
+		e := &termEntry{word: string(tok.Term)}
+		t := *tok
+		t.Term = []byte(e.word) // the filters rewrite terms in place
+		stream := analysis.TokenStream{&t}
+		for _, f := range m.filters {
+			stream = f.Filter(stream)
+		}
+		switch {
+		case len(stream) == 0:
+			e.drop = true
+		case stream[0].KeyWord:
+			e.term = string(stream[0].Term)
+		default:
+			e.term = m.stems.entry(stream[0]).term
+		}
 		return e
-	}
-	e := &termEntry{word: string(tok.Term)}
-	t := *tok
-	t.Term = []byte(e.word) // the filters rewrite terms in place
-	stream := analysis.TokenStream{&t}
-	for _, f := range m.filters {
-		stream = f.Filter(stream)
-	}
-	switch {
-	case len(stream) == 0:
-		e.drop = true
-	case stream[0].KeyWord:
-		e.term = string(stream[0].Term)
-	default:
-		e.term = m.stems.entry(stream[0]).term
-	}
-	slot.Store(e)
-	return e
+	})
 }
 
 // analyzeTerms analyses text with a and returns its distinct terms with
@@ -327,19 +342,13 @@ func analyzeTerms(a analysis.Analyzer, m *termMemory, text []byte, s *termScratc
 	out := make([]termCount, 0, len(tokens)/2+1)
 	n := 0
 	for _, tok := range tokens {
-		term := ""
-		if m != nil {
-			e := m.entry(tok)
-			if e.drop {
-				continue
-			}
+		var term string
+		if m == nil {
+			term = string(tok.Term) // bleve's en: each token is its term
+		} else if e := m.entry(tok); !e.drop {
 			term = e.term
-		} else if i, ok := s.at[string(tok.Term)]; ok {
-			out[i].count++
-			n++
-			continue
 		} else {
-			term = string(tok.Term)
+			continue
 		}
 		n++
 		if i, ok := s.at[term]; ok {

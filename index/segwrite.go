@@ -158,7 +158,7 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 			lens[j] += f.AnalyzedLength()
 			if t, ok := f.(analyzedText); ok {
 				if len(t.terms) > 0 {
-					if seen&(1<<j) != 0 || text[j] != nil {
+					if seen&(1<<j) != 0 {
 						return false
 					}
 					seen |= 1 << j
