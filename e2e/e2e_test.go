@@ -88,7 +88,10 @@ type result struct {
 
 func halu(t *testing.T, host string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(haluBin, append([]string{"--ollama", host, "--num-thread", numThread()}, args...)...)
+	// The server and thread count come from the environment: commands
+	// that call no model take neither flag.
+	cmd := exec.Command(haluBin, args...)
+	cmd.Env = append(os.Environ(), "OLLAMA_HOST="+host, "HALU_NUM_THREAD="+numThread())
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()

@@ -27,9 +27,11 @@ type Options struct {
 	// FrequencyPenalty is Ollama's frequency_penalty (honoured by the
 	// llama.cpp runner).
 	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
-	Seed             *int     `json:"seed,omitempty"`
-	NumPredict       *int     `json:"num_predict,omitempty"`
-	NumCtx           *int     `json:"num_ctx,omitempty"`
+	// RepeatPenalty is Ollama's repeat_penalty (1: off).
+	RepeatPenalty *float64 `json:"repeat_penalty,omitempty"`
+	Seed          *int     `json:"seed,omitempty"`
+	NumPredict    *int     `json:"num_predict,omitempty"`
+	NumCtx        *int     `json:"num_ctx,omitempty"`
 	// NumThread is the CPU threads the server uses for the call (Ollama's
 	// num_thread); it changes the speed, not the reply.
 	NumThread *int     `json:"num_thread,omitempty"`
@@ -56,6 +58,9 @@ func (o Options) Map() map[string]any {
 	}
 	if o.FrequencyPenalty != nil {
 		m["frequency_penalty"] = *o.FrequencyPenalty
+	}
+	if o.RepeatPenalty != nil {
+		m["repeat_penalty"] = *o.RepeatPenalty
 	}
 	if o.Seed != nil {
 		m["seed"] = *o.Seed

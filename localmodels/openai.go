@@ -343,20 +343,24 @@ const (
 
 // chatCompletion is the request body of /v1/chat/completions.
 type chatCompletion struct {
-	Model          string          `json:"model"`
-	Messages       []Message       `json:"messages"`
-	Stream         bool            `json:"stream"`
-	StreamOptions  *streamOptions  `json:"stream_options,omitempty"`
-	Temperature    *float64        `json:"temperature,omitempty"`
-	TopP           *float64        `json:"top_p,omitempty"`
-	TopK           *int            `json:"top_k,omitempty"`
-	FreqPenalty    *float64        `json:"frequency_penalty,omitempty"`
-	Seed           *int            `json:"seed,omitempty"`
-	MaxTokens      *int            `json:"max_tokens,omitempty"`
-	Stop           []string        `json:"stop,omitempty"`
-	ResponseFormat *responseFormat `json:"response_format,omitempty"`
-	ReasoningEff   string          `json:"reasoning_effort,omitempty"`
-	TemplateKwargs map[string]any  `json:"chat_template_kwargs,omitempty"`
+	Model         string         `json:"model"`
+	Messages      []Message      `json:"messages"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	Temperature   *float64       `json:"temperature,omitempty"`
+	TopP          *float64       `json:"top_p,omitempty"`
+	TopK          *int           `json:"top_k,omitempty"`
+	FreqPenalty   *float64       `json:"frequency_penalty,omitempty"`
+	// RepeatPenalty is sent under both names servers use: vLLM's
+	// repetition_penalty and llama.cpp's repeat_penalty.
+	RepetitionPenalty *float64        `json:"repetition_penalty,omitempty"`
+	RepeatPenalty     *float64        `json:"repeat_penalty,omitempty"`
+	Seed              *int            `json:"seed,omitempty"`
+	MaxTokens         *int            `json:"max_tokens,omitempty"`
+	Stop              []string        `json:"stop,omitempty"`
+	ResponseFormat    *responseFormat `json:"response_format,omitempty"`
+	ReasoningEff      string          `json:"reasoning_effort,omitempty"`
+	TemplateKwargs    map[string]any  `json:"chat_template_kwargs,omitempty"`
 }
 
 type streamOptions struct {
@@ -394,7 +398,7 @@ type chatChunk struct {
 func (o *OpenAI) body(req ChatRequest, withFormat bool) chatCompletion {
 	op := req.Options
 	b := chatCompletion{Model: req.Model, Messages: req.Messages, Stream: true, StreamOptions: &streamOptions{IncludeUsage: true},
-		Temperature: op.Temperature, TopP: op.TopP, TopK: op.TopK, FreqPenalty: op.FrequencyPenalty, Seed: op.Seed,
+		Temperature: op.Temperature, TopP: op.TopP, TopK: op.TopK, FreqPenalty: op.FrequencyPenalty, RepetitionPenalty: op.RepeatPenalty, RepeatPenalty: op.RepeatPenalty, Seed: op.Seed,
 		MaxTokens: op.NumPredict, Stop: op.Stop}
 	if withFormat && len(req.Format) > 0 {
 		if string(req.Format) == `"json"` {

@@ -303,8 +303,18 @@ func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.Cha
 	return resp, err
 }
 
-// serving fills in the engine's num_ctx, num_thread and keep_alive.
+// serving fills in the engine's num_ctx, num_thread, keep_alive and the
+// sampling parameters it sends where a request sets none.
 func (e *Engine) serving(req localmodels.ChatRequest) localmodels.ChatRequest {
+	if req.Options.TopP == nil && e.Config.TopP != nil {
+		req.Options.TopP = localmodels.Float(*e.Config.TopP)
+	}
+	if req.Options.TopK == nil && e.Config.TopK != nil {
+		req.Options.TopK = localmodels.Int(int(*e.Config.TopK))
+	}
+	if req.Options.RepeatPenalty == nil && e.Config.RepeatPenalty != nil {
+		req.Options.RepeatPenalty = localmodels.Float(*e.Config.RepeatPenalty)
+	}
 	if req.Options.NumCtx == nil && e.NumCtx > 0 {
 		req.Options.NumCtx = localmodels.Int(e.NumCtx)
 	}

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"halu/localmodels"
+	"halu/runner/setting"
 )
 
 // Item is one unit of work of a suite, identified by a stable ID: the ID is
@@ -101,6 +102,9 @@ type Engine struct {
 	// KeepAlive pins how long a model stays loaded after a call, for every
 	// call of the run (zero: the server's default).
 	KeepAlive time.Duration
+	// Config is the engine's settings as given (the manifest records
+	// them); the fields above and below are what the engine works with.
+	Config EngineConfig
 	// Readers chooses the readers of text-format judge replies where the
 	// authors' code reads differently from halu: ReadersPaper (the
 	// default, also when empty) or ReadersHalu. See Reader.
@@ -227,18 +231,29 @@ type Result struct {
 // completed is on disk and the run can be resumed.
 var ErrInterrupted = errors.New("run interrupted")
 
-// protocol is the suite's protocol and its departures from the paper's,
-// with the engine's own: halu's readers of judge replies.
-func (e *Engine) protocol(s Suite) (string, []Departure) {
-	p, ok := s.(Protocoled)
+// protocol is the run's protocol, its departures from the paper's and the
+// values halu chose where the paper is silent, from the settings of cfg (a
+// suite's config, when it declares settings) and the engine's own: halu's
+// readers of judge replies depart from the authors'.
+func (e *Engine) protocol(cfg any) (string, []Departure, []Assumption) {
+	c, ok := cfg.(setting.Config)
 	if !ok {
-		return "", nil
+		return "", nil, nil
 	}
-	deps := p.Departures()
-	if e.readers() != ReadersPaper {
-		deps = append(deps, Departure{Setting: "readers", Value: e.readers(), Paper: ReadersPaper})
+	list := c.Settings()
+	p := list.ProtocolOf()
+	if p == "" {
+		return "", nil, list.Assumptions()
 	}
-	return p.Protocol(), deps
+	deps := list.Departures()
+	ec := e.Config
+	ec.Readers = e.readers()
+	for _, d := range ec.Settings().Departures() {
+		if d.Setting == "readers" {
+			deps = append(deps, d)
+		}
+	}
+	return p, deps, list.Assumptions()
 }
 
 // ErrSettingsDiffer is returned by a resume whose settings are not the
@@ -325,7 +340,10 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		if m.Suite != s.Name() {
 			return nil, fmt.Errorf("run %s is of suite %q, not %q", dir, m.Suite, s.Name())
 		}
-		if spec.Config != nil {
+		// A run of an older format was migrated by whoever decoded its
+		// config (Declaration.Decode): only a config in the current format
+		// can be compared key by key.
+		if spec.Config != nil && m.Format == FormatVersion {
 			if diff, err := configDiff(m.Config, spec.Config); err != nil {
 				return nil, fmt.Errorf("run %s: config: %w", dir, err)
 			} else if len(diff) > 0 {
@@ -355,6 +373,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 			return nil, fmt.Errorf("run config: %w", err)
 		}
 		man = &Manifest{
+			Format:      FormatVersion,
 			HaluVersion: e.Version,
 			Suite:       s.Name(),
 			Args:        spec.Args,
@@ -419,11 +438,22 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		}
 	}
 
-	man.Protocol, man.Departures = e.protocol(s)
-	man.Assumptions = nil
-	if a, ok := s.(Assumed); ok {
-		man.Assumptions = a.Assumptions()
+	if spec.Resume && spec.Config != nil && man.Format < FormatVersion {
+		// A resumed run of an older format is written in this one.
+		cfg, err := json.Marshal(spec.Config)
+		if err != nil {
+			return nil, fmt.Errorf("run config: %w", err)
+		}
+		man.Config, man.Format = cfg, FormatVersion
 	}
+	if e.Config.Ollama != "" || len(e.Config.Backends) > 0 || man.Engine == nil {
+		ec := e.Config
+		ec.Readers = e.readers()
+		if man.Engine, err = json.Marshal(&ec); err != nil {
+			return nil, fmt.Errorf("engine settings: %w", err)
+		}
+	}
+	man.Protocol, man.Departures, man.Assumptions = e.protocol(spec.Config)
 	man.Sample = nil
 	if sp, ok := s.(Sampled); ok {
 		man.Sample = sp.Sample()
@@ -607,7 +637,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *recordWriter
 					cancel(fmt.Errorf("item %s: encode record: %w", it.ID, err))
 					continue
 				}
-				rec := Record{Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Prompts: calls.promptTexts()}
+				rec := Record{Format: FormatVersion, Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Prompts: calls.promptTexts()}
 				if err := w.Append(rec); err != nil {
 					cancel(fmt.Errorf("write record: %w", err))
 					continue
@@ -900,7 +930,7 @@ func summarize(s Suite, man *Manifest, recs []Record) (*Summary, error) {
 	sum.Notes = append(sum.Notes, identityNotes(man)...)
 	if man.Protocol != "" {
 		sum.Protocol, sum.Departures = man.Protocol, man.Departures
-		sum.Notes = append(sum.Notes, ComparabilityNote(man.Protocol, man.Departures))
+		sum.Notes = append(sum.Notes, DepartureNote(man.Protocol, man.Departures))
 	}
 	if len(man.Assumptions) > 0 {
 		sum.Assumptions = man.Assumptions

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"halu/localmodels"
@@ -17,11 +18,16 @@ import (
 // every table from its records: what ran, with which models (by digest),
 // prompts (by hash and text), data (by hash) and settings.
 type Manifest struct {
+	// Format is the run format's version (FormatVersion when written by
+	// this halu; 0 reads as 1, the format before versions were written).
+	Format      int               `json:"format"`
 	HaluVersion string            `json:"halu_version"`
 	Suite       string            `json:"suite"`
 	Args        []string          `json:"args"`
 	Flags       map[string]string `json:"flags,omitempty"`
 	Config      json.RawMessage   `json:"config"`
+	// Engine is the engine's settings (EngineConfig) as the run used them.
+	Engine json.RawMessage `json:"engine,omitempty"`
 	// Readers is how text-format judge replies were read (ReadersPaper or
 	// ReadersHalu; see Engine.Readers). It is not a claim that the run
 	// followed the paper's protocol in its other settings.
@@ -150,7 +156,16 @@ type Counts struct {
 	Hosts map[string]localmodels.HostCount `json:"hosts,omitempty"`
 }
 
-// ReadManifest reads dir/manifest.json.
+// FormatVersion is the version of the run format this halu writes:
+// manifest.json and every record carry it. Format 1 (no version written)
+// named some settings otherwise and kept the engine's settings only as
+// command-line text (Manifest.Flags); a run of format 1 is read through
+// migrations (Declaration.Decode for its config, ReadManifest for the
+// rest) and written in the current format when resumed.
+const FormatVersion = 2
+
+// ReadManifest reads dir/manifest.json. A manifest of format 1 gets its
+// engine settings from its recorded command line.
 func ReadManifest(dir string) (*Manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, manifestFile))
 	if err != nil {
@@ -160,11 +175,52 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("run %s: %s: %w", dir, manifestFile, err)
 	}
+	if m.Format == 0 {
+		m.Format = 1
+	}
+	if m.Format > FormatVersion {
+		return nil, fmt.Errorf("run %s: run format %d is newer than this halu's (%d): use a newer halu", dir, m.Format, FormatVersion)
+	}
+	if m.Format < 2 && m.Engine == nil {
+		if err := migrateEngine(&m); err != nil {
+			return nil, fmt.Errorf("run %s: %s: %w", dir, manifestFile, err)
+		}
+	}
 	if m.Status == "running" && !Live(dir) {
 		// Its process died (kill -9, power cut) before it could say so.
 		m.Status = "interrupted"
 	}
 	return &m, nil
+}
+
+// migrateEngine fills a format-1 manifest's engine settings from the
+// command line it recorded (the values flags gave, as text), taking the
+// defaults of settings it did not record.
+func migrateEngine(m *Manifest) error {
+	ec := DefaultEngineConfig()
+	settings := ec.Settings()
+	for _, s := range settings {
+		v, ok := m.Flags[s.Name]
+		if !ok {
+			continue
+		}
+		if s.Value.Type() == "stringSlice" {
+			v = strings.Trim(v, "[]") // format 1 wrote lists as [a,b]
+		}
+		s.Value.Reset()
+		if err := s.Value.Set(v); err != nil {
+			return fmt.Errorf("engine setting --%s %q: %w", s.Name, v, err)
+		}
+	}
+	if m.Readers != "" {
+		ec.Readers = m.Readers
+	}
+	b, err := json.Marshal(&ec)
+	if err != nil {
+		return err
+	}
+	m.Engine = b
+	return nil
 }
 
 func writeManifest(dir string, m *Manifest) error {

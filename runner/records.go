@@ -18,6 +18,8 @@ import (
 // timings, no cache flags — so a rerun served from the cache writes the same
 // records.
 type Record struct {
+	// Format is the run format's version (FormatVersion; 0 reads as 1).
+	Format   int             `json:"format"`
 	Suite    string          `json:"suite"`
 	Item     string          `json:"item"`
 	Data     json.RawMessage `json:"data"`

@@ -51,10 +51,10 @@ if [ -z "${HALU_DEMO_GEN:-}" ] && [ -f "$STORIES" ]; then
     $HALU models tiny --out "$OUT/tiny$s.gguf" --seed $s >/dev/null
     $HALU models import "$OUT/tiny$s.gguf" --name halu-tiny$s --template '{{ .Prompt }}' >/dev/null
   done
-  $HALU run ideas --models stories --judges "$JUDGE,halu-tiny2,halu-tiny3" --keywords 3 --ideas-per-keyword 3 --judge-format json \
+  $HALU run ideas --models stories --judges "$JUDGE,halu-tiny2,halu-tiny3" --limit 3 --ideas-per-keyword 3 --judge-format json \
     --max-tokens 60 --judge-max-tokens 120 --out "$OUT/runs/ideas" --cache "$CACHE" | tee -a "$OUT/report.txt"
 else
-  $HALU run ideas --models "$GEN" --judges "$JUDGE" --same-base-from declared --critics 1 --keywords 3 --ideas-per-keyword 3 --judge-format json \
+  $HALU run ideas --models "$GEN" --judges "$JUDGE" --same-base-from declared --critics 1 --limit 3 --ideas-per-keyword 3 --judge-format json \
     --max-tokens 60 --judge-max-tokens 120 --out "$OUT/runs/ideas" --cache "$CACHE" | tee -a "$OUT/report.txt"
 fi
 took
@@ -69,7 +69,7 @@ INTENT_GEN="$GEN"
 if [ -z "${HALU_DEMO_GEN:-}" ] && [ -f "$STORIES" ]; then INTENT_GEN=stories; fi
 $HALU intent make --articles testdata/intent/pubmedqa_articles.jsonl --out "$OUT/intent-made.jsonl" --groups 1 --response-eval 1 --topic health | tee -a "$OUT/report.txt"
 # --protocol halu: JSON judges — a toy judge cannot write the paper's reasoned Table 7 listings
-$HALU run intent --protocol halu --models "$INTENT_GEN" --judge "$JUDGE" --max-tokens 60 --judge-max-tokens 1500 --baseline-samples 2 --fact-samples 3 \
+$HALU run intent --protocol halu --models "$INTENT_GEN" --judges "$JUDGE" --max-tokens 60 --judge-max-tokens 1500 --baseline-samples 2 --fact-samples 3 \
   --out "$OUT/runs/intent" --cache "$CACHE" | tee -a "$OUT/report.txt"
 took
 

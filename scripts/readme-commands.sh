@@ -75,7 +75,7 @@ small() {
   case "$1" in
     *"run hic"*) echo "--questions 1 --answers 2 --max-tokens 40 --judge-max-tokens 40" ;;
     *"run smoke"*) echo "--limit 2 --max-tokens 40" ;;
-    *"run ideas"*) echo "--keywords 1 --max-tokens 60 --judge-max-tokens 60" ;;
+    *"run ideas"*) echo "--limit 1 --max-tokens 60 --judge-max-tokens 60" ;;
     *"run hypo"*) echo "--limit 1 --tasks chem-gene --max-tokens 40 --verifier-max-tokens 48 --candidates 1" ;;
     *"run intent"*) echo "--limit 1 --max-tokens 40 --judge-max-tokens 80 --baseline-samples 1 --fact-samples 1" ;;
     *"run cfaith"*) echo "--limit 1 --max-tokens 40" ;;
@@ -103,7 +103,7 @@ while IFS= read -r cmd; do
   run="${run//qwen2.5-7b-instruct-q4_k_m.gguf/qwen2.5:7b}"
 
   case "$run" in
-    *"run ideas"*--keywords*) run="$run --out runs/ideas-1" ;; # the report line names it
+    *"run ideas"*--limit*) run="$run --out runs/ideas-1" ;; # the report line names it
   esac
   extra=$(small "$run")
   if [ -n "$extra" ]; then

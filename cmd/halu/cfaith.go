@@ -9,34 +9,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"halu/runner"
 	"halu/runner/cfaith"
 )
 
-func bindCFaith(fs *pflag.FlagSet, cfg *cfaith.Config) func() error {
-	fs.StringVar(&cfg.Data, "data", "", "dataset directory (halu build cfaith --out)")
-	bindModels(fs, &cfg.Models, "models under test")
-	judge := bindOneJudge(fs, "cfaith", &cfg.Judge, "judge of generative answers (conflict with the correct answer)")
-	fs.StringSliceVar(&cfg.Formats, "formats", cfg.Formats, "formats: generative, choice, truefalse")
-	fs.IntVar(&cfg.Limit, "limit", 0, "items per format (0: all)")
-	fs.Float64Var(&cfg.Temperature, "temperature", cfg.Temperature, "decoding temperature (the paper: 1)")
-	fs.Float64Var(&cfg.TopP, "top-p", cfg.TopP, "decoding top_p (the paper: 0.7)")
-	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "answer cap (num_predict)")
-	fs.IntVar(&cfg.Seed, "seed", cfg.Seed, "sampling seed")
-	fs.StringVar(&cfg.JudgeFormat, "judge-format", cfg.JudgeFormat, "json (structured output) or text")
-	fs.IntVar(&cfg.JudgeMaxTokens, "judge-max-tokens", cfg.JudgeMaxTokens, "judge reply cap")
-	return judge
-}
-
 func newBuildCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "build", Short: "Build benchmark datasets", Args: cobra.NoArgs}
 	cfg := cfaith.DefaultBuildConfig()
-	var out, rules, optimizer string
-	var optimize bool
-	var rounds, train, val, candidates int
-	var threshold float64
+	opt := cfaith.DefaultBuildOptions()
 	cf := &cobra.Command{
 		Use:   "cfaith --docs DIR|FILE --out DATASET --agent MODEL",
 		Short: "HaluAgent: build a C-FAITH-style QA hallucination dataset from knowledge documents",
@@ -48,10 +29,14 @@ Documents: a directory of .txt/.md files, JSONL (id|ent|pmid, knowledge|text|abs
 CSV with a "Knowledge Base" column.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cfg.Docs == "" || out == "" {
-				return usagef("build cfaith: --docs and --out are required")
+			if err := opt.Settings().Validate(); err != nil {
+				return usagef("build cfaith: %v", err)
 			}
-			rs, err := loadRules(cfg.Lang, rules)
+			if err := cfg.Settings().Validate(); err != nil {
+				return usagef("build cfaith: %v", err)
+			}
+			out := opt.Out
+			rs, err := loadRules(cfg.Lang, opt.Rules)
 			if err != nil {
 				return usageError{err}
 			}
@@ -65,15 +50,15 @@ CSV with a "Knowledge Base" column.`,
 			}
 			ctx := cmd.Context()
 			w := cmd.OutOrStdout()
-			if optimize {
+			if opt.Optimize {
 				docs, err := cfaith.ReadDocs(cfg.Docs)
 				if err != nil {
 					return err
 				}
-				tr, va := cfaith.Split(docs, train, val, uint64(cfg.Seed))
+				tr, va := cfaith.Split(docs, opt.Train, opt.Val, uint64(cfg.Seed))
 				o := cfaith.Optimizer{Engine: e, Base: cfg, Dir: filepath.Join(out, "optimize"), Train: tr, Val: va,
-					Candidates: candidates, Optimizer: optimizer}
-				final, table, err := o.Loop(rounds).Run(ctx, cfg.Rules)
+					Candidates: opt.Candidates, Optimizer: opt.Optimizer}
+				final, table, err := o.Loop(opt.Rounds).Run(ctx, cfg.Rules)
 				if len(table) > 0 {
 					printRounds(w, table, len(tr), len(va))
 					b, _ := json.MarshalIndent(table, "", "  ")
@@ -113,9 +98,9 @@ CSV with a "Knowledge Base" column.`,
 				}
 				docs = append(docs, d)
 			}
-			ds := cfaith.Aggregate(docs, uint64(cfg.Seed), threshold)
+			ds := cfaith.Aggregate(docs, uint64(cfg.Seed), opt.Dedup)
 			info := cfaith.DatasetInfo{Lang: cfg.Lang, Agent: cfg.Agent, Verifier: b.Models()[1], Digests: map[string]string{},
-				Rules: cfg.Rules, Seed: cfg.Seed, Threshold: threshold, EmbedModel: cfg.EmbedModel, BuildRun: res.Dir, Prompts: map[string]string{}}
+				Rules: cfg.Rules, Seed: cfg.Seed, Threshold: opt.Dedup, EmbedModel: cfg.EmbedModel, BuildRun: res.Dir, Prompts: map[string]string{}}
 			for _, mi := range m.Models {
 				info.Digests[mi.Name] = mi.Digest
 			}
@@ -133,27 +118,9 @@ CSV with a "Knowledge Base" column.`,
 			return nil
 		},
 	}
-	f := cf.Flags()
-	f.StringVar(&cfg.Docs, "docs", "", "knowledge documents: directory, JSONL or CSV")
-	f.StringVar(&out, "out", "", "dataset directory to write")
-	f.StringVar(&cfg.Lang, "lang", cfg.Lang, "prompt language: zh (the authors' prompts) or en")
-	f.StringVar(&cfg.Agent, "agent", "", "generation agents' model")
-	f.StringVar(&cfg.Verifier, "verifier", "", "verification module's model (default: the agent)")
-	f.StringSliceVar(&cfg.Types, "types", cfg.Types, "hallucination types to generate: "+strings.Join(cfaith.Types, ", "))
-	f.StringVar(&rules, "rules", "original", "generation rules: original, optimized (the paper's Figure 7), or a rules JSON file from --optimize")
-	f.IntVar(&cfg.MaxQuestions, "max-questions", 0, "questions kept per document and type (the prompts ask for 3; 0 keeps all)")
-	f.IntVar(&cfg.Responses, "responses", cfg.Responses, "hallucinated responses per question")
-	f.IntVar(&cfg.Seed, "seed", cfg.Seed, "seed for sampling, the train/validation split and option shuffling")
-	f.StringVar(&cfg.Format, "format", cfg.Format, "json (structured output) or text (the authors' formats)")
-	f.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "reply cap for agents and verifier")
-	f.StringVar(&cfg.EmbedModel, "embed-model", "", "embedding model for near-duplicate single-choice options (default: exact text only)")
-	f.Float64Var(&threshold, "dedup-threshold", 0.9, "cosine similarity at or above which two options are near-duplicates")
-	f.BoolVar(&optimize, "optimize", false, "optimise the generation rules first (§3.2)")
-	f.IntVar(&rounds, "rounds", 5, "most optimisation rounds")
-	f.IntVar(&train, "train", 60, "training documents for optimisation")
-	f.IntVar(&val, "val", 20, "validation documents for optimisation")
-	f.IntVar(&candidates, "candidates", 3, "candidate prompts per round")
-	f.StringVar(&optimizer, "optimizer", "", "optimisation agent's model (default: the agent)")
+	cfg.Settings().Bind(cf.Flags())
+	opt.Settings().Bind(cf.Flags())
+	g.eng.Settings().Bind(cf.Flags())
 	cmd.AddCommand(cf)
 	return cmd
 }

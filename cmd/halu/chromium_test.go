@@ -139,7 +139,7 @@ func BenchmarkReportOf1000Items(b *testing.B) {
 	f := &fakeServer{Server: srv, byKind: map[string]int{}}
 	dir := b.TempDir()
 	run := filepath.Join(dir, "run")
-	if r := haluB(b, f, "run", "ideas", "--models", "gen", "--judges", "j1,j2,j3", "--keywords", "1000", "--out", run, "--parallel", "8"); r.code != exitOK {
+	if r := haluB(b, f, "run", "ideas", "--models", "gen", "--judges", "j1,j2,j3", "--limit", "1000", "--out", run, "--parallel", "8"); r.code != exitOK {
 		b.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
 	page := filepath.Join(dir, "report.html")
@@ -187,8 +187,7 @@ document.body.appendChild(f);
 func haluB(b *testing.B, f *fakeServer, args ...string) result {
 	b.Helper()
 	var out, errb bytes.Buffer
-	base := []string{"--ollama", f.Host(), "--cache", b.TempDir(), "--retries", "1"}
-	code := run(append(base, args...), &out, &errb)
+	code := run(append(serverFlags(args, "--ollama", f.Host(), "--cache", b.TempDir(), "--retries", "1"), args...), &out, &errb)
 	return result{code, out.String(), errb.String()}
 }
 

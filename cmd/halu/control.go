@@ -117,16 +117,22 @@ func applySettings(cmd *cobra.Command, file string) error {
 			return err
 		}
 	}
-	// Two spellings of one setting (smoke's --limit and its old
-	// --questions) share a value: one given on the command line sets both.
+	return applyTo(allFlags(cmd), fromFile, file)
+}
+
+// applyTo fills every flag of flags not given from its HALU_ environment
+// variable, else from fromFile (a run file's values, read from file).
+func applyTo(flags []*pflag.Flag, fromFile map[string][]string, file string) error {
+	// Two spellings of one setting (a name and its older one) share a
+	// value: one given on the command line sets both.
 	given := map[any]bool{}
-	for _, f := range allFlags(cmd) {
+	for _, f := range flags {
 		if f.Changed && reflect.ValueOf(f.Value).Kind() == reflect.Pointer {
 			given[f.Value] = true
 		}
 	}
-	for _, f := range allFlags(cmd) {
-		if f.Changed || f.Name == "file" || f.Name == "help" || f.Name == "version" {
+	for _, f := range flags {
+		if f.Changed || f.Deprecated != "" || f.Name == "file" || f.Name == "help" || f.Name == "version" {
 			continue
 		}
 		if reflect.ValueOf(f.Value).Kind() == reflect.Pointer && given[f.Value] {
@@ -336,7 +342,7 @@ halu rerun RUN_DIR --errors
 			own.StringVar(&out, "out", "", "run directory of a stage rerun")
 			own.BoolVar(&dry, "dry-run", false, "print the plan of a stage rerun (calls per stage and model, those the cache answers) and stop")
 			rc.bindGates(own)
-			own.AddFlagSet(cmd.InheritedFlags())
+			g.eng.Settings().Bind(own)
 			for _, a := range args {
 				if a == "-h" || a == "--help" {
 					return cmd.Help()
@@ -356,8 +362,13 @@ halu rerun RUN_DIR --errors
 			if !ok {
 				return fmt.Errorf("run %s: suite %q cannot be rerun", dir, m.Suite)
 			}
+			// The run's own config, changed by the suite flags given.
+			cfg, err := def.Decode(m.Config, m.Format)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", dir, err)
+			}
 			suiteFlags := pflag.NewFlagSet(m.Suite, pflag.ContinueOnError)
-			def.flags(suiteFlags)
+			cfg.Settings().Bind(suiteFlags)
 			mine, suiteArgs, err := splitArgs(args, own, suiteFlags)
 			if err != nil {
 				return usagef("rerun: %v", err)
@@ -368,13 +379,18 @@ halu rerun RUN_DIR --errors
 			if own.NArg() > 0 {
 				return usagef("rerun: unexpected %v", own.Args())
 			}
+			var ownFlags []*pflag.Flag
+			own.VisitAll(func(f *pflag.Flag) { ownFlags = append(ownFlags, f) })
+			if err := applyTo(ownFlags, nil, ""); err != nil {
+				return err
+			}
 			gates, err := rc.gates()
 			if err != nil {
 				return err
 			}
 			// The engine's settings (num_ctx, readers, …) are the run's unless
 			// given: they are part of every cache key.
-			if _, err := runSettings(allFlags(cmd), dir, m); err != nil {
+			if _, err := keepRunEngine(own, g, dir, m); err != nil {
 				return err
 			}
 			switch {
@@ -391,7 +407,7 @@ halu rerun RUN_DIR --errors
 					return err
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "rerun %s: %d records with unscored judgements set aside; failed items are redone too\n", dir, n)
-				return resumeRun(cmd, g, dir, m, plan, gates)
+				return resumeRun(cmd, g, dir, m, cfg, plan, gates)
 			case stage == "":
 				return usagef("rerun: --stage STAGE or --errors")
 			}
@@ -399,11 +415,16 @@ halu rerun RUN_DIR --errors
 			if err != nil {
 				return usagef("rerun %s: %v", dir, err)
 			}
-			cfg, err := def.override(m.Config, suiteArgs)
-			if err != nil {
+			if err := suiteFlags.Parse(suiteArgs); err != nil {
+				return usageError{err}
+			}
+			if suiteFlags.NArg() > 0 {
+				return usagef("%s: unexpected %v", m.Suite, suiteFlags.Args())
+			}
+			if _, err := suiteConfig(suiteFlags, cfg); err != nil {
 				return err
 			}
-			s, err := def.suite(cfg)
+			s, err := newSuite(def, cfg)
 			if err != nil {
 				return err
 			}
@@ -478,38 +499,4 @@ func splitArgs(args []string, own, suite *pflag.FlagSet) (mine, rest []string, e
 		}
 	}
 	return mine, rest, nil
-}
-
-// howNotWhat are the settings that change how a run is carried out, not
-// what it measures: a resume may change them (another server address, more
-// parallel slots, other gates).
-var howNotWhat = map[string]bool{
-	"ollama": true, "timeout": true, "idle-timeout": true, "keep-alive": true, "items-in-flight": true, "num-thread": true,
-	"parallel": true, "cache": true, "no-cache": true, "retries": true, "help": true, "file": true,
-	"resume": true, "out": true, "dry-run": true, "fail-under": true, "fail-over": true, "max-unscored": true,
-}
-
-// runSettings gives the flags that a run in dir (manifest m) records
-// the run's values, where they were not given, and returns the flags given
-// with another value than the run's, as "--name given (run: value)". Flags
-// in howNotWhat are left as given.
-func runSettings(flags []*pflag.Flag, dir string, m *runner.Manifest) (differ []string, err error) {
-	for _, f := range flags {
-		if howNotWhat[f.Name] {
-			continue
-		}
-		v, recorded := m.Flags[f.Name]
-		switch {
-		case f.Changed && !recorded:
-			differ = append(differ, fmt.Sprintf("--%s %s (the run does not record it)", f.Name, f.Value))
-		case !recorded || f.Value.String() == v:
-		case f.Changed:
-			differ = append(differ, fmt.Sprintf("--%s %s (the run's: %s)", f.Name, f.Value, v))
-		case !strings.Contains(f.Value.Type(), "Slice") && !strings.Contains(f.Value.Type(), "Array"):
-			if err := f.Value.Set(v); err != nil {
-				return nil, fmt.Errorf("run %s: setting --%s to the run's %q: %w", dir, f.Name, v, err)
-			}
-		}
-	}
-	return differ, nil
 }

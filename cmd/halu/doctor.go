@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,7 +46,7 @@ run command after --, it checks what that run would need: every model any of its
 					return err
 				}
 				if parallel > 0 {
-					g.parallel = parallel
+					g.eng.Parallel = parallel
 				}
 				if invalid != nil {
 					check(false, "run settings: %v", invalid)
@@ -89,8 +88,8 @@ run command after --, it checks what that run would need: every model any of its
 					check(err == nil, "model %s: %s", m, orErr(info.Digest, err))
 				}
 			}
-			if err == nil && g.parallel > 1 && len(models) > 0 {
-				probeParallel(ctx, out, c, models[0], g.parallel, g.numThread)
+			if err == nil && g.eng.Parallel > 1 && len(models) > 0 {
+				probeParallel(ctx, out, c, models[0], g.eng.Parallel, g.eng.NumThread)
 			}
 			if index != "" {
 				paths["--index"] = index
@@ -99,11 +98,11 @@ run command after --, it checks what that run would need: every model any of its
 				_, err := os.Stat(paths[k])
 				check(err == nil, "%s %s: %s", k, paths[k], orErr("present", err))
 			}
-			check(writable(g.cacheDir) == nil, "cache %s: %s", g.cacheDir, orErr("writable", writable(g.cacheDir)))
+			check(writable(g.eng.Cache) == nil, "cache %s: %s", g.eng.Cache, orErr("writable", writable(g.eng.Cache)))
 			var fs syscall.Statfs_t
-			if err := syscall.Statfs(g.cacheDir+"/..", &fs); err == nil {
+			if err := syscall.Statfs(g.eng.Cache+"/..", &fs); err == nil {
 				free := float64(fs.Bavail) * float64(fs.Bsize) / (1 << 30)
-				check(free > 1, "disk free at cache %s: %.1f GiB", g.cacheDir, free)
+				check(free > 1, "disk free at cache %s: %.1f GiB", g.eng.Cache, free)
 			} else if err := syscall.Statfs(".", &fs); err == nil {
 				free := float64(fs.Bavail) * float64(fs.Bsize) / (1 << 30)
 				check(free > 1, "disk free here: %.1f GiB", free)
@@ -116,6 +115,7 @@ run command after --, it checks what that run would need: every model any of its
 	}
 	cmd.Flags().StringSliceVar(&models, "models", nil, "models that must be present")
 	cmd.Flags().SetInterspersed(false)
+	g.eng.Settings().Bind(cmd.Flags())
 	cmd.Flags().StringVar(&index, "index", "", "index directory that must be present")
 	return cmd
 }
@@ -141,16 +141,17 @@ func runNeeds(args []string) (models []string, paths map[string]string, parallel
 		return nil, nil, 0, nil, unknownSuite(args[1])
 	}
 	// The line is read with every flag halu run takes: the suite's, the
-	// run's own (gates, dry run) and the global ones.
-	fs := pflag.NewFlagSet("run "+def.name, pflag.ContinueOnError)
+	// run's own (gates, dry run) and the engine's.
+	fs := pflag.NewFlagSet("run "+def.Name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	yield := def.flags(fs)
+	cfg := def.Config()
+	cfg.Settings().Bind(fs)
 	var rc runControl
 	rc.bind(fs)
 	var out string
 	bindRunOut(fs, &out)
-	var lg globals
-	fs.AddFlagSet(newRoot(&lg).PersistentFlags())
+	eng := runner.DefaultEngineConfig()
+	eng.Settings().Bind(fs)
 	if err := fs.Parse(args[2:]); err != nil {
 		return nil, nil, 0, nil, usagef("doctor: %s: %v", strings.Join(args[:2], " "), err)
 	}
@@ -160,8 +161,7 @@ func runNeeds(args []string) (models []string, paths map[string]string, parallel
 	if rc.file != "" {
 		return nil, nil, 0, nil, usagef("doctor: give the run file's settings as flags after -- (doctor does not read -f)")
 	}
-	cfg, err := yield()
-	if err != nil {
+	if _, err := suiteConfig(fs, cfg); err != nil {
 		return nil, nil, 0, nil, err
 	}
 	gates, err := rc.gates()
@@ -169,18 +169,11 @@ func runNeeds(args []string) (models []string, paths map[string]string, parallel
 		return nil, nil, 0, nil, err
 	}
 	if fs.Changed("parallel") {
-		parallel = lg.parallel
+		parallel = eng.Parallel
 	}
-	paths = map[string]string{}
-	raw, _ := json.Marshal(cfg)
-	var fields map[string]any
-	json.Unmarshal(raw, &fields)
-	for key, flag := range map[string]string{"index": "--index", "kg": "--kg", "data": "--data", "open": "--open", "human": "--human", "external": "--external"} {
-		if p, ok := fields[key].(string); ok && p != "" {
-			paths[flag] = p
-		}
-	}
-	s, invalid := def.suite(cfg)
+	list := cfg.Settings()
+	paths = list.Paths()
+	s, invalid := newSuite(def, cfg)
 	if invalid == nil {
 		if c, ok := s.(io.Closer); ok {
 			defer c.Close()
@@ -188,21 +181,7 @@ func runNeeds(args []string) (models []string, paths map[string]string, parallel
 		return s.Models(), paths, parallel, runner.CheckGateNames(s, gates), nil
 	}
 	// The suite cannot be made: the models its settings name.
-	for _, key := range []string{"models", "judges", "judge", "embed_model", "verifier", "agent"} {
-		switch v := fields[key].(type) {
-		case string:
-			if v != "" {
-				models = append(models, v)
-			}
-		case []any:
-			for _, m := range v {
-				if m, ok := m.(string); ok {
-					models = append(models, m)
-				}
-			}
-		}
-	}
-	return models, paths, parallel, invalid, nil
+	return list.Models(), paths, parallel, invalid, nil
 }
 
 // writable checks that dir exists or can be made, and takes a file.

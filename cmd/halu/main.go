@@ -33,25 +33,12 @@ const (
 	exitInterrupted = 130
 )
 
-// globals are the flags every command shares.
+// globals are what every command shares: the engine's settings (bound as
+// flags only by the commands that call a model server) and the output.
 type globals struct {
-	ollama    string
-	timeout   time.Duration
-	parallel  int
-	cacheDir  string
-	noCache   bool
-	retries   int
-	readers   string
-	idle      time.Duration
-	budget    time.Duration
-	repeats   int
-	numCtx    int
-	numThread int
-	keep      time.Duration
-	inFlight  int
-	backends  []string
-	stdout    io.Writer
-	stderr    io.Writer
+	eng    runner.EngineConfig
+	stdout io.Writer
+	stderr io.Writer
 }
 
 func main() {
@@ -61,7 +48,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	g := &globals{stdout: stdout, stderr: stderr}
+	g := &globals{eng: runner.DefaultEngineConfig(), stdout: stdout, stderr: stderr}
 	root := newRoot(g)
 	args, err := runFileSuite(args)
 	if err != nil {
@@ -132,73 +119,34 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	// only run's: see runControl.settle).
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return applySettings(cmd, "") }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	pf := root.PersistentFlags()
-	pf.StringVar(&g.ollama, "ollama", localmodels.HostFromEnv(), "Ollama server (host:port or URL), or several, comma-separated, for a pool; default from OLLAMA_HOST")
-	pf.StringArrayVar(&g.backends, "backend", nil, "model server: openai=URL (vLLM, llama-server, SGLang, LM Studio, Ollama's /v1; a bearer token from $"+apiKeyEnv+" if set) or ollama=HOST; repeat it for a pool of servers of one API")
-	pf.DurationVar(&g.timeout, "timeout", 10*time.Minute, "limit for one non-streamed call (embeddings, model info)")
-	pf.DurationVar(&g.idle, "idle-timeout", 3*time.Minute, "fail (and retry) a generation that sent no token for this long")
-	pf.DurationVar(&g.budget, "budget", 10*time.Minute, "stop a generation that ran this long and keep its text (done reason \"budget\")")
-	pf.IntVar(&g.repeats, "repetition-stop", 8, "stop a generation whose text ends in one span repeated this many times (over 200 bytes); 0: never")
-	pf.IntVar(&g.numCtx, "num-ctx", 4096, "context window (num_ctx) asked of every generation; 0: the server's default")
-	pf.IntVar(&g.numThread, "num-thread", 0, "CPU threads asked of every generation (num_thread; 0: the server's choice); on a small shared machine, the cores it may use")
-	pf.DurationVar(&g.keep, "keep-alive", 10*time.Minute, "how long a model stays loaded after each call (Ollama keep_alive)")
-	pf.IntVar(&g.inFlight, "items-in-flight", 32, "items in progress at once; more than --parallel lets calls be served model by model")
-	pf.IntVar(&g.parallel, "parallel", defaultParallel(), "model calls in flight on the server (match the server's OLLAMA_NUM_PARALLEL)")
-	pf.StringVar(&g.cacheDir, "cache", defaultCacheDir(), "response cache directory")
-	pf.BoolVar(&g.noCache, "no-cache", false, "do not read or write the response cache")
-	pf.IntVar(&g.retries, "retries", 5, "attempts per model call on transient errors (unreachable server, timeouts, 5xx)")
-	pf.StringVar(&g.readers, "readers", runner.ReadersPaper, "reading of text-format judge replies: paper (the authors' rule where their code has one) or halu (halu's stricter readers); both readings are made and disagreements counted")
-
 	root.AddCommand(newVersionCmd(), newDoctorCmd(g), newModelsCmd(g), newRunCmd(g), newWithOllamaCmd(g), newIndexCmd(g), newKGCmd(g), newIntentCmd(), newBuildCmd(g), newRerunCmd(g), newReportCmd(), newCompareCmd(), newMergeCmd())
 	return root
-}
-
-func defaultParallel() int {
-	var n int
-	if _, err := fmt.Sscan(os.Getenv("OLLAMA_NUM_PARALLEL"), &n); err == nil && n > 0 {
-		return n
-	}
-	return 1
-}
-
-func defaultCacheDir() string {
-	if d := os.Getenv("HALU_CACHE"); d != "" {
-		return d
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ".halu-cache"
-	}
-	return d + "/halu/responses"
 }
 
 // client returns the one Ollama server of --ollama, for the commands that
 // manage models on a server.
 func (g *globals) client() (*localmodels.Client, error) {
-	if strings.Contains(g.ollama, ",") {
-		return nil, usagef("--ollama %q: this command works on one server; name one", g.ollama)
+	e := g.eng
+	if strings.Contains(e.Ollama, ",") {
+		return nil, usagef("--ollama %q: this command works on one server; name one", e.Ollama)
 	}
 	// The HTTP client's limit is a safety net behind the stream's own.
-	c, err := localmodels.New(g.ollama, max(g.timeout, g.budget+g.idle))
+	c, err := localmodels.New(e.Ollama, max(e.Timeout, e.Budget+e.Idle))
 	if err != nil {
 		return nil, usageError{err}
 	}
 	return c, nil
 }
 
-// apiKeyEnv holds the bearer token sent to an OpenAI-compatible server.
-// It is read from the environment only: never a flag, the manifest or a
-// log line.
-const apiKeyEnv = "HALU_API_KEY"
-
 // server returns the model server the engine and doctor use: the
 // --backend servers, else Ollama at --ollama; several make a pool, each
 // with --parallel slots.
 func (g *globals) server() (localmodels.Backend, error) {
 	var members []localmodels.Backend
-	timeout := max(g.timeout, g.budget+g.idle)
-	if len(g.backends) == 0 {
-		for _, h := range strings.Split(g.ollama, ",") {
+	e := g.eng
+	timeout := max(e.Timeout, e.Budget+e.Idle)
+	if len(e.Backends) == 0 {
+		for _, h := range strings.Split(e.Ollama, ",") {
 			c, err := localmodels.New(strings.TrimSpace(h), timeout)
 			if err != nil {
 				return nil, usageError{err}
@@ -206,7 +154,7 @@ func (g *globals) server() (localmodels.Backend, error) {
 			members = append(members, c)
 		}
 	}
-	for _, spec := range g.backends {
+	for _, spec := range e.Backends {
 		kind, addr, ok := strings.Cut(spec, "=")
 		switch {
 		case !ok || strings.TrimSpace(addr) == "":
@@ -218,7 +166,7 @@ func (g *globals) server() (localmodels.Backend, error) {
 			}
 			members = append(members, c)
 		case kind == "openai":
-			o, err := localmodels.NewOpenAI(addr, timeout, os.Getenv(apiKeyEnv))
+			o, err := localmodels.NewOpenAI(addr, timeout, os.Getenv(runner.APIKeyEnv))
 			if err != nil {
 				return nil, usageError{err}
 			}
@@ -231,7 +179,7 @@ func (g *globals) server() (localmodels.Backend, error) {
 	if len(members) == 1 {
 		return members[0], nil
 	}
-	p, err := localmodels.NewPool(members, g.parallel)
+	p, err := localmodels.NewPool(members, e.Parallel)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -244,37 +192,36 @@ func (g *globals) engine() (*runner.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g.readers != runner.ReadersPaper && g.readers != runner.ReadersHalu {
-		return nil, usagef("--readers %q (want paper or halu)", g.readers)
-	}
-	parallel := g.parallel
+	ec := g.eng
+	parallel := ec.Parallel
 	if p, ok := c.(*localmodels.Pool); ok {
 		parallel *= p.Size() // each server has --parallel slots
 	}
 	e := &runner.Engine{
-		Readers:      g.readers,
+		Config:       ec,
+		Readers:      ec.Readers,
 		Client:       c,
 		Parallel:     parallel,
-		Retry:        runner.Retry{Attempts: g.retries, Base: time.Second, Max: 20 * time.Second},
-		CallTimeout:  g.timeout,
-		IdleTimeout:  g.idle,
-		Budget:       g.budget,
-		NumCtx:       g.numCtx,
-		NumThread:    g.numThread,
-		KeepAlive:    g.keep,
+		Retry:        runner.Retry{Attempts: ec.Retries, Base: time.Second, Max: 20 * time.Second},
+		CallTimeout:  ec.Timeout,
+		IdleTimeout:  ec.Idle,
+		Budget:       ec.Budget,
+		NumCtx:       ec.NumCtx,
+		NumThread:    ec.NumThread,
+		KeepAlive:    ec.KeepAlive,
 		JudgeRepairs: 1,
 
-		ItemsInFlight: g.inFlight,
+		ItemsInFlight: ec.ItemsInFlight,
 		Log:           g.stderr,
 		Interactive:   isTerminal(g.stderr),
 		Columns:       termWidth(g.stderr),
 		Version:       version,
 	}
-	if g.repeats > 0 {
-		e.Repetition = localmodels.Repetition{MinRepeats: g.repeats, MinChars: localmodels.DefaultRepetition.MinChars, MaxSpan: localmodels.DefaultRepetition.MaxSpan}
+	if ec.Repeats > 0 {
+		e.Repetition = localmodels.Repetition{MinRepeats: ec.Repeats, MinChars: localmodels.DefaultRepetition.MinChars, MaxSpan: localmodels.DefaultRepetition.MaxSpan}
 	}
-	if !g.noCache {
-		cache, err := runner.OpenCache(g.cacheDir)
+	if !ec.NoCache {
+		cache, err := runner.OpenCache(ec.Cache)
 		if err != nil {
 			return nil, err
 		}

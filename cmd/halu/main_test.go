@@ -66,9 +66,26 @@ type result struct {
 func halu(t *testing.T, f *fakeServer, cache string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	base := []string{"--ollama", f.Host(), "--cache", cache, "--retries", "1"}
-	code := run(append(base, args...), &out, &errb)
+	code := run(append(serverFlags(args, "--ollama", f.Host(), "--cache", cache, "--retries", "1"), args...), &out, &errb)
 	return result{code, out.String(), errb.String()}
+}
+
+// serverFlags are the flags of base (name, value, …) that the command
+// args name takes: only commands that call a model server take them.
+func serverFlags(args []string, base ...string) []string {
+	root := newRoot(&globals{eng: runner.DefaultEngineConfig()})
+	c, _, err := root.Find(args)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for i := 0; i+1 < len(base); i += 2 {
+		name := strings.TrimPrefix(base[i], "--")
+		if c.Flags().Lookup(name) != nil || c.InheritedFlags().Lookup(name) != nil || c.Name() == "rerun" {
+			out = append(out, base[i], base[i+1])
+		}
+	}
+	return out
 }
 
 func TestExitCodes(t *testing.T) {
@@ -153,11 +170,11 @@ func TestRerunStageAndErrors(t *testing.T) {
 	}
 	m, recs, err := runner.ReadRun(dir + "-rerun-judge")
 	var cfg struct {
-		Judges    []string `json:"judges"`
-		Questions int      `json:"questions"`
+		Judges []string `json:"judges"`
+		Limit  int      `json:"limit"`
 	}
 	json.Unmarshal(m.Config, &cfg)
-	if err != nil || m.Status != "complete" || len(recs) != 4 || len(cfg.Judges) != 1 || cfg.Judges[0] != "judge2" || cfg.Questions != 4 ||
+	if err != nil || m.Status != "complete" || len(recs) != 4 || len(cfg.Judges) != 1 || cfg.Judges[0] != "judge2" || cfg.Limit != 4 ||
 		!strings.Contains(m.Flags["rerun"], "--stage judge --judges judge2") {
 		t.Fatalf("rerun run: %v %+v %+v", err, cfg, m.Flags)
 	}
@@ -220,12 +237,12 @@ func TestRunFileAndEnvironment(t *testing.T) {
 	}
 	var cfg struct {
 		Models    []string `json:"models"`
-		Questions int      `json:"questions"`
+		Limit     int      `json:"limit"`
 		MaxTokens int      `json:"max_tokens"`
 	}
 	json.Unmarshal(m.Config, &cfg)
 	// The flag beats the file; the environment beats the file.
-	if cfg.Questions != 3 || cfg.MaxTokens != 20 || len(cfg.Models) != 1 || m.Flags["num-ctx"] != "2048" || m.Serving.NumCtx != 2048 {
+	if cfg.Limit != 3 || cfg.MaxTokens != 20 || len(cfg.Models) != 1 || m.Flags["num-ctx"] != "2048" || m.Serving.NumCtx != 2048 {
 		t.Errorf("config %+v, flags num-ctx %q, serving %+v", cfg, m.Flags["num-ctx"], m.Serving)
 	}
 	os.WriteFile(file, []byte("models: [gen]\n\nmodle: x\n"), 0o644)
@@ -498,7 +515,7 @@ func TestJudgesSpeltAlike(t *testing.T) {
 		t.Fatalf("intent with two judges: exit %d: %s", r.code, r.stderr)
 	}
 	r = halu(t, f, t.TempDir(), "run", "smoke", "--models", "gen", "--judges", "judge", "--judge-format", "yaml", "--dry-run")
-	if r.code != exitUsage || !strings.Contains(r.stderr, `--judge-format "yaml"`) {
+	if r.code != exitUsage || !strings.Contains(r.stderr, `"--judge-format" flag: "yaml": want json or text`) {
 		t.Fatalf("smoke --judge-format yaml: exit %d: %s", r.code, r.stderr)
 	}
 }
@@ -527,8 +544,8 @@ func TestDryRunCountsTheCallsARunMakes(t *testing.T) {
 		{"smoke", []string{"--models", "gen", "--judges", "j1,j2", "--limit", "3"}},
 		{"hic", []string{"--models", "gen", "--judges", "j1,j2", "--embed-model", "j3", "--questions", "1,11", "--answers", "2", "--strategy", "scp,rag,dhp"}},
 		{"hic", []string{"--models", "gen", "--judges", "j1", "--embed-model", "j3", "--questions", "1,11", "--answers", "2", "--strategy", "dhp,rcp+dhp", "--protocol", "halu"}},
-		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--keywords", "3"}},
-		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--keywords", "2", "--fluency-pairs", "all", "--ideas-per-keyword", "3"}},
+		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--limit", "3"}},
+		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--limit", "2", "--fluency-pairs", "all", "--ideas-per-keyword", "3"}},
 	} {
 		planned, made, _ := planAndRun(t, f, tc.suite, tc.args)
 		if fmt.Sprint(planned) != fmt.Sprint(made) {

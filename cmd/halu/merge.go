@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"halu/runner"
+	"halu/runner/registry"
 )
 
 // newMergeCmd joins the shards of a run (halu run … --shard I/N) into one
@@ -35,11 +36,11 @@ summary over all records. report, compare and the gates read it as any run.`,
 			if err != nil {
 				return err
 			}
-			def, ok := findSuite(m.Suite)
+			def, ok := registry.Find(m.Suite)
 			if !ok {
 				return fmt.Errorf("run %s: unknown suite %q", args[0], m.Suite)
 			}
-			s, err := def.build(m.Config)
+			s, err := def.Build(m.Config, m.Format)
 			if err != nil {
 				return fmt.Errorf("run %s: config: %w", args[0], err)
 			}

@@ -97,6 +97,9 @@ func newModelsCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	for _, c := range []*cobra.Command{list, pull, imp} {
+		g.eng.ServerSettings().Bind(c.Flags())
+	}
 	imp.Flags().StringVar(&name, "name", "", "model name to create")
 	imp.Flags().StringVar(&template, "template", "", "prompt template (Go template, as in a Modelfile); default: the GGUF file's own")
 	imp.Flags().StringVar(&system, "system", "", "default system prompt")

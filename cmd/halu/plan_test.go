@@ -125,7 +125,7 @@ func checkMetricNames(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	def, _ := findSuite(m.Suite)
-	s, err := def.build(m.Config)
+	s, err := def.Build(m.Config, m.Format)
 	if err != nil {
 		t.Fatal(err)
 	}

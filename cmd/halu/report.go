@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,25 +11,18 @@ import (
 
 	"halu/localmodels"
 	"halu/runner"
-	"halu/runner/cfaith"
+	"halu/runner/registry"
 	"halu/runner/report"
 )
 
 // rebuild makes the suite a run used from its manifest, with no model
 // call: for a report's summary and for compare's outcomes.
 func rebuild(m *runner.Manifest) (runner.Suite, error) {
-	if m.Suite == "cfaith-build" {
-		var cfg cfaith.BuildConfig
-		if err := json.Unmarshal(m.Config, &cfg); err != nil {
-			return nil, err
-		}
-		return cfaith.NewBuilder(cfg)
-	}
-	def, ok := findSuite(m.Suite)
+	def, ok := registry.Find(m.Suite)
 	if !ok {
 		return nil, fmt.Errorf("unknown suite %q", m.Suite)
 	}
-	return def.build(m.Config)
+	return def.Build(m.Config, m.Format)
 }
 
 func newReportCmd() *cobra.Command {

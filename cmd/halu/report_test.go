@@ -126,7 +126,7 @@ func TestProtocolDeparturesAndComparability(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := filepath.Join(dir, tc.name)
-			args := append([]string{"run", "ideas", "--models", "gen", "--judges", "j1,j2,j3", "--keywords", "2", "--out", run}, tc.args...)
+			args := append([]string{"run", "ideas", "--models", "gen", "--judges", "j1,j2,j3", "--limit", "2", "--out", run}, tc.args...)
 			if r := halu(t, f, cache, args...); r.code != exitOK {
 				t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 			}

@@ -15,6 +15,7 @@ import (
 	"halu/localmodels"
 	"halu/runner"
 	"halu/runner/hic"
+	"halu/runner/setting"
 )
 
 // Doc is one knowledge document.
@@ -114,36 +115,101 @@ func ReadDocs(path string) ([]Doc, error) {
 	return out, nil
 }
 
-// BuildConfig is the construction's settings.
+// BuildConfig is the construction's settings (declared in Settings).
 type BuildConfig struct {
-	Docs     string   `json:"docs"`
-	Lang     string   `json:"lang"`
-	Agent    string   `json:"agent"`
-	Verifier string   `json:"verifier"`
-	Types    []string `json:"types"`
-	Rules    RuleSet  `json:"rules"`
+	Docs     string
+	Lang     string
+	Agent    string
+	Verifier string
+	Types    []string
+	Rules    RuleSet
 	// MaxQuestions keeps at most this many of the (three) questions the
 	// agent writes per document and type (0: all).
-	MaxQuestions int `json:"max_questions"`
+	MaxQuestions int
 	// Responses is the number of hallucinated responses per question
 	// (the paper: three).
-	Responses int `json:"responses"`
-	Seed      int `json:"seed"`
+	Responses int
+	Seed      int
 	// Format is "json" (structured output for agents and verifier) or
 	// "text" (the authors' formats, parsed leniently).
-	Format    string `json:"format"`
-	MaxTokens int    `json:"max_tokens"`
+	Format    string
+	MaxTokens int
 	// EmbedModel embeds single-choice options for near-duplicate removal;
 	// empty compares normalised text only.
-	EmbedModel string `json:"embed_model,omitempty"`
+	EmbedModel string
 	// OnlyDocs restricts the run to these document IDs (the optimisation
 	// loop's training and validation samples).
-	OnlyDocs []string `json:"only_docs,omitempty"`
+	OnlyDocs []string
 }
+
+// Settings declares the construction's settings.
+func (c *BuildConfig) Settings() setting.List {
+	return setting.List{
+		setting.String("docs", &c.Docs, "knowledge documents: directory, JSONL or CSV").As(setting.Data).Path().Required(),
+		setting.Choice("lang", &c.Lang, "prompt language: zh (the authors' prompts) or en", "zh", "en"),
+		setting.String("agent", &c.Agent, "generation agents' model").As(setting.Instrument).Models().Required(),
+		setting.String("verifier", &c.Verifier, "verification module's model (default: the agent)").As(setting.Instrument).Models(),
+		setting.Choices("types", &c.Types, "hallucination types to generate: "+strings.Join(Types, ", "), Types...).As(setting.Subject),
+		setting.Record("rules", &c.Rules, "the generation rules used (set by --rules or --optimize)"),
+		setting.Int("max-questions", &c.MaxQuestions, "questions kept per document and type (the prompts ask for 3; 0 keeps all)").Min(0),
+		setting.Int("responses", &c.Responses, "hallucinated responses per question").Min(1),
+		setting.Int("seed", &c.Seed, "seed for sampling, the train/validation split and option shuffling").As(setting.Draw),
+		setting.Choice("format", &c.Format, "json (structured output) or text (the authors' formats)", "json", "text"),
+		setting.Int("max-tokens", &c.MaxTokens, "reply cap for agents and verifier").Min(1),
+		setting.String("embed-model", &c.EmbedModel, "embedding model for near-duplicate single-choice options (default: exact text only)").As(setting.Instrument).Models(),
+		setting.Record("only-docs", &c.OnlyDocs, "the documents an optimisation round's run is restricted to"),
+	}
+}
+
+// MarshalJSON encodes the config by its settings.
+func (c BuildConfig) MarshalJSON() ([]byte, error) { return c.Settings().MarshalJSON() }
+
+// UnmarshalJSON reads a config MarshalJSON wrote.
+func (c *BuildConfig) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJSON(b) }
 
 // DefaultBuildConfig has the authors' code's settings.
 func DefaultBuildConfig() BuildConfig {
 	return BuildConfig{Lang: "zh", Types: DefaultTypes, MaxQuestions: 0, Responses: 3, Seed: 1, Format: "json", MaxTokens: 768}
+}
+
+// BuildDeclaration declares the construction, run by `halu build cfaith`,
+// to the registry.
+var BuildDeclaration = runner.Declare("cfaith-build", "HaluAgent: build a C-FAITH-style QA hallucination dataset from knowledge documents",
+	DefaultBuildConfig, NewBuilder, nil).NotRun()
+
+// BuildOptions are the settings of `halu build cfaith` beyond the
+// construction's own: the rules to start from, the optimisation of the
+// rules (§3.2) and the dataset's aggregation.
+type BuildOptions struct {
+	Out        string
+	Rules      string
+	Dedup      float64
+	Optimize   bool
+	Rounds     int
+	Train      int
+	Val        int
+	Candidates int
+	Optimizer  string
+}
+
+// DefaultBuildOptions are the command's defaults.
+func DefaultBuildOptions() BuildOptions {
+	return BuildOptions{Rules: "original", Dedup: 0.9, Rounds: 5, Train: 60, Val: 20, Candidates: 3}
+}
+
+// Settings declares the command's own settings.
+func (o *BuildOptions) Settings() setting.List {
+	return setting.List{
+		setting.String("out", &o.Out, "dataset directory to write").Conducts().Required(),
+		setting.String("rules", &o.Rules, "generation rules: original, optimized (the paper's Figure 7), or a rules JSON file from --optimize"),
+		setting.Float("dedup-threshold", &o.Dedup, "cosine similarity at or above which two options are near-duplicates").Min(0),
+		setting.Bool("optimize", &o.Optimize, "optimise the generation rules first (§3.2)"),
+		setting.Int("rounds", &o.Rounds, "most optimisation rounds").Min(0),
+		setting.Int("train", &o.Train, "training documents for optimisation").Min(1),
+		setting.Int("val", &o.Val, "validation documents for optimisation").Min(1),
+		setting.Int("candidates", &o.Candidates, "candidate prompts per round").Min(1),
+		setting.String("optimizer", &o.Optimizer, "optimisation agent's model (default: the agent)").As(setting.Instrument).Models(),
+	}
 }
 
 // Builder is the construction as an engine suite: one item per document.
@@ -154,25 +220,11 @@ type Builder struct {
 
 // NewBuilder checks cfg and reads the documents.
 func NewBuilder(cfg BuildConfig) (*Builder, error) {
-	if cfg.Agent == "" {
-		return nil, errors.New("cfaith build: --agent is required")
+	if err := cfg.Settings().Validate(); err != nil {
+		return nil, fmt.Errorf("cfaith build: %w", err)
 	}
 	if cfg.Verifier == "" {
 		cfg.Verifier = cfg.Agent
-	}
-	if cfg.Lang != "zh" && cfg.Lang != "en" {
-		return nil, fmt.Errorf("cfaith build: --lang %q (want zh or en)", cfg.Lang)
-	}
-	if cfg.Format != "json" && cfg.Format != "text" {
-		return nil, fmt.Errorf("cfaith build: --format %q (want json or text)", cfg.Format)
-	}
-	if cfg.Responses < 1 {
-		return nil, errors.New("cfaith build: --responses must be at least 1")
-	}
-	for _, t := range cfg.Types {
-		if !knownType(t) {
-			return nil, fmt.Errorf("cfaith build: unknown type %q (want %s)", t, strings.Join(Types, ", "))
-		}
 	}
 	if err := cfg.Rules.Validate(); err != nil {
 		return nil, fmt.Errorf("cfaith build: %w", err)

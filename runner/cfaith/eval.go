@@ -9,35 +9,77 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"halu/localmodels"
 	"halu/metrics"
 	"halu/runner"
+	"halu/runner/setting"
 )
 
 // Formats are the three QA formats (§3.3).
 var Formats = []string{"generative", "choice", "truefalse"}
 
-// Config is the evaluation's settings.
+// Config is the evaluation's settings (declared in Settings).
 type Config struct {
-	Data    string   `json:"data"`
-	Models  []string `json:"models"`
-	Judge   string   `json:"judge"`
-	Formats []string `json:"formats"`
+	Data    string
+	Models  []string
+	Judge   string
+	Formats []string
 	// Limit keeps the first N items of each format (0: all).
-	Limit int `json:"limit,omitempty"`
+	Limit int
 	// Temperature and TopP are the paper's decoding settings (1, 0.7).
-	Temperature    float64 `json:"temperature"`
-	TopP           float64 `json:"top_p"`
-	MaxTokens      int     `json:"max_tokens"`
-	Seed           int     `json:"seed"`
-	JudgeFormat    string  `json:"judge_format"`
-	JudgeMaxTokens int     `json:"judge_max_tokens"`
+	Temperature    float64
+	TopP           float64
+	MaxTokens      int
+	Seed           int
+	JudgeFormat    string
+	JudgeMaxTokens int
 }
+
+// Settings declares the evaluation's settings.
+func (c *Config) Settings() setting.List {
+	return setting.List{
+		setting.String("data", &c.Data, "dataset directory (halu build cfaith --out)").As(setting.Data).Path().Required(),
+		setting.Strings("models", &c.Models, "models under test").As(setting.Subject).Models().Required(),
+		setting.String("judges", &c.Judge, "judge of generative answers (conflict with the correct answer); one model").
+			As(setting.Instrument).Models().Deprecated("judge").Check(func() error {
+			if strings.Contains(c.Judge, ",") {
+				return errors.New("this suite takes one judge (the paper's setting); run once per judge and compare")
+			}
+			return nil
+		}),
+		setting.Choices("formats", &c.Formats, "formats: generative, choice, truefalse", Formats...).As(setting.Subject).Required(),
+		setting.Int("limit", &c.Limit, "items per format (0: all)").As(setting.Data).Min(0),
+		setting.Float("temperature", &c.Temperature, "decoding temperature (the paper: 1)").Min(0),
+		setting.Float("top-p", &c.TopP, "decoding top_p (the paper: 0.7)").Min(0),
+		setting.Int("max-tokens", &c.MaxTokens, "answer cap (num_predict)").Min(1),
+		setting.Int("seed", &c.Seed, "sampling seed").As(setting.Draw),
+		setting.Choice("judge-format", &c.JudgeFormat, "json (structured output) or text", "json", "text"),
+		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "judge reply cap").Min(1),
+	}
+}
+
+// MarshalJSON encodes the config by its settings.
+func (c Config) MarshalJSON() ([]byte, error) { return c.Settings().MarshalJSON() }
+
+// UnmarshalJSON reads a config MarshalJSON wrote.
+func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJSON(b) }
 
 // DefaultConfig has the paper's decoding settings.
 func DefaultConfig() Config {
 	return Config{Formats: Formats, Temperature: 1, TopP: 0.7, MaxTokens: 256, Seed: 1, JudgeFormat: "json", JudgeMaxTokens: 200}
+}
+
+// Declaration declares the evaluation to the registry.
+var Declaration = runner.Declare("cfaith", "C-FAITH: hallucination rates on a HaluAgent-built dataset (generative, single-choice, true/false; per type)",
+	DefaultConfig, New, migrate)
+
+// migrate brings a config of run format 1 up to date: the judge was
+// "judge".
+func migrate(format int, cfg map[string]json.RawMessage) error {
+	runner.Rename(cfg, "judge", "judges")
+	return nil
 }
 
 // Suite evaluates models on a built dataset.
@@ -49,16 +91,10 @@ type Suite struct {
 
 // New checks cfg and reads the dataset.
 func New(cfg Config) (*Suite, error) {
-	if cfg.Data == "" || len(cfg.Models) == 0 {
-		return nil, errors.New("cfaith: --data and --models are required")
-	}
-	if cfg.JudgeFormat != "json" && cfg.JudgeFormat != "text" {
-		return nil, fmt.Errorf("cfaith: --judge-format %q (want json or text)", cfg.JudgeFormat)
+	if err := cfg.Settings().Validate(); err != nil {
+		return nil, fmt.Errorf("cfaith: %w", err)
 	}
 	for _, f := range cfg.Formats {
-		if f != "generative" && f != "choice" && f != "truefalse" {
-			return nil, fmt.Errorf("cfaith: format %q (want generative, choice, truefalse)", f)
-		}
 		if f == "generative" && cfg.Judge == "" {
 			return nil, errors.New("cfaith: the generative format needs --judges (one judge model)")
 		}

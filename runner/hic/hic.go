@@ -18,11 +18,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"halu/localmodels"
 	"halu/runner"
+	"halu/runner/setting"
 )
 
 //go:embed data/CDID.csv prompts/*.txt
@@ -233,95 +235,111 @@ func ParseVerdictPaper(reply string) (Verdict, error) {
 	return v, nil
 }
 
-// Config is the suite's settings.
+// Config is the suite's settings (declared in Settings).
 type Config struct {
-	Models []string `json:"models"`
-	Judges []string `json:"judges"`
+	Models []string
+	Judges []string
 	// Protocol is runner.ProtocolPaper (the default) or
 	// runner.ProtocolHalu (structured judges, DHP answers sampled apart).
-	Protocol     string    `json:"protocol"`
-	Strategies   []string  `json:"strategies"`
-	Answers      int       `json:"answers"`
-	Temperatures []float64 `json:"temperatures"`
+	Protocol     string
+	Strategies   []string
+	Answers      int
+	Temperatures []float64
 	// Questions filters by ID or domain (Field); empty keeps all 100.
-	Questions []string `json:"questions,omitempty"`
+	Questions []string
 	// Limit keeps a seeded sample of that many of the questions kept,
 	// each domain keeping its share (0: all).
-	Limit     int `json:"limit,omitempty"`
-	Seed      int `json:"seed"`
-	MaxTokens int `json:"max_tokens"`
+	Limit     int
+	Seed      int
+	MaxTokens int
 	// JudgeFormat is "text" (the paper's one-line format, the default) or
 	// "json" (structured output).
-	JudgeFormat    string `json:"judge_format"`
-	JudgeMaxTokens int    `json:"judge_max_tokens"`
+	JudgeFormat    string
+	JudgeMaxTokens int
 	// TieHallucinated decides a panel tie on the hallucination verdict.
-	TieHallucinated bool `json:"tie_hallucinated"`
+	TieHallucinated bool
 	// RAGSource is "knowledge" (the CDKB text, as the paper) or "principle"
 	// (the short principle, as the authors' code).
-	RAGSource string `json:"rag_source"`
+	RAGSource string
 	// DHPAnswers is how a DHP question gets its answers: "split" (the
 	// authors' code: one reply, cut at blank lines, each part an answer)
 	// or "samples" (Answers replies, each judged whole, as the other
 	// strategies).
-	DHPAnswers string `json:"dhp_answers"`
-	EmbedModel string `json:"embed_model"`
+	DHPAnswers string
+	EmbedModel string
 	// Human is an optional CSV of human labels (answer id, IH/DH/neutral).
-	Human string `json:"human,omitempty"`
+	Human string
 	// Data is a CDID-format CSV; empty uses the bundled dataset.
-	Data string `json:"data,omitempty"`
+	Data string
 }
 
-// PaperConfig has the paper's and the authors' code's settings: 10 answers
-// per question at temperature 1.0, generation cap 700 (the 70-token limit
-// is in the prompt), the one-line text judge capped at 200 tokens, RAG on
-// the CDKB knowledge text, DHP replies split at blank lines.
-func PaperConfig() Config {
+// Settings declares the suite's settings, with the paper's values: 10
+// answers per question at temperature 1.0, generation cap 700 (the
+// authors' code; the 70-token limit is in the prompt), the one-line text
+// judge capped at 200 tokens, RAG on the CDKB knowledge text, DHP replies
+// split at blank lines.
+func (c *Config) Settings() setting.List {
+	has := func(want func(string) bool) func() bool {
+		return func() bool { return slices.ContainsFunc(c.Strategies, want) }
+	}
+	return setting.List{
+		setting.Strings("models", &c.Models, "models under test").As(setting.Subject).Models().Required(),
+		setting.Strings("judges", &c.Judges, "judge panel (the paper averages two)").As(setting.Instrument).Models().Required().Deprecated("judge"),
+		setting.Protocol(&c.Protocol, "JSON judges, DHP answers sampled apart"),
+		setting.Choices("strategy", &c.Strategies, "prompt strategies: "+strings.Join(Strategies, ", "), Strategies...).As(setting.Subject).Required(),
+		setting.Int("answers", &c.Answers, "answers per question").Paper("10").Min(1),
+		setting.Floats("temperature", &c.Temperatures, "generation temperature(s), e.g. 1.0,0.4 (the paper: 1.0; Table 1 also 0.4)").Check(func() error {
+			for _, t := range c.Temperatures {
+				if t < 0 {
+					return errors.New("a temperature cannot be negative")
+				}
+			}
+			return nil
+		}),
+		setting.Strings("questions", &c.Questions, "question IDs or domains to keep (default all 100)").As(setting.Data),
+		setting.Int("limit", &c.Limit, "questions to run (0: all kept): a seeded sample in which each domain keeps its share, listed in the manifest").As(setting.Data).Min(0),
+		setting.Int("seed", &c.Seed, "sampling seed (answer i uses seed+i)").As(setting.Draw),
+		setting.Int("max-tokens", &c.MaxTokens, "generation cap (num_predict); the prompt's 70-token limit stays in the prompt").Paper("700").Min(1),
+		setting.Choice("judge-format", &c.JudgeFormat, "text (the paper's one-line format) or json (structured output)", "text", "json").Paper("text").Halu("json"),
+		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "judge reply cap").Paper("200").Min(1),
+		setting.Bool("tie-hallucinated", &c.TieHallucinated, "a panel tie on hallucination counts as hallucinated").
+			Assumed("the paper averages two judges' scores without saying how a tie on the hallucination verdict counts").When(func() bool { return len(c.Judges) > 1 }),
+		setting.Choice("rag-source", &c.RAGSource, "RAG context: knowledge (CDKB text, the paper) or principle (the authors' code)", "knowledge", "principle").
+			Paper("knowledge").When(has(func(s string) bool { return s == "rag" })),
+		setting.Choice("dhp-answers", &c.DHPAnswers, "split (one DHP reply per question cut at blank lines, the authors' code) or samples (--answers replies, each judged whole)", "split", "samples").
+			Paper("split").Halu("samples").When(has(isDHP)),
+		setting.String("embed-model", &c.EmbedModel, "embedding model for Flu (the paper: SimCSE sup-simcse-bert-base-uncased)").As(setting.Instrument).Models().Required(),
+		setting.String("human", &c.Human, "CSV of human labels: answer id (model/strategy/T<t>/q<id>/a<i>), IH|DH|neutral").As(setting.Beside).Path(),
+		setting.String("data", &c.Data, "CDID-format CSV (default: the bundled 100 questions)").As(setting.Data).Path(),
+	}
+}
+
+// MarshalJSON encodes the config by its settings.
+func (c Config) MarshalJSON() ([]byte, error) { return c.Settings().MarshalJSON() }
+
+// UnmarshalJSON reads a config MarshalJSON wrote.
+func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJSON(b) }
+
+// DefaultConfig is the paper's protocol, with an embedding model for Flu
+// (the paper's SimCSE is not an Ollama model).
+func DefaultConfig() Config {
 	return Config{Protocol: runner.ProtocolPaper, Strategies: []string{"scp"}, Answers: 10, Temperatures: []float64{1.0}, Seed: 1, MaxTokens: 700,
 		JudgeFormat: "text", JudgeMaxTokens: 200, TieHallucinated: true, RAGSource: "knowledge", DHPAnswers: "split", EmbedModel: "all-minilm"}
 }
 
-// DefaultConfig is the paper's protocol.
-func DefaultConfig() Config { return PaperConfig() }
+// Declaration declares the suite to the registry.
+var Declaration = runner.Declare("hic", "HIC-Bench: intelligent vs defective hallucination on the 100 CDID questions (IH, DH, IFS)",
+	DefaultConfig, New, migrate)
 
-// ApplyProtocol sets cfg.Protocol's values of the settings not given
-// (given reports whether a flag was): halu's are structured judges and DHP
-// answers sampled apart.
-func ApplyProtocol(cfg *Config, given func(flag string) bool) error {
-	p, err := runner.ProtocolValues("hic", cfg.Protocol, PaperConfig, func(p *Config) { p.JudgeFormat, p.DHPAnswers = "json", "samples" })
-	if err != nil {
-		return err
-	}
-	runner.ApplyDefaults(given, map[string]func(){
-		"judge-format": func() { cfg.JudgeFormat = p.JudgeFormat }, "dhp-answers": func() { cfg.DHPAnswers = p.DHPAnswers },
-	})
+// migrate brings a config of run format 1 up to date: two keys were
+// plural, and a run made before DHP's answers were a setting sampled them
+// apart.
+func migrate(format int, cfg map[string]json.RawMessage) error {
+	runner.Rename(cfg, "strategies", "strategy")
+	runner.Rename(cfg, "temperatures", "temperature")
+	runner.DefaultTo(cfg, "protocol", `"paper"`)
+	runner.DefaultTo(cfg, "dhp_answers", `"samples"`)
 	return nil
-}
-
-// protocolSettings are the settings the paper's protocol fixes.
-var protocolSettings = []runner.ProtocolSetting{
-	{Key: "answers", Flag: "answers"}, {Key: "max_tokens", Flag: "max-tokens"},
-	{Key: "judge_format", Flag: "judge-format"}, {Key: "judge_max_tokens", Flag: "judge-max-tokens"},
-	{Key: "rag_source", Flag: "rag-source"}, {Key: "dhp_answers", Flag: "dhp-answers"},
-}
-
-// Protocol is the protocol the run's defaults followed.
-func (s *Suite) Protocol() string { return s.cfg.Protocol }
-
-// Departures are the run's settings that differ from the paper's protocol.
-// DHP's setting counts only when a DHP strategy runs.
-func (s *Suite) Departures() []runner.Departure {
-	var out []runner.Departure
-	hasDHP := false
-	for _, st := range s.cfg.Strategies {
-		hasDHP = hasDHP || isDHP(st)
-	}
-	for _, d := range runner.Departures(PaperConfig(), s.cfg, protocolSettings) {
-		if d.Setting == "dhp-answers" && !hasDHP {
-			continue
-		}
-		out = append(out, d)
-	}
-	return out
 }
 
 // Suite is HIC-Bench.
@@ -333,36 +351,13 @@ type Suite struct {
 
 // New checks cfg and loads the questions.
 func New(cfg Config) (*Suite, error) {
-	if len(cfg.Models) == 0 || len(cfg.Judges) == 0 {
-		return nil, errors.New("hic: --models and --judges are required")
-	}
-	if strings.TrimSpace(cfg.EmbedModel) == "" {
-		// Found now, not after hours of generating and judging.
-		return nil, errors.New("hic: --embed-model is required: Flu and Table 9 compare answers by embedding (the paper: SimCSE)")
-	}
-	if cfg.Answers < 1 {
-		return nil, errors.New("hic: --answers must be at least 1")
+	// Found now, not after hours of generating and judging (the
+	// embedding model too: Flu and Table 9 compare answers by embedding).
+	if err := cfg.Settings().Validate(); err != nil {
+		return nil, fmt.Errorf("hic: %w", err)
 	}
 	if len(cfg.Temperatures) == 0 {
 		cfg.Temperatures = []float64{1.0}
-	}
-	if cfg.JudgeFormat != "json" && cfg.JudgeFormat != "text" {
-		return nil, fmt.Errorf("hic: --judge-format %q (want json or text)", cfg.JudgeFormat)
-	}
-	if err := runner.CheckProtocol("hic", &cfg.Protocol); err != nil {
-		return nil, err
-	}
-	// A run made before the setting sampled DHP answers apart.
-	if err := runner.CheckChoice("hic", "dhp-answers", &cfg.DHPAnswers, "samples", "split", "samples"); err != nil {
-		return nil, err
-	}
-	if cfg.RAGSource != "knowledge" && cfg.RAGSource != "principle" {
-		return nil, fmt.Errorf("hic: --rag-source %q (want knowledge or principle)", cfg.RAGSource)
-	}
-	for _, s := range cfg.Strategies {
-		if _, err := RenderPrompt(s, Question{}, Examples{}, cfg.RAGSource); err != nil {
-			return nil, fmt.Errorf("hic: %w", err)
-		}
 	}
 	all, err := LoadQuestions(cfg.Data)
 	if err != nil {
@@ -383,9 +378,6 @@ func New(cfg Config) (*Suite, error) {
 		if len(qs) == 0 {
 			return nil, fmt.Errorf("hic: --questions %v match no question ID or domain", cfg.Questions)
 		}
-	}
-	if cfg.Limit < 0 {
-		return nil, errors.New("hic: --limit cannot be negative")
 	}
 	if cfg.Limit > 0 && cfg.Limit < len(qs) {
 		qs = runner.StratifiedSample(qs, cfg.Limit, cfg.Seed, func(q Question) string { return q.Field })

@@ -146,7 +146,7 @@ func TestSummaryHandComputed(t *testing.T) {
 		recs = append(recs, runner.Record{Item: fmt.Sprint(i), Data: b})
 	}
 	s, err := New(Config{Models: []string{"m"}, Judges: []string{"j"}, Strategies: []string{"scp"}, Answers: 2,
-		JudgeFormat: "json", RAGSource: "knowledge", TieHallucinated: true, EmbedModel: "e"})
+		JudgeFormat: "json", RAGSource: "knowledge", TieHallucinated: true, EmbedModel: "e", MaxTokens: 700, JudgeMaxTokens: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestHumanLabels(t *testing.T) {
 	// Human: a0 IH, a1 DH, a2 DH, a3 IH.
 	os.WriteFile(csvPath, []byte("answer,label\nm/scp/T1/q001/a0,IH\nm/scp/T1/q001/a1,DH\nm/scp/T1/q001/a2,dh\nm/scp/T1/q001/a3,IH\n"), 0o644)
 	s, err := New(Config{Models: []string{"m"}, Judges: []string{"j"}, Strategies: []string{"scp"}, Answers: 4,
-		JudgeFormat: "json", RAGSource: "knowledge", TieHallucinated: true, EmbedModel: "e", Human: csvPath})
+		JudgeFormat: "json", RAGSource: "knowledge", TieHallucinated: true, EmbedModel: "e", MaxTokens: 700, JudgeMaxTokens: 200, Human: csvPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestHumanLabels(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.csv")
 	os.WriteFile(bad, []byte("answer,label\nm/scp/T1/q001/a0,maybe\n"), 0o644)
 	if _, err := New(Config{Models: []string{"m"}, Judges: []string{"j"}, Strategies: []string{"scp"}, Answers: 1,
-		JudgeFormat: "json", RAGSource: "knowledge", EmbedModel: "e", Human: bad}); err == nil || !strings.Contains(err.Error(), "bad.csv:2") {
+		JudgeFormat: "json", RAGSource: "knowledge", EmbedModel: "e", Human: bad, MaxTokens: 700, JudgeMaxTokens: 200}); err == nil || !strings.Contains(err.Error(), "bad.csv:2") {
 		t.Fatalf("bad label: %v", err)
 	}
 }
@@ -423,8 +423,8 @@ func TestDHPRepliesSplitAtBlankLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Departures()) != 0 {
-		t.Fatalf("default DHP run departs: %v", s.Departures())
+	if len(s.cfg.Settings().Departures()) != 0 {
+		t.Fatalf("default DHP run departs: %v", s.cfg.Settings().Departures())
 	}
 	s.questions = []Question{{ID: 1, Field: "F", Question: "QUESTION 1?"}, {ID: 2, Field: "F", Question: "QUESTION 2?"}}
 	res, err := e.Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
@@ -460,7 +460,7 @@ func TestHICDepartures(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Models, cfg.Judges, cfg.Strategies = []string{"m"}, []string{"j"}, []string{"scp", "dhp"}
 	cfg.Protocol = runner.ProtocolHalu
-	if err := ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+	if err := runner.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	s, err := New(cfg)
@@ -468,7 +468,7 @@ func TestHICDepartures(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, d := range s.Departures() {
+	for _, d := range s.cfg.Settings().Departures() {
 		got = append(got, d.String())
 	}
 	if strings.Join(got, "; ") != "--judge-format json (paper: text); --dhp-answers samples (paper: split)" {
@@ -477,8 +477,8 @@ func TestHICDepartures(t *testing.T) {
 	// Without a DHP strategy the DHP setting is not a departure.
 	cfg.Strategies = []string{"scp"}
 	s, _ = New(cfg)
-	if len(s.Departures()) != 1 {
-		t.Fatalf("departures without DHP: %v", s.Departures())
+	if len(s.cfg.Settings().Departures()) != 1 {
+		t.Fatalf("departures without DHP: %v", s.cfg.Settings().Departures())
 	}
 }
 

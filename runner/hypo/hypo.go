@@ -23,6 +23,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 	"halu/localmodels"
 	"halu/metrics"
 	"halu/runner"
+	"halu/runner/setting"
 )
 
 //go:embed data/*.txt data/edges_test.tsv
@@ -225,118 +227,125 @@ func HypothesisLabel(statement string, labels []string) (string, bool) {
 	return found[0], true
 }
 
-// Config is the suite's settings.
+// Config is the suite's settings (declared in Settings).
 type Config struct {
-	Models   []string `json:"models"`
-	Settings []string `json:"settings"`
-	Index    string   `json:"index,omitempty"`
-	KG       string   `json:"kg,omitempty"`
+	Models    []string
+	Knowledge []string
+	Index     string
+	KG        string
 	// BelowPMID: documents and KG support strictly below (the authors'
 	// code keeps PMID < 36600000).
-	BelowPMID uint64   `json:"max_pmid"`
-	Tasks     []string `json:"tasks"`
-	Limit     int      `json:"limit"` // items per task, 0 = all
+	BelowPMID uint64
+	Tasks     []string
+	Limit     int // items per task, 0 = all
 	// Sample is how --limit draws: "stratified" (a seeded sample of each
 	// task keeping its labels' shares) or "first" (the first rows of the
 	// file, which is sorted by label).
-	Sample    string `json:"sample,omitempty"`
-	Seed      int    `json:"seed"`
-	MaxTokens int    `json:"max_tokens"`
+	Sample    string
+	Seed      int
+	MaxTokens int
 	// KnowHD sources to check groundedness against: kg, lit, kg+lit.
-	KnowHD   []string `json:"knowhd,omitempty"`
-	Verifier string   `json:"verifier,omitempty"` // default: the model itself
-	MinScore float64  `json:"min_score"`          // τ of eq. 1
+	KnowHD   []string
+	Verifier string  // default: the model itself
+	MinScore float64 // τ of eq. 1
 	// Candidates sampled per item for the selection comparison (§4.4).
-	Candidates  int     `json:"candidates"`
-	Temperature float64 `json:"candidate_temperature"`
-	Data        string  `json:"data,omitempty"`
-	Open        string  `json:"open,omitempty"` // open-ended backgrounds (§5)
+	Candidates  int
+	Temperature float64
+	Data        string
+	Open        string // open-ended backgrounds (§5)
 	// VerifierMaxTokens caps entity extraction and claim decomposition.
-	VerifierMaxTokens int `json:"verifier_max_tokens"`
+	VerifierMaxTokens int
 	// Protocol is runner.ProtocolPaper (the default: the authors' code's
 	// values) or runner.ProtocolHalu (textbook BM25, KG chains ranked by
 	// their supporting articles).
-	Protocol string `json:"protocol"`
+	Protocol string
 	// BM25 is "pyserini" (k1 0.9, b 0.4: the authors' retriever) or
 	// "textbook" (k1 1.2, b 0.75); τ (MinScore) is on this scale.
-	BM25 string `json:"bm25,omitempty"`
+	BM25 string
 	// KGChains is how the 32 KG lines are chosen among the chains found:
 	// "sampled" (a seeded random sample, as the authors' code) or
 	// "ranked" (by supporting articles).
-	KGChains string `json:"kg_chains,omitempty"`
+	KGChains string
 }
 
-// PaperConfig has the authors' parameters: the PMID cutoff 36600000, the
-// generation cap 2,048 (their call_llm's max_new_tokens), five sampled
-// candidates beside the greedy hypothesis (§4.4), pyserini's BM25, KG
-// chains sampled.
-func PaperConfig() Config {
-	return Config{Protocol: runner.ProtocolPaper, Settings: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
+// uses reports whether a knowledge setting or a KnowHD source of the run
+// retrieves from the KG ("kg") or the literature ("lit").
+func (c *Config) uses(source string) bool {
+	for _, st := range append(append([]string(nil), c.Knowledge...), c.KnowHD...) {
+		if strings.Contains(st, source) {
+			return true
+		}
+	}
+	return false
+}
+
+// Settings declares the suite's settings, with the authors' parameters:
+// the PMID cutoff 36600000, the generation cap 2,048 (their call_llm's
+// max_new_tokens), five sampled candidates beside the greedy hypothesis
+// (§4.4), pyserini's BM25, KG chains sampled. Retrieval settings bear on a
+// run only when a setting retrieves.
+func (c *Config) Settings() setting.List {
+	kg := func() bool { return c.uses("kg") }
+	lit := func() bool { return c.uses("lit") }
+	knowhdLit := func() bool {
+		return slices.ContainsFunc(c.KnowHD, func(k string) bool { return strings.Contains(k, "lit") })
+	}
+	return setting.List{
+		setting.Strings("models", &c.Models, "hypothesis generators").As(setting.Subject).Models().Required(),
+		setting.Choices("setting", &c.Knowledge, "knowledge settings: parametric, kg, lit, kg+lit", "parametric", "kg", "lit", "kg+lit").As(setting.Subject),
+		setting.String("index", &c.Index, "literature index directory (halu index build)").As(setting.Data).Path().When(lit),
+		setting.String("kg", &c.KG, "knowledge-graph directory (halu kg import)").As(setting.Data).Path().When(kg),
+		setting.Uint64("max-pmid", &c.BelowPMID, "knowledge cutoff: only articles with PMID < N (strictly, as the authors' code)").Paper("36600000"),
+		setting.Choices("tasks", &c.Tasks, "tasks: chem-gene, dis-gene, gene-gene", "chem-gene", "dis-gene", "gene-gene").As(setting.Data),
+		setting.Int("limit", &c.Limit, "items per task (0: all): a seeded sample keeping each label's share, listed in the manifest").As(setting.Data).Min(0),
+		setting.Choice("sample", &c.Sample, "how --limit draws: stratified (seeded, each label keeps its share) or first (the file's first rows, sorted by label)", "stratified", "first").As(setting.Data),
+		setting.Int("seed", &c.Seed, "seed (candidate i uses seed+i; KG edge sampling; the --limit sample)").As(setting.Draw),
+		setting.Int("max-tokens", &c.MaxTokens, "generation cap (num_predict)").Paper("2048").Min(1),
+		setting.Choices("knowhd", &c.KnowHD, "KnowHD sources: kg, lit, kg+lit", "kg", "lit", "kg+lit").As(setting.Subject),
+		setting.String("verifier", &c.Verifier, "model that splits claims and judges support (default: the generator)").As(setting.Instrument).Models(),
+		setting.Float("min-score", &c.MinScore, "τ: keep only documents with BM25 ≥ τ for claim checks (eq. 1)").Min(0).
+			Assumed("eq. 1's τ is not printed").When(knowhdLit),
+		setting.Int("candidates", &c.Candidates, "sampled hypotheses per item beside the greedy one, for the selection comparison (Fig. 4; the paper: 5; 0: greedy only)").Paper("5").Min(0),
+		setting.Float("candidate-temperature", &c.Temperature, "temperature of sampled candidates").Min(0).
+			Assumed("the authors' code samples candidates at a temperature above 0 it does not record").When(func() bool { return c.Candidates > 0 || c.Open != "" }),
+		setting.String("data", &c.Data, "TruthHypo-format TSV (default: the bundled 2,024 test items)").As(setting.Data).Path(),
+		setting.String("open", &c.Open, "open-ended mode: JSONL of {id, background}; 5 hypotheses each, ranked by groundedness").As(setting.Data).Path(),
+		setting.Int("verifier-max-tokens", &c.VerifierMaxTokens, "cap for entity extraction and claim decomposition replies").Min(1).
+			Assumed("the verifier's reply cap is not recorded").When(func() bool { return len(c.KnowHD) > 0 }),
+		setting.Protocol(&c.Protocol, "textbook BM25, KG chains ranked by support"),
+		setting.Choice("bm25", &c.BM25, "BM25 parameters: pyserini (k1 0.9, b 0.4: the authors' retriever) or textbook (k1 1.2, b 0.75); τ is on this scale", "pyserini", "textbook").
+			Paper("pyserini").Halu("textbook").When(lit),
+		setting.Choice("kg-chains", &c.KGChains, "which 32 KG lines are shown: sampled (a seeded random sample of the chains, the authors' code) or ranked (by supporting articles)", "sampled", "ranked").
+			Paper("sampled").Halu("ranked").When(kg),
+	}
+}
+
+// MarshalJSON encodes the config by its settings.
+func (c Config) MarshalJSON() ([]byte, error) { return c.Settings().MarshalJSON() }
+
+// UnmarshalJSON reads a config MarshalJSON wrote.
+func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJSON(b) }
+
+// DefaultConfig is the paper's protocol.
+func DefaultConfig() Config {
+	return Config{Protocol: runner.ProtocolPaper, Knowledge: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
 		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 512, Sample: "stratified", BM25: "pyserini", KGChains: "sampled"}
 }
 
-// DefaultConfig is the paper's protocol.
-func DefaultConfig() Config { return PaperConfig() }
+// Declaration declares the suite to the registry.
+var Declaration = runner.Declare("hypo", "TruthHypo: biomedical hypotheses with KG and PubMed knowledge; KnowHD groundedness",
+	DefaultConfig, New, migrate)
 
-// ApplyProtocol sets cfg.Protocol's values of the settings not given
-// (given reports whether a flag was): halu's are textbook BM25 and KG
-// chains ranked by support.
-func ApplyProtocol(cfg *Config, given func(flag string) bool) error {
-	p, err := runner.ProtocolValues("hypo", cfg.Protocol, PaperConfig, func(p *Config) { p.BM25, p.KGChains = "textbook", "ranked" })
-	if err != nil {
-		return err
-	}
-	runner.ApplyDefaults(given, map[string]func(){
-		"bm25": func() { cfg.BM25 = p.BM25 }, "kg-chains": func() { cfg.KGChains = p.KGChains },
-	})
+// migrate brings a config of run format 1 up to date: the knowledge
+// settings were "settings", and empty values were what a run did before
+// those settings existed (the first rows, textbook BM25, chains ranked).
+func migrate(format int, cfg map[string]json.RawMessage) error {
+	runner.Rename(cfg, "settings", "setting")
+	runner.DefaultTo(cfg, "protocol", `"paper"`)
+	runner.DefaultTo(cfg, "sample", `"first"`)
+	runner.DefaultTo(cfg, "bm25", `"textbook"`)
+	runner.DefaultTo(cfg, "kg_chains", `"ranked"`)
 	return nil
-}
-
-// protocolSettings are the settings the authors' code fixes.
-var protocolSettings = []runner.ProtocolSetting{
-	{Key: "max_pmid", Flag: "max-pmid"}, {Key: "max_tokens", Flag: "max-tokens"}, {Key: "candidates", Flag: "candidates"},
-	{Key: "bm25", Flag: "bm25"}, {Key: "kg_chains", Flag: "kg-chains"},
-}
-
-// Protocol is the protocol the run's defaults followed.
-func (s *Suite) Protocol() string { return s.cfg.Protocol }
-
-// Departures are the run's settings that differ from the authors' code.
-// Retrieval settings count only when a setting retrieves.
-func (s *Suite) Departures() []runner.Departure {
-	kg, lit := false, false
-	for _, st := range append(append([]string(nil), s.cfg.Settings...), s.cfg.KnowHD...) {
-		kg, lit = kg || strings.Contains(st, "kg"), lit || strings.Contains(st, "lit")
-	}
-	var out []runner.Departure
-	for _, d := range runner.Departures(PaperConfig(), s.cfg, protocolSettings) {
-		if d.Setting == "bm25" && !lit || d.Setting == "kg-chains" && !kg {
-			continue
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
-// Assumptions are the values the paper and the prompts README leave open.
-func (s *Suite) Assumptions() []runner.Assumption {
-	var out []runner.Assumption
-	if s.cfg.Candidates > 0 || s.cfg.Open != "" {
-		out = append(out, runner.Assumption{Setting: "candidate-temperature", Value: fmt.Sprint(s.cfg.Temperature),
-			Why: "the authors' code samples candidates at a temperature above 0 it does not record"})
-	}
-	if len(s.cfg.KnowHD) > 0 {
-		out = append(out, runner.Assumption{Setting: "verifier-max-tokens", Value: fmt.Sprint(s.cfg.VerifierMaxTokens),
-			Why: "the verifier's reply cap is not recorded"})
-		for _, k := range s.cfg.KnowHD {
-			if strings.Contains(k, "lit") {
-				out = append(out, runner.Assumption{Setting: "min-score", Value: fmt.Sprint(s.cfg.MinScore),
-					Why: "eq. 1's τ is not printed"})
-				break
-			}
-		}
-	}
-	return out
 }
 
 // bm25 is the run's BM25 parameters.
@@ -382,38 +391,19 @@ var settings = map[string]bool{"parametric": true, "kg": true, "lit": true, "kg+
 
 // New checks cfg and loads the items.
 func New(cfg Config) (*Suite, error) {
-	if len(cfg.Models) == 0 {
-		return nil, errors.New("hypo: --models is required")
+	if err := cfg.Settings().Validate(); err != nil {
+		return nil, fmt.Errorf("hypo: %w", err)
 	}
-	needKG, needLit := false, false
-	for _, st := range append(append([]string(nil), cfg.Settings...), cfg.KnowHD...) {
-		if !settings[st] {
-			return nil, fmt.Errorf("hypo: setting %q (want parametric, kg, lit or kg+lit)", st)
-		}
-		needKG = needKG || strings.Contains(st, "kg")
-		needLit = needLit || strings.Contains(st, "lit")
+	if len(cfg.Knowledge) == 0 && cfg.Open == "" {
+		return nil, errors.New("hypo: --setting names no knowledge setting")
 	}
-	for _, k := range cfg.KnowHD {
-		if k == "parametric" {
-			return nil, errors.New("hypo: --knowhd takes kg, lit or kg+lit")
-		}
-	}
-	if needKG && cfg.KG == "" {
+	if cfg.uses("kg") && cfg.KG == "" {
 		return nil, errors.New("hypo: a kg setting needs --kg DIR (build one with `halu kg import`)")
 	}
-	if needLit && cfg.Index == "" {
+	if cfg.uses("lit") && cfg.Index == "" {
 		return nil, errors.New("hypo: a lit setting needs --index DIR (build one with `halu index build`)")
 	}
 	s := &Suite{cfg: cfg, prompts: LoadPrompts()}
-	if err := runner.CheckProtocol("hypo", &s.cfg.Protocol); err != nil {
-		return nil, err
-	}
-	if err := runner.CheckChoice("hypo", "bm25", &s.cfg.BM25, "textbook", "pyserini", "textbook"); err != nil {
-		return nil, err
-	}
-	if err := runner.CheckChoice("hypo", "kg-chains", &s.cfg.KGChains, "ranked", "sampled", "ranked"); err != nil {
-		return nil, err
-	}
 	if cfg.Open != "" {
 		b, err := os.ReadFile(cfg.Open)
 		if err != nil {
@@ -445,11 +435,6 @@ func New(cfg Config) (*Suite, error) {
 			return nil, fmt.Errorf("hypo: task %q (want chem-gene, dis-gene, gene-gene)", t)
 		}
 		want[rt] = true
-	}
-	// A run made before a setting existed did as its empty value says:
-	// the first rows, textbook BM25, chains ranked.
-	if err := runner.CheckChoice("hypo", "sample", &s.cfg.Sample, "first", "stratified", "first"); err != nil {
-		return nil, err
 	}
 	byTask := map[string][]TestItem{}
 	for _, it := range all {
@@ -599,7 +584,7 @@ func (s *Suite) Items(context.Context) ([]runner.Item, error) {
 	}
 	var items []runner.Item
 	for _, m := range s.cfg.Models {
-		for _, st := range s.cfg.Settings {
+		for _, st := range s.cfg.Knowledge {
 			if s.cfg.Open != "" {
 				for i := range s.open {
 					in := s.open[i]

@@ -183,7 +183,7 @@ func runWithStores(t *testing.T, ignoresFormat bool) {
 	}, fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9})
 	defer srv.Close()
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Settings, cfg.Index, cfg.KG = []string{"m"}, []string{"parametric", "kg", "lit", "kg+lit"}, filepath.Join(dir, "ix"), filepath.Join(dir, "kg")
+	cfg.Models, cfg.Knowledge, cfg.Index, cfg.KG = []string{"m"}, []string{"parametric", "kg", "lit", "kg+lit"}, filepath.Join(dir, "ix"), filepath.Join(dir, "kg")
 	cfg.Tasks, cfg.Limit, cfg.KnowHD, cfg.Candidates = []string{"chem-gene"}, 1, []string{"kg", "lit", "kg+lit"}, 2
 	cfg.Sample = "first" // the file's first item: the stores hold its knowledge
 	s, err := New(cfg)
@@ -275,7 +275,7 @@ func TestOpenEnded(t *testing.T) {
 	}, fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9})
 	defer srv.Close()
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Settings, cfg.KG, cfg.KnowHD, cfg.Open = []string{"m"}, []string{"kg"}, filepath.Join(dir, "kg"), []string{"kg"}, open
+	cfg.Models, cfg.Knowledge, cfg.KG, cfg.KnowHD, cfg.Open = []string{"m"}, []string{"kg"}, filepath.Join(dir, "kg"), []string{"kg"}, open
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -517,37 +517,39 @@ func TestProtocolDepartures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Protocol() != runner.ProtocolPaper || len(s.Departures()) != 0 || s.cfg.MaxTokens != 2048 || s.cfg.Candidates != 5 || s.bm25() != index.PyseriniBM25 {
-		t.Fatalf("default: %s %v, config %+v", s.Protocol(), s.Departures(), s.cfg)
+	if s.cfg.Settings().ProtocolOf() != runner.ProtocolPaper || len(s.cfg.Settings().Departures()) != 0 || s.cfg.MaxTokens != 2048 || s.cfg.Candidates != 5 || s.bm25() != index.PyseriniBM25 {
+		t.Fatalf("default: %s %v, config %+v", s.cfg.Settings().ProtocolOf(), s.cfg.Settings().Departures(), s.cfg)
 	}
-	if a := s.Assumptions(); len(a) != 1 || a[0].Setting != "candidate-temperature" {
+	if a := s.cfg.Settings().Assumptions(); len(a) != 1 || a[0].Setting != "candidate-temperature" {
 		t.Errorf("assumptions %v", a)
 	}
 	// halu's protocol on the parametric setting retrieves nothing: no departure.
 	cfg.Protocol = runner.ProtocolHalu
-	if err := ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+	if err := runner.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := New(cfg); len(s.Departures()) != 0 {
-		t.Errorf("halu, parametric: %s", names(s.Departures()))
+	if s, _ := New(cfg); len(s.cfg.Settings().Departures()) != 0 {
+		t.Errorf("halu, parametric: %s", names(s.cfg.Settings().Departures()))
 	}
-	cfg.Settings, cfg.KG, cfg.Index = []string{"kg+lit"}, "kg", "ix"
+	cfg.Knowledge, cfg.KG, cfg.Index = []string{"kg+lit"}, "kg", "ix"
 	s, _ = New(cfg)
-	if got := names(s.Departures()); got != "--bm25 textbook (paper: pyserini); --kg-chains ranked (paper: sampled)" {
+	if got := names(s.cfg.Settings().Departures()); got != "--bm25 textbook (paper: pyserini); --kg-chains ranked (paper: sampled)" {
 		t.Errorf("halu, kg+lit: %s", got)
 	}
 	// A flag given keeps its value under either protocol.
 	cfg = DefaultConfig()
 	cfg.Models, cfg.Protocol, cfg.Candidates, cfg.MaxTokens = []string{"m"}, runner.ProtocolHalu, 0, 1024
-	ApplyProtocol(&cfg, func(f string) bool { return f == "bm25" })
+	runner.ApplyProtocol(&cfg, func(f string) bool { return f == "bm25" })
 	s, _ = New(cfg)
-	if got := names(s.Departures()); got != "--max-tokens 1024 (paper: 2048); --candidates 0 (paper: 5)" || s.cfg.BM25 != "pyserini" {
+	if got := names(s.cfg.Settings().Departures()); got != "--max-tokens 1024 (paper: 2048); --candidates 0 (paper: 5)" || s.cfg.BM25 != "pyserini" {
 		t.Errorf("given flags: %s, bm25 %s", got, s.cfg.BM25)
 	}
 	// A run recorded before the settings existed keeps its behaviour.
-	var old Config
-	json.Unmarshal([]byte(`{"models":["m"],"settings":["lit"],"index":"ix","tasks":["chem-gene"],"max_tokens":1024}`), &old)
-	s, _ = New(old)
+	oldCfg, err := Declaration.Decode([]byte(`{"models":["m"],"settings":["lit"],"index":"ix","tasks":["chem-gene"],"max_tokens":1024}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ = New(*oldCfg.(*Config))
 	if s.cfg.BM25 != "textbook" || s.cfg.KGChains != "ranked" || s.cfg.Protocol != runner.ProtocolPaper {
 		t.Errorf("old run: %+v", s.cfg)
 	}
@@ -590,7 +592,7 @@ func TestKGKnowledge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kg.Close()
-	s := &Suite{cfg: PaperConfig(), kg: kg}
+	s := &Suite{cfg: DefaultConfig(), kg: kg}
 	s.cfg.BelowPMID = 0
 
 	lines, src, err := s.kgKnowledge([]string{"Gene|A", "Gene|B"}, "q1")

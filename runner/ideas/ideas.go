@@ -29,6 +29,7 @@ import (
 	"halu/localmodels"
 	"halu/metrics"
 	"halu/runner"
+	"halu/runner/setting"
 )
 
 //go:embed data/*.csv data/*.json data/*.txt
@@ -178,100 +179,149 @@ func Keywords() ([]Keyword, error) {
 	return out, nil
 }
 
-// Config is the suite's settings.
+// Config is the suite's settings (declared in Settings).
 type Config struct {
-	Models  []string `json:"models"`
-	Judges  []string `json:"judges"`
-	Keyword string   `json:"keywords"` // a number N (seeded sample of the 1,180) or a file, one keyword per line
+	Models []string
+	Judges []string
+	// Keywords is a file of keywords, one per line ("": the 1,180 of the
+	// paper); Limit runs a seeded sample of that many of them (0: all).
+	Keywords string
+	Limit    int
 	// Protocol is runner.ProtocolPaper (the authors' code's values, the
-	// default) or runner.ProtocolHalu (halu's: the values in haluDefaults).
-	Protocol string `json:"protocol"`
+	// default) or runner.ProtocolHalu.
+	Protocol string
 	// IdeasPerKeyword: fluency needs at least 2 (the authors' code uses 2).
-	IdeasPerKeyword int     `json:"ideas_per_keyword"`
-	CriticsPerIdea  int     `json:"critics_per_idea"`
-	FamilyCap       float64 `json:"family_cap"`
+	IdeasPerKeyword int
+	CriticsPerIdea  int
+	FamilyCap       float64
 	// SameBase declares models that share a base (never judge each other).
-	SameBase [][]string `json:"same_base,omitempty"`
+	SameBase [][]string
 	// SameBaseFrom is "metadata" (same family and parameter size, or the
 	// same digest, as Ollama reports them — plus declared pairs) or
 	// "declared" (only the pairs in SameBase, and a model itself).
-	SameBaseFrom string `json:"same_base_from"`
+	SameBaseFrom string
 	// Organisations declares models' organisations (model → organisation)
 	// over the shipped table, for the cap and the same-base rule.
-	Organisations map[string]string `json:"organisations,omitempty"`
-	FluencyAll    bool              `json:"fluency_all_pairs"` // false: one random pair, as the authors' code
-	Seed          int               `json:"seed"`
+	Organisations map[string]string
+	// FluencyPairs is "one" (one random pair of a model's ideas per
+	// keyword, as the authors' code) or "all".
+	FluencyPairs string
+	Seed         int
 	// Temperature of idea generation and CriticTemperature of the critics
 	// (nil: none sent, the model's own default, as the authors' code).
-	Temperature       *float64 `json:"temperature"`
-	CriticTemperature *float64 `json:"critic_temperature"`
-	MaxTokens         int      `json:"max_tokens"`
-	JudgeFormat       string   `json:"judge_format"` // json or text
+	Temperature       *float64
+	CriticTemperature *float64
+	MaxTokens         int
+	JudgeFormat       string // json or text
 	// JudgeMaxTokens caps a critic's reply (analysis under 100 words plus
 	// the scores).
-	JudgeMaxTokens int `json:"judge_max_tokens"`
+	JudgeMaxTokens int
 	// FinalIdea is where the "Final Idea:" extraction applies: "qwq" (the
 	// authors' code: only to models named qwq, whose prompt then ends with
 	// their instruction to answer after **Final Idea:**; their markers, in
 	// their order) or "all" (every model, a marker only where it starts a
 	// line).
-	FinalIdea string `json:"final_idea"`
+	FinalIdea string
 	// Scoring is "current" (the paper: fluency A–D = 10/7/4/1, flexibility
 	// over originality, feasibility, clarity and fluency) or
 	// "first-release" (the December 2024 leaderboard's: 10/6.67/3.33/0, and
 	// flexibility over originality, feasibility and fluency).
-	Scoring  string `json:"scoring"`
-	External string `json:"external,omitempty"`
+	Scoring  string
+	External string
 }
 
-// PaperConfig holds the authors' code's values (../shared/prompts/README.md):
-// 2 ideas per keyword and model, 3 critics per idea, one random fluency
-// pair, no temperature sent, critics reading free text, "Final Idea"
-// extraction for qwq only, the current release's scales.
-func PaperConfig() Config {
-	return Config{Keyword: "10", Protocol: runner.ProtocolPaper, IdeasPerKeyword: 2, CriticsPerIdea: 3, FamilyCap: 0.2,
-		FluencyAll: false, Seed: 1, SameBaseFrom: "metadata", MaxTokens: 600, JudgeFormat: "text", JudgeMaxTokens: 300,
+// Settings declares the suite's settings, with the authors' code's values
+// (../shared/prompts/README.md): 2 ideas per keyword and model, 3 critics
+// per idea, one random fluency pair, no temperature sent, critics reading
+// free text, "Final Idea" extraction for qwq only, the current release's
+// scales. halu's protocol: more ideas (3) and every fluency pair for
+// tighter estimates, fixed temperatures (ideas 0.8, critics 0) for
+// reproducible runs, structured critic output, and marker extraction for
+// every model.
+func (c *Config) Settings() setting.List {
+	return setting.List{
+		setting.Strings("models", &c.Models, "idea generators").As(setting.Subject).Models().Required(),
+		setting.Strings("judges", &c.Judges, "the judge panel, best first").As(setting.Instrument).Models().Required().Deprecated("judge"),
+		setting.Protocol(&c.Protocol, "3 ideas, all fluency pairs, fixed temperatures, JSON critics, Final Idea extraction for every model"),
+		setting.String("keywords", &c.Keywords, "a file with one keyword per line (default: the paper's 1,180 keywords)").As(setting.Data).Path().Check(func() error {
+			if _, err := strconv.Atoi(c.Keywords); err == nil {
+				if _, err := os.Stat(c.Keywords); err != nil {
+					return errors.New("no such file: a seeded sample of N keywords is --limit N")
+				}
+			}
+			return nil
+		}),
+		setting.Int("limit", &c.Limit, "keywords to run: a seeded sample of N of the keyword list (0: every keyword)").As(setting.Data).Min(0),
+		setting.Int("ideas-per-keyword", &c.IdeasPerKeyword, "ideas per keyword and model (fluency needs 2; the authors' code: 2)").Paper("2").Halu("3").Min(1),
+		setting.Int("critics", &c.CriticsPerIdea, "critics sampled per idea").Paper("3").Min(1),
+		setting.Float("family-cap", &c.FamilyCap, "largest share of the panel from one organisation (0 disables; the paper: 20%)").Paper("0.2").Min(0),
+		setting.Pairs("organisation", &c.Organisations, "MODEL=ORG: the organisation behind a model, over the shipped table (repeatable)"),
+		setting.Groups("same-base", &c.SameBase, "models sharing a base, comma-separated (repeatable)"),
+		setting.Choice("same-base-from", &c.SameBaseFrom, "metadata (family+size or digest, plus --same-base) or declared (--same-base only)", "metadata", "declared"),
+		setting.Choice("fluency-pairs", &c.FluencyPairs, "one random pair of a model's ideas (the authors' code), or all pairs", "one", "all").Paper("one").Halu("all"),
+		setting.Int("seed", &c.Seed, "seed for sampling keywords, critics and generations").As(setting.Draw),
+		setting.OptFloat("temperature", &c.Temperature, "idea generation temperature (none: not sent, the model's default, as the authors' code)", "none").Paper("none").Halu("0.8").Check(nonNegative(&c.Temperature)),
+		setting.OptFloat("critic-temperature", &c.CriticTemperature, "critic and fluency-judge temperature (none: not sent, as the authors' code)", "none").Paper("none").Halu("0").Check(nonNegative(&c.CriticTemperature)),
+		setting.Int("max-tokens", &c.MaxTokens, "idea generation cap (num_predict)").Min(1),
+		setting.Choice("judge-format", &c.JudgeFormat, "text (the authors': free text with a JSON block) or json (structured output)", "text", "json").Paper("text").Halu("json"),
+		setting.Choice("final-idea", &c.FinalIdea, `qwq (extract after "Final Idea:" only for qwq models, as the authors) or all (every model, marker lines only)`, "qwq", "all").Paper("qwq").Halu("all"),
+		setting.Choice("scoring", &c.Scoring, "current (the paper: fluency 10/7/4/1, flexibility over 4 dimensions) or first-release (the December 2024 leaderboard's: 10/6.67/3.33/0, 3 dimensions)", "current", "first-release").Paper("current"),
+		setting.String("external", &c.External, "CSV of model,score for a Pearson correlation (the paper uses LiveBench)").As(setting.Beside).Path(),
+		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "critic reply cap").Min(1),
+	}
+}
+
+func nonNegative(p **float64) func() error {
+	return func() error {
+		if *p != nil && **p < 0 {
+			return errors.New("want a number ≥ 0, or none")
+		}
+		return nil
+	}
+}
+
+// MarshalJSON encodes the config by its settings.
+func (c Config) MarshalJSON() ([]byte, error) { return c.Settings().MarshalJSON() }
+
+// UnmarshalJSON reads a config MarshalJSON wrote.
+func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJSON(b) }
+
+// DefaultConfig is the paper's protocol on a seeded sample of 10 keywords.
+func DefaultConfig() Config {
+	return Config{Limit: 10, Protocol: runner.ProtocolPaper, IdeasPerKeyword: 2, CriticsPerIdea: 3, FamilyCap: 0.2,
+		FluencyPairs: "one", Seed: 1, SameBaseFrom: "metadata", MaxTokens: 600, JudgeFormat: "text", JudgeMaxTokens: 300,
 		FinalIdea: "qwq", Scoring: "current"}
 }
 
-// DefaultConfig is the paper's protocol.
-func DefaultConfig() Config { return PaperConfig() }
+// Declaration declares the suite to the registry.
+var Declaration = runner.Declare("ideas", "LiveIdeaBench: scientific ideas from one keyword, judged by a local panel (originality, feasibility, clarity, fluency, flexibility)",
+	DefaultConfig, New, migrate)
 
-// ApplyProtocol sets cfg.Protocol's values of the settings not given
-// (given reports whether a flag was). halu's: more ideas (3) and every
-// fluency pair for tighter estimates, fixed temperatures (ideas 0.8,
-// critics 0) for reproducible runs, structured critic output, and marker
-// extraction for every model.
-func ApplyProtocol(cfg *Config, given func(flag string) bool) error {
-	p, err := runner.ProtocolValues("ideas", cfg.Protocol, PaperConfig, func(p *Config) {
-		p.IdeasPerKeyword, p.FluencyAll, p.Temperature, p.CriticTemperature = 3, true, localmodels.Float(0.8), localmodels.Float(0)
-		p.JudgeFormat, p.FinalIdea = "json", "all"
-	})
-	if err != nil {
-		return err
+// migrate brings a config of run format 1 up to date: "keywords" held N
+// (a sample of the 1,180) or a file, fluency pairs were a switch, two keys
+// had other names, and empty values were the values of the day.
+func migrate(format int, cfg map[string]json.RawMessage) error {
+	var kw string
+	if err := json.Unmarshal(cfg["keywords"], &kw); err == nil {
+		if n, err := strconv.Atoi(kw); err == nil {
+			cfg["limit"], cfg["keywords"] = json.RawMessage(strconv.Itoa(n)), json.RawMessage(`""`)
+		} else {
+			cfg["limit"] = json.RawMessage("0")
+		}
 	}
-	runner.ApplyDefaults(given, map[string]func(){
-		"ideas-per-keyword": func() { cfg.IdeasPerKeyword = p.IdeasPerKeyword }, "fluency-pairs": func() { cfg.FluencyAll = p.FluencyAll },
-		"temperature": func() { cfg.Temperature = p.Temperature }, "critic-temperature": func() { cfg.CriticTemperature = p.CriticTemperature },
-		"judge-format": func() { cfg.JudgeFormat = p.JudgeFormat }, "final-idea": func() { cfg.FinalIdea = p.FinalIdea },
-	})
+	if b, ok := cfg["fluency_all_pairs"]; ok {
+		cfg["fluency_pairs"] = json.RawMessage(`"one"`)
+		if string(b) == "true" {
+			cfg["fluency_pairs"] = json.RawMessage(`"all"`)
+		}
+		delete(cfg, "fluency_all_pairs")
+	}
+	runner.Rename(cfg, "critics_per_idea", "critics")
+	runner.Rename(cfg, "organisations", "organisation")
+	runner.DefaultTo(cfg, "protocol", `"paper"`)
+	runner.DefaultTo(cfg, "final_idea", `"all"`)
+	runner.DefaultTo(cfg, "scoring", `"current"`)
 	return nil
-}
-
-// protocolSettings are the settings the paper's protocol fixes.
-var protocolSettings = []runner.ProtocolSetting{
-	{Key: "ideas_per_keyword", Flag: "ideas-per-keyword"}, {Key: "critics_per_idea", Flag: "critics"},
-	{Key: "family_cap", Flag: "family-cap"}, {Key: "fluency_all_pairs", Flag: "fluency-pairs"},
-	{Key: "temperature", Flag: "temperature"}, {Key: "critic_temperature", Flag: "critic-temperature"},
-	{Key: "judge_format", Flag: "judge-format"}, {Key: "final_idea", Flag: "final-idea"}, {Key: "scoring", Flag: "scoring"},
-}
-
-// Protocol is the protocol the run's defaults followed.
-func (s *Suite) Protocol() string { return s.cfg.Protocol }
-
-// Departures are the run's settings that differ from the paper's protocol.
-func (s *Suite) Departures() []runner.Departure {
-	return runner.Departures(PaperConfig(), s.cfg, protocolSettings)
 }
 
 // Suite is LiveIdeaBench.
@@ -286,45 +336,16 @@ type Suite struct {
 
 // New checks cfg and loads the keywords.
 func New(cfg Config) (*Suite, error) {
-	if len(cfg.Models) == 0 || len(cfg.Judges) == 0 {
-		return nil, errors.New("ideas: --models and --judges are required")
-	}
-	if cfg.IdeasPerKeyword < 1 {
-		return nil, errors.New("ideas: --ideas-per-keyword must be at least 1 (fluency needs 2)")
-	}
-	if cfg.JudgeFormat != "json" && cfg.JudgeFormat != "text" {
-		return nil, fmt.Errorf("ideas: --judge-format %q (want json or text)", cfg.JudgeFormat)
-	}
-	if cfg.SameBaseFrom != "metadata" && cfg.SameBaseFrom != "declared" {
-		return nil, fmt.Errorf("ideas: --same-base-from %q (want metadata or declared)", cfg.SameBaseFrom)
-	}
-	if err := runner.CheckProtocol("ideas", &cfg.Protocol); err != nil {
-		return nil, err
-	}
-	// A run made before the setting extracted for every model.
-	if err := runner.CheckChoice("ideas", "final-idea", &cfg.FinalIdea, "all", "qwq", "all"); err != nil {
-		return nil, err
-	}
-	if err := runner.CheckChoice("ideas", "scoring", &cfg.Scoring, "current", "current", "first-release"); err != nil {
-		return nil, err
+	if err := cfg.Settings().Validate(); err != nil {
+		return nil, fmt.Errorf("ideas: %w", err)
 	}
 	all, err := Keywords()
 	if err != nil {
 		return nil, err
 	}
 	s := &Suite{cfg: cfg, prompts: LoadPrompts()}
-	if n, err := strconv.Atoi(cfg.Keyword); err == nil {
-		if n < 1 || n > len(all) {
-			return nil, fmt.Errorf("ideas: --keywords %d outside 1..%d", n, len(all))
-		}
-		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x1d3a))
-		idx := rng.Perm(len(all))[:n]
-		sort.Ints(idx)
-		for _, i := range idx {
-			s.keywords = append(s.keywords, all[i])
-		}
-	} else {
-		b, err := os.ReadFile(cfg.Keyword)
+	if cfg.Keywords != "" {
+		b, err := os.ReadFile(cfg.Keywords)
 		if err != nil {
 			return nil, fmt.Errorf("ideas: --keywords: %w", err)
 		}
@@ -332,13 +353,24 @@ func New(cfg Config) (*Suite, error) {
 		for _, k := range all {
 			cat[k.Keyword] = k.Category
 		}
+		all = nil
 		for _, l := range strings.Split(string(b), "\n") {
 			if l = strings.TrimSpace(l); l != "" {
-				s.keywords = append(s.keywords, Keyword{Keyword: l, Category: cat[l]})
+				all = append(all, Keyword{Keyword: l, Category: cat[l]})
 			}
 		}
-		if len(s.keywords) == 0 {
-			return nil, fmt.Errorf("ideas: %s holds no keyword", cfg.Keyword)
+		if len(all) == 0 {
+			return nil, fmt.Errorf("ideas: %s holds no keyword", cfg.Keywords)
+		}
+	}
+	s.keywords = all
+	if cfg.Limit > 0 && cfg.Limit < len(all) {
+		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x1d3a))
+		idx := rng.Perm(len(all))[:cfg.Limit]
+		sort.Ints(idx)
+		s.keywords = nil
+		for _, i := range idx {
+			s.keywords = append(s.keywords, all[i])
 		}
 	}
 	if cfg.External != "" {
@@ -406,8 +438,8 @@ func (s *Suite) Prompts() map[string]runner.PromptInfo {
 
 func (s *Suite) Datasets() []string {
 	var d []string
-	if _, err := strconv.Atoi(s.cfg.Keyword); err != nil {
-		d = append(d, s.cfg.Keyword)
+	if s.cfg.Keywords != "" {
+		d = append(d, s.cfg.Keywords)
 	}
 	if s.cfg.External != "" {
 		d = append(d, s.cfg.External)
@@ -711,7 +743,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 				pairs = append(pairs, [2]int{ok[a], ok[b]})
 			}
 		}
-		if !s.cfg.FluencyAll {
+		if s.cfg.FluencyPairs != "all" {
 			k := rng.IntN(len(pairs))
 			pairs = pairs[k : k+1]
 		}

@@ -292,7 +292,7 @@ func runScoresByHand(t *testing.T, ignoresFormat bool) {
 	kwFile := filepath.Join(t.TempDir(), "kw.txt")
 	os.WriteFile(kwFile, []byte("meteorology\nrefusekw\n"), 0o644)
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Judges, cfg.Keyword, cfg.IdeasPerKeyword = []string{"gen"}, []string{"j1", "j2", "j3"}, kwFile, 2
+	cfg.Models, cfg.Judges, cfg.Keywords, cfg.Limit, cfg.IdeasPerKeyword = []string{"gen"}, []string{"j1", "j2", "j3"}, kwFile, 0, 2
 	cfg.JudgeFormat = "json" // the structured mode and its text fallback
 	s, err := New(cfg)
 	if err != nil {
@@ -336,7 +336,7 @@ func runScoresByHand(t *testing.T, ignoresFormat bool) {
 
 func TestKeywordSampleIsSeeded(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Judges, cfg.Keyword = []string{"m"}, []string{"j"}, "5"
+	cfg.Models, cfg.Judges, cfg.Limit = []string{"m"}, []string{"j"}, 5
 	a, _ := New(cfg)
 	b, _ := New(cfg)
 	cfg.Seed = 2
@@ -366,7 +366,7 @@ func TestLongIdeaExcluded(t *testing.T) {
 		fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9})
 	defer srv.Close()
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Judges, cfg.Keyword, cfg.IdeasPerKeyword, cfg.CriticsPerIdea = []string{"gen"}, []string{"j1"}, "1", 2, 1
+	cfg.Models, cfg.Judges, cfg.Limit, cfg.IdeasPerKeyword, cfg.CriticsPerIdea = []string{"gen"}, []string{"j1"}, 1, 2, 1
 	s, _ := New(cfg)
 	res, err := srv.Engine(t, 1).Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
@@ -408,7 +408,7 @@ func TestFinalIdeaOnlyForQwQAndSecondRefusalScored(t *testing.T) {
 		fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "gemma", ParameterSize: "7B", ParameterCount: 7e9})
 	defer srv.Close()
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Judges, cfg.Keyword, cfg.CriticsPerIdea = []string{"qwq", "gen", "refuser"}, []string{"j1"}, "1", 1
+	cfg.Models, cfg.Judges, cfg.Limit, cfg.CriticsPerIdea = []string{"qwq", "gen", "refuser"}, []string{"j1"}, 1, 1
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -451,26 +451,26 @@ func TestDepartures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Protocol() != runner.ProtocolPaper || len(s.Departures()) != 0 {
-		t.Fatalf("defaults: protocol %s, departures %v", s.Protocol(), s.Departures())
+	if s.cfg.Settings().ProtocolOf() != runner.ProtocolPaper || len(s.cfg.Settings().Departures()) != 0 {
+		t.Fatalf("defaults: protocol %s, departures %v", s.cfg.Settings().ProtocolOf(), s.cfg.Settings().Departures())
 	}
 	cfg.IdeasPerKeyword = 3
 	cfg.Scoring = "first-release"
 	s, _ = New(cfg)
-	deps := s.Departures()
+	deps := s.cfg.Settings().Departures()
 	if len(deps) != 2 || deps[0].String() != "--ideas-per-keyword 3 (paper: 2)" || deps[1].String() != "--scoring first-release (paper: current)" {
 		t.Fatalf("departures %v", deps)
 	}
 	// --protocol halu: every halu default is a departure.
 	h := DefaultConfig()
 	h.Protocol = runner.ProtocolHalu
-	if err := ApplyProtocol(&h, func(string) bool { return false }); err != nil {
+	if err := runner.ApplyProtocol(&h, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	h.Models, h.Judges = []string{"m"}, []string{"j"}
 	s, _ = New(h)
 	var names []string
-	for _, d := range s.Departures() {
+	for _, d := range s.cfg.Settings().Departures() {
 		names = append(names, d.Setting)
 	}
 	if got := strings.Join(names, ","); got != "ideas-per-keyword,fluency-pairs,temperature,critic-temperature,judge-format,final-idea" {
@@ -509,8 +509,8 @@ func TestPaperAndHaluReaders(t *testing.T) {
 		}, fakeollama.Model{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
 			fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9})
 		cfg := DefaultConfig()
-		cfg.Models, cfg.Judges, cfg.Keyword, cfg.CriticsPerIdea, cfg.Protocol = []string{"gen"}, []string{"j1"}, "1", 1, tc.protocol
-		if err := ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+		cfg.Models, cfg.Judges, cfg.Limit, cfg.CriticsPerIdea, cfg.Protocol = []string{"gen"}, []string{"j1"}, 1, 1, tc.protocol
+		if err := runner.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
 			t.Fatal(err)
 		}
 		s, err := New(cfg)

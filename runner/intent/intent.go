@@ -22,6 +22,7 @@ import (
 	"halu/localmodels"
 	"halu/metrics"
 	"halu/runner"
+	"halu/runner/setting"
 )
 
 //go:embed prompts/*.txt data/sample.jsonl
@@ -45,113 +46,120 @@ var promptSources = map[string]string{
 	"missing_content_check": "halu (§5.2 and Appendix F.2)",
 }
 
-// Config is the suite's settings.
+// Config is the suite's settings (declared in Settings).
 type Config struct {
-	Models []string `json:"models"`
-	Judge  string   `json:"judge"`
+	Models []string
+	// Judge is the one judge model (the paper's setting), given as
+	// --judges.
+	Judge string
 	// Data is a FaithQA-format JSONL; empty uses the bundled sample.
-	Data string `json:"data,omitempty"`
+	Data string
 	// Tasks keeps only these task types (empty: all).
-	Tasks []string `json:"tasks,omitempty"`
+	Tasks []string
 	// Limit keeps N items of each task (0: all): a seeded random sample
 	// keeping the task's difficulty shares (Sample "stratified", as the
 	// paper samples each category at random) or its first N (Sample
 	// "first").
-	Limit       int     `json:"limit,omitempty"`
-	Sample      string  `json:"sample,omitempty"`
-	Seed        int     `json:"seed"`
-	Temperature float64 `json:"temperature"`
-	MaxTokens   int     `json:"max_tokens"`
+	Limit       int
+	Sample      string
+	Seed        int
+	Temperature float64
+	MaxTokens   int
 	// Weights is the weight preset: default (3/2/1), uniform, steep (5/2/1),
 	// flat (2/1.5/1) or inverted (1/2/3) — Appendix G.1.
-	Weights string `json:"weights"`
+	Weights string
 	// MapSamples is how many times each query is mapped; the majority
 	// constraint set is kept (Appendix D.2.1's self-consistency).
-	MapSamples     int     `json:"map_samples"`
-	MapTemperature float64 `json:"map_temperature"`
+	MapSamples     int
+	MapTemperature float64
 	// BaselineSamples is the self-consistency sample count of the 1–10
 	// baseline (0 disables it).
-	BaselineSamples     int     `json:"baseline_samples"`
-	BaselineTemperature float64 `json:"baseline_temperature"`
+	BaselineSamples     int
+	BaselineTemperature float64
 	// FactSamples is the number of independent fact checks of Fact QA
 	// responses (Appendix D.2.3: 5; 0 disables).
-	FactSamples     int     `json:"fact_samples"`
-	FactTemperature float64 `json:"fact_temperature"`
+	FactSamples     int
+	FactTemperature float64
 	// JudgeFormat is "json" (structured output: the mapping as a JSON
 	// listing, one verdict per constraint) or "text" (Table 6's "START:"
 	// listing and Table 7's "[Priority]: X/Y" ratios, read leniently).
-	JudgeFormat    string `json:"judge_format"`
-	JudgeMaxTokens int    `json:"judge_max_tokens"`
+	JudgeFormat    string
+	JudgeMaxTokens int
 	// CodeChecks lets code decide countable constraints (countable.go).
-	CodeChecks bool `json:"code_checks"`
+	CodeChecks bool
 	// Protocol is runner.ProtocolPaper (the default) or
 	// runner.ProtocolHalu (JSON judges, code checks).
-	Protocol string `json:"protocol"`
+	Protocol string
 }
 
-// PaperConfig has the paper's settings: one mapping call (Appendix D.2.1:
-// "one call of LLM is enough"), five self-consistent fact checks (D.2.3),
-// judges that reason in free text and end with Tables 6 and 7's "START:"
-// listings, every constraint judged by the judge (no code checks), the
-// 3/2/1 weights. The temperatures the paper names were lost from its text;
-// those and the caps are halu's (Assumptions).
-func PaperConfig() Config {
+// Settings declares the suite's settings, with the paper's values: one
+// mapping call (Appendix D.2.1: "one call of LLM is enough"), five
+// self-consistent fact checks (D.2.3), judges that reason in free text and
+// end with Tables 6 and 7's "START:" listings, every constraint judged by
+// the judge (no code checks), the 3/2/1 weights. The temperatures the
+// paper names were lost from its text; those and the caps are halu's
+// (Assumed).
+func (c *Config) Settings() setting.List {
+	const lost = "the paper's value was lost from its text"
+	return setting.List{
+		setting.Strings("models", &c.Models, "models under test").As(setting.Subject).Models().Required(),
+		setting.String("judges", &c.Judge, "judge model (one model): maps constraints, scores them, rates the baseline, checks facts").
+			As(setting.Instrument).Models().Required().Deprecated("judge").Check(func() error {
+			if strings.Contains(c.Judge, ",") {
+				return errors.New("this suite takes one judge (the paper's setting); run once per judge and compare")
+			}
+			return nil
+		}),
+		setting.String("data", &c.Data, "FaithQA-format JSONL (default: the bundled sample; see halu intent make)").As(setting.Data).Path(),
+		setting.Choices("tasks", &c.Tasks, "task types to keep: "+strings.Join(Tasks, ", "), Tasks...).As(setting.Data),
+		setting.Int("limit", &c.Limit, "items per task (0: all): a seeded random sample keeping the task's difficulty shares, listed in the manifest").As(setting.Data).Min(0),
+		setting.Choice("sample", &c.Sample, "how --limit draws: stratified (seeded, as the paper samples each category) or first (the file's first items)", "stratified", "first").As(setting.Data),
+		setting.Int("seed", &c.Seed, "sampling seed (sample i of a judge call uses seed+i; the --limit sample)").As(setting.Draw),
+		setting.Float("temperature", &c.Temperature, "generation temperature of the models under test").Min(0).Assumed(lost),
+		setting.Int("max-tokens", &c.MaxTokens, "generation cap (num_predict)").Min(1).Assumed("the paper states no generation cap"),
+		setting.Choice("weights", &c.Weights, "constraint weights: default (3/2/1), uniform, steep (5/2/1), flat (2/1.5/1), inverted (1/2/3)", PresetOrder...).Paper("default"),
+		setting.Int("map-samples", &c.MapSamples, "constraint mappings per query; the majority set is kept").Paper("1").Min(1),
+		setting.Float("map-temperature", &c.MapTemperature, "mapping temperature when --map-samples > 1").Min(0).
+			Assumed("the paper runs the mapping once").When(func() bool { return c.MapSamples > 1 }),
+		setting.Int("baseline-samples", &c.BaselineSamples, "self-consistency samples of the 1–10 baseline (0: no baseline)").Min(0).
+			Assumed("§6 uses self-consistency without a sample count").When(func() bool { return c.BaselineSamples > 0 }),
+		setting.Float("baseline-temperature", &c.BaselineTemperature, "baseline sampling temperature").Min(0).
+			Assumed(lost).When(func() bool { return c.BaselineSamples > 0 }),
+		setting.Int("fact-samples", &c.FactSamples, "independent fact checks of Fact QA responses (0: none)").Paper("5").Min(0),
+		setting.Float("fact-temperature", &c.FactTemperature, "fact-check sampling temperature").Min(0).
+			Assumed(lost).When(func() bool { return c.FactSamples > 0 }),
+		setting.Choice("judge-format", &c.JudgeFormat, "text (the paper: Tables 6 and 7, reasoning then a START: listing of X/Y ratios) or json (one structured verdict per constraint)", "text", "json").Paper("text").Halu("json"),
+		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "judge reply cap").Min(1).Assumed("the paper states no judge cap"),
+		setting.Bool("code-checks", &c.CodeChecks, "let code decide countable constraints (word/line/stanza counts, required or forbidden words); the paper's judge decides all").Paper("false").Halu("true"),
+		setting.Protocol(&c.Protocol, "JSON judges, code checks"),
+	}
+}
+
+// MarshalJSON encodes the config by its settings.
+func (c Config) MarshalJSON() ([]byte, error) { return c.Settings().MarshalJSON() }
+
+// UnmarshalJSON reads a config MarshalJSON wrote.
+func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJSON(b) }
+
+// DefaultConfig is the paper's protocol.
+func DefaultConfig() Config {
 	return Config{Protocol: runner.ProtocolPaper, Seed: 1, Temperature: 0, MaxTokens: 512, Weights: "default", MapSamples: 1, MapTemperature: 0.7,
 		BaselineSamples: 5, BaselineTemperature: 0.7, FactSamples: 5, FactTemperature: 0.7,
 		JudgeFormat: "text", JudgeMaxTokens: 1024, CodeChecks: false, Sample: "stratified"}
 }
 
-// DefaultConfig is the paper's protocol.
-func DefaultConfig() Config { return PaperConfig() }
+// Declaration declares the suite to the registry.
+var Declaration = runner.Declare("intent", "FaithQA: intent hallucination (omission, misinterpretation) scored by the Constraint Score, beside a 1–10 judge baseline",
+	DefaultConfig, New, migrate)
 
-// ApplyProtocol sets cfg.Protocol's values of the settings not given
-// (given reports whether a flag was): halu's are structured judges (one
-// JSON verdict per constraint) and code deciding countable constraints.
-func ApplyProtocol(cfg *Config, given func(flag string) bool) error {
-	p, err := runner.ProtocolValues("intent", cfg.Protocol, PaperConfig, func(p *Config) { p.JudgeFormat, p.CodeChecks = "json", true })
-	if err != nil {
-		return err
-	}
-	runner.ApplyDefaults(given, map[string]func(){
-		"judge-format": func() { cfg.JudgeFormat = p.JudgeFormat }, "code-checks": func() { cfg.CodeChecks = p.CodeChecks },
-	})
+// migrate brings a config of run format 1 up to date: the judge was
+// "judge", and a run recorded before protocols (or the sample setting)
+// existed reads as the paper's protocol taking the first N items.
+func migrate(format int, cfg map[string]json.RawMessage) error {
+	runner.Rename(cfg, "judge", "judges")
+	runner.DefaultTo(cfg, "protocol", `"paper"`)
+	runner.DefaultTo(cfg, "sample", `"first"`)
 	return nil
-}
-
-// protocolSettings are the settings the paper fixes.
-var protocolSettings = []runner.ProtocolSetting{
-	{Key: "weights", Flag: "weights"}, {Key: "map_samples", Flag: "map-samples"}, {Key: "fact_samples", Flag: "fact-samples"},
-	{Key: "judge_format", Flag: "judge-format"}, {Key: "code_checks", Flag: "code-checks"},
-}
-
-// Protocol is the protocol the run's defaults followed.
-func (s *Suite) Protocol() string { return s.cfg.Protocol }
-
-// Departures are the run's settings that differ from the paper's.
-func (s *Suite) Departures() []runner.Departure {
-	return runner.Departures(PaperConfig(), s.cfg, protocolSettings)
-}
-
-// Assumptions are the values the paper leaves open (its temperatures were
-// lost from the text; it states no caps and no baseline sample count).
-func (s *Suite) Assumptions() []runner.Assumption {
-	lost := "the paper's value was lost from its text"
-	out := []runner.Assumption{
-		{Setting: "temperature", Value: fmt.Sprint(s.cfg.Temperature), Why: lost},
-		{Setting: "max-tokens", Value: fmt.Sprint(s.cfg.MaxTokens), Why: "the paper states no generation cap"},
-		{Setting: "judge-max-tokens", Value: fmt.Sprint(s.cfg.JudgeMaxTokens), Why: "the paper states no judge cap"},
-	}
-	if s.cfg.BaselineSamples > 0 {
-		out = append(out, runner.Assumption{Setting: "baseline-samples", Value: fmt.Sprint(s.cfg.BaselineSamples), Why: "§6 uses self-consistency without a sample count"},
-			runner.Assumption{Setting: "baseline-temperature", Value: fmt.Sprint(s.cfg.BaselineTemperature), Why: lost})
-	}
-	if s.cfg.FactSamples > 0 {
-		out = append(out, runner.Assumption{Setting: "fact-temperature", Value: fmt.Sprint(s.cfg.FactTemperature), Why: lost})
-	}
-	if s.cfg.MapSamples > 1 {
-		out = append(out, runner.Assumption{Setting: "map-temperature", Value: fmt.Sprint(s.cfg.MapTemperature), Why: "the paper runs the mapping once"})
-	}
-	return out
 }
 
 // WeightPresets are Appendix G.1's weight configurations by name.
@@ -175,30 +183,10 @@ type Suite struct {
 
 // New checks cfg and loads the items.
 func New(cfg Config) (*Suite, error) {
-	if len(cfg.Models) == 0 || cfg.Judge == "" {
-		return nil, errors.New("intent: --models and --judges are required")
+	if err := cfg.Settings().Validate(); err != nil {
+		return nil, fmt.Errorf("intent: %w", err)
 	}
-	w, ok := WeightPresets[cfg.Weights]
-	if !ok {
-		return nil, fmt.Errorf("intent: --weights %q (want one of %s)", cfg.Weights, strings.Join(PresetOrder, ", "))
-	}
-	if err := runner.CheckProtocol("intent", &cfg.Protocol); err != nil {
-		return nil, err
-	}
-	if cfg.JudgeFormat != "json" && cfg.JudgeFormat != "text" {
-		return nil, fmt.Errorf("intent: --judge-format %q (want json or text)", cfg.JudgeFormat)
-	}
-	if cfg.MapSamples < 1 {
-		return nil, errors.New("intent: --map-samples must be at least 1")
-	}
-	if cfg.BaselineSamples < 0 || cfg.FactSamples < 0 {
-		return nil, errors.New("intent: sample counts cannot be negative")
-	}
-	for _, t := range cfg.Tasks {
-		if !knownTask(t) {
-			return nil, fmt.Errorf("intent: --tasks: task %q (want one of %s)", t, strings.Join(Tasks, ", "))
-		}
-	}
+	w := WeightPresets[cfg.Weights]
 	all, err := LoadInputs(cfg.Data)
 	if err != nil {
 		return nil, err
@@ -206,10 +194,6 @@ func New(cfg Config) (*Suite, error) {
 	keep := map[string]bool{}
 	for _, t := range cfg.Tasks {
 		keep[t] = true
-	}
-	// A run made before the setting took the first N.
-	if err := runner.CheckChoice("intent", "sample", &cfg.Sample, "first", "stratified", "first"); err != nil {
-		return nil, err
 	}
 	byTask := map[string][]Input{}
 	var order []string

@@ -507,7 +507,7 @@ func runAgainstFake(t *testing.T, ignoresFormat bool) {
 	// halu's protocol: JSON judges, code checks.
 	cfg := DefaultConfig()
 	cfg.Models, cfg.Judge, cfg.BaselineSamples, cfg.FactSamples, cfg.Protocol = []string{"m"}, "j", 3, 3, runner.ProtocolHalu
-	if err := ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+	if err := runner.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	s, err := New(cfg)
@@ -740,21 +740,21 @@ func TestProtocolDepartures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Protocol() != runner.ProtocolPaper || len(s.Departures()) != 0 || s.cfg.JudgeFormat != "text" || s.cfg.CodeChecks {
-		t.Fatalf("default: %s %v %+v", s.Protocol(), s.Departures(), s.cfg)
+	if s.cfg.Settings().ProtocolOf() != runner.ProtocolPaper || len(s.cfg.Settings().Departures()) != 0 || s.cfg.JudgeFormat != "text" || s.cfg.CodeChecks {
+		t.Fatalf("default: %s %v %+v", s.cfg.Settings().ProtocolOf(), s.cfg.Settings().Departures(), s.cfg)
 	}
 	var as []string
-	for _, a := range s.Assumptions() {
+	for _, a := range s.cfg.Settings().Assumptions() {
 		as = append(as, a.Setting)
 	}
-	if strings.Join(as, ",") != "temperature,max-tokens,judge-max-tokens,baseline-samples,baseline-temperature,fact-temperature" {
+	if strings.Join(as, ",") != "temperature,max-tokens,baseline-samples,baseline-temperature,fact-temperature,judge-max-tokens" {
 		t.Errorf("assumptions %v", as)
 	}
 	cfg.Protocol = runner.ProtocolHalu
-	ApplyProtocol(&cfg, func(f string) bool { return f == "code-checks" })
+	runner.ApplyProtocol(&cfg, func(f string) bool { return f == "code-checks" })
 	s, _ = New(cfg)
 	var deps []string
-	for _, d := range s.Departures() {
+	for _, d := range s.cfg.Settings().Departures() {
 		deps = append(deps, d.String())
 	}
 	if strings.Join(deps, "; ") != "--judge-format json (paper: text)" || s.cfg.CodeChecks {
@@ -762,11 +762,13 @@ func TestProtocolDepartures(t *testing.T) {
 	}
 	// A run recorded before protocols existed reads as the paper's, its
 	// own values departing.
-	var old Config
-	json.Unmarshal([]byte(`{"models":["m"],"judge":"j","weights":"default","map_samples":1,"fact_samples":5,"judge_format":"json","code_checks":true}`), &old)
-	s, err = New(old)
-	if err != nil || s.cfg.Protocol != runner.ProtocolPaper || len(s.Departures()) != 2 {
-		t.Errorf("old run: %v %+v %v", err, s.cfg, s.Departures())
+	oldCfg, err := Declaration.Decode([]byte(`{"models":["m"],"judge":"j","weights":"default","map_samples":1,"fact_samples":5,"judge_format":"json","code_checks":true}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = New(*oldCfg.(*Config))
+	if err != nil || s.cfg.Protocol != runner.ProtocolPaper || len(s.cfg.Settings().Departures()) != 2 {
+		t.Errorf("old run: %v %+v %v", err, s.cfg, s.cfg.Settings().Departures())
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"halu/localmodels"
 	"halu/metrics"
 	"halu/runner"
+	"halu/runner/setting"
 )
 
 // Question is one smoke item.
@@ -33,23 +34,69 @@ var Questions = []Question{
 	{"q5", "Which vitamin does human skin make in sunlight?", "Vitamin D."},
 }
 
-// Config is the smoke suite's settings.
+// Config is the smoke suite's settings (declared in Settings).
 type Config struct {
-	Models      []string `json:"models"`
-	Judges      []string `json:"judges"`
-	Questions   int      `json:"questions"`
-	Seed        int      `json:"seed"`
-	Temperature float64  `json:"temperature"`
-	MaxTokens   int      `json:"max_tokens"`
-	// Schema sends the verdict's JSON schema as Ollama's format (structured
-	// output); without it the judge answers in free text and halu extracts
-	// the JSON object.
-	Schema bool `json:"schema"`
+	Models      []string
+	Judges      []string
+	Limit       int
+	Seed        int
+	Temperature float64
+	MaxTokens   int
+	// JudgeFormat "json" sends the verdict's JSON schema as Ollama's
+	// format (structured output); "text" lets the judge answer in free
+	// text, from which halu reads the verdict.
+	JudgeFormat string
 }
+
+// Settings declares the suite's settings.
+func (c *Config) Settings() setting.List {
+	return setting.List{
+		setting.Strings("models", &c.Models, "models under test").As(setting.Subject).Models().Required(),
+		setting.Strings("judges", &c.Judges, "judge models").As(setting.Instrument).Models().Required().Deprecated("judge"),
+		setting.Int("limit", &c.Limit, fmt.Sprintf("how many of the %d built-in questions (the first N; 0: all)", len(Questions))).As(setting.Data).Min(0).Deprecated("questions"),
+		setting.Int("seed", &c.Seed, "sampling seed").As(setting.Draw),
+		setting.Float("temperature", &c.Temperature, "generation temperature").Min(0),
+		setting.Int("max-tokens", &c.MaxTokens, "generation length cap (num_predict)").Min(1),
+		setting.Choice("judge-format", &c.JudgeFormat, "json (judge output constrained by a JSON schema) or text (free text, the verdict read from it)", "json", "text"),
+	}
+}
+
+// MarshalJSON encodes the config by its settings.
+func (c Config) MarshalJSON() ([]byte, error) { return c.Settings().MarshalJSON() }
+
+// UnmarshalJSON reads a config MarshalJSON wrote.
+func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJSON(b) }
 
 // DefaultConfig returns the defaults the CLI starts from.
 func DefaultConfig() Config {
-	return Config{Questions: len(Questions), Seed: 1, Temperature: 0.7, MaxTokens: 48, Schema: true}
+	return Config{Seed: 1, Temperature: 0.7, MaxTokens: 48, JudgeFormat: "json"}
+}
+
+// Declaration declares the suite to the registry.
+var Declaration = runner.Declare("smoke", "Built-in smoke suite: a few questions, generated and judged, to check the whole path",
+	DefaultConfig, New, migrate)
+
+// migrate brings a config of run format 1 up to date: the question count
+// was "questions" (0 or too many: all), the judge format a schema switch.
+func migrate(format int, cfg map[string]json.RawMessage) error {
+	runner.Rename(cfg, "questions", "limit")
+	if n, ok := cfg["limit"]; ok {
+		var k int
+		if err := json.Unmarshal(n, &k); err != nil {
+			return err
+		}
+		if k < 0 || k >= len(Questions) {
+			cfg["limit"] = json.RawMessage("0")
+		}
+	}
+	if b, ok := cfg["schema"]; ok {
+		cfg["judge_format"] = json.RawMessage(`"text"`)
+		if string(b) == "true" {
+			cfg["judge_format"] = json.RawMessage(`"json"`)
+		}
+		delete(cfg, "schema")
+	}
+	return nil
 }
 
 // Verdict is a judge's grading of one answer.
@@ -100,19 +147,21 @@ type Suite struct {
 
 // New checks cfg and returns the suite.
 func New(cfg Config) (*Suite, error) {
-	if len(cfg.Models) == 0 {
-		return nil, fmt.Errorf("smoke: --models is required")
-	}
-	if len(cfg.Judges) == 0 {
-		return nil, fmt.Errorf("smoke: --judges is required")
-	}
-	if cfg.Questions <= 0 || cfg.Questions > len(Questions) {
-		cfg.Questions = len(Questions)
+	if err := cfg.Settings().Validate(); err != nil {
+		return nil, fmt.Errorf("smoke: %w", err)
 	}
 	return &Suite{cfg: cfg}, nil
 }
 
 func (s *Suite) Name() string { return "smoke" }
+
+// questions is how many of the built-in questions the run takes.
+func (s *Suite) questions() int {
+	if s.cfg.Limit <= 0 || s.cfg.Limit > len(Questions) {
+		return len(Questions)
+	}
+	return s.cfg.Limit
+}
 
 // MetricNames are the last parts of the summary's keys (runner.Measurer).
 func (s *Suite) MetricNames() []string {
@@ -141,7 +190,7 @@ type payload struct {
 // Items are question × model.
 func (s *Suite) Items(context.Context) ([]runner.Item, error) {
 	var items []runner.Item
-	for _, q := range Questions[:s.cfg.Questions] {
+	for _, q := range Questions[:s.questions()] {
 		for _, m := range s.cfg.Models {
 			items = append(items, runner.Item{ID: q.ID + "/" + m, Payload: payload{q, m}})
 		}
@@ -196,7 +245,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(64)},
 		}
 		var schema json.RawMessage
-		if s.cfg.Schema {
+		if s.cfg.JudgeFormat == "json" {
 			schema = json.RawMessage(VerdictSchema)
 		}
 		v, ok, err := runner.JudgeWith(ctx, c, "judge", req, schema, runner.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{gen.Content}})

@@ -65,7 +65,7 @@ func run(t *testing.T, answer string, judge func(fakeollama.ChatRequest) string)
 	}, fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9})
 	t.Cleanup(srv.Close)
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Judges, cfg.Questions = []string{"gen"}, []string{"judge"}, 2
+	cfg.Models, cfg.Judges, cfg.Limit = []string{"gen"}, []string{"judge"}, 2
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
