@@ -193,11 +193,34 @@ func ReadManifest(dir string) (*Manifest, error) {
 	return &m, nil
 }
 
-// migrateEngine fills a format-1 manifest's engine settings from the
-// command line it recorded (the values flags gave, as text), taking the
-// defaults of settings it did not record.
+// migrateEngine fills a format-1 manifest's engine settings from what it
+// recorded of them: the serving section, then the command line (the
+// values flags gave, as text); a setting recorded in neither (a timeout,
+// the retries) takes its default, which changes no number.
 func migrateEngine(m *Manifest) error {
 	ec := DefaultEngineConfig()
+	sv := m.Serving
+	ec.NumCtx, ec.NumThread, ec.Parallel, ec.ItemsInFlight = sv.NumCtx, sv.NumThread, max(sv.Parallel, 1), max(sv.ItemsInFlight, 1)
+	ec.Repeats = sv.Repetition.MinRepeats
+	for _, d := range []struct {
+		text string
+		out  *time.Duration
+	}{{sv.KeepAlive, &ec.KeepAlive}, {sv.IdleTimeout, &ec.Idle}, {sv.Budget, &ec.Budget}} {
+		*d.out = 0
+		if d.text != "" {
+			v, err := time.ParseDuration(d.text)
+			if err != nil {
+				return fmt.Errorf("serving: %q: %w", d.text, err)
+			}
+			*d.out = v
+		}
+	}
+	if m.Ollama.Host != "" {
+		ec.Ollama = m.Ollama.Host
+		if m.Ollama.API == "openai" {
+			ec.Backends = []string{"openai=" + m.Ollama.Host}
+		}
+	}
 	settings := ec.Settings()
 	for _, s := range settings {
 		v, ok := m.Flags[s.Name]

@@ -33,6 +33,11 @@ type Summary struct {
 	Assumptions []Assumption `json:"assumptions,omitempty"`
 	Counts      Counts       `json:"counts"`
 	TinyModel   bool         `json:"tiny_model,omitempty"`
+	// ContentCut counts the prompts that lost content they should hold to
+	// fit the model's context window (hypo's documents and KG lines left
+	// out), or were longer than it anyway: a published table shows all of
+	// it, so a run with any is not comparable with one.
+	ContentCut int `json:"content_cut,omitempty"`
 }
 
 // Support is what a metric was computed from: N units scored and Unscored

@@ -296,7 +296,7 @@ func (c *Config) Settings() setting.List {
 			}
 			return nil
 		}),
-		setting.Strings("questions", &c.Questions, "question IDs or domains to keep (default all 100)").As(setting.Data),
+		setting.Strings("questions", &c.Questions, "question IDs or domains to keep (default all 100)").As(setting.Data).Unset("all"),
 		setting.Int("limit", &c.Limit, "questions to run (0: all kept): a seeded sample in which each domain keeps its share, listed in the manifest").As(setting.Data).Min(0),
 		setting.Int("seed", &c.Seed, "sampling seed (answer i uses seed+i)").As(setting.Draw),
 		setting.Int("max-tokens", &c.MaxTokens, "generation cap (num_predict); the prompt's 70-token limit stays in the prompt").Paper("700").Min(1),
@@ -310,7 +310,7 @@ func (c *Config) Settings() setting.List {
 			Paper("split").Halu("samples").When(has(isDHP)),
 		setting.String("embed-model", &c.EmbedModel, "embedding model for Flu (the paper: SimCSE sup-simcse-bert-base-uncased)").As(setting.Instrument).Models().Required(),
 		setting.String("human", &c.Human, "CSV of human labels: answer id (model/strategy/T<t>/q<id>/a<i>), IH|DH|neutral").As(setting.Beside).Path(),
-		setting.String("data", &c.Data, "CDID-format CSV (default: the bundled 100 questions)").As(setting.Data).Path(),
+		setting.String("data", &c.Data, "CDID-format CSV (default: the bundled 100 questions)").As(setting.Data).Path().Unset("the bundled CDID.csv (the authors' 100 questions)"),
 	}
 }
 

@@ -302,14 +302,14 @@ func (c *Config) Settings() setting.List {
 		setting.Int("seed", &c.Seed, "seed (candidate i uses seed+i; KG edge sampling; the --limit sample)").As(setting.Draw),
 		setting.Int("max-tokens", &c.MaxTokens, "generation cap (num_predict)").Paper("2048").Min(1),
 		setting.Choices("knowhd", &c.KnowHD, "KnowHD sources: kg, lit, kg+lit", "kg", "lit", "kg+lit").As(setting.Subject),
-		setting.String("verifier", &c.Verifier, "model that splits claims and judges support (default: the generator)").As(setting.Instrument).Models(),
+		setting.String("verifier", &c.Verifier, "model that splits claims and judges support (default: the generator)").As(setting.Instrument).Models().Unset("the generator itself"),
 		setting.Float("min-score", &c.MinScore, "τ: keep only documents with BM25 ≥ τ for claim checks (eq. 1)").Min(0).
 			Assumed("eq. 1's τ is not printed").When(knowhdLit),
 		setting.Int("candidates", &c.Candidates, "sampled hypotheses per item beside the greedy one, for the selection comparison (Fig. 4; the paper: 5; 0: greedy only)").Paper("5").Min(0),
 		setting.Float("candidate-temperature", &c.Temperature, "temperature of sampled candidates").Min(0).
 			Assumed("the authors' code samples candidates at a temperature above 0 it does not record").When(func() bool { return c.Candidates > 0 || c.Open != "" }),
-		setting.String("data", &c.Data, "TruthHypo-format TSV (default: the bundled 2,024 test items)").As(setting.Data).Path(),
-		setting.String("open", &c.Open, "open-ended mode: JSONL of {id, background}; 5 hypotheses each, ranked by groundedness").As(setting.Data).Path(),
+		setting.String("data", &c.Data, "TruthHypo-format TSV (default: the bundled 2,024 test items)").As(setting.Data).Path().Unset("the bundled edges_test.tsv (the authors' 2,024 test items)"),
+		setting.String("open", &c.Open, "open-ended mode: JSONL of {id, background}; 5 hypotheses each, ranked by groundedness").As(setting.Data).Path().Unset("none"),
 		setting.Int("verifier-max-tokens", &c.VerifierMaxTokens, "cap for entity extraction and claim decomposition replies").Min(1).
 			Assumed("the verifier's reply cap is not recorded").When(func() bool { return len(c.KnowHD) > 0 }),
 		setting.Protocol(&c.Protocol, "textbook BM25, KG chains ranked by support"),

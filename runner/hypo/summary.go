@@ -141,6 +141,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		if cov := coverage(k.st, rs); cov != nil {
 			tcov.Rows = append(tcov.Rows, append([]string{k.m}, cov.row...))
 			covNotes = append(covNotes, cov.notes...)
+			sum.ContentCut += cov.cut
 		}
 
 		for _, src := range s.cfg.KnowHD {
@@ -316,6 +317,9 @@ func (s *Suite) openTable(rs []Result) runner.Table {
 type coverageRow struct {
 	row   []string
 	notes []string
+	// cut counts the items whose prompt lost retrieved knowledge to fit
+	// the window, or was longer than it anyway.
+	cut int
 }
 
 // lowCoverage is the share of items with knowledge below which a setting's
@@ -366,7 +370,8 @@ func coverage(setting string, rs []Result) *coverageRow {
 	if lit && n > 0 {
 		meanKept = fmt.Sprintf("%.1f of up to %d", metrics.Mean(kept), litK)
 	}
-	c := &coverageRow{row: []string{setting, fmt.Sprint(n), cell(kg, withKG), cell(kg, withChains), cell(lit, withDocs), meanKept, fmt.Sprint(dropped), fmt.Sprint(overflow)}}
+	c := &coverageRow{row: []string{setting, fmt.Sprint(n), cell(kg, withKG), cell(kg, withChains), cell(lit, withDocs), meanKept, fmt.Sprint(dropped), fmt.Sprint(overflow)},
+		cut: dropped + overflow}
 	if dropped > 0 {
 		c.notes = append(c.notes, fmt.Sprintf("setting %s: %d of %d items had retrieved knowledge left out to fit the model's context window (the paper shows %d documents); raise --num-ctx to keep it", setting, dropped, n, litK))
 	}

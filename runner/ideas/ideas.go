@@ -243,7 +243,7 @@ func (c *Config) Settings() setting.List {
 		setting.Strings("models", &c.Models, "idea generators").As(setting.Subject).Models().Required(),
 		setting.Strings("judges", &c.Judges, "the judge panel, best first").As(setting.Instrument).Models().Required().Deprecated("judge"),
 		setting.Protocol(&c.Protocol, "3 ideas, all fluency pairs, fixed temperatures, JSON critics, Final Idea extraction for every model"),
-		setting.String("keywords", &c.Keywords, "a file with one keyword per line (default: the paper's 1,180 keywords)").As(setting.Data).Path().Check(func() error {
+		setting.String("keywords", &c.Keywords, "a file with one keyword per line (default: the paper's 1,180 keywords)").As(setting.Data).Path().Unset("the 1,180 keywords of the authors' kws.csv").Check(func() error {
 			if _, err := strconv.Atoi(c.Keywords); err == nil {
 				if _, err := os.Stat(c.Keywords); err != nil {
 					return errors.New("no such file: a seeded sample of N keywords is --limit N")
@@ -255,9 +255,9 @@ func (c *Config) Settings() setting.List {
 		setting.Int("ideas-per-keyword", &c.IdeasPerKeyword, "ideas per keyword and model (fluency needs 2; the authors' code: 2)").Paper("2").Halu("3").Min(1),
 		setting.Int("critics", &c.CriticsPerIdea, "critics sampled per idea").Paper("3").Min(1),
 		setting.Float("family-cap", &c.FamilyCap, "largest share of the panel from one organisation (0 disables; the paper: 20%)").Paper("0.2").Min(0),
-		setting.Pairs("organisation", &c.Organisations, "MODEL=ORG: the organisation behind a model, over the shipped table (repeatable)"),
-		setting.Groups("same-base", &c.SameBase, "models sharing a base, comma-separated (repeatable)"),
-		setting.Choice("same-base-from", &c.SameBaseFrom, "metadata (family+size or digest, plus --same-base) or declared (--same-base only)", "metadata", "declared"),
+		setting.Pairs("organisation", &c.Organisations, "MODEL=ORG: the organisation behind a model, over the shipped table (repeatable)").As(setting.Instrument),
+		setting.Groups("same-base", &c.SameBase, "models sharing a base, comma-separated (repeatable)").As(setting.Instrument),
+		setting.Choice("same-base-from", &c.SameBaseFrom, "metadata (family+size or digest, plus --same-base) or declared (--same-base only)", "metadata", "declared").As(setting.Instrument),
 		setting.Choice("fluency-pairs", &c.FluencyPairs, "one random pair of a model's ideas (the authors' code), or all pairs", "one", "all").Paper("one").Halu("all"),
 		setting.Int("seed", &c.Seed, "seed for sampling keywords, critics and generations").As(setting.Draw),
 		setting.OptFloat("temperature", &c.Temperature, "idea generation temperature (none: not sent, the model's default, as the authors' code)", "none").Paper("none").Halu("0.8").Check(nonNegative(&c.Temperature)),

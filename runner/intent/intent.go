@@ -110,8 +110,10 @@ func (c *Config) Settings() setting.List {
 			}
 			return nil
 		}),
-		setting.String("data", &c.Data, "FaithQA-format JSONL (default: the bundled sample; see halu intent make)").As(setting.Data).Path(),
-		setting.Choices("tasks", &c.Tasks, "task types to keep: "+strings.Join(Tasks, ", "), Tasks...).As(setting.Data),
+		setting.String("data", &c.Data, "FaithQA-format JSONL (default: the bundled sample; see halu intent make)").As(setting.Data).Path().
+			Unset("the bundled 10-item sample (3 of the paper's example queries, 1 story written for halu, 6 items made from PubMedQA abstracts; none from the FaithQA test set)"),
+
+		setting.Choices("tasks", &c.Tasks, "task types to keep: "+strings.Join(Tasks, ", "), Tasks...).As(setting.Data).Unset("all"),
 		setting.Int("limit", &c.Limit, "items per task (0: all): a seeded random sample keeping the task's difficulty shares, listed in the manifest").As(setting.Data).Min(0),
 		setting.Choice("sample", &c.Sample, "how --limit draws: stratified (seeded, as the paper samples each category) or first (the file's first items)", "stratified", "first").As(setting.Data),
 		setting.Int("seed", &c.Seed, "sampling seed (sample i of a judge call uses seed+i; the --limit sample)").As(setting.Draw),

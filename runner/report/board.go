@@ -187,12 +187,15 @@ func (b *Board) addPublished(suite string, runs []*Run, col map[string]int) erro
 		var ok []bool
 		var whyNot []string
 		some := false
+		var otherJudges bool
 		for _, r := range runs {
-			c, why := ref.Comparable(r.Manifest.Protocol, r.Manifest.Departures)
+			v := ref.Prove(r.Facts)
+			c := v.Label != LabelReference
 			ok = append(ok, c)
 			some = some || c
+			otherJudges = otherJudges || v.Label == LabelOtherJudges
 			if !c {
-				whyNot = append(whyNot, r.Name()+": "+why)
+				whyNot = append(whyNot, r.Name()+": "+v.Why())
 			}
 		}
 		short := shortSource(ref.Source)
@@ -211,9 +214,13 @@ func (b *Board) addPublished(suite string, runs []*Run, col map[string]int) erro
 			}
 		}
 		if len(whyNot) > 0 {
-			b.Notes = append(b.Notes, fmt.Sprintf("† not comparable with the published rows of %s: %s.", short, strings.Join(whyNot, "; ")))
+			b.Notes = append(b.Notes, fmt.Sprintf("† %s only beside the published rows of %s: %s.", LabelReference, short, strings.Join(whyNot, "; ")))
 		}
-		b.Notes = append(b.Notes, fmt.Sprintf("Rows marked “published” are %s (other models, the same method).", ref.Source))
+		same := "the same method and judges"
+		if otherJudges {
+			same = "the same method, other judges"
+		}
+		b.Notes = append(b.Notes, fmt.Sprintf("Rows marked “published” are %s (other models, %s).", ref.Source, same))
 		head := map[string]int{}
 		for i, h := range ref.Table.Columns {
 			head[h] = i

@@ -112,8 +112,8 @@ func runView(i int, r *Run) (runData, error) {
 		return d, err
 	}
 	for _, ref := range refs {
-		ok, why := ref.Comparable(m.Protocol, m.Departures)
-		d.References = append(d.References, RefView{Reference: ref, Comparable: ok, Why: why})
+		v := ref.Prove(r.Facts)
+		d.References = append(d.References, RefView{Reference: ref, Verdict: v, Why: v.Why()})
 	}
 	d.Failures = failureGroups(r.Records, 3)
 	d.Calls = callRows(r.Records)
@@ -231,7 +231,7 @@ code{font-size:.9em}nav li{margin:.15em 0}
 {{range .Charts}}<div class="chart"><h3>{{.Title}}</h3>{{if .Error}}<p class="note">no chart: {{.Error}}</p>{{else}}{{.SVG}}{{end}}</div>
 {{end}}
 {{if .References}}<h3>Published numbers for comparison</h3>
-{{range .References}}<details class="ref"><summary>{{.Source}} — {{if .Comparable}}<b>comparable</b>{{else}}<b>not comparable</b>{{end}}</summary><p class="note">{{.Why}}</p>
+{{range .References}}<details class="ref"><summary>{{.Source}} — <b>{{.Label}}</b></summary><p class="note">{{.Why}}</p>
 <table><tr>{{range .Table.Columns}}<th>{{.}}</th>{{end}}</tr>
 {{range .Table.Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table><p class="note">Source: {{.Source}} (file reference/{{.File}}). The published models are not the ones run here; the layout is the same.</p></details>

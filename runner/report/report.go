@@ -32,6 +32,9 @@ type Run struct {
 	Note        string
 	// Flags are each record's (same index), for the sample browser.
 	Flags []runner.Flags
+	// Facts are what the run's numbers rest on, for comparison with
+	// published tables (Reference.Prove).
+	Facts RunFacts
 }
 
 // Rebuilder makes the suite a run used from its manifest, with no model
@@ -87,6 +90,7 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	}
 	r.Summary.Counts = m.Counts
 	r.Summary.TinyModel = r.Summary.TinyModel || m.TinyModel
+	r.Facts = Facts(m, r.Summary)
 	return r, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"halu/runner"
+	"halu/runner/registry"
 )
 
 func charts() []runner.Chart {
@@ -152,25 +153,151 @@ func TestCompareKinds(t *testing.T) {
 	}
 }
 
-// A departure in a setting the published table ignores (sampled candidates
-// beside TruthHypo's greedy Table 2) leaves it comparable; any other does
-// not; a suite without a protocol is never comparable.
-func TestComparableIgnores(t *testing.T) {
+// facts are a run's facts with the suite's settings as decl's defaults
+// changed by set (flag name → value) and the engine's defaults.
+func facts(t *testing.T, suite string, set map[string]string) RunFacts {
+	t.Helper()
+	d, ok := registry.Find(suite)
+	if !ok {
+		t.Fatalf("no suite %s", suite)
+	}
+	ec := runner.DefaultEngineConfig()
+	list := append(d.Config().Settings(), ec.Settings()...)
+	for k, v := range set {
+		s, ok := list.Lookup(k)
+		if !ok {
+			t.Fatalf("%s: no setting %s", suite, k)
+		}
+		s.Value.Reset()
+		if err := s.Value.Set(v); err != nil {
+			t.Fatalf("%s --%s %s: %v", suite, k, v, err)
+		}
+	}
+	return RunFacts{Settings: list}
+}
+
+// Every published table's configuration names every setting that can
+// change its numbers — each setting of the suite and the engine a table is
+// compared on — and nothing that is not a setting: a setting added to a
+// suite without saying what the published tables used fails here.
+func TestPublishedConfigurationsCoverEverySetting(t *testing.T) {
+	ec := runner.DefaultEngineConfig()
+	n := 0
+	for _, d := range registry.All() {
+		refs, err := References(d.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range refs {
+			n++
+			if r.Published == nil || r.Published.Source == "" || r.Published.Dataset == "" {
+				t.Errorf("%s: no published configuration", r.File)
+				continue
+			}
+			missing, unknown := r.Published.uncovered(append(d.Config().Settings(), ec.Settings()...))
+			if len(missing) > 0 || len(unknown) > 0 {
+				t.Errorf("%s: settings not named %v; names that are no setting %v", r.File, missing, unknown)
+			}
+		}
+	}
+	if n != 7 {
+		t.Errorf("%d published tables, want 7", n)
+	}
+}
+
+// A run is comparable only when every setting is shown equal; one that
+// differs only in its judges is "same method, other judges"; anything
+// else — a value, a value the table's configuration does not know, a
+// method difference, content cut to fit the window — makes it "reference
+// only", each difference listed. A setting the table ignores, or one that
+// does not bear on the run, is no difference.
+func TestProveLabels(t *testing.T) {
+	pub := &Published{Source: "s", Dataset: "d", Settings: map[string]Entry{
+		"limit": {Value: "0", Text: "all five"}, "temperature": {Value: "0.7"}, "max-tokens": {Value: "48"}, "judge-format": {Value: "json"},
+		"judges": {Value: "gpt-4o"}, "readers": {Value: "paper"}, "default-top-p": {Value: "1"}, "default-top-k": {Ignore: "greedy"},
+		"default-repeat-penalty": {Value: "1"},
+	}}
+	ref := Reference{File: "t.csv", Published: pub}
+	same := map[string]string{"judges": "gpt-4o", "default-top-p": "1", "default-repeat-penalty": "1"}
+	with := func(extra map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range same {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name  string
+		set   map[string]string
+		edit  func(*RunFacts)
+		label string
+		diffs []string
+	}{
+		{"all equal", same, nil, LabelComparable, nil},
+		{"top-k ignored", with(map[string]string{"default-top-k": "40"}), nil, LabelComparable, nil},
+		{"other judge", with(map[string]string{"judges": "llama3.1:8b"}), nil, LabelOtherJudges, []string{"--judges llama3.1:8b (published: gpt-4o)"}},
+		{"temperature", with(map[string]string{"temperature": "1.2"}), nil, LabelReference, []string{"--temperature 1.2 (published: 0.7)"}},
+		{"sample", with(map[string]string{"limit": "2"}), nil, LabelReference, []string{"--limit 2 (published: all five)"}},
+		{"server defaults", with(map[string]string{"default-top-p": "server"}), nil, LabelReference, []string{"--default-top-p server (published: 1)"}},
+		{"unknown", same, func(f *RunFacts) { pub.Settings["max-tokens"] = Entry{Unknown: "lost"} }, LabelReference, []string{"--max-tokens 48 (published: not known — lost)"}},
+		{"cut", same, func(f *RunFacts) { pub.Settings["max-tokens"] = Entry{Value: "48"}; f.ContentCut = 3 }, LabelReference,
+			[]string{"3 prompts lost content to fit the context window"}},
+		{"near window", same, func(f *RunFacts) { f.Counts.NearContext = 2 }, LabelReference, []string{"2 prompts filled 90% of the context window"}},
+		{"method", same, func(f *RunFacts) { pub.Method = []string{"halu reads it otherwise"} }, LabelReference, []string{"halu reads it otherwise"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := facts(t, "smoke", tc.set)
+			if tc.edit != nil {
+				tc.edit(&f)
+			}
+			v := ref.Prove(f)
+			all := strings.Join(append(append([]string(nil), v.Differences...), v.Judges...), "; ")
+			if v.Label != tc.label || len(v.Differences)+len(v.Judges) != len(tc.diffs) {
+				t.Fatalf("%s: %q, want %s with %d differences", v.Label, all, tc.label, len(tc.diffs))
+			}
+			for _, d := range tc.diffs {
+				if !strings.Contains(all, d) {
+					t.Errorf("differences %q lack %q", all, d)
+				}
+			}
+			if !strings.HasPrefix(v.Why(), tc.label) {
+				t.Errorf("why: %s", v.Why())
+			}
+		})
+	}
+	// A table whose configuration halu does not know is never comparable.
+	if v := (Reference{}).Prove(facts(t, "smoke", nil)); v.Label != LabelReference {
+		t.Errorf("no configuration: %s", v.Label)
+	}
+	// Nor is a run whose settings cannot be read.
+	pub.Method = nil
+	if v := ref.Prove(RunFacts{}); v.Label != LabelReference || !strings.Contains(v.Why(), "cannot be read") {
+		t.Errorf("unread run: %s", v.Why())
+	}
+}
+
+// A setting the published table ignores (sampled candidates beside
+// TruthHypo's greedy tables) is no difference; any other is listed; a
+// retrieval setting counts only when the run retrieves.
+func TestProveIgnoresWhatATableIgnores(t *testing.T) {
 	refs, err := References("hypo")
 	if err != nil || len(refs) != 2 {
 		t.Fatalf("%d references, %v", len(refs), err)
 	}
-	cand := runner.Departure{Setting: "candidates", Value: "0", Paper: "5"}
-	capd := runner.Departure{Setting: "max-tokens", Value: "40", Paper: "2048"}
 	for _, r := range refs {
-		if ok, why := r.Comparable(runner.ProtocolPaper, []runner.Departure{cand}); !ok {
-			t.Errorf("%s with --candidates 0: %s", r.File, why)
+		v := r.Prove(facts(t, "hypo", map[string]string{"candidates": "0"}))
+		if strings.Contains(v.Why(), "candidates") {
+			t.Errorf("%s with --candidates 0: %s", r.File, v.Why())
 		}
-		if ok, why := r.Comparable(runner.ProtocolPaper, []runner.Departure{cand, capd}); ok || !strings.Contains(why, "--max-tokens 40 (paper: 2048)") || strings.Contains(why, "candidates") {
-			t.Errorf("%s with --max-tokens 40: %v %s", r.File, ok, why)
+		v = r.Prove(facts(t, "hypo", map[string]string{"candidates": "0", "max-tokens": "40"}))
+		if v.Label != LabelReference || !strings.Contains(v.Why(), "--max-tokens 40 (published: 2,048 (the authors' call_llm))") {
+			t.Errorf("%s with --max-tokens 40: %s", r.File, v.Why())
 		}
-		if ok, _ := r.Comparable("", nil); ok {
-			t.Errorf("%s comparable without a protocol", r.File)
+		if strings.Contains(v.Why(), "--bm25") || strings.Contains(v.Why(), "--index") {
+			t.Errorf("%s: a parametric run is compared on retrieval: %s", r.File, v.Why())
 		}
 	}
 }

@@ -48,8 +48,7 @@ func Markdown(w io.Writer, runs []*Run) error {
 		}
 		for _, ref := range refs {
 			writeMDTable(&b, ref.Table)
-			_, why := ref.Comparable(r.Manifest.Protocol, r.Manifest.Departures)
-			fmt.Fprintf(&b, "\n%s\n", mdCell(why))
+			fmt.Fprintf(&b, "\n%s\n", mdCell(ref.Prove(r.Facts).Why()))
 		}
 		for _, n := range r.Summary.Notes {
 			fmt.Fprintf(&b, "- %s\n", mdCell(n))

@@ -105,6 +105,22 @@ type Setting struct {
 	check    func() error
 	// internal: set by a command, never by a flag (Record).
 	internal bool
+	// unset is what an empty value means, in words ("the bundled
+	// sample").
+	unset string
+}
+
+// Unset says what an empty value means, for whoever reads a setting's
+// value (a report's list of differences).
+func (s Setting) Unset(meaning string) Setting { s.unset = meaning; return s }
+
+// Display is the value as a reader should see it: an empty value in the
+// words Unset gave.
+func (s Setting) Display() string {
+	if s.unset != "" && s.Value.Empty() {
+		return s.unset
+	}
+	return s.Value.String()
 }
 
 // Internal reports a setting no flag sets (Record).
@@ -443,23 +459,6 @@ func (l List) Assumptions() []Assumption {
 	for _, s := range l {
 		if s.assumed != "" && s.Applies() {
 			out = append(out, Assumption{Setting: s.Name, Value: s.Value.String(), Why: s.assumed})
-		}
-	}
-	return out
-}
-
-// Differ lists the measuring settings whose values in a differ from
-// those in b (the same declaration bound to two configs), as
-// "--name a's (b's)".
-func Differ(a, b List) []string {
-	bv := b.Values()
-	var out []string
-	for _, s := range a {
-		if s.Effect != Measures {
-			continue
-		}
-		if w, ok := bv[s.Name]; ok && !s.Value.Same(w) {
-			out = append(out, fmt.Sprintf("--%s %s (run: %s)", s.Name, s.Value, w))
 		}
 	}
 	return out

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"halu/runner"
+	"halu/runner/registry"
+	"halu/runner/setting"
+)
+
+// sampleArgs are command-line arguments that give every setting of list
+// (but those no flag sets) a value other than its default.
+func sampleArgs(t *testing.T, list setting.List) []string {
+	t.Helper()
+	var args []string
+	for _, s := range list {
+		if s.Internal() {
+			continue
+		}
+		cur := s.Value.String()
+		var vals []string
+		switch typ := s.Value.Type(); {
+		case s.Value.Choices() != nil:
+			for _, c := range s.Value.Choices() {
+				if c != cur {
+					vals = []string{c}
+					break
+				}
+			}
+		case typ == "int" || typ == "uint64":
+			n, _ := strconv.Atoi(cur)
+			vals = []string{strconv.Itoa(n + 3)}
+		case typ == "float64":
+			f, _ := strconv.ParseFloat(cur, 64)
+			vals = []string{strconv.FormatFloat(f+0.25, 'g', -1, 64)}
+		case typ == "bool":
+			b, _ := strconv.ParseBool(cur)
+			vals = []string{strconv.FormatBool(!b)}
+		case typ == "duration":
+			vals = []string{"7s"}
+		case typ == "stringSlice":
+			vals = []string{"a,b", "c"}
+		case typ == "float64Slice":
+			vals = []string{"0.5,0.25"}
+		case typ == "stringArray":
+			vals = []string{"k=v", "m=n"}
+		case typ == "string":
+			vals = []string{"0.5"}
+		default:
+			t.Fatalf("--%s: no sample value for type %s", s.Name, typ)
+		}
+		if len(vals) == 0 {
+			t.Fatalf("--%s: no other value to give", s.Name)
+		}
+		for _, v := range vals {
+			args = append(args, "--"+s.Name+"="+v)
+		}
+	}
+	return args
+}
+
+// commandOf is the command whose flags hold a suite's settings: halu run
+// SUITE, or halu build cfaith for the construction.
+func commandOf(t *testing.T, d runner.Declaration) []string {
+	if d.Command {
+		return []string{"run", d.Name}
+	}
+	if d.Name == "cfaith-build" {
+		return []string{"build", "cfaith"}
+	}
+	t.Fatalf("%s: no command runs it", d.Name)
+	return nil
+}
+
+// Every setting of every registered suite and of the engine goes from the
+// command line to the config, to the manifest's JSON and back, to a run
+// file and back through halu's run-file reader, and arrives as given.
+func TestSettingsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range registry.All() {
+		t.Run(d.Name, func(t *testing.T) {
+			// flags → config
+			cfg := d.Config()
+			eng := runner.DefaultEngineConfig()
+			defaults := cfg.Settings().Values()
+			fs := pflag.NewFlagSet(d.Name, pflag.ContinueOnError)
+			cfg.Settings().Bind(fs)
+			eng.Settings().Bind(fs)
+			if err := fs.Parse(append(sampleArgs(t, cfg.Settings()), sampleArgs(t, eng.Settings())...)); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range cfg.Settings() {
+				if !s.Internal() && s.Value.Same(defaults[s.Name]) {
+					t.Errorf("--%s kept its default %q", s.Name, defaults[s.Name])
+				}
+			}
+			// config → JSON → config
+			raw, err := json.Marshal(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := d.Decode(raw, runner.FormatVersion)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := json.Marshal(back); !bytes.Equal(again, raw) {
+				t.Fatalf("JSON round trip:\n%s\n%s", raw, again)
+			}
+			engRaw, _ := json.Marshal(&eng)
+			var engBack runner.EngineConfig
+			if err := json.Unmarshal(engRaw, &engBack); err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := json.Marshal(&engBack); !bytes.Equal(again, engRaw) {
+				t.Fatalf("engine JSON round trip:\n%s\n%s", engRaw, again)
+			}
+			// config → run file → flags → config, through the reader halu uses
+			file := filepath.Join(dir, d.Name+".yaml")
+			suite := ""
+			if d.Command {
+				suite = d.Name
+			}
+			b, err := setting.RunFile(suite, back.Settings(), engBack.Settings())
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(file, b, 0o644)
+			root := newRoot(&globals{eng: runner.DefaultEngineConfig()})
+			cmd, _, err := root.Find(commandOf(t, d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals, err := readRunFile(file, cmd)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, b)
+			}
+			fresh, freshEng := d.Config(), runner.DefaultEngineConfig()
+			fs2 := pflag.NewFlagSet(d.Name, pflag.ContinueOnError)
+			fresh.Settings().Bind(fs2)
+			freshEng.Settings().Bind(fs2)
+			for name, vs := range vals {
+				for _, v := range vs {
+					if err := fs2.Set(name, v); err != nil {
+						t.Fatalf("run file --%s %q: %v", name, v, err)
+					}
+				}
+			}
+			// Settings no flag sets are the command's to set.
+			for _, s := range cfg.Settings() {
+				if s.Internal() {
+					r, _ := fresh.Settings().Lookup(s.Name)
+					r.Value.Set(s.Value.String())
+				}
+			}
+			if got, _ := json.Marshal(fresh); !bytes.Equal(got, raw) {
+				t.Errorf("run file round trip:\n%s\n%s\n%s", raw, got, b)
+			}
+			if got, _ := json.Marshal(&freshEng); !bytes.Equal(got, engRaw) {
+				t.Errorf("engine run file round trip:\n%s\n%s", engRaw, got)
+			}
+		})
+	}
+}
+
+// A command shows the flags it uses: the index, knowledge-graph, report
+// and comparison commands call no model server and take none of its
+// settings; every command that calls one takes them all.
+func TestCommandsShowOnlyTheirFlags(t *testing.T) {
+	ec := runner.DefaultEngineConfig()
+	for _, tc := range []struct {
+		cmd    []string
+		server bool
+	}{
+		{[]string{"index", "search"}, false}, {[]string{"index", "build"}, false}, {[]string{"kg", "import"}, false},
+		{[]string{"report"}, false}, {[]string{"compare"}, false}, {[]string{"merge"}, false}, {[]string{"intent", "make"}, false},
+		{[]string{"models", "tiny"}, false},
+		{[]string{"run", "hic"}, true}, {[]string{"build", "cfaith"}, true}, {[]string{"doctor"}, true},
+		{[]string{"models", "list"}, true},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append(tc.cmd, "--help"), &out, &errb)
+		if code != exitOK {
+			t.Fatalf("%v --help: exit %d: %s", tc.cmd, code, errb.String())
+		}
+		help := out.String()
+		settings := ec.Settings()
+		if tc.cmd[0] == "models" {
+			settings = ec.ServerSettings()
+		}
+		for _, s := range settings {
+			has := strings.Contains(help, "--"+s.Name+" ")
+			if has != tc.server {
+				t.Errorf("halu %s --help lists --%s: %v, want %v", strings.Join(tc.cmd, " "), s.Name, has, tc.server)
+			}
+		}
+	}
+}
+
+// Run directories written before run formats were versioned are read
+// through their migration: their settings, under today's names, are the
+// ones they ran with, the report reads them, and a resume writes them in
+// today's format.
+func TestReadsFirstFormatRuns(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		want map[string]string // setting → value, as the first format meant it
+	}{
+		{"smoke", map[string]string{"limit": "2", "judges": "judge", "judge-format": "json"}},
+		{"hic", map[string]string{"strategy": "scp", "temperature": "0.2", "questions": "1", "answers": "2", "dhp-answers": "split"}},
+		{"ideas", map[string]string{"limit": "1", "keywords": "", "fluency-pairs": "all", "organisation": "gen=Meta", "same-base": "j1,j2", "temperature": "0.5", "scoring": "first-release"}},
+		{"hypo", map[string]string{"setting": "parametric", "tasks": "chem-gene", "limit": "1", "candidates": "0", "sample": "stratified"}},
+		{"intent", map[string]string{"judges": "judge", "protocol": "halu", "judge-format": "json", "code-checks": "true"}},
+		{"cfaith", map[string]string{"judges": "judge", "limit": "1", "top-p": "0.7"}},
+		{"cfaith-build/run", map[string]string{"agent": "gen", "verifier": "judge", "types": "EntErr", "max-questions": "1"}},
+	} {
+		dir := filepath.Join("..", "..", "testdata", "runs-v1", tc.dir)
+		m, err := runner.ReadManifest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Format != 1 {
+			t.Errorf("%s: format %d, want 1", tc.dir, m.Format)
+		}
+		d, ok := registry.Find(m.Suite)
+		if !ok {
+			t.Fatalf("%s: suite %s", tc.dir, m.Suite)
+		}
+		cfg, err := d.Decode(m.Config, m.Format)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.dir, err)
+		}
+		got := cfg.Settings().Values()
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%s: --%s %q, want %q", tc.dir, k, got[k], v)
+			}
+		}
+		// The engine's settings come from what the run recorded: its
+		// serving section, and its command line where it has one (a
+		// build recorded none: the retries take their default).
+		var ec runner.EngineConfig
+		retries := 1
+		if m.Flags == nil {
+			retries = 5
+		}
+		if err := json.Unmarshal(m.Engine, &ec); err != nil || ec.NumCtx != 2048 || ec.Readers != runner.ReadersPaper || ec.Retries != retries {
+			t.Errorf("%s: engine %+v (%v)", tc.dir, ec, err)
+		}
+	}
+	// The report reads them all, and its verdicts on published tables
+	// rest on their migrated settings: the hypo run that a first-format
+	// halu called comparable with Table 2 is reference only.
+	runs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "runs-v1", "*", "manifest.json"))
+	if err != nil || len(runs) != 6 {
+		t.Fatalf("runs %v %v", runs, err)
+	}
+	args := []string{"report", "--md"}
+	for _, r := range runs {
+		args = append(args, filepath.Dir(r))
+	}
+	args = append(args, filepath.Join("..", "..", "testdata", "runs-v1", "cfaith-build", "run"))
+	var out, errb bytes.Buffer
+	if code := run(args, &out, &errb); code != exitOK {
+		t.Fatalf("report: exit %d: %s", code, errb.String())
+	}
+	if strings.Contains(out.String(), "comparable:") && !strings.Contains(out.String(), "reference only:") {
+		t.Errorf("report of first-format runs:\n%s", out.String())
+	}
+	if n := strings.Count(out.String(), "reference only: "); n < 7 {
+		t.Errorf("%d verdicts of reference only, want one per published table and run", n)
+	}
+
+	// A resume of a first-format run (nothing left to do) writes it in
+	// today's format, its config under today's names.
+	f := newFake(t)
+	work := filepath.Join(t.TempDir(), "smoke")
+	copyDir(t, filepath.Join("..", "..", "testdata", "runs-v1", "smoke"), work)
+	if r := halu(t, f, t.TempDir(), "run", "--resume", work); r.code != exitOK {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	m, err := runner.ReadManifest(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]json.RawMessage
+	json.Unmarshal(m.Config, &keys)
+	if m.Format != runner.FormatVersion || keys["limit"] == nil || keys["questions"] != nil || keys["schema"] != nil {
+		t.Errorf("resumed: format %d, config %s", m.Format, m.Config)
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	es, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

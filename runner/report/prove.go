@@ -1,0 +1,275 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"halu/runner"
+	"halu/runner/registry"
+	"halu/runner/setting"
+)
+
+// Published is what a published table was made with, as far as the paper
+// and the authors' code say: reference/NAME.yaml beside each transcribed
+// table. It names every setting that can change the table's numbers —
+// each setting of the suite and the engine that measures, except the
+// models under test (the table's rows), seeds, and the serving settings
+// whose effect comparability reads from the run's counts instead — so
+// that a run is comparable only when each is shown equal
+// (TestPublishedConfigurationsCoverEverySetting).
+type Published struct {
+	// Source says where the configuration is read from.
+	Source string `yaml:"source"`
+	// Dataset says what the table's items are.
+	Dataset string `yaml:"dataset"`
+	// Settings are by flag name.
+	Settings map[string]Entry `yaml:"settings"`
+	// Method lists where halu's way of measuring differs from the one that
+	// made the table whatever the settings: a table with any is never
+	// comparable.
+	Method []string `yaml:"method"`
+}
+
+// Entry is one setting of a published table: the value it was made with
+// (in flag syntax; Text says it in words), or why that value is not known
+// (Unknown: never equal to a run's), or why the setting does not bear on
+// the table (Ignore).
+type Entry struct {
+	Value string `yaml:"value"`
+	Text  string `yaml:"text"`
+	// SHA256 is the hash of the data file the value stands for: a run
+	// that names a file with this hash used the same data.
+	SHA256  string `yaml:"sha256"`
+	Unknown string `yaml:"unknown"`
+	Ignore  string `yaml:"ignore"`
+}
+
+// UnmarshalYAML reads an entry written as a plain value or as a mapping.
+func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		e.Value = n.Value
+		return nil
+	}
+	type plain Entry
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*e = Entry(p)
+	kinds := 0
+	for _, set := range []bool{e.Value != "" || e.Text != "", e.Unknown != "", e.Ignore != ""} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return fmt.Errorf("line %d: an entry is a value (with its text), unknown: why, or ignore: why", n.Line)
+	}
+	return nil
+}
+
+func (e Entry) String() string {
+	switch {
+	case e.Unknown != "":
+		return "not known: " + e.Unknown
+	case e.Text != "":
+		return e.Text
+	}
+	return e.Value
+}
+
+// Labels of a published table beside a run: what the report may claim.
+const (
+	// LabelComparable: the data, every setting that can change the
+	// numbers and the judges are shown equal to the table's.
+	LabelComparable = "comparable"
+	// LabelOtherJudges: only the models that judge, verify or embed
+	// differ — the usual offline case.
+	LabelOtherJudges = "same method, other judges"
+	// LabelReference: anything else differs or cannot be shown equal;
+	// every difference is listed.
+	LabelReference = "reference only"
+)
+
+// Verdict is how a published table may be read beside a run, and why.
+type Verdict struct {
+	Label string
+	// Differences are the settings, data and method that differ from the
+	// table's or cannot be shown equal; Judges the models that measure.
+	Differences []string
+	Judges      []string
+}
+
+// Why says the verdict in a sentence.
+func (v Verdict) Why() string {
+	switch v.Label {
+	case LabelComparable:
+		return "comparable: the data, every setting that can change these numbers and the judges are the ones they were made with"
+	case LabelOtherJudges:
+		return "same method, other judges: the data and every setting that can change these numbers are the ones they were made with; the models that judge differ — " + strings.Join(v.Judges, "; ")
+	}
+	all := append(append([]string(nil), v.Differences...), v.Judges...)
+	return fmt.Sprintf("reference only: %d differences — %s", len(all), strings.Join(all, "; "))
+}
+
+// RunFacts are what a run's numbers rest on, for a Verdict.
+type RunFacts struct {
+	// Settings are the suite's and the engine's, as the run used them;
+	// nil when the run's settings could not be read.
+	Settings setting.List
+	Counts   runner.Counts
+	// ContentCut counts prompts that lost content to fit the context
+	// window (runner.Summary.ContentCut).
+	ContentCut int
+	Datasets   map[string]runner.DatasetInfo
+}
+
+// Facts reads a run's facts from its manifest and summary: its settings
+// through the suite's declaration (migrating an older run format).
+func Facts(m *runner.Manifest, sum *runner.Summary) RunFacts {
+	f := RunFacts{Counts: m.Counts, Datasets: m.Datasets}
+	if sum != nil {
+		f.ContentCut = sum.ContentCut
+	}
+	def, ok := registry.Find(m.Suite)
+	if !ok {
+		return f
+	}
+	cfg, err := def.Decode(m.Config, m.Format)
+	if err != nil {
+		return f
+	}
+	ec := runner.DefaultEngineConfig()
+	if err := json.Unmarshal(m.Engine, &ec); err != nil {
+		return f
+	}
+	f.Settings = append(cfg.Settings(), ec.Settings()...)
+	return f
+}
+
+// compared reports whether a setting is one a published table is compared
+// on: it measures, it is set by a flag, and it is not a model under test, a
+// seed, an addition beside the paper's figures, a serving setting (read
+// from the counts) or the protocol (whose effects are the other settings).
+func compared(s setting.Setting) bool {
+	if s.Effect != setting.Measures || s.Internal() || s.Name == "protocol" {
+		return false
+	}
+	switch s.Role {
+	case setting.Subject, setting.Draw, setting.Beside, setting.Serving:
+		return false
+	}
+	return true
+}
+
+// Prove compares a run with what the table was made with, setting by
+// setting, and labels it. Nothing is assumed equal: a setting the table's
+// configuration does not name, or names as not known, is a difference.
+func (r Reference) Prove(f RunFacts) Verdict {
+	var v Verdict
+	if r.Published == nil {
+		v.Label, v.Differences = LabelReference, []string{"halu does not know what these numbers were made with"}
+		return v
+	}
+	p := r.Published
+	if f.Settings == nil {
+		v.Differences = append(v.Differences, "the run's settings cannot be read here")
+	}
+	for _, s := range f.Settings {
+		if !compared(s) || !s.Applies() {
+			continue
+		}
+		e, ok := p.Settings[s.Name]
+		var diff string
+		switch {
+		case !ok:
+			diff = fmt.Sprintf("--%s %s (the published configuration does not say)", s.Name, s.Display())
+		case e.Ignore != "":
+		case e.Unknown != "":
+			diff = fmt.Sprintf("--%s %s (published: not known — %s)", s.Name, s.Display(), e.Unknown)
+		case !s.Value.Same(e.Value) && !sameFile(s, e, f.Datasets):
+			diff = fmt.Sprintf("--%s %s (published: %s)", s.Name, s.Display(), e)
+		}
+		if diff == "" {
+			continue
+		}
+		if s.Role == setting.Instrument {
+			v.Judges = append(v.Judges, diff)
+		} else {
+			v.Differences = append(v.Differences, diff)
+		}
+	}
+	c := f.Counts
+	if c.NearContext > 0 {
+		v.Differences = append(v.Differences, fmt.Sprintf("%d prompts filled 90%% of the context window: the server may have cut them", c.NearContext))
+	}
+	if f.ContentCut > 0 {
+		v.Differences = append(v.Differences, fmt.Sprintf("%d prompts lost content to fit the context window (documents or KG lines left out, or the prompt longer than the window)", f.ContentCut))
+	}
+	if n := c.StoppedBudget + c.StoppedRepetition; n > 0 {
+		v.Differences = append(v.Differences, fmt.Sprintf("%d generations stopped by halu (time budget or repetition), a stop the published runs did not have", n))
+	}
+	v.Differences = append(v.Differences, p.Method...)
+	switch {
+	case len(v.Differences) > 0:
+		v.Label = LabelReference
+	case len(v.Judges) > 0:
+		v.Label = LabelOtherJudges
+	default:
+		v.Label = LabelComparable
+	}
+	return v
+}
+
+// sameFile reports whether a path setting names a file whose hash (as the
+// run's manifest recorded it) is the published one's (Entry.SHA256).
+func sameFile(s setting.Setting, e Entry, ds map[string]runner.DatasetInfo) bool {
+	if e.SHA256 == "" || !s.IsPath() || s.Value.Empty() {
+		return false
+	}
+	for _, d := range ds {
+		if d.Path == s.Value.String() && d.SHA256 == e.SHA256 {
+			return true
+		}
+	}
+	return false
+}
+
+// loadPublished reads reference/name.yaml.
+func loadPublished(name string) (*Published, error) {
+	b, err := referenceFS.ReadFile("reference/" + name)
+	if err != nil {
+		return nil, err
+	}
+	var p Published
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("reference %s: %w", name, err)
+	}
+	return &p, nil
+}
+
+// uncovered lists the settings a published configuration does not name
+// among those a table is compared on, and the names it gives that are no
+// setting of the suite or the engine.
+func (p *Published) uncovered(settings setting.List) (missing, unknown []string) {
+	known := map[string]bool{}
+	for _, s := range settings {
+		known[s.Name] = true
+		if _, ok := p.Settings[s.Name]; compared(s) && !ok {
+			missing = append(missing, s.Name)
+		}
+	}
+	for k := range p.Settings {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	return missing, unknown
+}
