@@ -94,8 +94,51 @@ func TestCompareTwoRuns(t *testing.T) {
 }
 
 // A run with default flags follows the paper's protocol and records no
-// departure; a setting changed from the paper's is recorded by name, and
-// the report then reads the published board as not comparable, saying why.
+// departure; a setting changed from the paper's is recorded by name.
+func TestProtocolDepartures(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "gen" {
+			return fakeollama.Reply{Content: "Measure the salt content of cloud droplets with drone-borne sensors and relate it to rainfall over a season."}
+		}
+		if strings.Contains(r.LastUser(), "ONLY ANSWER") {
+			return fakeollama.Reply{Content: "B"}
+		}
+		return fakeollama.Reply{Content: `Sound. {"originality": 6, "feasibility": 5, "clarity": 7}`}
+	}, panelModels()...)
+	t.Cleanup(srv.Close)
+	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	cache, dir := t.TempDir(), t.TempDir()
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		departures string
+	}{
+		{"default", nil, ""},
+		{"first-release", []string{"--scoring", "first-release"}, "--scoring first-release (paper: current)"},
+		{"more ideas", []string{"--scoring", "first-release", "--ideas-per-keyword", "3", "--readers", "halu"},
+			"--ideas-per-keyword 3 (paper: 2); --scoring first-release (paper: current); --readers halu (paper: paper)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := filepath.Join(dir, tc.name)
+			args := append([]string{"run", "ideas", "--models", "gen", "--judges", "j1,j2,j3", "--limit", "2", "--out", run}, tc.args...)
+			if r := halu(t, f, cache, args...); r.code != exitOK {
+				t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+			}
+			m, err := runner.ReadManifest(run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range m.Departures {
+				got = append(got, d.String())
+			}
+			if m.Protocol != runner.ProtocolPaper || strings.Join(got, "; ") != tc.departures {
+				t.Fatalf("protocol %q, departures %q; want paper, %q", m.Protocol, got, tc.departures)
+			}
+		})
+	}
+}
+
 // A published table is read beside a run only as far as what made it is
 // shown equal, setting by setting: each of these runs read as comparable
 // before (settings outside a short hand-kept list were never looked at)
@@ -150,8 +193,8 @@ func TestPublishedTablesAreProven(t *testing.T) {
 		{"intent hot and short", []string{"intent", "--models", "gen", "--judges", "judge", "--temperature", "1.2", "--max-tokens", "64"},
 			"FaithQA", []string{"--temperature 1.2 (published: not known — the temperature the paper sets for the models under test was lost from its text)",
 				"--max-tokens 64 (published: not known — the paper states no generation cap)"}},
-		{"hic cold", []string{"hic", "--models", "gen", "--judges", "judge", "--embed-model", "gen", "--questions", "1", "--answers", "2", "--temperature", "0.2"},
-			"HIC-Bench", []string{"--temperature 0.2 (published: 1.0 (§4.1: generation temperature 1.0))", "--answers 2 (published: 10)",
+		{"hic cold", []string{"hic", "--models", "gen", "--judges", "judge", "--embed-model", "gen", "--questions", "1", "--temperature", "0.2"},
+			"HIC-Bench", []string{"--temperature 0.2 (published: 1.0 (§4.1: generation temperature 1.0))",
 				"--questions 1 (published: all 100 questions)", "--judges judge (published: gpt-4o and deepseek-v3, scores averaged (Appendix A.2))",
 				"--embed-model gen (published: SimCSE sup-simcse-bert-base-uncased (pooler output))", "Flu: the paper's SimCSE similarity is BERT's pooler output"}},
 		{"hypo literature at the default window", []string{"hypo", "--models", "gen", "--setting", "lit", "--index", ix, "--limit", "1", "--tasks", "chem-gene"},
