@@ -216,6 +216,10 @@ type RunSpec struct {
 	// Shard, when set, runs only that slice of the items (a resume keeps
 	// the run's own).
 	Shard *Shard
+	// RunFile, when set, is written to the new run's directory as
+	// run.yaml: a run file (halu run -f) that repeats what the run
+	// measures.
+	RunFile []byte
 }
 
 // Result is what a run did.
@@ -487,6 +491,11 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	man.Ended = nil
 	if err := writeManifest(dir, man); err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	if !spec.Resume && spec.RunFile != nil {
+		if err := writeFileAtomic(filepath.Join(dir, runFileName), spec.RunFile); err != nil {
+			return nil, fmt.Errorf("run %s: %w", dir, err)
+		}
 	}
 	if spec.Resume {
 		fmt.Fprintf(e.Log, "resuming %s: %d of %d items already done\n", dir, len(items)-len(todo), len(items))

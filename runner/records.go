@@ -84,6 +84,7 @@ const (
 	errorsFile   = "errors.jsonl"
 	manifestFile = "manifest.json"
 	summaryFile  = "summary.json"
+	runFileName  = "run.yaml"
 )
 
 // ReadRecords reads a records file. A last line cut short by a crash is left

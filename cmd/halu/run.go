@@ -93,6 +93,25 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// repeatFile is a run file that repeats what a run of suite with cfg
+// measures: the suite's settings and the engine's measuring ones (not
+// where the server is, the cache or other settings of how a run is
+// carried out, which belong to the machine).
+func repeatFile(suite string, cfg setting.Config, eng runner.EngineConfig) ([]byte, error) {
+	var measures setting.List
+	for _, s := range eng.Settings() {
+		if s.Effect == setting.Measures {
+			measures = append(measures, s)
+		}
+	}
+	b, err := setting.RunFile(suite, cfg.Settings(), measures)
+	if err != nil {
+		return nil, err
+	}
+	head := fmt.Sprintf("# The settings of this run: `halu run -f run.yaml --out DIR` repeats it (halu %s).\n", version)
+	return append([]byte(head), b...), nil
+}
+
 // findSuite is the suite `halu run NAME` runs.
 func findSuite(name string) (runner.Declaration, bool) {
 	d, ok := registry.Find(name)
@@ -175,7 +194,11 @@ func newRunCmd(g *globals) *cobra.Command {
 					out += fmt.Sprintf("-shard%dof%d", shard.I, shard.N)
 				}
 			}
-			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd), Invocation: os.Args[1:], Shard: shard}, gates)
+			file, err := repeatFile(def.Name, cfg, g.eng)
+			if err != nil {
+				return err
+			}
+			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd), Invocation: os.Args[1:], Shard: shard, RunFile: file}, gates)
 		}
 		cmd.AddCommand(sub)
 	}

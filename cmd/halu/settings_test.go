@@ -316,3 +316,27 @@ func copyDir(t *testing.T, from, to string) {
 		}
 	}
 }
+
+// A run directory holds run.yaml, a run file that repeats what the run
+// measures: a run made from it has the same settings.
+func TestRunFileRepeatsTheRun(t *testing.T) {
+	f := newFake(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	first := filepath.Join(dir, "first")
+	if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "2", "--temperature", "0.3",
+		"--judge-format", "text", "--num-ctx", "2048", "--default-top-p", "0.9", "--out", first); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	again := filepath.Join(dir, "again")
+	if r := halu(t, f, cache, "run", "-f", filepath.Join(first, "run.yaml"), "--out", again); r.code != exitOK {
+		t.Fatalf("run -f run.yaml: exit %d: %s\n%s", r.code, r.stderr, mustRead(t, filepath.Join(first, "run.yaml")))
+	}
+	a, _ := runner.ReadManifest(first)
+	b, _ := runner.ReadManifest(again)
+	if a == nil || b == nil || !bytes.Equal(a.Config, b.Config) || !bytes.Equal(a.Engine, b.Engine) {
+		t.Fatalf("configs differ:\n%s\n%s\n%s\n%s", a.Config, b.Config, a.Engine, b.Engine)
+	}
+	if !strings.Contains(string(a.Engine), `"default_top_p": 0.9`) || !strings.Contains(string(a.Engine), `"budget": "10m0s"`) || !strings.Contains(string(a.Config), `"temperature": 0.3`) {
+		t.Errorf("recorded: %s %s", a.Config, a.Engine)
+	}
+}

@@ -39,6 +39,8 @@ type scalar[T comparable] struct {
 	parse   func(string) (T, error)
 	format  func(T) string
 	choices []string
+	// text: the JSON form is the value's text (a duration as "10m0s").
+	text bool
 }
 
 func (v *scalar[T]) String() string { return v.format(*v.p) }
@@ -51,8 +53,20 @@ func (v *scalar[T]) Set(s string) error {
 	*v.p = x
 	return nil
 }
-func (v *scalar[T]) MarshalJSON() ([]byte, error) { return json.Marshal(*v.p) }
+func (v *scalar[T]) MarshalJSON() ([]byte, error) {
+	if v.text {
+		return json.Marshal(v.format(*v.p))
+	}
+	return json.Marshal(*v.p)
+}
 func (v *scalar[T]) UnmarshalJSON(b []byte) error {
+	if v.text {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		return v.Set(s)
+	}
 	var x T
 	if err := json.Unmarshal(b, &x); err != nil {
 		return err
@@ -163,7 +177,7 @@ func Bool(name string, p *bool, help string) Setting {
 
 // Duration declares a time span ("90s", "10m").
 func Duration(name string, p *time.Duration, help string) Setting {
-	return Setting{Name: name, Help: help, Value: &scalar[time.Duration]{p: p, typ: "duration",
+	return Setting{Name: name, Help: help, Value: &scalar[time.Duration]{p: p, typ: "duration", text: true,
 		parse: func(s string) (time.Duration, error) {
 			d, err := time.ParseDuration(s)
 			if err != nil {
