@@ -222,22 +222,7 @@ func headlessTimed(b *testing.B, bin, page string, extra ...string) (string, tim
 // data must show the payloads as text, and a browser must run none.
 func TestReportEscapesKeywordsAndTitles(t *testing.T) {
 	bin := chromium(t)
-	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
-		u := r.LastUser()
-		switch {
-		case strings.Contains(u, "Summarize the statement"):
-			return fakeollama.Reply{Content: `{"claims": ["Cyclopamine lowers Shh signalling."]}`}
-		case strings.Contains(u, "Judge if the given information"):
-			return fakeollama.Reply{Content: `{"groundness": 1}`}
-		case strings.Contains(u, "proposed_hypothesis"):
-			return fakeollama.Reply{Content: "```json\n{\"proposed_hypothesis\": \"negative_correlate\"}\n```"}
-		case strings.Contains(u, "ONLY ANSWER"):
-			return fakeollama.Reply{Content: "B"}
-		case r.Model == "gen":
-			return fakeollama.Reply{Content: "Measure the salt content of cloud droplets with drone-borne sensors and relate it to rainfall."}
-		}
-		return fakeollama.Reply{Content: `Sound. {"originality": 6, "feasibility": 5, "clarity": 7}`}
-	}, panelModels()...)
+	srv := fakeollama.New(suiteReply, panelModels()...)
 	t.Cleanup(srv.Close)
 	f := &fakeServer{Server: srv, byKind: map[string]int{}}
 	dir, cache := t.TempDir(), t.TempDir()

@@ -144,24 +144,7 @@ func TestProtocolDepartures(t *testing.T) {
 // before (settings outside a short hand-kept list were never looked at)
 // and is now "reference only", with the differences listed.
 func TestPublishedTablesAreProven(t *testing.T) {
-	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
-		u := r.LastUser()
-		switch {
-		case strings.Contains(u, "Summarize the statement"):
-			return fakeollama.Reply{Content: `{"claims": ["Cyclopamine lowers Shh signalling."]}`}
-		case strings.Contains(u, "Judge if the given information"):
-			return fakeollama.Reply{Content: `{"groundness": 1}`}
-		case strings.Contains(u, "proposed_hypothesis"):
-			return fakeollama.Reply{Content: "```json\n{\"proposed_hypothesis\": \"negative_correlate\"}\n```"}
-		case strings.Contains(u, "ONLY ANSWER"):
-			return fakeollama.Reply{Content: "B"}
-		case strings.Contains(u, "[Answers to be evaluated]"):
-			return fakeollama.Reply{Content: "Originality: 4 Feasibility: 3 Value: 4 Hallucination: No"}
-		case r.Model == "gen":
-			return fakeollama.Reply{Content: "Measure the salt content of cloud droplets with drone-borne sensors and relate it to rainfall over a season."}
-		}
-		return fakeollama.Reply{Content: `Sound. {"originality": 6, "feasibility": 5, "clarity": 7}`}
-	}, append(panelModels(), fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9})...)
+	srv := fakeollama.New(suiteReply, append(panelModels(), fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9})...)
 	t.Cleanup(srv.Close)
 	f := &fakeServer{Server: srv, byKind: map[string]int{}}
 	dir, cache := t.TempDir(), t.TempDir()
@@ -242,6 +225,28 @@ func TestPublishedTablesAreProven(t *testing.T) {
 			}
 		})
 	}
+}
+
+// suiteReply answers the suites' agents and judges well enough for runs
+// to complete: KnowHD's claims and support, hypotheses, fluency letters,
+// HIC-Bench's judge line, critics, and an idea from the generator.
+func suiteReply(r fakeollama.ChatRequest) fakeollama.Reply {
+	u := r.LastUser()
+	switch {
+	case strings.Contains(u, "Summarize the statement"):
+		return fakeollama.Reply{Content: `{"claims": ["Cyclopamine lowers Shh signalling."]}`}
+	case strings.Contains(u, "Judge if the given information"):
+		return fakeollama.Reply{Content: `{"groundness": 1}`}
+	case strings.Contains(u, "proposed_hypothesis"):
+		return fakeollama.Reply{Content: "```json\n{\"proposed_hypothesis\": \"negative_correlate\"}\n```"}
+	case strings.Contains(u, "ONLY ANSWER"):
+		return fakeollama.Reply{Content: "B"}
+	case strings.Contains(u, "[Answers to be evaluated]"):
+		return fakeollama.Reply{Content: "Originality: 4 Feasibility: 3 Value: 4 Hallucination: No"}
+	case r.Model == "gen":
+		return fakeollama.Reply{Content: "Measure the salt content of cloud droplets with drone-borne sensors and relate it to rainfall over a season."}
+	}
+	return fakeollama.Reply{Content: `Sound. {"originality": 6, "feasibility": 5, "clarity": 7}`}
 }
 
 // mdEscaped is s as the Markdown report writes it in a paragraph.
