@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 // The smoke and hic suites through the OpenAI-compatible backend pointed at
@@ -35,8 +36,8 @@ func TestOpenAIBackendMatchesNative(t *testing.T) {
 		viaV1 := filepath.Join(t.TempDir(), tc.suite+"-openai")
 		mustHalu(t, srv.Host, append([]string{"--cache", cache, "run", tc.suite, "--out", native}, tc.args...)...)
 		r := mustHalu(t, srv.Host, append([]string{"--cache", cache, "--backend", openai, "run", tc.suite, "--out", viaV1}, tc.args...)...)
-		mn, rn, _ := runner.ReadRun(native)
-		mo, ro, _ := runner.ReadRun(viaV1)
+		mn, rn, _ := engine.ReadRun(native)
+		mo, ro, _ := engine.ReadRun(viaV1)
 		// Hits within a run (the same text embedded twice) happen alike in
 		// both; none may come from the other API's entries.
 		if mo.Ollama.API != "openai" || mn.Ollama.API != "" || mo.Counts.CacheHits != mn.Counts.CacheHits {
@@ -66,7 +67,7 @@ func TestOpenAIBackendMatchesNative(t *testing.T) {
 // verdicts) and, per model call, its stage, prompt and reply token counts
 // and done reason: the same prompt rendered the same way has the same
 // count.
-func callTexts(recs []runner.Record) map[string]string {
+func callTexts(recs []rundir.Record) map[string]string {
 	out := map[string]string{}
 	for _, rec := range recs {
 		out[rec.Item+" data"] = string(rec.Data)

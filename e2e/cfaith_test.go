@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"halu/runner"
 	"halu/runner/cfaith"
+	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 // TestCFaith: HaluAgent construction and C-FAITH evaluation on the real
@@ -34,7 +35,7 @@ func TestCFaith(t *testing.T) {
 			}
 		}
 		plainOut := r.stdout
-		m, recs, err := runner.ReadRun(filepath.Join(plain, "run"))
+		m, recs, err := engine.ReadRun(filepath.Join(plain, "run"))
 		if err != nil || m.Status != "complete" || len(recs) != 4 {
 			t.Fatalf("%s build run: %v, %d records", lang, err, len(recs))
 		}
@@ -107,7 +108,7 @@ func TestCFaith(t *testing.T) {
 				}
 			}
 			want := len(ds.Generative) + len(ds.Choice) + len(ds.TrueFalse)
-			if m, recs, err := runner.ReadRun(ev); err != nil || m.Status != "complete" || len(recs) != want {
+			if m, recs, err := engine.ReadRun(ev); err != nil || m.Status != "complete" || len(recs) != want {
 				t.Errorf("%s eval on %s: %v, %d records, want %d", lang, name, err, len(recs), want)
 			}
 			t.Logf("%s: evaluated the %s dataset (%d items)", lang, name, want)
@@ -115,7 +116,7 @@ func TestCFaith(t *testing.T) {
 	}
 }
 
-func decodeBuild(t *testing.T, recs []runner.Record) []cfaith.DocResult {
+func decodeBuild(t *testing.T, recs []rundir.Record) []cfaith.DocResult {
 	t.Helper()
 	var out []cfaith.DocResult
 	for _, r := range recs {

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 // TestRunControl: on the real server, a rerun with another judge makes only
@@ -24,14 +25,14 @@ func TestRunControl(t *testing.T) {
 	run := filepath.Join(work, "run")
 	common := []string{"--cache", cache, "--limit", "4"}
 	mustHalu(t, srv.Host, append([]string{"run", "smoke", "--models", "gen", "--judges", "j1", "--out", run}, common...)...)
-	m1, _ := runner.ReadManifest(run)
+	m1, _ := rundir.ReadManifest(run)
 	if m1.Counts.ModelCalls != 8 {
 		t.Fatalf("first run: %+v, want 8 calls (4 generations, 4 judgements)", m1.Counts)
 	}
 
 	// The judge changes: only the judge stage is recomputed.
 	r := mustHalu(t, srv.Host, "--cache", cache, "rerun", run, "--stage", "judge", "--judges", "j2")
-	m2, recs, err := runner.ReadRun(run + "-rerun-judge")
+	m2, recs, err := engine.ReadRun(run + "-rerun-judge")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestRunControl(t *testing.T) {
 	importTiny(t, srv.Host, "3", "gen")
 	run3 := filepath.Join(work, "run3")
 	mustHalu(t, srv.Host, append([]string{"run", "smoke", "--models", "gen", "--judges", "j1", "--out", run3}, common...)...)
-	m3, _ := runner.ReadManifest(run3)
+	m3, _ := rundir.ReadManifest(run3)
 	if m3.Models[0].Digest == m1.Models[0].Digest {
 		t.Fatal("re-import kept the digest")
 	}

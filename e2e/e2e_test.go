@@ -22,7 +22,8 @@ import (
 	"time"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 var (
@@ -148,7 +149,7 @@ func sortedLines(t *testing.T, path string) []string {
 
 func countItems(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	_, recs, err := runner.ReadRun(dir)
+	_, recs, err := engine.ReadRun(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestSmokeCacheAndJudgeFailures(t *testing.T) {
 	if !strings.Contains(r.stdout, "meaningless") {
 		t.Errorf("no tiny-model warning in the summary:\n%s", r.stdout)
 	}
-	man, recs, err := runner.ReadRun(run1)
+	man, recs, err := engine.ReadRun(run1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestSmokeCacheAndJudgeFailures(t *testing.T) {
 	// Rerun: served entirely from the cache, identical records.
 	run2 := filepath.Join(work, "run2")
 	mustHalu(t, srv.Host, "run", "smoke", "--models", "tiny", "--judges", "tiny", "--out", run2, "--cache", cache)
-	m2, _ := runner.ReadManifest(run2)
+	m2, _ := rundir.ReadManifest(run2)
 	if m2.Counts.ModelCalls != 0 || m2.Counts.CacheHits != 10 {
 		t.Fatalf("rerun counts %+v, want 0 model calls", m2.Counts)
 	}
@@ -221,7 +222,7 @@ func TestSmokeCacheAndJudgeFailures(t *testing.T) {
 	// parse, is retried with a repair turn, then recorded unscored.
 	run3 := filepath.Join(work, "run3")
 	r = mustHalu(t, srv.Host, "run", "smoke", "--models", "tiny", "--judges", "tiny", "--judge-format", "text", "--out", run3, "--cache", cache)
-	m3, recs3, _ := runner.ReadRun(run3)
+	m3, recs3, _ := engine.ReadRun(run3)
 	if m3.Counts.JudgeFailures == 0 || !strings.Contains(r.stdout, "unscored") {
 		t.Fatalf("no judge failures counted: %+v\n%s", m3.Counts, r.stdout)
 	}

@@ -12,19 +12,19 @@ import (
 
 	"halu/embed"
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/engine"
 )
 
-func realEngine(t testing.TB, host string) *runner.Engine {
+func realEngine(t testing.TB, host string) *engine.Engine {
 	c, err := localmodels.New(host, 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := runner.OpenCache(filepath.Join(t.TempDir(), "cache"))
+	cache, err := engine.OpenCache(filepath.Join(t.TempDir(), "cache"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &runner.Engine{Client: c, Cache: cache, Parallel: 1}
+	return &engine.Engine{Client: c, Cache: cache, Parallel: 1}
 }
 
 // TestEmbedSameTextSimilarityOne: the same text embedded twice through the

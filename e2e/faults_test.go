@@ -21,7 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 // dropProxy forwards to a real Ollama and drops the connection of every
@@ -141,7 +142,7 @@ func TestDroppedStreamsNeverCached(t *testing.T) {
 	if cut == 0 {
 		t.Fatalf("the proxy cut no stream (%d chats)", chats)
 	}
-	m, recs, err := runner.ReadRun(run1)
+	m, recs, err := engine.ReadRun(run1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestDroppedStreamsNeverCached(t *testing.T) {
 	// Straight to the server: everything from the cache, the same records.
 	run2 := filepath.Join(work, "run2")
 	mustHalu(t, srv.Host, append(args, "--out", run2)...)
-	m2, _ := runner.ReadManifest(run2)
+	m2, _ := rundir.ReadManifest(run2)
 	if m2.Counts.ModelCalls != 0 {
 		t.Fatalf("replay made %d model calls", m2.Counts.ModelCalls)
 	}
@@ -218,7 +219,7 @@ func TestSecondRunOnOneDirectory(t *testing.T) {
 	if werr != nil {
 		t.Fatalf("first run: %v", werr)
 	}
-	m, recs, err := runner.ReadRun(dir)
+	m, recs, err := engine.ReadRun(dir)
 	if err != nil || m.Status != "complete" || len(recs) != 10 {
 		t.Fatalf("after both: %v, status %v, %d records", err, m, len(recs))
 	}

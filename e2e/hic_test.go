@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 // TestHIC: the hic suite on the real server with the tiny model, 2 questions
@@ -25,7 +26,7 @@ func TestHIC(t *testing.T) {
 			t.Errorf("summary lacks %q", want)
 		}
 	}
-	m, recs, err := runner.ReadRun(filepath.Join(work, "a"))
+	m, recs, err := engine.ReadRun(filepath.Join(work, "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestHIC(t *testing.T) {
 		t.Fatalf("%d records, status %s, %d prompts", len(recs), m.Status, len(m.Prompts))
 	}
 	mustHalu(t, srv.Host, append(args, "--out", filepath.Join(work, "b"))...)
-	m2, _ := runner.ReadManifest(filepath.Join(work, "b"))
+	m2, _ := rundir.ReadManifest(filepath.Join(work, "b"))
 	if m2.Counts.ModelCalls != 0 {
 		t.Fatalf("rerun made %d model calls", m2.Counts.ModelCalls)
 	}
@@ -43,7 +44,7 @@ func TestHIC(t *testing.T) {
 	r = mustHalu(t, srv.Host, "run", "hic", "--models", "tiny", "--judges", "tiny", "--embed-model", "tiny",
 		"--strategy", "scp", "--answers", "2", "--questions", "1", "--max-tokens", "60", "--judge-format", "text",
 		"--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "c"))
-	m3, _ := runner.ReadManifest(filepath.Join(work, "c"))
+	m3, _ := rundir.ReadManifest(filepath.Join(work, "c"))
 	if m3.Counts.JudgeFailures == 0 {
 		t.Fatalf("text judge on a random model: no failures counted\n%s", r.stdout)
 	}

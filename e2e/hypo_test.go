@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"halu/runner"
+	"halu/runner/engine"
 	"halu/runner/hypo"
 )
 
@@ -32,7 +32,7 @@ func TestHypo(t *testing.T) {
 			t.Errorf("summary lacks %q", want)
 		}
 	}
-	m, recs, err := runner.ReadRun(filepath.Join(work, "run"))
+	m, recs, err := engine.ReadRun(filepath.Join(work, "run"))
 	if err != nil {
 		t.Fatal(err)
 	}

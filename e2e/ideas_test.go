@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"halu/runner"
+	"halu/runner/engine"
 )
 
 // TestIdeas: LiveIdeaBench on the real server — stories260K (a real trained
@@ -28,7 +28,7 @@ func TestIdeas(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	m, recs, err := runner.ReadRun(filepath.Join(work, "run"))
+	m, recs, err := engine.ReadRun(filepath.Join(work, "run"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"halu/runner"
+	"halu/runner/engine"
 	"halu/runner/intent"
 )
 
@@ -40,7 +40,7 @@ func TestIntent(t *testing.T) {
 				t.Errorf("%s: summary lacks %q:\n%s", tc.name, want, r.stdout)
 			}
 		}
-		m, recs, err := runner.ReadRun(filepath.Join(work, tc.name))
+		m, recs, err := engine.ReadRun(filepath.Join(work, tc.name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Two real Ollama servers on two loopback ports, the tiny model on both: a
@@ -48,7 +49,7 @@ func TestPoolOfTwoServers(t *testing.T) {
 	spread := filepath.Join(work, "spread")
 	mustHalu(t, pool, "--parallel", "1", "--cache", filepath.Join(work, "c1"), "run", "smoke", "--models", "ta", "--judges", "ta",
 		"--max-tokens", "60", "--out", spread)
-	m, err := runner.ReadManifest(spread)
+	m, err := rundir.ReadManifest(spread)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestPoolOfTwoServers(t *testing.T) {
 		t.Fatalf("run with server a killed: %v\n%s%s", err, so.String(), se.String())
 	}
 	items := countItems(t, dir)
-	m, _ = runner.ReadManifest(dir)
+	m, _ = rundir.ReadManifest(dir)
 	t.Logf("killed a after %d of 15 records; calls per server %+v\n%s", before, m.Counts.Hosts, lastLines(se.String(), 3))
 	if len(items) != 15 || m.Status != "complete" {
 		t.Fatalf("%d items, status %s", len(items), m.Status)
@@ -121,8 +122,8 @@ func TestShardsAndMerge(t *testing.T) {
 	}
 	merged := filepath.Join(work, "merged")
 	r := mustHalu(t, srv.Host, append(append([]string{"merge"}, shards...), "--out", merged)...)
-	sw, _ := runner.ReadSummary(whole)
-	sm, err := runner.ReadSummary(merged)
+	sw, _ := summary.ReadSummary(whole)
+	sm, err := summary.ReadSummary(merged)
 	if err != nil || len(sw.Tables) == 0 {
 		t.Fatalf("summaries: %v\n%s", err, r.stdout)
 	}

@@ -3,7 +3,7 @@
 // (Flu): the mean pairwise cosine similarity of a model's answers to the
 // same question, where lower means more diverse.
 //
-// Embedding calls go through the engine (runner.Calls.Embed), which batches
+// Embedding calls go through the engine (engine.Calls.Embed), which batches
 // them and caches each vector on disk by (model digest, text).
 package embed
 
@@ -17,7 +17,7 @@ import (
 // with `ollama pull all-minilm`, or import any GGUF embedding model.
 const DefaultModel = "all-minilm"
 
-// Embedder produces embeddings; *runner.Calls is one.
+// Embedder produces embeddings; *engine.Calls is one.
 type Embedder interface {
 	Embed(ctx context.Context, stage, model string, texts []string) ([][]float32, error)
 }

@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"halu/localmodels/fakeopenai"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 // A run through --backend openai=URL: the smoke suite against a
@@ -36,7 +37,7 @@ func TestRunThroughOpenAIBackend(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
-	m, recs, err := runner.ReadRun(dir)
+	m, recs, err := engine.ReadRun(dir)
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("%d records: %v", len(recs), err)
 	}
@@ -97,7 +98,7 @@ func TestRunOnAPoolOfServers(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
-	m, err := runner.ReadManifest(dir)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestRunOnAPoolOfServers(t *testing.T) {
 	if code := run([]string{"--cache", t.TempDir(), "run", "-f", file, "--out", fromFile}, &out, &errb); code != exitOK {
 		t.Fatalf("run file: exit %d: %s", code, errb.String())
 	}
-	if m, _ := runner.ReadManifest(fromFile); m == nil || m.Ollama.Host != a.Host()+","+b.Host() {
+	if m, _ := rundir.ReadManifest(fromFile); m == nil || m.Ollama.Host != a.Host()+","+b.Host() {
 		t.Fatalf("run file: %+v", m)
 	}
 	code = run([]string{"--ollama", a.Host() + "," + b.Host(), "models", "list"}, &out, &errb)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"halu/runner"
 	"halu/runner/cfaith"
+	"halu/runner/engine"
 )
 
 func newBuildCmd(g *globals) *cobra.Command {
@@ -86,7 +86,7 @@ CSV with a "Knowledge Base" column.`,
 			if err != nil {
 				return err
 			}
-			m, recs, err := runner.ReadRun(res.Dir)
+			m, recs, err := engine.ReadRun(res.Dir)
 			if err != nil {
 				return err
 			}

@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // runControl are the settings of `halu run` that are not the suite's: the
@@ -34,12 +36,12 @@ func (rc *runControl) bind(fs *pflag.FlagSet) {
 	rc.bindGates(fs)
 }
 
-// shardSpec is --shard as a runner.Shard (nil when not given).
-func (rc *runControl) shardSpec() (*runner.Shard, error) {
+// shardSpec is --shard as a rundir.Shard (nil when not given).
+func (rc *runControl) shardSpec() (*rundir.Shard, error) {
 	if rc.shard == "" {
 		return nil, nil
 	}
-	sh, err := runner.ParseShard(rc.shard)
+	sh, err := rundir.ParseShard(rc.shard)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -51,26 +53,26 @@ func (rc *runControl) shardSpec() (*runner.Shard, error) {
 func (rc *runControl) bindGates(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&rc.failUnder, "fail-under", nil, "METRIC=VALUE: exit 3 when a summary metric is below VALUE (repeatable; METRIC may omit the model)")
 	fs.StringArrayVar(&rc.failOver, "fail-over", nil, "METRIC=VALUE: exit 3 when a summary metric is above VALUE (for rates where lower is better)")
-	fs.Float64Var(&rc.maxUnscored, "max-unscored", runner.DefaultMaxUnscored, "a gated metric fails when more than this share of its units went unscored (gates also fail a metric with n = 0)")
+	fs.Float64Var(&rc.maxUnscored, "max-unscored", summary.DefaultMaxUnscored, "a gated metric fails when more than this share of its units went unscored (gates also fail a metric with n = 0)")
 }
 
 // settle fills cmd's flags from the HALU_ environment and the run file,
 // then reads the quality gates.
-func (rc *runControl) settle(cmd *cobra.Command) ([]runner.Gate, error) {
+func (rc *runControl) settle(cmd *cobra.Command) ([]summary.Gate, error) {
 	if err := applySettings(cmd, rc.file); err != nil {
 		return nil, err
 	}
 	return rc.gates()
 }
 
-func (rc *runControl) gates() ([]runner.Gate, error) {
-	var out []runner.Gate
+func (rc *runControl) gates() ([]summary.Gate, error) {
+	var out []summary.Gate
 	for _, list := range []struct {
 		specs []string
 		over  bool
 	}{{rc.failUnder, false}, {rc.failOver, true}} {
 		for _, s := range list.specs {
-			g, err := runner.ParseGate(s, list.over)
+			g, err := summary.ParseGate(s, list.over)
 			if err != nil {
 				return nil, usageError{err}
 			}
@@ -297,7 +299,7 @@ func effectiveFlags(cmd *cobra.Command) map[string]string {
 }
 
 // checkGates applies the quality gates to a run's summary.
-func checkGates(w io.Writer, sum *runner.Summary, gates []runner.Gate) error {
+func checkGates(w io.Writer, sum *summary.Summary, gates []summary.Gate) error {
 	if len(gates) == 0 {
 		return nil
 	}
@@ -354,7 +356,7 @@ halu rerun RUN_DIR --errors
 			}
 			dir := args[at]
 			args = append(append([]string(nil), args[:at]...), args[at+1:]...)
-			m, recs, err := runner.ReadRun(dir)
+			m, recs, err := engine.ReadRun(dir)
 			if err != nil {
 				return err
 			}
@@ -402,7 +404,7 @@ halu rerun RUN_DIR --errors
 				if len(suiteArgs) > 0 {
 					return usagef("rerun --errors keeps the run's settings: %v not allowed", suiteArgs)
 				}
-				plan, n, err := runner.ErrorsRerun(dir)
+				plan, n, err := engine.ErrorsRerun(dir)
 				if err != nil {
 					return err
 				}
@@ -411,7 +413,7 @@ halu rerun RUN_DIR --errors
 			case stage == "":
 				return usagef("rerun: --stage STAGE or --errors")
 			}
-			plan, err := runner.StageRerun(recs, stage)
+			plan, err := engine.StageRerun(recs, stage)
 			if err != nil {
 				return usagef("rerun %s: %v", dir, err)
 			}
@@ -436,7 +438,7 @@ halu rerun RUN_DIR --errors
 				flags[k] = v
 			}
 			flags["rerun"] = strings.Join(append([]string{dir, "--stage", stage}, suiteArgs...), " ")
-			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, Rerun: plan, Flags: flags, Invocation: os.Args[1:], DryRun: dry}, gates)
+			return execute(cmd, g, s, engine.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, Rerun: plan, Flags: flags, Invocation: os.Args[1:], DryRun: dry}, gates)
 		},
 	}
 	return cmd

@@ -16,7 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/summary"
 )
 
 func newDoctorCmd(g *globals) *cobra.Command {
@@ -150,7 +151,7 @@ func runNeeds(args []string) (models []string, paths map[string]string, parallel
 	rc.bind(fs)
 	var out string
 	bindRunOut(fs, &out)
-	eng := runner.DefaultEngineConfig()
+	eng := engine.DefaultEngineConfig()
 	eng.Settings().Bind(fs)
 	if err := fs.Parse(args[2:]); err != nil {
 		return nil, nil, 0, nil, usagef("doctor: %s: %v", strings.Join(args[:2], " "), err)
@@ -178,7 +179,7 @@ func runNeeds(args []string) (models []string, paths map[string]string, parallel
 		if c, ok := s.(io.Closer); ok {
 			defer c.Close()
 		}
-		return s.Models(), paths, parallel, runner.CheckGateNames(s, gates), nil
+		return s.Models(), paths, parallel, summary.CheckGateNames(s, gates), nil
 	}
 	// The suite cannot be made: the models its settings name.
 	return list.Models(), paths, parallel, invalid, nil

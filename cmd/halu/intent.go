@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"halu/runner"
 	"halu/runner/intent"
+	"halu/runner/rundir"
 )
 
 func newIntentCmd() *cobra.Command {
@@ -34,7 +34,7 @@ Input JSONL: id (or pmid), title, text (or abstract), optional question and answ
 				return err
 			}
 			items := intent.Make(arts, o)
-			if err := runner.WriteJSONL(out, items); err != nil {
+			if err := rundir.WriteJSONL(out, items); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d items from %d articles written to %s\n", len(items), len(arts), out)

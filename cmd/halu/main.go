@@ -18,7 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/engine"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -36,7 +36,7 @@ const (
 // globals are what every command shares: the engine's settings (bound as
 // flags only by the commands that call a model server) and the output.
 type globals struct {
-	eng    runner.EngineConfig
+	eng    engine.EngineConfig
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -48,7 +48,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	g := &globals{eng: runner.DefaultEngineConfig(), stdout: stdout, stderr: stderr}
+	g := &globals{eng: engine.DefaultEngineConfig(), stdout: stdout, stderr: stderr}
 	root := newRoot(g)
 	args, err := runFileSuite(args)
 	if err != nil {
@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// by resuming it: a usage error, found before any model call.
 		fmt.Fprintf(stderr, "halu: %v\n", err)
 		return exitUsage
-	case errors.Is(err, runner.ErrInterrupted):
+	case errors.Is(err, engine.ErrInterrupted):
 		fmt.Fprintf(stderr, "halu: %v\n", err)
 		return exitInterrupted
 	case ctx.Err() != nil:
@@ -166,7 +166,7 @@ func (g *globals) server() (localmodels.Backend, error) {
 			}
 			members = append(members, c)
 		case kind == "openai":
-			o, err := localmodels.NewOpenAI(addr, timeout, os.Getenv(runner.APIKeyEnv))
+			o, err := localmodels.NewOpenAI(addr, timeout, os.Getenv(engine.APIKeyEnv))
 			if err != nil {
 				return nil, usageError{err}
 			}
@@ -187,7 +187,7 @@ func (g *globals) server() (localmodels.Backend, error) {
 	return p, nil
 }
 
-func (g *globals) engine() (*runner.Engine, error) {
+func (g *globals) engine() (*engine.Engine, error) {
 	c, err := g.server()
 	if err != nil {
 		return nil, err
@@ -197,12 +197,12 @@ func (g *globals) engine() (*runner.Engine, error) {
 	if p, ok := c.(*localmodels.Pool); ok {
 		parallel *= p.Size() // each server has --parallel slots
 	}
-	e := &runner.Engine{
+	e := &engine.Engine{
 		Config:       ec,
 		Readers:      ec.Readers,
 		Client:       c,
 		Parallel:     parallel,
-		Retry:        runner.Retry{Attempts: ec.Retries, Base: time.Second, Max: 20 * time.Second},
+		Retry:        engine.Retry{Attempts: ec.Retries, Base: time.Second, Max: 20 * time.Second},
 		CallTimeout:  ec.Timeout,
 		IdleTimeout:  ec.Idle,
 		Budget:       ec.Budget,
@@ -221,7 +221,7 @@ func (g *globals) engine() (*runner.Engine, error) {
 		e.Repetition = localmodels.Repetition{MinRepeats: ec.Repeats, MinChars: localmodels.DefaultRepetition.MinChars, MaxSpan: localmodels.DefaultRepetition.MaxSpan}
 	}
 	if !ec.NoCache {
-		cache, err := runner.OpenCache(ec.Cache)
+		cache, err := engine.OpenCache(ec.Cache)
 		if err != nil {
 			return nil, err
 		}

@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"halu/localmodels/fakeollama"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 // fakeServer answers generations with an echo and judge prompts with a
@@ -73,7 +74,7 @@ func halu(t *testing.T, f *fakeServer, cache string, args ...string) result {
 // serverFlags are the flags of base (name, value, …) that the command
 // args name takes: only commands that call a model server take them.
 func serverFlags(args []string, base ...string) []string {
-	root := newRoot(&globals{eng: runner.DefaultEngineConfig()})
+	root := newRoot(&globals{eng: engine.DefaultEngineConfig()})
 	c, _, err := root.Find(args)
 	if err != nil {
 		return nil
@@ -168,7 +169,7 @@ func TestRerunStageAndErrors(t *testing.T) {
 	if f.calls("gen") != gen || f.calls("judge2") != 4 {
 		t.Errorf("rerun: %d new generation calls, %d judge2 calls; want 0 and 4", f.calls("gen")-gen, f.calls("judge2"))
 	}
-	m, recs, err := runner.ReadRun(dir + "-rerun-judge")
+	m, recs, err := engine.ReadRun(dir + "-rerun-judge")
 	var cfg struct {
 		Judges []string `json:"judges"`
 		Limit  int      `json:"limit"`
@@ -202,7 +203,7 @@ func TestRerunStageAndErrors(t *testing.T) {
 	// A run whose second judge cannot be parsed: --errors asks that judge again.
 	bad := filepath.Join(t.TempDir(), "bad")
 	halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge,bad", "--limit", "2", "--out", bad)
-	_, recs, _ = runner.ReadRun(bad)
+	_, recs, _ = engine.ReadRun(bad)
 	if len(recs) != 2 || len(recs[0].Failures) != 1 {
 		t.Fatalf("bad judge run: %d records, failures %+v", len(recs), recs[0].Failures)
 	}
@@ -212,7 +213,7 @@ func TestRerunStageAndErrors(t *testing.T) {
 		t.Errorf("--errors: exit %d; new calls gen %d, judge %d, bad %d (want 0, 0, 4: two items, a repair each)\n%s",
 			r.code, f.calls("gen")-gen, f.calls("judge")-good, f.calls("bad")-badCalls, r.stderr)
 	}
-	_, recs, _ = runner.ReadRun(bad)
+	_, recs, _ = engine.ReadRun(bad)
 	backups, _ := filepath.Glob(filepath.Join(bad, "records.jsonl.before-rerun-*"))
 	if len(recs) != 2 || len(backups) != 1 {
 		t.Errorf("after --errors: %d records, backups %v", len(recs), backups)
@@ -231,7 +232,7 @@ func TestRunFileAndEnvironment(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	m, err := runner.ReadManifest(out)
+	m, err := rundir.ReadManifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,14 +399,14 @@ func TestNumThread(t *testing.T) {
 			t.Fatalf("a call without num_thread 1: %v", c.Options)
 		}
 	}
-	m, _ := runner.ReadManifest(filepath.Join(dir, "a"))
+	m, _ := rundir.ReadManifest(filepath.Join(dir, "a"))
 	if m.Serving.NumThread != 1 || m.Counts.ModelCalls != len(chats) || len(chats) == 0 {
 		t.Fatalf("manifest num_thread %d, %d calls (server saw %d)", m.Serving.NumThread, m.Counts.ModelCalls, len(chats))
 	}
 	if r := halu(t, f, cache, append(args, "--out", filepath.Join(dir, "b"))...); r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if m, _ := runner.ReadManifest(filepath.Join(dir, "b")); m.Counts.ModelCalls != 0 || len(f.Chats()) != len(chats) {
+	if m, _ := rundir.ReadManifest(filepath.Join(dir, "b")); m.Counts.ModelCalls != 0 || len(f.Chats()) != len(chats) {
 		t.Fatalf("without --num-thread: %d calls, want all from the cache", m.Counts.ModelCalls)
 	}
 }
@@ -486,7 +487,7 @@ func TestRunFileNamesItsSuite(t *testing.T) {
 	if r := halu(t, f, t.TempDir(), "run", "-f", file, "--questions", "2", "--out", out); r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if m, err := runner.ReadManifest(out); err != nil || m.Suite != "smoke" || m.Counts.Items != 2 {
+	if m, err := rundir.ReadManifest(out); err != nil || m.Suite != "smoke" || m.Counts.Items != 2 {
 		t.Fatalf("manifest %+v %v", m, err)
 	}
 	if r := halu(t, f, t.TempDir(), "run", "hic", "-f", file); r.code != exitUsage || !strings.Contains(r.stderr, `smoke.yaml:1: the file is for suite "smoke", not "hic"`) {
@@ -507,7 +508,7 @@ func TestJudgesSpeltAlike(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout+r.stderr, "--judge has been deprecated, use --judges") {
 		t.Fatalf("smoke --judge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if m, _ := runner.ReadManifest(filepath.Join(dir, "a")); m == nil || len(m.Models) != 2 {
+	if m, _ := rundir.ReadManifest(filepath.Join(dir, "a")); m == nil || len(m.Models) != 2 {
 		t.Fatalf("smoke --judge: the judge was not taken: %+v", m)
 	}
 	r = halu(t, f, t.TempDir(), "run", "intent", "--models", "gen", "--judges", "judge,judge2", "--dry-run")
@@ -638,7 +639,7 @@ func TestLimitEverywhere(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("hic --limit: exit %d: %s", r.code, r.stderr)
 	}
-	m, _ := runner.ReadManifest(filepath.Join(dir, "hic"))
+	m, _ := rundir.ReadManifest(filepath.Join(dir, "hic"))
 	domains := map[int]bool{}
 	for _, id := range m.Sample {
 		n, _ := strconv.Atoi(id)

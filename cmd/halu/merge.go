@@ -6,8 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"halu/runner"
+	"halu/runner/engine"
 	"halu/runner/registry"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // newMergeCmd joins the shards of a run (halu run … --shard I/N) into one
@@ -32,7 +34,7 @@ summary over all records. report, compare and the gates read it as any run.`,
 			if err != nil {
 				return err
 			}
-			m, err := runner.ReadManifest(args[0])
+			m, err := rundir.ReadManifest(args[0])
 			if err != nil {
 				return err
 			}
@@ -44,11 +46,11 @@ summary over all records. report, compare and the gates read it as any run.`,
 			if err != nil {
 				return fmt.Errorf("run %s: config: %w", args[0], err)
 			}
-			if err := runner.CheckGateNames(s, gates); err != nil {
+			if err := summary.CheckGateNames(s, gates); err != nil {
 				return usageError{err}
 			}
-			res, err := runner.Merge(s, args, out)
-			if errors.Is(err, runner.ErrShards) {
+			res, err := engine.Merge(s, args, out)
+			if errors.Is(err, engine.ErrShards) {
 				return usageError{err}
 			}
 			if err != nil {

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"halu/localmodels/fakeollama"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // A dry run of intent, hypo and cfaith plans, per stage, the calls the run
@@ -117,10 +119,10 @@ func TestDryRunCountsReplyDependentCalls(t *testing.T) {
 
 // checkMetricNames fails t when the summary of the run in dir has a metric
 // whose last part its suite does not declare: a gate on it would be refused
-// before the run (runner.CheckGateNames).
+// before the run (summary.CheckGateNames).
 func checkMetricNames(t *testing.T, dir string) {
 	t.Helper()
-	m, err := runner.ReadManifest(dir)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +131,11 @@ func checkMetricNames(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := runner.ReadSummary(dir)
+	sum, err := summary.ReadSummary(dir)
 	if err != nil || len(sum.Metrics) == 0 {
 		t.Fatalf("%s: summary %v, %v", dir, sum, err)
 	}
-	if u := runner.UndeclaredMetrics(s.(runner.Measurer).MetricNames(), sum); len(u) > 0 {
+	if u := summary.UndeclaredMetrics(s.(summary.Measurer).MetricNames(), sum); len(u) > 0 {
 		t.Errorf("%s: metrics its MetricNames do not name: %v", m.Suite, u)
 	}
 }
@@ -162,7 +164,7 @@ func planAndRun(t *testing.T, f *fakeServer, suite string, args []string) (plann
 		t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
 	}
 	checkMetricNames(t, out)
-	_, recs, _ := runner.ReadRun(out)
+	_, recs, _ := engine.ReadRun(out)
 	made = map[string]int{}
 	for _, rec := range recs {
 		for _, c := range rec.Calls {

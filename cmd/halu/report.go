@@ -10,14 +10,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/engine"
 	"halu/runner/registry"
 	"halu/runner/report"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // rebuild makes the suite a run used from its manifest, with no model
 // call: for a report's summary and for compare's outcomes.
-func rebuild(m *runner.Manifest) (runner.Suite, error) {
+func rebuild(m *rundir.Manifest) (engine.Suite, error) {
 	def, ok := registry.Find(m.Suite)
 	if !ok {
 		return nil, fmt.Errorf("unknown suite %q", m.Suite)
@@ -98,7 +100,7 @@ func newCompareCmd() *cobra.Command {
 		Short: "Paired tests of two runs, or of two models of one run, on the units they share (permutation, paired t, Wilcoxon, McNemar) with effect sizes",
 		Args:  usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var outs [2][]runner.Outcome
+			var outs [2][]summary.Outcome
 			names := [2]string{}
 			switch {
 			case len(args) == 2 && len(models) == 0:
@@ -157,8 +159,8 @@ func newCompareCmd() *cobra.Command {
 }
 
 // runOutcomes reads a run and its per-unit outcomes.
-func runOutcomes(dir string) (*runner.Manifest, []runner.Outcome, error) {
-	m, recs, err := runner.ReadRun(dir)
+func runOutcomes(dir string) (*rundir.Manifest, []summary.Outcome, error) {
+	m, recs, err := engine.ReadRun(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,7 +168,7 @@ func runOutcomes(dir string) (*runner.Manifest, []runner.Outcome, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("run %s: %w", dir, err)
 	}
-	c, ok := s.(runner.Comparable)
+	c, ok := s.(summary.Comparable)
 	if !ok {
 		return nil, nil, usagef("compare: suite %s has no per-unit outcomes", m.Suite)
 	}

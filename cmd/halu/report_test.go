@@ -16,8 +16,10 @@ import (
 	"testing"
 
 	"halu/localmodels/fakeollama"
-	"halu/runner"
 	"halu/runner/report"
+	"halu/runner/rundir"
+	"halu/runner/setting"
+	"halu/runner/summary"
 )
 
 // xssPayload is a model answer that would run script if a report pasted it
@@ -124,7 +126,7 @@ func TestProtocolDepartures(t *testing.T) {
 			if r := halu(t, f, cache, args...); r.code != exitOK {
 				t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 			}
-			m, err := runner.ReadManifest(run)
+			m, err := rundir.ReadManifest(run)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +134,7 @@ func TestProtocolDepartures(t *testing.T) {
 			for _, d := range m.Departures {
 				got = append(got, d.String())
 			}
-			if m.Protocol != runner.ProtocolPaper || strings.Join(got, "; ") != tc.departures {
+			if m.Protocol != setting.ProtocolPaper || strings.Join(got, "; ") != tc.departures {
 				t.Fatalf("protocol %q, departures %q; want paper, %q", m.Protocol, got, tc.departures)
 			}
 		})
@@ -394,23 +396,23 @@ func TestLeaderboardOfThreeRuns(t *testing.T) {
 }
 
 // figureFromLong rebuilds a figure from a long CSV row.
-func figureFromLong(t *testing.T, rec map[string]string) runner.Figure {
+func figureFromLong(t *testing.T, rec map[string]string) summary.Figure {
 	t.Helper()
-	num := func(s string) runner.Num {
+	num := func(s string) summary.Num {
 		if s == "" {
-			return runner.Num(math.NaN())
+			return summary.Num(math.NaN())
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			t.Fatalf("long CSV: %q is not a number", s)
 		}
-		return runner.Num(v)
+		return summary.Num(v)
 	}
 	n, err1 := strconv.Atoi(rec["n"])
 	u, err2 := strconv.Atoi(rec["unscored"])
 	if err1 != nil || err2 != nil {
 		t.Fatalf("long CSV: n %q, unscored %q", rec["n"], rec["unscored"])
 	}
-	return runner.Figure{Model: rec["model"], Group: rec["group"], Metric: rec["metric"], Estimate: num(rec["estimate"]),
+	return summary.Figure{Model: rec["model"], Group: rec["group"], Metric: rec["metric"], Estimate: num(rec["estimate"]),
 		Lo: num(rec["lo"]), Hi: num(rec["hi"]), N: n, Unscored: u, Percent: rec["percent"] == "true"}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"halu/runner"
+	"halu/runner/engine"
 	"halu/runner/registry"
+	"halu/runner/rundir"
 	"halu/runner/setting"
+	"halu/runner/summary"
 )
 
 // bindRunOut binds a suite run's --out: halu run SUITE's, and doctor's
@@ -44,7 +45,7 @@ func suiteConfig(fs *pflag.FlagSet, cfg setting.Config) (setting.Config, error) 
 
 // newSuite makes the suite decl declares from cfg; a config that cannot
 // make a suite is a usage error.
-func newSuite(decl runner.Declaration, cfg setting.Config) (runner.Suite, error) {
+func newSuite(decl engine.Declaration, cfg setting.Config) (engine.Suite, error) {
 	s, err := decl.New(cfg)
 	if err != nil {
 		return nil, usageError{err}
@@ -97,7 +98,7 @@ func editDistance(a, b string) int {
 // measures: the suite's settings and the engine's measuring ones (not
 // where the server is, the cache or other settings of how a run is
 // carried out, which belong to the machine).
-func repeatFile(suite string, cfg setting.Config, eng runner.EngineConfig) ([]byte, error) {
+func repeatFile(suite string, cfg setting.Config, eng engine.EngineConfig) ([]byte, error) {
 	var measures setting.List
 	for _, s := range eng.Settings() {
 		if s.Effect == setting.Measures {
@@ -113,7 +114,7 @@ func repeatFile(suite string, cfg setting.Config, eng runner.EngineConfig) ([]by
 }
 
 // findSuite is the suite `halu run NAME` runs.
-func findSuite(name string) (runner.Declaration, bool) {
+func findSuite(name string) (engine.Declaration, bool) {
 	d, ok := registry.Find(name)
 	return d, ok && d.Command
 }
@@ -198,7 +199,7 @@ func newRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return execute(cmd, g, s, runner.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd), Invocation: os.Args[1:], Shard: shard, RunFile: file}, gates)
+			return execute(cmd, g, s, engine.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd), Invocation: os.Args[1:], Shard: shard, RunFile: file}, gates)
 		}
 		cmd.AddCommand(sub)
 	}
@@ -212,8 +213,8 @@ func newRunCmd(g *globals) *cobra.Command {
 // in one).
 // suite is the settings of `halu run SUITE --resume DIR` (nil for `halu
 // run --resume DIR`).
-func resumeDir(cmd *cobra.Command, g *globals, dir string, gates []runner.Gate, suite setting.List) error {
-	m, err := runner.ReadManifest(dir)
+func resumeDir(cmd *cobra.Command, g *globals, dir string, gates []summary.Gate, suite setting.List) error {
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		return err
 	}
@@ -275,9 +276,9 @@ func keepRun(fs *pflag.FlagSet, current, recorded setting.List, take bool) []str
 // keepRunEngine gives the engine's settings not given the run's values
 // (they are part of every cache key and reading) and returns those given
 // with other values.
-func keepRunEngine(fs *pflag.FlagSet, g *globals, dir string, m *runner.Manifest) ([]string, error) {
-	rec := runner.DefaultEngineConfig()
-	if err := json.Unmarshal(m.Engine, &rec); err != nil {
+func keepRunEngine(fs *pflag.FlagSet, g *globals, dir string, m *rundir.Manifest) ([]string, error) {
+	rec, err := engine.Recorded(m)
+	if err != nil {
 		return nil, fmt.Errorf("run %s: engine settings: %w", dir, err)
 	}
 	return keepRun(fs, g.eng.Settings(), rec.Settings(), true), nil
@@ -285,7 +286,7 @@ func keepRunEngine(fs *pflag.FlagSet, g *globals, dir string, m *runner.Manifest
 
 // resumeRun resumes the run in dir (manifest m, config cfg) with its own
 // settings, redoing the calls rerun names afresh (nil: none).
-func resumeRun(cmd *cobra.Command, g *globals, dir string, m *runner.Manifest, cfg setting.Config, rerun *runner.Rerun, gates []runner.Gate) error {
+func resumeRun(cmd *cobra.Command, g *globals, dir string, m *rundir.Manifest, cfg setting.Config, rerun *engine.Rerun, gates []summary.Gate) error {
 	def, ok := registry.Find(m.Suite)
 	if !ok {
 		return fmt.Errorf("run %s: unknown suite %q", dir, m.Suite)
@@ -294,13 +295,13 @@ func resumeRun(cmd *cobra.Command, g *globals, dir string, m *runner.Manifest, c
 	if err != nil {
 		return fmt.Errorf("run %s: config: %w", dir, err)
 	}
-	return execute(cmd, g, s, runner.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: cfg, Rerun: rerun, Flags: m.Flags, Invocation: os.Args[1:]}, gates)
+	return execute(cmd, g, s, engine.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: cfg, Rerun: rerun, Flags: m.Flags, Invocation: os.Args[1:]}, gates)
 }
 
 // execute runs s and applies the quality gates to its summary: exit 1 for
 // a run error, 3 for a gate that failed.
-func execute(cmd *cobra.Command, g *globals, s runner.Suite, spec runner.RunSpec, gates []runner.Gate) error {
-	if err := runner.CheckGateNames(s, gates); err != nil {
+func execute(cmd *cobra.Command, g *globals, s engine.Suite, spec engine.RunSpec, gates []summary.Gate) error {
+	if err := summary.CheckGateNames(s, gates); err != nil {
 		return usageError{err}
 	}
 	e, err := g.engine()

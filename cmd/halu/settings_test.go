@@ -11,8 +11,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
 	"halu/runner/registry"
+	"halu/runner/rundir"
 	"halu/runner/setting"
 )
 
@@ -69,7 +71,7 @@ func sampleArgs(t *testing.T, list setting.List) []string {
 
 // commandOf is the command whose flags hold a suite's settings: halu run
 // SUITE, or halu build cfaith for the construction.
-func commandOf(t *testing.T, d runner.Declaration) []string {
+func commandOf(t *testing.T, d engine.Declaration) []string {
 	if d.Command {
 		return []string{"run", d.Name}
 	}
@@ -89,7 +91,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			// flags → config
 			cfg := d.Config()
-			eng := runner.DefaultEngineConfig()
+			eng := engine.DefaultEngineConfig()
 			defaults := cfg.Settings().Values()
 			fs := pflag.NewFlagSet(d.Name, pflag.ContinueOnError)
 			cfg.Settings().Bind(fs)
@@ -107,7 +109,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			back, err := d.Decode(raw, runner.FormatVersion)
+			back, err := d.Decode(raw, rundir.FormatVersion)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +117,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 				t.Fatalf("JSON round trip:\n%s\n%s", raw, again)
 			}
 			engRaw, _ := json.Marshal(&eng)
-			var engBack runner.EngineConfig
+			var engBack engine.EngineConfig
 			if err := json.Unmarshal(engRaw, &engBack); err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +135,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.WriteFile(file, b, 0o644)
-			root := newRoot(&globals{eng: runner.DefaultEngineConfig()})
+			root := newRoot(&globals{eng: engine.DefaultEngineConfig()})
 			cmd, _, err := root.Find(commandOf(t, d))
 			if err != nil {
 				t.Fatal(err)
@@ -142,7 +144,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, b)
 			}
-			fresh, freshEng := d.Config(), runner.DefaultEngineConfig()
+			fresh, freshEng := d.Config(), engine.DefaultEngineConfig()
 			fs2 := pflag.NewFlagSet(d.Name, pflag.ContinueOnError)
 			fresh.Settings().Bind(fs2)
 			freshEng.Settings().Bind(fs2)
@@ -174,7 +176,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 // and comparison commands call no model server and take none of its
 // settings; every command that calls one takes them all.
 func TestCommandsShowOnlyTheirFlags(t *testing.T) {
-	ec := runner.DefaultEngineConfig()
+	ec := engine.DefaultEngineConfig()
 	for _, tc := range []struct {
 		cmd    []string
 		server bool
@@ -222,7 +224,7 @@ func TestReadsFirstFormatRuns(t *testing.T) {
 		{"cfaith-build/run", map[string]string{"agent": "gen", "verifier": "judge", "types": "EntErr", "max-questions": "1"}},
 	} {
 		dir := filepath.Join("..", "..", "testdata", "runs-v1", tc.dir)
-		m, err := runner.ReadManifest(dir)
+		m, err := rundir.ReadManifest(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,12 +248,11 @@ func TestReadsFirstFormatRuns(t *testing.T) {
 		// The engine's settings come from what the run recorded: its
 		// serving section, and its command line where it has one (a
 		// build recorded none: the retries take their default).
-		var ec runner.EngineConfig
 		retries := 1
 		if m.Flags == nil {
 			retries = 5
 		}
-		if err := json.Unmarshal(m.Engine, &ec); err != nil || ec.NumCtx != 2048 || ec.Readers != runner.ReadersPaper || ec.Retries != retries {
+		if ec, err := engine.Recorded(m); err != nil || ec.NumCtx != 2048 || ec.Readers != judging.ReadersPaper || ec.Retries != retries {
 			t.Errorf("%s: engine %+v (%v)", tc.dir, ec, err)
 		}
 	}
@@ -286,13 +287,13 @@ func TestReadsFirstFormatRuns(t *testing.T) {
 	if r := halu(t, f, t.TempDir(), "run", "--resume", work); r.code != exitOK {
 		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
 	}
-	m, err := runner.ReadManifest(work)
+	m, err := rundir.ReadManifest(work)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var keys map[string]json.RawMessage
 	json.Unmarshal(m.Config, &keys)
-	if m.Format != runner.FormatVersion || keys["limit"] == nil || keys["questions"] != nil || keys["schema"] != nil {
+	if m.Format != rundir.FormatVersion || keys["limit"] == nil || keys["questions"] != nil || keys["schema"] != nil {
 		t.Errorf("resumed: format %d, config %s", m.Format, m.Config)
 	}
 }
@@ -331,8 +332,8 @@ func TestRunFileRepeatsTheRun(t *testing.T) {
 	if r := halu(t, f, cache, "run", "-f", filepath.Join(first, "run.yaml"), "--out", again); r.code != exitOK {
 		t.Fatalf("run -f run.yaml: exit %d: %s\n%s", r.code, r.stderr, mustRead(t, filepath.Join(first, "run.yaml")))
 	}
-	a, _ := runner.ReadManifest(first)
-	b, _ := runner.ReadManifest(again)
+	a, _ := rundir.ReadManifest(first)
+	b, _ := rundir.ReadManifest(again)
 	if a == nil || b == nil || !bytes.Equal(a.Config, b.Config) || !bytes.Equal(a.Engine, b.Engine) {
 		t.Fatalf("configs differ:\n%s\n%s\n%s\n%s", a.Config, b.Config, a.Engine, b.Engine)
 	}

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"halu/localmodels/fakeollama"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // --shard 1/2 and --shard 2/2, then halu merge, give the tables of the run
@@ -30,9 +32,9 @@ func TestShardsMergeToTheWholeRun(t *testing.T) {
 		}
 		shards = append(shards, d)
 	}
-	_, rw, _ := runner.ReadRun(whole)
-	m1, r1, _ := runner.ReadRun(shards[0])
-	_, r2, _ := runner.ReadRun(shards[1])
+	_, rw, _ := engine.ReadRun(whole)
+	m1, r1, _ := engine.ReadRun(shards[0])
+	_, r2, _ := engine.ReadRun(shards[1])
 	if m1.Shard == nil || m1.Shard.I != 1 || len(r1)+len(r2) != len(rw) || len(r1) == 0 || len(r2) == 0 {
 		t.Fatalf("shard 1 %+v: %d and %d records of %d", m1.Shard, len(r1), len(r2), len(rw))
 	}
@@ -41,16 +43,16 @@ func TestShardsMergeToTheWholeRun(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("merge: exit %d: %s", r.code, r.stderr)
 	}
-	sw, _ := runner.ReadSummary(whole)
-	sm, _ := runner.ReadSummary(merged)
+	sw, _ := summary.ReadSummary(whole)
+	sm, _ := summary.ReadSummary(merged)
 	if sup := sw.Support["gen/scp/T1.ifs"]; sup.N == 0 {
 		t.Fatalf("nothing scored in the whole run: %+v", sw.Support)
 	}
 	if fmt.Sprint(sw.Tables) != fmt.Sprint(sm.Tables) || fmt.Sprint(sw.Metrics) != fmt.Sprint(sm.Metrics) {
 		t.Fatalf("tables differ:\nwhole  %v\nmerged %v", sw.Tables, sm.Tables)
 	}
-	mw, _ := runner.ReadManifest(whole)
-	mm, _ := runner.ReadManifest(merged)
+	mw, _ := rundir.ReadManifest(whole)
+	mm, _ := rundir.ReadManifest(merged)
 	if mm.Counts.Items != mw.Counts.Items || mm.Counts.Completed != len(rw) || len(mm.MergedFrom) != 2 || mm.Shard != nil || len(mm.Sessions) != 2 {
 		t.Fatalf("merged manifest: counts %+v, from %v, sessions %d", mm.Counts, mm.MergedFrom, len(mm.Sessions))
 	}

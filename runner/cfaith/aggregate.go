@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"halu/runner"
+	"halu/runner/rundir"
 )
 
 // GenItem is a generative QA item (§3.3): the question, its correct answer
@@ -159,13 +159,13 @@ const (
 func WriteDataset(dir string, ds Dataset, info DatasetInfo) error {
 	info.Counts = map[string]int{"generative": len(ds.Generative), "single_choice": len(ds.Choice), "true_false": len(ds.TrueFalse)}
 	info.Dropped = ds.Dropped
-	if err := runner.WriteJSONL(filepath.Join(dir, genFile), ds.Generative); err != nil {
+	if err := rundir.WriteJSONL(filepath.Join(dir, genFile), ds.Generative); err != nil {
 		return err
 	}
-	if err := runner.WriteJSONL(filepath.Join(dir, choiceFile), ds.Choice); err != nil {
+	if err := rundir.WriteJSONL(filepath.Join(dir, choiceFile), ds.Choice); err != nil {
 		return err
 	}
-	if err := runner.WriteJSONL(filepath.Join(dir, tfFile), ds.TrueFalse); err != nil {
+	if err := rundir.WriteJSONL(filepath.Join(dir, tfFile), ds.TrueFalse); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(info, "", "  ")
@@ -190,13 +190,13 @@ func ReadDataset(dir string) (Dataset, DatasetInfo, error) {
 	if err := json.Unmarshal(b, &info); err != nil {
 		return ds, info, fmt.Errorf("%s: %w", filepath.Join(dir, infoFile), err)
 	}
-	if ds.Generative, err = runner.ReadJSONL[GenItem](filepath.Join(dir, genFile)); err != nil {
+	if ds.Generative, err = rundir.ReadJSONL[GenItem](filepath.Join(dir, genFile)); err != nil {
 		return ds, info, err
 	}
-	if ds.Choice, err = runner.ReadJSONL[ChoiceItem](filepath.Join(dir, choiceFile)); err != nil {
+	if ds.Choice, err = rundir.ReadJSONL[ChoiceItem](filepath.Join(dir, choiceFile)); err != nil {
 		return ds, info, err
 	}
-	if ds.TrueFalse, err = runner.ReadJSONL[TFItem](filepath.Join(dir, tfFile)); err != nil {
+	if ds.TrueFalse, err = rundir.ReadJSONL[TFItem](filepath.Join(dir, tfFile)); err != nil {
 		return ds, info, err
 	}
 	return ds, info, nil

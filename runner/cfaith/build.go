@@ -13,9 +13,12 @@ import (
 
 	"halu/embed"
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/engine"
 	"halu/runner/hic"
+	"halu/runner/judging"
+	"halu/runner/rundir"
 	"halu/runner/setting"
+	"halu/runner/summary"
 )
 
 // Doc is one knowledge document.
@@ -77,7 +80,7 @@ func ReadDocs(path string) ([]Doc, error) {
 	defer f.Close()
 	var out []Doc
 	seen := map[string]int{}
-	err = runner.ScanJSONL(f, path, func(line int, l []byte) error {
+	err = rundir.ScanJSONL(f, path, func(line int, l []byte) error {
 		var raw map[string]any
 		if err := json.Unmarshal(l, &raw); err != nil {
 			return err
@@ -174,7 +177,7 @@ func DefaultBuildConfig() BuildConfig {
 
 // BuildDeclaration declares the construction, run by `halu build cfaith`,
 // to the registry.
-var BuildDeclaration = runner.Declare("cfaith-build", "HaluAgent: build a C-FAITH-style QA hallucination dataset from knowledge documents",
+var BuildDeclaration = engine.Declare("cfaith-build", "HaluAgent: build a C-FAITH-style QA hallucination dataset from knowledge documents",
 	DefaultBuildConfig, NewBuilder, nil).NotRun()
 
 // BuildOptions are the settings of `halu build cfaith` beyond the
@@ -259,8 +262,8 @@ func (b *Builder) Models() []string {
 	return m
 }
 
-func (b *Builder) Prompts() map[string]runner.PromptInfo {
-	out := map[string]runner.PromptInfo{}
+func (b *Builder) Prompts() map[string]rundir.PromptInfo {
+	out := map[string]rundir.PromptInfo{}
 	for n, t := range Templates(b.cfg.Lang) {
 		src := "github.com/pkulcwmzx/C-FAITH (verbatim)"
 		if b.cfg.Lang == "en" {
@@ -270,19 +273,19 @@ func (b *Builder) Prompts() map[string]runner.PromptInfo {
 		case strings.Contains(n, "eval_true_false"), strings.Contains(n, "judge_generative"), strings.Contains(n, "optimizer"):
 			src = "halu"
 		}
-		out[n] = runner.PromptInfo{Source: src, Text: t}
+		out[n] = rundir.PromptInfo{Source: src, Text: t}
 	}
 	rs, _ := json.Marshal(b.cfg.Rules)
-	out["rules"] = runner.PromptInfo{Source: "rule set " + b.cfg.Rules.Name, Text: string(rs)}
+	out["rules"] = rundir.PromptInfo{Source: "rule set " + b.cfg.Rules.Name, Text: string(rs)}
 	return out
 }
 
 func (b *Builder) Datasets() []string { return []string{b.cfg.Docs} }
 
-func (b *Builder) Items(context.Context) ([]runner.Item, error) {
-	var items []runner.Item
+func (b *Builder) Items(context.Context) ([]engine.Item, error) {
+	var items []engine.Item
 	for _, d := range b.docs {
-		items = append(items, runner.Item{ID: d.ID, Payload: d})
+		items = append(items, engine.Item{ID: d.ID, Payload: d})
 	}
 	return items, nil
 }
@@ -370,18 +373,18 @@ func labelSchema(lang string) string {
 	return `{"type":"object","properties":{"label":{"type":"string","enum":[` + strings.Join(names, ",") + `]}},"required":["label"]}`
 }
 
-func (b *Builder) Process(ctx context.Context, c *runner.Calls, it runner.Item) (any, error) {
+func (b *Builder) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	d := it.Payload.(Doc)
 	res := DocResult{Doc: d.ID}
 	lang := b.cfg.Lang
 	for _, typ := range b.cfg.Types {
 		req := b.req(b.cfg.Agent, QAPrompt(lang, typ, b.cfg.Rules, d.Knowledge), b.cfg.Seed, qaSchema(typ))
-		qas, ok, err := runner.JudgeAs(ctx, c, "generate", req, nil, func(raw string) ([]QA, error) {
+		qas, ok, err := judging.JudgeAs(ctx, c, "generate", req, nil, func(raw string) ([]QA, error) {
 			if b.cfg.Format == "json" {
 				var v struct {
 					Items []QA `json:"items"`
 				}
-				if err := runner.DecodeJSON(raw, &v); err != nil {
+				if err := judging.DecodeJSON(raw, &v); err != nil {
 					return nil, err
 				}
 				var out []QA
@@ -419,7 +422,7 @@ func (b *Builder) Process(ctx context.Context, c *runner.Calls, it runner.Item) 
 	return res, nil
 }
 
-func (b *Builder) verify(ctx context.Context, c *runner.Calls, check, content string) (*Verdict, error) {
+func (b *Builder) verify(ctx context.Context, c *engine.Calls, check, content string) (*Verdict, error) {
 	// Verification is a judgement: greedy, not the agents' sampling.
 	req := localmodels.ChatRequest{Model: b.cfg.Verifier, Messages: []localmodels.Message{{Role: "user", Content: content}},
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(b.cfg.Seed), NumPredict: localmodels.Int(b.cfg.MaxTokens)}}
@@ -427,14 +430,14 @@ func (b *Builder) verify(ctx context.Context, c *runner.Calls, check, content st
 	if b.cfg.Format == "json" {
 		schema = json.RawMessage(verdictSchema)
 	}
-	v, ok, err := runner.JudgeAs(ctx, c, "verify", req, schema, func(raw string) (Verdict, error) { return ParseVerdict(b.cfg.Lang, check, raw) })
+	v, ok, err := judging.JudgeAs(ctx, c, "verify", req, schema, func(raw string) (Verdict, error) { return ParseVerdict(b.cfg.Lang, check, raw) })
 	if err != nil || !ok {
 		return nil, err
 	}
 	return &v, nil
 }
 
-func (b *Builder) question(ctx context.Context, c *runner.Calls, mode string, qa QA) (Question, error) {
+func (b *Builder) question(ctx context.Context, c *engine.Calls, mode string, qa QA) (Question, error) {
 	lang := b.cfg.Lang
 	q := Question{Mode: mode, QA: qa}
 	var err error
@@ -443,12 +446,12 @@ func (b *Builder) question(ctx context.Context, c *runner.Calls, mode string, qa
 	}
 	for i := 0; i < b.cfg.Responses; i++ {
 		req := b.req(b.cfg.Agent, HaluAnswerPrompt(lang, b.cfg.Rules, qa.Question, qa.Answer, qa.Evidence), b.cfg.Seed+i, haluSchema)
-		text, ok, err := runner.JudgeAs(ctx, c, "generate", req, nil, func(raw string) (string, error) {
+		text, ok, err := judging.JudgeAs(ctx, c, "generate", req, nil, func(raw string) (string, error) {
 			if b.cfg.Format == "json" {
 				var v struct {
 					Response string `json:"response"`
 				}
-				if err := runner.DecodeJSON(raw, &v); err != nil {
+				if err := judging.DecodeJSON(raw, &v); err != nil {
 					return "", err
 				}
 				return ParseHaluAnswer(v.Response)
@@ -464,12 +467,12 @@ func (b *Builder) question(ctx context.Context, c *runner.Calls, mode string, qa
 		}
 		r := Response{Text: text}
 		lreq := b.req(b.cfg.Agent, LabelPrompt(lang, b.cfg.Rules, qa.Question, text, qa.Answer), b.cfg.Seed+i, labelSchema(lang))
-		label, ok, err := runner.JudgeAs(ctx, c, "label", lreq, nil, func(raw string) (string, error) {
+		label, ok, err := judging.JudgeAs(ctx, c, "label", lreq, nil, func(raw string) (string, error) {
 			if b.cfg.Format == "json" {
 				var v struct {
 					Label string `json:"label"`
 				}
-				if err := runner.DecodeJSON(raw, &v); err != nil {
+				if err := judging.DecodeJSON(raw, &v); err != nil {
 					return "", err
 				}
 				raw = v.Label
@@ -587,15 +590,15 @@ func maxPairwise(vecs [][]float32) float64 {
 
 // Summarize gives the rejection counts by reason and the pass rates of
 // Table 3.
-func (b *Builder) Summarize(recs []runner.Record) (*runner.Summary, error) {
+func (b *Builder) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	docs, err := decodeDocs(recs)
 	if err != nil {
 		return nil, err
 	}
-	sum := &runner.Summary{Suite: "cfaith-build", Metrics: map[string]float64{}}
+	sum := &summary.Summary{Suite: "cfaith-build", Metrics: map[string]float64{}}
 	pr := PassRates(docs)
 	sum.Metrics["pass/correctness"], sum.Metrics["pass/hallucination"], sum.Metrics["pass/label"], sum.Metrics["pass/overall"] = pr.Corr, pr.Halu, pr.Label, pr.Overall
-	sum.Tables = append(sum.Tables, runner.Table{Title: "HaluAgent verification pass rates (C-FAITH Table 3 layout)",
+	sum.Tables = append(sum.Tables, summary.Table{Title: "HaluAgent verification pass rates (C-FAITH Table 3 layout)",
 		Columns: []string{"questions", "responses", "Corr.", "Halu.", "Label", "Overall"},
 		Rows:    [][]string{{fmt.Sprint(pr.Questions), fmt.Sprint(pr.Responses), pct(pr.Corr), pct(pr.Halu), pct(pr.Label), pct(pr.Overall)}}})
 	reasons := map[string]int{}
@@ -622,7 +625,7 @@ func (b *Builder) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	t := runner.Table{Title: "Rejected by the verification module, by reason", Columns: []string{"reason", "count"}}
+	t := summary.Table{Title: "Rejected by the verification module, by reason", Columns: []string{"reason", "count"}}
 	for _, k := range keys {
 		t.Rows = append(t.Rows, []string{k, fmt.Sprint(reasons[k])})
 	}
@@ -632,8 +635,8 @@ func (b *Builder) Summarize(recs []runner.Record) (*runner.Summary, error) {
 
 func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
-func decodeDocs(recs []runner.Record) ([]DocResult, error) {
-	out, err := runner.DecodeRecords[DocResult](recs)
+func decodeDocs(recs []rundir.Record) ([]DocResult, error) {
+	out, err := rundir.DecodeRecords[DocResult](recs)
 	if err != nil {
 		return nil, err
 	}

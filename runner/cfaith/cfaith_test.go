@@ -14,7 +14,8 @@ import (
 	"testing"
 
 	"halu/localmodels/fakeollama"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 func TestRenderingBothLanguages(t *testing.T) {
@@ -393,10 +394,10 @@ func TestRateArithmetic(t *testing.T) {
 		{Model: "m", Format: "truefalse", Scored: true, Statement: &tr, JudgedTrue: &fa, Hallucinated: true}, // FP
 		{Model: "m", Format: "truefalse", Scored: true, Statement: &fa, JudgedTrue: &tr, Hallucinated: true}, // FN
 	}
-	var recs []runner.Record
+	var recs []rundir.Record
 	for i, a := range answers {
 		b, _ := json.Marshal(a)
-		recs = append(recs, runner.Record{Item: fmt.Sprint(i), Data: b})
+		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
 	s := &Suite{}
 	sum, err := s.Summarize(recs)
@@ -477,7 +478,7 @@ func TestBuildAndRunAgainstFake(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, recs, _ := runner.ReadRun(res.Dir)
+			_, recs, _ := engine.ReadRun(res.Dir)
 			docs, _ := decodeDocs(recs)
 			pr := PassRates(docs)
 			// Per document: 2 types × 2 questions, Q2 uncertain; 3 responses
@@ -498,7 +499,7 @@ func TestBuildAndRunAgainstFake(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			er, err := e.Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(dir, "eval")})
+			er, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "eval")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -512,7 +513,7 @@ func TestBuildAndRunAgainstFake(t *testing.T) {
 			mu.Lock()
 			ignoresFormat = true
 			mu.Unlock()
-			er2, err := srv.Engine(t, 2).Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(dir, "eval-noformat")})
+			er2, err := srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "eval-noformat")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -552,10 +553,10 @@ func TestNoRateFromNothing(t *testing.T) {
 		{Model: "m", Format: "truefalse", Scored: true, Statement: &fa, JudgedTrue: &tr, Hallucinated: true},
 		{Model: "m", Format: "truefalse", Scored: false, Statement: &tr},
 	}
-	var recs []runner.Record
+	var recs []rundir.Record
 	for i, a := range answers {
 		b, _ := json.Marshal(a)
-		recs = append(recs, runner.Record{Item: fmt.Sprint(i), Data: b})
+		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
 	sum, err := (&Suite{}).Summarize(recs)
 	if err != nil {

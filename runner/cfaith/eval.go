@@ -13,8 +13,11 @@ import (
 
 	"halu/localmodels"
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
+	"halu/runner/rundir"
 	"halu/runner/setting"
+	"halu/runner/summary"
 )
 
 // Formats are the three QA formats (§3.3).
@@ -72,13 +75,13 @@ func DefaultConfig() Config {
 }
 
 // Declaration declares the evaluation to the registry.
-var Declaration = runner.Declare("cfaith", "C-FAITH: hallucination rates on a HaluAgent-built dataset (generative, single-choice, true/false; per type)",
+var Declaration = engine.Declare("cfaith", "C-FAITH: hallucination rates on a HaluAgent-built dataset (generative, single-choice, true/false; per type)",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: the judge was
 // "judge".
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	runner.Rename(cfg, "judge", "judges")
+	engine.Rename(cfg, "judge", "judges")
 	return nil
 }
 
@@ -108,7 +111,7 @@ func New(cfg Config) (*Suite, error) {
 
 func (s *Suite) Name() string { return "cfaith" }
 
-// MetricNames are the last parts of the summary's keys (runner.Measurer):
+// MetricNames are the last parts of the summary's keys (summary.Measurer):
 // MODEL/FORMAT, MODEL/overall and MODEL/truefalse/{fn,fp}_rate.
 func (s *Suite) MetricNames() []string {
 	return append(append([]string(nil), Formats...), "overall", "fn_rate", "fp_rate")
@@ -122,15 +125,15 @@ func (s *Suite) Models() []string {
 	return m
 }
 
-func (s *Suite) Prompts() map[string]runner.PromptInfo {
-	out := map[string]runner.PromptInfo{}
+func (s *Suite) Prompts() map[string]rundir.PromptInfo {
+	out := map[string]rundir.PromptInfo{}
 	for _, n := range []string{"eval_single_choice", "eval_true_false", "judge_generative"} {
 		t := tmpl(s.info.Lang, n)
 		src := "halu"
 		if n == "eval_single_choice" {
 			src = "github.com/pkulcwmzx/C-FAITH single_choice_qa.jsonl template"
 		}
-		out[s.info.Lang+"/"+n] = runner.PromptInfo{Source: src, Text: t}
+		out[s.info.Lang+"/"+n] = rundir.PromptInfo{Source: src, Text: t}
 	}
 	return out
 }
@@ -160,25 +163,25 @@ func limit[T any](xs []T, n int) []T {
 	return xs
 }
 
-func (s *Suite) Items(context.Context) ([]runner.Item, error) {
-	var items []runner.Item
+func (s *Suite) Items(context.Context) ([]engine.Item, error) {
+	var items []engine.Item
 	for _, m := range s.cfg.Models {
 		for _, f := range s.cfg.Formats {
 			switch f {
 			case "generative":
 				for _, it := range limit(s.ds.Generative, s.cfg.Limit) {
 					it := it
-					items = append(items, runner.Item{ID: m + "/gen/" + it.ID, Payload: evalPayload{model: m, format: f, gen: &it}})
+					items = append(items, engine.Item{ID: m + "/gen/" + it.ID, Payload: evalPayload{model: m, format: f, gen: &it}})
 				}
 			case "choice":
 				for _, it := range limit(s.ds.Choice, s.cfg.Limit) {
 					it := it
-					items = append(items, runner.Item{ID: m + "/choice/" + it.ID, Payload: evalPayload{model: m, format: f, choice: &it}})
+					items = append(items, engine.Item{ID: m + "/choice/" + it.ID, Payload: evalPayload{model: m, format: f, choice: &it}})
 				}
 			case "truefalse":
 				for _, it := range limit(s.ds.TrueFalse, s.cfg.Limit) {
 					it := it
-					items = append(items, runner.Item{ID: m + "/tf/" + it.ID, Payload: evalPayload{model: m, format: f, tf: &it}})
+					items = append(items, engine.Item{ID: m + "/tf/" + it.ID, Payload: evalPayload{model: m, format: f, tf: &it}})
 				}
 			}
 		}
@@ -205,7 +208,7 @@ type Answer struct {
 	Choice       string `json:"choice,omitempty"`
 }
 
-func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (any, error) {
+func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	p := it.Payload.(evalPayload)
 	lang := s.info.Lang
 	ask := func(content string) (string, error) {
@@ -230,7 +233,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 		if s.cfg.JudgeFormat == "json" {
 			schema = json.RawMessage(conflictSchema)
 		}
-		v, ok, err := runner.JudgeWith(ctx, c, "judge", req, schema, runner.Reader[Conflict]{
+		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, schema, judging.Reader[Conflict]{
 			Text:   func(raw string) (Conflict, error) { return ParseConflict(lang, raw) },
 			Quoted: []string{a.Response},
 		})
@@ -271,10 +274,10 @@ var formatMetric = map[string]string{"generative": "HR generative", "choice": "H
 // Summarize gives Table 5 (rate per format and overall), Table 6
 // (generative rate per hallucination type) and Figure 5 (true/false false
 // negatives and positives).
-func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
+func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	by := map[string][]Answer{}
 	var models []string
-	decoded, err := runner.DecodeRecords[Answer](recs)
+	decoded, err := rundir.DecodeRecords[Answer](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -285,15 +288,15 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		by[a.Model] = append(by[a.Model], a)
 	}
 	sort.Strings(models)
-	sum := &runner.Summary{Suite: "cfaith", Metrics: map[string]float64{}}
-	t5 := runner.Table{Title: "C-FAITH Table 5 — hallucination rate (%) per format; overall = mean of the three",
+	sum := &summary.Summary{Suite: "cfaith", Metrics: map[string]float64{}}
+	t5 := summary.Table{Title: "C-FAITH Table 5 — hallucination rate (%) per format; overall = mean of the three",
 		Columns: []string{"model", "Gen.", "Choice.", "True/False.", "Ova.", "unscored"}}
-	t6 := runner.Table{Title: "C-FAITH Table 6 — generative QA hallucination rate (%) per hallucination type",
+	t6 := summary.Table{Title: "C-FAITH Table 6 — generative QA hallucination rate (%) per hallucination type",
 		Columns: append([]string{"model", "Overall"}, Types...)}
-	f5 := runner.Table{Title: "C-FAITH Figure 5 — true/false errors: false negative (hallucinated statement accepted) and false positive (correct statement rejected) rates (%)",
+	f5 := summary.Table{Title: "C-FAITH Figure 5 — true/false errors: false negative (hallucinated statement accepted) and false positive (correct statement rejected) rates (%)",
 		Columns: []string{"model", "FN rate", "FP rate", "hallucinated statements", "correct statements"}}
-	rateBars := runner.Chart{Kind: "bars", Title: "Hallucination rate per format (95% Wilson CI)", Y: "hallucination rate", Groups: Formats}
-	typeBars := runner.Chart{Kind: "bars", Title: "Generative QA hallucination rate per hallucination type (95% Wilson CI)", Y: "hallucination rate", Groups: Types}
+	rateBars := summary.Chart{Kind: "bars", Title: "Hallucination rate per format (95% Wilson CI)", Y: "hallucination rate", Groups: Formats}
+	typeBars := summary.Chart{Kind: "bars", Title: "Generative QA hallucination rate per hallucination type (95% Wilson CI)", Y: "hallucination rate", Groups: Types}
 	for _, m := range models {
 		n := map[string]int{}
 		h := map[string]int{}
@@ -321,7 +324,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 				st, jt = append(st, *a.Statement), append(jt, *a.JudgedTrue)
 			}
 		}
-		rs, ts := runner.Series{Name: m}, runner.Series{Name: m}
+		rs, ts := summary.Series{Name: m}, summary.Series{Name: m}
 		for _, f := range Formats {
 			rs.AddProportion(h[f], n[f])
 		}
@@ -333,7 +336,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		row := []string{m}
 		var rates []float64
 		for _, f := range Formats {
-			fig := runner.ProportionFigure(m, "", formatMetric[f], m+"/"+f, h[f], n[f], unscoredIn[f])
+			fig := summary.ProportionFigure(m, "", formatMetric[f], m+"/"+f, h[f], n[f], unscoredIn[f])
 			fig.Lower, fig.Headline = true, true
 			sum.AddFigure(fig)
 			if n[f] == 0 {
@@ -345,11 +348,11 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			row = append(row, fmt.Sprintf("%.2f (n=%d)", 100*r, n[f]))
 		}
 		ova := "–"
-		overall := runner.IntervalFigure(m, "", "Overall HR", m+"/overall",
+		overall := summary.IntervalFigure(m, "", "Overall HR", m+"/overall",
 			metrics.Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN()}, unscored, "")
 		if len(rates) == 3 {
 			o := metrics.OverallHallucinationRate(rates[0], rates[1], rates[2])
-			overall.Estimate, overall.N = runner.Num(o), n["generative"]+n["choice"]+n["truefalse"]
+			overall.Estimate, overall.N = summary.Num(o), n["generative"]+n["choice"]+n["truefalse"]
 			ova = fmt.Sprintf("%.2f", 100*o)
 		}
 		overall.Percent, overall.Lower, overall.Headline = true, true, true
@@ -395,7 +398,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 
 // Flag marks a record for the sample browser: an answer scored as
 // hallucinated, one that could not be read.
-func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
-	a, err := runner.Decode[Answer](rec)
-	return runner.Flags{Hallucinated: a.Scored && a.Hallucinated, Unscored: !a.Scored}, err
+func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
+	a, err := rundir.Decode[Answer](rec)
+	return summary.Flags{Hallucinated: a.Scored && a.Hallucinated, Unscored: !a.Scored}, err
 }

@@ -11,7 +11,8 @@ import (
 	"strings"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
 )
 
 // Round is one row of Table 3: the validation pass rates of the prompt kept
@@ -187,7 +188,7 @@ func (p Part) Apply(rs RuleSet, reply, name string) (RuleSet, error) {
 		var v struct {
 			Definition string `json:"definition"`
 		}
-		if err := runner.DecodeJSON(reply, &v); err != nil {
+		if err := judging.DecodeJSON(reply, &v); err != nil {
 			return rs, err
 		}
 		out.LabelDefs[t] = one(v.Definition)
@@ -196,7 +197,7 @@ func (p Part) Apply(rs RuleSet, reply, name string) (RuleSet, error) {
 	var v struct {
 		Rules []string `json:"rules"`
 	}
-	if err := runner.DecodeJSON(reply, &v); err != nil {
+	if err := judging.DecodeJSON(reply, &v); err != nil {
 		return rs, err
 	}
 	var rules []string
@@ -219,7 +220,7 @@ func (p Part) Apply(rs RuleSet, reply, name string) (RuleSet, error) {
 // one line.
 func ParseRuleSet(reply, name string) (RuleSet, error) {
 	var rs RuleSet
-	if err := runner.DecodeJSON(reply, &rs); err != nil {
+	if err := judging.DecodeJSON(reply, &rs); err != nil {
 		return rs, err
 	}
 	rs.Name = name
@@ -318,7 +319,7 @@ func Feedback(docs []DocResult, part Part, limit int) string {
 // dir (so they are cached, resumable and recorded), and the optimisation
 // agent is asked through the engine's calls.
 type Optimizer struct {
-	Engine     *runner.Engine
+	Engine     *engine.Engine
 	Base       BuildConfig
 	Dir        string
 	Train, Val []string
@@ -336,7 +337,7 @@ func (o Optimizer) build(ctx context.Context, dir string, rs RuleSet, docs []str
 	if _, err := RunOrResume(ctx, o.Engine, b, dir, cfg); err != nil {
 		return nil, err
 	}
-	_, recs, err := runner.ReadRun(dir)
+	_, recs, err := engine.ReadRun(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -345,9 +346,9 @@ func (o Optimizer) build(ctx context.Context, dir string, rs RuleSet, docs []str
 
 // RunOrResume runs s into dir, or resumes the run already there: a
 // construction that was interrupted picks up where it stopped.
-func RunOrResume(ctx context.Context, e *runner.Engine, s runner.Suite, dir string, cfg any) (*runner.Result, error) {
+func RunOrResume(ctx context.Context, e *engine.Engine, s engine.Suite, dir string, cfg any) (*engine.Result, error) {
 	_, err := os.Stat(filepath.Join(dir, "manifest.json"))
-	return e.Run(ctx, s, runner.RunSpec{Dir: dir, Resume: err == nil, Config: cfg})
+	return e.Run(ctx, s, engine.RunSpec{Dir: dir, Resume: err == nil, Config: cfg})
 }
 
 // Loop returns the optimisation loop over this optimizer's runs. Each
@@ -379,7 +380,7 @@ func (o Optimizer) Loop(rounds int) Loop {
 					Format: json.RawMessage(part.schema()),
 				}
 				name := fmt.Sprintf("round%d-candidate%d", round, k+1)
-				cand, ok, err := runner.JudgeAs(ctx, c, "optimize", req, nil, func(raw string) (RuleSet, error) { return part.Apply(rs, raw, name) })
+				cand, ok, err := judging.JudgeAs(ctx, c, "optimize", req, nil, func(raw string) (RuleSet, error) { return part.Apply(rs, raw, name) })
 				if err != nil {
 					return nil, err
 				}

@@ -1,14 +1,15 @@
 package cfaith
 
 import (
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Outcomes gives, per question and format, whether the answer hallucinated
 // (binary; unscored answers are left out).
-func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
-	var out []runner.Outcome
-	decoded, err := runner.DecodeRecords[Answer](recs)
+func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+	var out []summary.Outcome
+	decoded, err := rundir.DecodeRecords[Answer](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -20,7 +21,7 @@ func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 		if a.Hallucinated {
 			v = 1
 		}
-		out = append(out, runner.Outcome{Model: a.Model, Unit: a.Format + "/" + a.ID, Metric: "hallucinated_" + a.Format, Kind: "binary", Value: v})
+		out = append(out, summary.Outcome{Model: a.Model, Unit: a.Format + "/" + a.ID, Metric: "hallucinated_" + a.Format, Kind: "binary", Value: v})
 	}
 	return out, nil
 }

@@ -8,7 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"halu/runner"
+	"halu/runner/judging"
 )
 
 // QA is one generated question with its correct answer and the evidence
@@ -145,7 +145,7 @@ var checkTags = map[string]map[string]string{
 
 // ParseVerdict reads a verifier reply in the prompts' own format: the tag
 // (with or without its brackets) and a colon, then 符合 / 不符合 (Pass /
-// Fail), or 不确定 (Uncertain), in the cleaned reply (runner.Clean); a tag not
+// Fail), or 不确定 (Uncertain), in the cleaned reply (judging.Clean); a tag not
 // followed by a verdict (an echoed format line such as "开头必须是符合或者不符合"
 // or "Pass or Fail") is not a verdict; every verdict stated must agree. The
 // authors' code rejects only replies starting with the tag and 不符合 and
@@ -188,7 +188,7 @@ var echoAfter = regexp.MustCompile(`^\s*(?:或者|或|/|、|\bor\b)`)
 // made plain) and returns the one verdict they agree on, with the text
 // after the first. Words are tried in order (put 不符合 before 符合).
 func taggedVerdict(reply, tag string, words []tagWord) (verdict, reason string, err error) {
-	s := runner.Plain(reply)
+	s := judging.Plain(reply)
 	nameRE := regexp.MustCompile(`(?i)` + regexp.QuoteMeta(strings.Trim(tag, "[]")))
 	var found []string
 	for _, loc := range nameRE.FindAllStringIndex(s, -1) {
@@ -229,7 +229,7 @@ func taggedVerdict(reply, tag string, words []tagWord) (verdict, reason string, 
 var (
 	choiceBare  = regexp.MustCompile(`^[（(\[]?((?i)[A-D])[)）\]]?[.。:：、]?$`)
 	choiceLead  = regexp.MustCompile(`^[（(\[]?((?i)[A-D])(?:[)）\]]|[)）\]]?(?:[.。:：、]|\s+[-–—]\s))`)
-	choiceLabel = runner.NewLabelled("answer", `(?:final\s+|correct\s+)?(?:answer|choice|option)|正确答案|最终答案|答案|选项|选择`, `(?-i:[（(]?\s*([A-D])\b)`)
+	choiceLabel = judging.NewLabelled("answer", `(?:final\s+|correct\s+)?(?:answer|choice|option)|正确答案|最终答案|答案|选项|选择`, `(?-i:[（(]?\s*([A-D])\b)`)
 	choiceIs    = regexp.MustCompile(`(?:\b(?i:answer|choice|option)\s+(?i:is|would be)|\bI (?i:choose|pick|select|would choose|would pick)|答案(?:是|为|应该是|应为)|正确(?:的)?(?:答案|选项)(?:是|为)|我选择?|应选择?|选择|选)(?:的是|是|为)?\s*(?:(?i:option)\s+|选项\s*)?[（(]?\s*([A-D])\b`)
 )
 
@@ -241,11 +241,11 @@ var (
 // either way ok is false and the answer is unscored. (The authors publish no
 // scorer; their template asks for one letter only.)
 func ParseChoice(reply string) (string, bool) {
-	l, err := choiceLetters.Read(runner.Plain(runner.StripReasoning(reply)))
+	l, err := choiceLetters.Read(judging.Plain(judging.StripReasoning(reply)))
 	return l, err == nil
 }
 
-var choiceLetters = runner.Letters{Bare: choiceBare, Lead: choiceLead, Is: choiceIs, Label: choiceLabel}
+var choiceLetters = judging.Letters{Bare: choiceBare, Lead: choiceLead, Is: choiceIs, Label: choiceLabel}
 
 const (
 	tfTrueWords  = `正确|准确|对的|对|是的|是`
@@ -257,7 +257,7 @@ var (
 	tfToken  = regexp.MustCompile(`[\s。，,.!！:：;；、]+`)
 	tfLeadEn = regexp.MustCompile(`^(?i:(true|false|correct|incorrect|wrong|yes|no))[.,:;!—]`)
 	tfLeadZh = regexp.MustCompile(`^(` + tfFalseWords + `|` + tfTrueWords + `)的?[。，,.!！:：；;]`)
-	tfLabel  = runner.NewLabelled("judgement", `判断|答案|结论|(?:final\s+)?(?:judgement|judgment|answer|verdict)`, `(`+tfFalseWords+`|`+tfTrueWords+`|not\s+correct|incorrect|correct|true|false|wrong|yes|no)`)
+	tfLabel  = judging.NewLabelled("judgement", `判断|答案|结论|(?:final\s+)?(?:judgement|judgment|answer|verdict)`, `(`+tfFalseWords+`|`+tfTrueWords+`|not\s+correct|incorrect|correct|true|false|wrong|yes|no)`)
 	// A verdict word that ends a clause ("… is wrong.", "…不对。"), and
 	// the verdict sentences read when nothing is stated as the answer.
 	tfClauseEnd = `\s*(?:[.;!,:。，；！：]|$)`
@@ -301,7 +301,7 @@ func negated(not, word string) (judgedTrue, ok bool) {
 // a double negation ("not incorrect") and two different verdicts are
 // ambiguous: ok is false, the answer unscored.
 func ParseTrueFalse(reply string) (judgedTrue, ok bool) {
-	s := strings.TrimSpace(runner.Plain(runner.StripReasoning(reply)))
+	s := strings.TrimSpace(judging.Plain(judging.StripReasoning(reply)))
 	whole := strings.Trim(s, " \t\n。.!！\"“”'「」")
 	if tfWhole.MatchString(whole) {
 		return tfPolarity(whole)
@@ -416,7 +416,7 @@ const conflictSchema = `{"type":"object","properties":{"conflict":{"type":"boole
 // 不冲突" or "[Conflict check]: Conflict / No conflict" (also 无冲突, 没有冲突,
 // "does not conflict"), or a reply that is only the verdict. The evaluated
 // response is fenced in the prompt and removed from the reply (by the
-// engine, runner.Clean) before
+// engine, judging.Clean) before
 // reading, so a verdict it carries is never read; every verdict stated must
 // agree.
 func ParseConflict(lang, reply string) (Conflict, error) {
@@ -429,7 +429,7 @@ func ParseConflict(lang, reply string) (Conflict, error) {
 		{"存在冲突", "yes"}, {"有冲突", "yes"}, {"冲突", "yes"}, {"矛盾", "yes"},
 		{"no conflict", "no"}, {"not in conflict", "no"}, {"does not conflict", "no"}, {"doesn't conflict", "no"}, {"not conflicting", "no"}, {"consistent", "no"},
 		{"conflict", "yes"}, {"contradict", "yes"}}
-	whole := strings.ToLower(strings.Trim(strings.TrimSpace(runner.Plain(s)), " 。.!！"))
+	whole := strings.ToLower(strings.Trim(strings.TrimSpace(judging.Plain(s)), " 。.!！"))
 	for _, w := range words {
 		if whole == w.word || whole == w.word+"s" {
 			return Conflict{w.verdict == "yes"}, nil

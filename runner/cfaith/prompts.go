@@ -15,7 +15,8 @@ import (
 	"fmt"
 	"strings"
 
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
 )
 
 //go:embed prompts/zh/*.txt prompts/en/*.txt prompts/rules.json
@@ -193,19 +194,19 @@ func VerifyTypePrompt(lang, typ, question, answer, halu string) string {
 
 // SingleChoicePrompt is the authors' single-choice template.
 func SingleChoicePrompt(lang, question string, options [4]string) string {
-	return runner.Fill(tmpl(lang, "eval_single_choice"), map[string]string{"q": question, "a": options[0], "b": options[1], "c": options[2], "d": options[3]})
+	return engine.Fill(tmpl(lang, "eval_single_choice"), map[string]string{"q": question, "a": options[0], "b": options[1], "c": options[2], "d": options[3]})
 }
 
 // TrueFalsePrompt is halu's true/false template (the authors published
 // none), written in the style of their single-choice one.
 func TrueFalsePrompt(lang, question, statement string) string {
-	return runner.Fill(tmpl(lang, "eval_true_false"), map[string]string{"q": question, "a": statement})
+	return engine.Fill(tmpl(lang, "eval_true_false"), map[string]string{"q": question, "a": statement})
 }
 
 // JudgePrompt asks whether a generative answer conflicts with the correct
 // one (§4.2; the paper's GPT-4o prompt is not published: halu's).
 func JudgePrompt(lang, question, answer, response string) string {
-	return runner.Fill(tmpl(lang, "judge_generative"), map[string]string{"q": question, "a": answer, "r": "\n" + runner.Fence(response)})
+	return engine.Fill(tmpl(lang, "judge_generative"), map[string]string{"q": question, "a": answer, "r": "\n" + judging.Fence(response)})
 }
 
 // numbered lists rules one per line as "1. rule".
@@ -236,7 +237,7 @@ func OptimizerPrompt(lang string, rs RuleSet, part Part, feedback string) string
 	if t := part.labelType(); t != "" {
 		name, output = names["label"]+" "+TypeName(lang, t), `{"definition": "..."}`
 	}
-	return runner.Fill(tmpl(lang, "optimizer"), map[string]string{
+	return engine.Fill(tmpl(lang, "optimizer"), map[string]string{
 		"qa_rules": numbered(rs.QARules), "halu_rules": numbered(rs.HaluRules),
 		"label_definitions": strings.TrimRight(defs.String(), "\n"),
 		"part":              name, "current": part.Current(rs), "feedback": feedback, "output": output})

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"halu/runner"
+	"halu/runner/rundir"
 )
 
 // The released C-FAITH files (github.com/pkulcwmzx/C-FAITH, C-FAITH/) have
@@ -140,7 +140,7 @@ func scanRecords[T any](path string, fn func(line int, r T) error) (found bool, 
 		return false, err
 	}
 	defer f.Close()
-	return true, runner.ScanJSONL(f, path, func(line int, raw []byte) error {
+	return true, rundir.ScanJSONL(f, path, func(line int, raw []byte) error {
 		var r T
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return err

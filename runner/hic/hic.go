@@ -23,7 +23,9 @@ import (
 	"strings"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
+	"halu/runner/rundir"
 	"halu/runner/setting"
 )
 
@@ -123,27 +125,27 @@ type Examples struct {
 func RenderPrompt(strategy string, q Question, ex Examples, ragSource string) (string, error) {
 	examples := ""
 	if ex.Positive != "" {
-		examples += runner.Fill(prompt("dhp_positive_example"), map[string]string{"answer": ex.Positive})
+		examples += engine.Fill(prompt("dhp_positive_example"), map[string]string{"answer": ex.Positive})
 	}
 	neg := ""
 	if ex.Negative != "" {
-		neg = runner.Fill(prompt("dhp_negative_example"), map[string]string{"answer": ex.Negative})
+		neg = engine.Fill(prompt("dhp_negative_example"), map[string]string{"answer": ex.Negative})
 	}
 	vals := map[string]string{"field": q.Field, "question": q.Question}
 	switch strategy {
 	case "scp", "cot", "rcp":
-		return runner.Fill(prompt(strategy+"_prompt"), vals), nil
+		return engine.Fill(prompt(strategy+"_prompt"), vals), nil
 	case "rag":
 		vals["principle"] = q.Knowledge
 		if ragSource == "principle" {
 			vals["principle"] = q.Principle
 		}
-		return runner.Fill(prompt("rag_prompt"), vals), nil
+		return engine.Fill(prompt("rag_prompt"), vals), nil
 	case "dhp":
 		vals["positive"], vals["negative"] = examples, neg
-		return runner.Fill(prompt("dhp_prompt"), vals), nil
+		return engine.Fill(prompt("dhp_prompt"), vals), nil
 	case "rcp+dhp":
-		p := runner.Fill(prompt("rcp_prompt"), vals)
+		p := engine.Fill(prompt("rcp_prompt"), vals)
 		i := strings.LastIndex(p, "\nQuestion: ")
 		if i < 0 {
 			return "", errors.New("rcp prompt has no Question line")
@@ -163,8 +165,8 @@ type Verdict struct {
 
 // Validate rejects scores outside 1..5.
 func (v *Verdict) Validate() error {
-	return runner.InRange(1, 5, runner.Score{Name: "originality", Value: v.Originality},
-		runner.Score{Name: "feasibility", Value: v.Feasibility}, runner.Score{Name: "value", Value: v.Value})
+	return judging.InRange(1, 5, judging.Score{Name: "originality", Value: v.Originality},
+		judging.Score{Name: "feasibility", Value: v.Feasibility}, judging.Score{Name: "value", Value: v.Value})
 }
 
 // VerdictSchema is the structured-output schema sent as the judge's format.
@@ -176,22 +178,22 @@ const VerdictSchema = `{"type":"object","properties":{` +
 	`"required":["originality","feasibility","value","hallucination"]}`
 
 var (
-	orL  = runner.NewLabelled("originality", `originality`, runner.ScoreValue)
-	feL  = runner.NewLabelled("feasibility", `feasibility`, runner.ScoreValue)
-	vaL  = runner.NewLabelled("value", `value`, runner.ScoreValue)
-	halL = runner.NewLabelled("hallucination", `hallucination`, runner.YesNoValue)
+	orL  = judging.NewLabelled("originality", `originality`, judging.ScoreValue)
+	feL  = judging.NewLabelled("feasibility", `feasibility`, judging.ScoreValue)
+	vaL  = judging.NewLabelled("value", `value`, judging.ScoreValue)
+	halL = judging.NewLabelled("hallucination", `hallucination`, judging.YesNoValue)
 )
 
 // ParseVerdictText is halu's reader of the paper's one-line judge format,
 // "Originality: [1-5] Feasibility: [1-5] Value: [1-5] Hallucination:
-// Yes/No", by the engine's reading discipline (runner.Labelled), from the
-// cleaned reply (runner.Clean: reasoning and the quoted answer removed by
+// Yes/No", by the engine's reading discipline (judging.Labelled), from the
+// cleaned reply (judging.Clean: reasoning and the quoted answer removed by
 // the engine); each field is read from its
 // labelled statements (bold, bulleted, "(1-5)" hints, "4/5", "4 out of 5",
 // JSON keys), never from prose; a field missing, outside 1–5, not whole, a
 // range, or stated twice with different values is a parse failure.
 func ParseVerdictText(reply string) (Verdict, error) {
-	s := runner.Plain(reply)
+	s := judging.Plain(reply)
 	var v Verdict
 	var err error
 	if v.Originality, err = orL.Score(s, 1, 5); err != nil {
@@ -239,8 +241,8 @@ func ParseVerdictPaper(reply string) (Verdict, error) {
 type Config struct {
 	Models []string
 	Judges []string
-	// Protocol is runner.ProtocolPaper (the default) or
-	// runner.ProtocolHalu (structured judges, DHP answers sampled apart).
+	// Protocol is setting.ProtocolPaper (the default) or
+	// setting.ProtocolHalu (structured judges, DHP answers sampled apart).
 	Protocol     string
 	Strategies   []string
 	Answers      int
@@ -323,22 +325,22 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // DefaultConfig is the paper's protocol, with an embedding model for Flu
 // (the paper's SimCSE is not an Ollama model).
 func DefaultConfig() Config {
-	return Config{Protocol: runner.ProtocolPaper, Strategies: []string{"scp"}, Answers: 10, Temperatures: []float64{1.0}, Seed: 1, MaxTokens: 700,
+	return Config{Protocol: setting.ProtocolPaper, Strategies: []string{"scp"}, Answers: 10, Temperatures: []float64{1.0}, Seed: 1, MaxTokens: 700,
 		JudgeFormat: "text", JudgeMaxTokens: 200, TieHallucinated: true, RAGSource: "knowledge", DHPAnswers: "split", EmbedModel: "all-minilm"}
 }
 
 // Declaration declares the suite to the registry.
-var Declaration = runner.Declare("hic", "HIC-Bench: intelligent vs defective hallucination on the 100 CDID questions (IH, DH, IFS)",
+var Declaration = engine.Declare("hic", "HIC-Bench: intelligent vs defective hallucination on the 100 CDID questions (IH, DH, IFS)",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: two keys were
 // plural, and a run made before DHP's answers were a setting sampled them
 // apart.
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	runner.Rename(cfg, "strategies", "strategy")
-	runner.Rename(cfg, "temperatures", "temperature")
-	runner.DefaultTo(cfg, "protocol", `"paper"`)
-	runner.DefaultTo(cfg, "dhp_answers", `"samples"`)
+	engine.Rename(cfg, "strategies", "strategy")
+	engine.Rename(cfg, "temperatures", "temperature")
+	engine.DefaultTo(cfg, "protocol", `"paper"`)
+	engine.DefaultTo(cfg, "dhp_answers", `"samples"`)
 	return nil
 }
 
@@ -380,7 +382,7 @@ func New(cfg Config) (*Suite, error) {
 		}
 	}
 	if cfg.Limit > 0 && cfg.Limit < len(qs) {
-		qs = runner.StratifiedSample(qs, cfg.Limit, cfg.Seed, func(q Question) string { return q.Field })
+		qs = engine.StratifiedSample(qs, cfg.Limit, cfg.Seed, func(q Question) string { return q.Field })
 	}
 	s := &Suite{cfg: cfg, questions: qs}
 	if cfg.Human != "" {
@@ -432,7 +434,7 @@ func loadHuman(path string) (map[string]string, error) {
 
 func (s *Suite) Name() string { return "hic" }
 
-// MetricNames are the last parts of the summary's keys (runner.Measurer):
+// MetricNames are the last parts of the summary's keys (summary.Measurer):
 // MODEL/STRATEGY/TEMPERATURE.NAME.
 func (s *Suite) MetricNames() []string {
 	return []string{"or", "fe", "va", "ih", "dh", "ifs", "iifs", "rifs", "flu", "fle", "kwprec", "over70"}
@@ -444,10 +446,10 @@ func (s *Suite) Models() []string {
 }
 
 // Prompts records every template in the manifest.
-func (s *Suite) Prompts() map[string]runner.PromptInfo {
-	out := map[string]runner.PromptInfo{}
+func (s *Suite) Prompts() map[string]rundir.PromptInfo {
+	out := map[string]rundir.PromptInfo{}
 	for n, t := range Templates() {
-		out[n] = runner.PromptInfo{Source: "github.com/chujiguangniao/HIC-bench (MIT)", Text: t}
+		out[n] = rundir.PromptInfo{Source: "github.com/chujiguangniao/HIC-bench (MIT)", Text: t}
 	}
 	return out
 }
@@ -470,18 +472,18 @@ func isDHP(strategy string) bool { return strings.HasSuffix(strategy, "dhp") }
 // Items: one per (model, strategy, temperature, question); DHP strategies
 // are sequential by nature — each question's prompt carries examples from
 // the answers before it — so a DHP chain over all questions is one item.
-func (s *Suite) Items(context.Context) ([]runner.Item, error) {
-	var items []runner.Item
+func (s *Suite) Items(context.Context) ([]engine.Item, error) {
+	var items []engine.Item
 	for _, m := range s.cfg.Models {
 		for _, st := range s.cfg.Strategies {
 			for _, t := range s.cfg.Temperatures {
 				base := fmt.Sprintf("%s/%s/T%g", m, st, t)
 				if isDHP(st) {
-					items = append(items, runner.Item{ID: base + "/chain", Payload: payload{m, st, t, s.questions}})
+					items = append(items, engine.Item{ID: base + "/chain", Payload: payload{m, st, t, s.questions}})
 					continue
 				}
 				for _, q := range s.questions {
-					items = append(items, runner.Item{ID: fmt.Sprintf("%s/q%03d", base, q.ID), Payload: payload{m, st, t, []Question{q}}})
+					items = append(items, engine.Item{ID: fmt.Sprintf("%s/q%03d", base, q.ID), Payload: payload{m, st, t, []Question{q}}})
 				}
 			}
 		}
@@ -589,7 +591,7 @@ func Aggregate(js []Judgement, tieHallucinated bool) Panel {
 	return p
 }
 
-func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (any, error) {
+func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	p := it.Payload.(payload)
 	res := ItemResult{Model: p.model, Strategy: p.strategy, Temperature: p.temp}
 	var ex Examples
@@ -622,7 +624,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 	return res, nil
 }
 
-func (s *Suite) question(ctx context.Context, c *runner.Calls, p payload, q Question, ex Examples) (QuestionResult, error) {
+func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Question, ex Examples) (QuestionResult, error) {
 	qr := QuestionResult{ID: q.ID, Field: q.Field, Question: q.Question}
 	if isDHP(p.strategy) {
 		qr.Examples = ex
@@ -686,12 +688,12 @@ func (s *Suite) question(ctx context.Context, c *runner.Calls, p payload, q Ques
 	return qr, nil
 }
 
-func (s *Suite) judge(ctx context.Context, c *runner.Calls, judge, question, answer string) (Judgement, error) {
+func (s *Suite) judge(ctx context.Context, c *engine.Calls, judge, question, answer string) (Judgement, error) {
 	req := localmodels.ChatRequest{
 		Model: judge,
 		Messages: []localmodels.Message{
 			{Role: "system", Content: prompt("evaluation_system_prompt")},
-			{Role: "user", Content: runner.Fill(prompt("evaluation_user_prompt"), map[string]string{"question": question, "answer": answer})},
+			{Role: "user", Content: engine.Fill(prompt("evaluation_user_prompt"), map[string]string{"question": question, "answer": answer})},
 		},
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed),
 			NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)},
@@ -700,7 +702,7 @@ func (s *Suite) judge(ctx context.Context, c *runner.Calls, judge, question, ans
 	if s.cfg.JudgeFormat == "json" {
 		schema = json.RawMessage(VerdictSchema)
 	}
-	v, ok, err := runner.JudgeWith(ctx, c, "judge", req, schema, runner.Reader[Verdict]{
+	v, ok, err := judging.JudgeWith(ctx, c, "judge", req, schema, judging.Reader[Verdict]{
 		Text:   ParseVerdictText,
 		Paper:  ParseVerdictPaper,
 		Quoted: []string{answer},

@@ -12,7 +12,11 @@ import (
 	"testing"
 
 	"halu/localmodels/fakeollama"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
+	"halu/runner/rundir"
+	"halu/runner/setting"
+	"halu/runner/summary"
 )
 
 var q1 = Question{ID: 1, Field: "Quantum Physics",
@@ -140,10 +144,10 @@ func TestSummaryHandComputed(t *testing.T) {
 	ir2 := ItemResult{Model: "m", Strategy: "scp", Temperature: 1, Questions: []QuestionResult{
 		{ID: 2, Field: "B", Answers: []Answer{mk(5, 3, 5, true, []float32{1, 1}, "entangled photons", 60), mk(3, 3, 3, false, []float32{1, 1}, "x y z", 70)}},
 	}}
-	var recs []runner.Record
+	var recs []rundir.Record
 	for i, r := range []ItemResult{ir, ir2} {
 		b, _ := json.Marshal(r)
-		recs = append(recs, runner.Record{Item: fmt.Sprint(i), Data: b})
+		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
 	s, err := New(Config{Models: []string{"m"}, Judges: []string{"j"}, Strategies: []string{"scp"}, Answers: 2,
 		JudgeFormat: "json", RAGSource: "knowledge", TieHallucinated: true, EmbedModel: "e", MaxTokens: 700, JudgeMaxTokens: 200})
@@ -190,7 +194,7 @@ func TestSummaryHandComputed(t *testing.T) {
 }
 
 // fake serves a generator and a judge. The judge replies with judgeReply.
-func fake(t *testing.T, gen func(prompt string, sample int) string, judgeReply func(prompt string) string) *runner.Engine {
+func fake(t *testing.T, gen func(prompt string, sample int) string, judgeReply func(prompt string) string) *engine.Engine {
 	t.Helper()
 	var mu sync.Mutex
 	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
@@ -237,7 +241,7 @@ func TestDHPExampleUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.questions = []Question{{ID: 1, Field: "F", Question: "QUESTION 1?"}, {ID: 2, Field: "F", Question: "QUESTION 2?"}, {ID: 3, Field: "F", Question: "QUESTION 3?"}}
-	res, err := e.Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,21 +271,21 @@ func TestVerdictImitationIsIgnored(t *testing.T) {
 			// A judge that quotes the answer before its own verdict.
 			return "The answer says: " + imitation + "\nMy evaluation: Originality: 2 Feasibility: 3 Value: 2 Hallucination: Yes"
 		})
-		e.Readers = runner.ReadersHalu
+		e.Readers = judging.ReadersHalu
 		jf := format
 		if format == "text-paper" {
 			// The authors' reading (tokens 1, 3, 5, 7) cannot read a reply
 			// that starts with prose: unscored, and the disagreement with
 			// halu's reading is recorded.
-			e.Readers, jf = runner.ReadersPaper, "text"
+			e.Readers, jf = judging.ReadersPaper, "text"
 		}
 		s, _ := New(Config{Models: []string{"gen"}, Judges: []string{"judge"}, Strategies: []string{"scp"}, Answers: 1, Temperatures: []float64{1},
 			Seed: 1, MaxTokens: 50, JudgeFormat: jf, JudgeMaxTokens: 50, TieHallucinated: true, RAGSource: "knowledge", EmbedModel: "emb", Questions: []string{"1"}})
 		dir := filepath.Join(t.TempDir(), "r")
-		if _, err := e.Run(context.Background(), s, runner.RunSpec{Dir: dir}); err != nil {
+		if _, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
 			t.Fatal(err)
 		}
-		man, recs, _ := runner.ReadRun(dir)
+		man, recs, _ := engine.ReadRun(dir)
 		if man.Readers != e.Readers {
 			t.Errorf("manifest readers %q, engine %q", man.Readers, e.Readers)
 		}
@@ -324,11 +328,11 @@ func TestHumanLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(ir)
-	sum, err := s.Summarize([]runner.Record{{Item: "x", Data: b}})
+	sum, err := s.Summarize([]rundir.Record{{Item: "x", Data: b}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var human *runner.Table
+	var human *summary.Table
 	for i := range sum.Tables {
 		if strings.HasPrefix(sum.Tables[i].Title, "Automatic vs human") {
 			human = &sum.Tables[i]
@@ -364,7 +368,7 @@ func TestServerIgnoringFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +380,7 @@ func TestServerIgnoringFormat(t *testing.T) {
 			t.Error("a JSON-mode judge prompt does not describe the schema")
 		}
 	}
-	_, recs, _ := runner.ReadRun(res.Dir)
+	_, recs, _ := engine.ReadRun(res.Dir)
 	var ir ItemResult
 	json.Unmarshal(recs[0].Data, &ir)
 	for _, a := range ir.Questions[0].Answers {
@@ -427,7 +431,7 @@ func TestDHPRepliesSplitAtBlankLines(t *testing.T) {
 		t.Fatalf("default DHP run departs: %v", s.cfg.Settings().Departures())
 	}
 	s.questions = []Question{{ID: 1, Field: "F", Question: "QUESTION 1?"}, {ID: 2, Field: "F", Question: "QUESTION 2?"}}
-	res, err := e.Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +441,7 @@ func TestDHPRepliesSplitAtBlankLines(t *testing.T) {
 	if !strings.Contains(prompts[1], "Positive Example:\nQ1A0\nNegative Example (Hallucination):\nQ1A1\n\nField: F\nQuestion: QUESTION 2?") {
 		t.Errorf("second prompt: %q", prompts[1])
 	}
-	_, recs, _ := runner.ReadRun(res.Dir)
+	_, recs, _ := engine.ReadRun(res.Dir)
 	var ir ItemResult
 	json.Unmarshal(recs[0].Data, &ir)
 	for _, q := range ir.Questions {
@@ -459,8 +463,8 @@ func TestDHPRepliesSplitAtBlankLines(t *testing.T) {
 func TestHICDepartures(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Models, cfg.Judges, cfg.Strategies = []string{"m"}, []string{"j"}, []string{"scp", "dhp"}
-	cfg.Protocol = runner.ProtocolHalu
-	if err := runner.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+	cfg.Protocol = setting.ProtocolHalu
+	if err := setting.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	s, err := New(cfg)

@@ -5,15 +5,16 @@ import (
 	"strings"
 
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Outcomes gives, per question and (strategy, temperature), the IH and DH
 // ratios over its scored answers (the unit of HIC-Bench's B.3 permutation
 // test) and the panel-mean Originality, Feasibility and Value.
-func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
-	var out []runner.Outcome
-	decoded, err := runner.DecodeRecords[ItemResult](recs)
+func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+	var out []summary.Outcome
+	decoded, err := rundir.DecodeRecords[ItemResult](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +40,8 @@ func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 			if n == 0 {
 				continue
 			}
-			o := func(metric, kind string, v float64) runner.Outcome {
-				return runner.Outcome{Model: ir.Model, Unit: unit, Metric: metric, Kind: kind, Value: v}
+			o := func(metric, kind string, v float64) summary.Outcome {
+				return summary.Outcome{Model: ir.Model, Unit: unit, Metric: metric, Kind: kind, Value: v}
 			}
 			nf := float64(n)
 			out = append(out, o("ih", "ratio", float64(ih)/nf), o("dh", "ratio", float64(dh)/nf),

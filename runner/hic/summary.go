@@ -8,7 +8,8 @@ import (
 
 	"halu/embed"
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Group is one row of the paper's Table 2: a model under one strategy at one
@@ -84,13 +85,13 @@ type scoredAnswer struct {
 
 // Summarize computes every HIC-Bench figure per (model, strategy,
 // temperature).
-func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
+func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	type key struct {
 		m, s string
 		t    float64
 	}
 	groups := map[key][]ItemResult{}
-	decoded, err := runner.DecodeRecords[ItemResult](recs)
+	decoded, err := rundir.DecodeRecords[ItemResult](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 		return a.t > b.t
 	})
-	sum := &runner.Summary{Suite: "hic", Metrics: map[string]float64{}}
+	sum := &summary.Summary{Suite: "hic", Metrics: map[string]float64{}}
 	var rows []*Group
 	for _, k := range keys {
 		g := s.group(groups[k])
@@ -124,18 +125,18 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 		grp := fmt.Sprintf("%s T%g", strings.ToUpper(k.s), k.t)
 		for i, name := range []string{"Or", "Fe", "Va"} {
-			sum.AddFigure(runner.MeanFigure(k.m, grp, name, prefix+strings.ToLower(name), g.perAnswer[i], g.Unscored).Clip(1, 5))
+			sum.AddFigure(summary.MeanFigure(k.m, grp, name, prefix+strings.ToLower(name), g.perAnswer[i], g.Unscored).Clip(1, 5))
 		}
-		ihf := runner.ProportionFigure(k.m, grp, "IH", prefix+"ih", g.IH, g.Scored, g.Unscored)
-		dhf := runner.ProportionFigure(k.m, grp, "DH", prefix+"dh", g.DH, g.Scored, g.Unscored)
+		ihf := summary.ProportionFigure(k.m, grp, "IH", prefix+"ih", g.IH, g.Scored, g.Unscored)
+		dhf := summary.ProportionFigure(k.m, grp, "DH", prefix+"dh", g.DH, g.Scored, g.Unscored)
 		dhf.Lower = true
-		ifs := runner.MeanFigure(k.m, grp, "IFS", prefix+"ifs", g.perAnswer[3], g.Unscored).Clip(0, 1)
+		ifs := summary.MeanFigure(k.m, grp, "IFS", prefix+"ifs", g.perAnswer[3], g.Unscored).Clip(0, 1)
 		ifs.Percent = true
 		// The mean of the per-answer terms is eq. 3 of the ratios up to
 		// rounding; Table 2 prints the figure's value, so the two pages
 		// agree to the last digit.
 		g.IFS = float64(ifs.Estimate)
-		for _, f := range []runner.Figure{ihf, dhf, ifs} {
+		for _, f := range []summary.Figure{ihf, dhf, ifs} {
 			f.Headline = true
 			sum.AddFigure(f)
 		}
@@ -157,16 +158,16 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 		return fmt.Sprintf("%.2f", x)
 	}
-	t2 := runner.Table{Title: "HIC-Bench Table 2 layout: creativity and hallucination per model and strategy",
+	t2 := summary.Table{Title: "HIC-Bench Table 2 layout: creativity and hallucination per model and strategy",
 		Columns: []string{"LLM", "P", "T", "Or↑", "Fe↑", "Va↑", "Flu↓ (" + s.cfg.EmbedModel + ")", "Fle↓", "IH↑", "DH↓", "IFS↑"}}
-	t2b := runner.Table{Title: "IFS presets, overlap and counts",
+	t2b := summary.Table{Title: "IFS presets, overlap and counts",
 		Columns: []string{"LLM", "P", "T", "IIFS (w1 .9)", "BIFS (w1 .6)", "RIFS (w1 .1)", "IH∩DH", "answers", "scored", "unscored", "panel ties", "kwPrec (word overlap)", ">70 tok (cl100k)", ">70 tok (eval)"}}
-	t9 := runner.Table{Title: "Table 9 layout: similarity of answers (embedding cosine)",
+	t9 := summary.Table{Title: "Table 9 layout: similarity of answers (embedding cosine)",
 		Columns: []string{"LLM", "P", "T", "within question (Flu)", "all answers (across questions)", "IH", "DH"}}
-	tag := runner.Table{Title: "Judge-panel agreement (Krippendorff's α; needs ≥ 2 judges)",
+	tag := summary.Table{Title: "Judge-panel agreement (Krippendorff's α; needs ≥ 2 judges)",
 		Columns: []string{"LLM", "P", "T", "α Or (interval)", "α Fe (interval)", "α Va (interval)", "α hallucination (nominal)"}}
-	td := runner.Table{Title: "Per domain (paper Figs. 3 and 5)", Columns: []string{"LLM", "P", "T", "domain", "Or", "Fe", "Va", "IH", "DH", "answers"}}
-	var th runner.Table
+	td := summary.Table{Title: "Per domain (paper Figs. 3 and 5)", Columns: []string{"LLM", "P", "T", "domain", "Or", "Fe", "Va", "IH", "DH", "answers"}}
+	var th summary.Table
 	for _, g := range rows {
 		id := []string{g.Model, strings.ToUpper(g.Strategy), fmt.Sprintf("%g", g.Temperature)}
 		t2.Rows = append(t2.Rows, append(id, f2(g.Or), f2(g.Fe), f2(g.Va), pct(g.Flu), f2(g.Fle), pct(g.IHRatio), pct(g.DHRatio), pct(g.IFS)))
@@ -180,7 +181,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 		if h := g.HumanCompare; h != nil {
 			if th.Title == "" {
-				th = runner.Table{Title: "Automatic vs human labels (paper Table 8, Appendix C)", Columns: []string{"LLM", "P", "T", "labelled", "IH precision", "IH recall", "DH precision", "DH recall"}}
+				th = summary.Table{Title: "Automatic vs human labels (paper Table 8, Appendix C)", Columns: []string{"LLM", "P", "T", "labelled", "IH precision", "IH recall", "DH precision", "DH recall"}}
 			}
 			th.Rows = append(th.Rows, append(append([]string(nil), id...), fmt.Sprint(h.N), pct(h.IHPrecision), pct(h.IHRecall), pct(h.DHPrecision), pct(h.DHRecall)))
 		}
@@ -203,7 +204,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			}
 		}
 	}
-	sum.Tables = append(sum.Tables, runner.JudgeTable("Judges: parse failures, mean score and leniency (score = mean of Or, Fe, Va; 1–5)", "(1–5)", obs))
+	sum.Tables = append(sum.Tables, summary.JudgeTable("Judges: parse failures, mean score and leniency (score = mean of Or, Fe, Va; 1–5)", "(1–5)", obs))
 	sum.Charts = append(sum.Charts, hicCharts(rows)...)
 	if th.Title != "" {
 		sum.Tables = append(sum.Tables, th)
@@ -226,7 +227,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("%d of %d answers (%.1f%%) exceed the prompt's 70-token limit (cl100k tokens); the generation cap is %d tokens, as the authors' code, so the limit is the model's to keep.",
 			over, n, 100*float64(over)/float64(n), s.cfg.MaxTokens))
 	}
-	sum.Notes = append(sum.Notes, runner.PanelWarnings(s.cfg.Models, s.cfg.Judges)...)
+	sum.Notes = append(sum.Notes, summary.PanelWarnings(s.cfg.Models, s.cfg.Judges)...)
 	return sum, nil
 }
 
@@ -239,30 +240,30 @@ func b2f(b bool) float64 {
 
 // hicCharts are the IH and DH ratios per model and strategy, and per domain
 // (paper Figs. 3 and 5), with 95% Wilson intervals.
-func hicCharts(rows []*Group) []runner.Chart {
-	bars := runner.Chart{Kind: "bars", Title: "IH and DH ratio per model, strategy and temperature (95% Wilson CI)", Y: "share of scored answers"}
-	ih := runner.Series{Name: "IH ↑"}
-	dh := runner.Series{Name: "DH ↓"}
+func hicCharts(rows []*Group) []summary.Chart {
+	bars := summary.Chart{Kind: "bars", Title: "IH and DH ratio per model, strategy and temperature (95% Wilson CI)", Y: "share of scored answers"}
+	ih := summary.Series{Name: "IH ↑"}
+	dh := summary.Series{Name: "DH ↓"}
 	for _, g := range rows {
 		bars.Groups = append(bars.Groups, fmt.Sprintf("%s %s T%g", g.Model, strings.ToUpper(g.Strategy), g.Temperature))
 		ih.AddProportion(g.IH, g.Scored)
 		dh.AddProportion(g.DH, g.Scored)
 	}
-	bars.Series = []runner.Series{ih, dh}
-	out := []runner.Chart{bars}
+	bars.Series = []summary.Series{ih, dh}
+	out := []summary.Chart{bars}
 	for _, g := range rows {
 		if len(g.Domains) == 0 {
 			continue
 		}
-		c := runner.Chart{Kind: "bars", Title: fmt.Sprintf("Per domain: IH and DH ratio — %s %s T%g", g.Model, strings.ToUpper(g.Strategy), g.Temperature), Y: "share of scored answers"}
-		dih := runner.Series{Name: "IH ↑"}
-		ddh := runner.Series{Name: "DH ↓"}
+		c := summary.Chart{Kind: "bars", Title: fmt.Sprintf("Per domain: IH and DH ratio — %s %s T%g", g.Model, strings.ToUpper(g.Strategy), g.Temperature), Y: "share of scored answers"}
+		dih := summary.Series{Name: "IH ↑"}
+		ddh := summary.Series{Name: "DH ↓"}
 		for _, d := range g.Domains {
 			c.Groups = append(c.Groups, d.Field)
-			dih.Values = append(dih.Values, runner.Num(d.IHRatio))
-			ddh.Values = append(ddh.Values, runner.Num(d.DHRatio))
+			dih.Values = append(dih.Values, summary.Num(d.IHRatio))
+			ddh.Values = append(ddh.Values, summary.Num(d.DHRatio))
 		}
-		c.Series = []runner.Series{dih, ddh}
+		c.Series = []summary.Series{dih, ddh}
 		out = append(out, c)
 	}
 	return out
@@ -514,8 +515,8 @@ func (s *Suite) knowledge(id int) string {
 
 // significance runs the paired sign-flip test (Appendix B.3) on per-question
 // IH ratios for every pair of rows that share questions.
-func significance(rows []*Group) runner.Table {
-	t := runner.Table{Title: "Paired permutation test of IH ratios (two-sided, 10,000 sign flips, seed 1; Appendix B.3)",
+func significance(rows []*Group) summary.Table {
+	t := summary.Table{Title: "Paired permutation test of IH ratios (two-sided, 10,000 sign flips, seed 1; Appendix B.3)",
 		Columns: []string{"A", "B", "questions", "mean IH diff (A−B)", "SE", "p"}}
 	// All pairs of many groups would be a long table of mostly
 	// meaningless contrasts: above 8 groups only pairs that differ in one
@@ -609,9 +610,9 @@ func overCap(rows []*Group) (n, over int) {
 
 // Flag marks a record for the sample browser: an answer the panel judged
 // hallucinated (DH), judges that disagree on hallucination.
-func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
-	var f runner.Flags
-	ir, err := runner.Decode[ItemResult](rec)
+func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
+	var f summary.Flags
+	ir, err := rundir.Decode[ItemResult](rec)
 	if err != nil {
 		return f, err
 	}

@@ -31,7 +31,9 @@ import (
 	"halu/index"
 	"halu/localmodels"
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
+	"halu/runner/rundir"
 	"halu/runner/setting"
 )
 
@@ -168,8 +170,8 @@ var labelSynonyms = map[string][]string{
 // directional label under negation ⇒ unparseable ("", false); the
 // statement is returned either way.
 func ParseHypothesis(output string, labels []string) (statement, label string, ok bool) {
-	out := runner.StripReasoning(output)
-	for _, obj := range runner.JSONObjects(out) {
+	out := judging.StripReasoning(output)
+	for _, obj := range judging.JSONObjects(out) {
 		var v struct {
 			H any `json:"proposed_hypothesis"`
 		}
@@ -187,7 +189,7 @@ func ParseHypothesis(output string, labels []string) (statement, label string, o
 		}
 	}
 	if statement == "" {
-		if ms := hypoLine.FindAllStringSubmatch(runner.Plain(out), -1); len(ms) > 0 {
+		if ms := hypoLine.FindAllStringSubmatch(judging.Plain(out), -1); len(ms) > 0 {
 			statement = strings.TrimSpace(ms[len(ms)-1][1])
 		}
 	}
@@ -255,8 +257,8 @@ type Config struct {
 	Open        string // open-ended backgrounds (§5)
 	// VerifierMaxTokens caps entity extraction and claim decomposition.
 	VerifierMaxTokens int
-	// Protocol is runner.ProtocolPaper (the default: the authors' code's
-	// values) or runner.ProtocolHalu (textbook BM25, KG chains ranked by
+	// Protocol is setting.ProtocolPaper (the default: the authors' code's
+	// values) or setting.ProtocolHalu (textbook BM25, KG chains ranked by
 	// their supporting articles).
 	Protocol string
 	// BM25 is "pyserini" (k1 0.9, b 0.4: the authors' retriever) or
@@ -328,23 +330,23 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 
 // DefaultConfig is the paper's protocol.
 func DefaultConfig() Config {
-	return Config{Protocol: runner.ProtocolPaper, Knowledge: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
+	return Config{Protocol: setting.ProtocolPaper, Knowledge: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
 		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 512, Sample: "stratified", BM25: "pyserini", KGChains: "sampled"}
 }
 
 // Declaration declares the suite to the registry.
-var Declaration = runner.Declare("hypo", "TruthHypo: biomedical hypotheses with KG and PubMed knowledge; KnowHD groundedness",
+var Declaration = engine.Declare("hypo", "TruthHypo: biomedical hypotheses with KG and PubMed knowledge; KnowHD groundedness",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: the knowledge
 // settings were "settings", and empty values were what a run did before
 // those settings existed (the first rows, textbook BM25, chains ranked).
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	runner.Rename(cfg, "settings", "setting")
-	runner.DefaultTo(cfg, "protocol", `"paper"`)
-	runner.DefaultTo(cfg, "sample", `"first"`)
-	runner.DefaultTo(cfg, "bm25", `"textbook"`)
-	runner.DefaultTo(cfg, "kg_chains", `"ranked"`)
+	engine.Rename(cfg, "settings", "setting")
+	engine.DefaultTo(cfg, "protocol", `"paper"`)
+	engine.DefaultTo(cfg, "sample", `"first"`)
+	engine.DefaultTo(cfg, "bm25", `"textbook"`)
+	engine.DefaultTo(cfg, "kg_chains", `"ranked"`)
 	return nil
 }
 
@@ -449,7 +451,7 @@ func New(cfg Config) (*Suite, error) {
 		case s.cfg.Sample == "first":
 			items = items[:cfg.Limit]
 		default:
-			items = runner.StratifiedSample(items, cfg.Limit, cfg.Seed, func(it TestItem) string { return it.Relation })
+			items = engine.StratifiedSample(items, cfg.Limit, cfg.Seed, func(it TestItem) string { return it.Relation })
 		}
 		s.items = append(s.items, items...)
 		delete(byTask, Tasks[t]) // a task named twice is run once
@@ -508,7 +510,7 @@ func (s *Suite) Close() error {
 
 func (s *Suite) Name() string { return "hypo" }
 
-// MetricNames are the last parts of the summary's keys (runner.Measurer):
+// MetricNames are the last parts of the summary's keys (summary.Measurer):
 // MODEL/SETTING/TASK.NAME and MODEL/SETTING.NAME, one groundedness per
 // KnowHD source.
 func (s *Suite) MetricNames() []string {
@@ -528,10 +530,10 @@ func (s *Suite) Models() []string {
 }
 
 // Prompts records the templates in the manifest.
-func (s *Suite) Prompts() map[string]runner.PromptInfo {
-	out := map[string]runner.PromptInfo{}
+func (s *Suite) Prompts() map[string]rundir.PromptInfo {
+	out := map[string]rundir.PromptInfo{}
 	add := func(n, t string) {
-		out[n] = runner.PromptInfo{Source: "github.com/Teddy-XiongGZ/TruthHypo", Text: t}
+		out[n] = rundir.PromptInfo{Source: "github.com/Teddy-XiongGZ/TruthHypo", Text: t}
 	}
 	add("system", s.prompts.System)
 	for k, v := range s.prompts.User {
@@ -576,24 +578,24 @@ func taskName(relType string) string {
 
 // Items: one per (model, setting, test item), or per (model, setting, open
 // input) in open-ended mode.
-func (s *Suite) Items(context.Context) ([]runner.Item, error) {
+func (s *Suite) Items(context.Context) ([]engine.Item, error) {
 	// The index and the graph open before the first model call: an
 	// unfinished index build is an error now, not after generations.
 	if err := s.stores(); err != nil {
 		return nil, err
 	}
-	var items []runner.Item
+	var items []engine.Item
 	for _, m := range s.cfg.Models {
 		for _, st := range s.cfg.Knowledge {
 			if s.cfg.Open != "" {
 				for i := range s.open {
 					in := s.open[i]
-					items = append(items, runner.Item{ID: fmt.Sprintf("%s/%s/open/%s", m, st, in.ID), Payload: payload{model: m, setting: st, open: &in}})
+					items = append(items, engine.Item{ID: fmt.Sprintf("%s/%s/open/%s", m, st, in.ID), Payload: payload{model: m, setting: st, open: &in}})
 				}
 				continue
 			}
 			for _, it := range s.items {
-				items = append(items, runner.Item{ID: fmt.Sprintf("%s/%s/%s/%s/%s", m, st, taskName(it.RelType), it.XID, it.YID), Payload: payload{model: m, setting: st, item: it}})
+				items = append(items, engine.Item{ID: fmt.Sprintf("%s/%s/%s/%s/%s", m, st, taskName(it.RelType), it.XID, it.YID), Payload: payload{model: m, setting: st, item: it}})
 			}
 		}
 	}
@@ -648,7 +650,7 @@ type Fit struct {
 // numPredict reply tokens, KG lines first (they are short); it fills vals
 // with what is kept and returns it with the counts. With nothing
 // retrieved it asks nothing of the model.
-func (s *Suite) fitKnowledge(ctx context.Context, c *runner.Calls, model string, system []string, tmpl string, vals map[string]string,
+func (s *Suite) fitKnowledge(ctx context.Context, c *engine.Calls, model string, system []string, tmpl string, vals map[string]string,
 	edgeKey string, edges []string, docKey string, hits []index.Hit, numPredict int) ([]string, []index.Hit, Fit, error) {
 	var fit Fit
 	vals[edgeKey], vals[docKey] = "", ""
@@ -708,7 +710,7 @@ type ClaimCheck struct {
 	Fit Fit `json:"fit"`
 }
 
-func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (any, error) {
+func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	if err := s.stores(); err != nil {
 		return nil, err
 	}
@@ -875,7 +877,7 @@ func (g *Groundness) Validate() error {
 }
 
 var (
-	groundLabel = runner.NewLabelled("groundness", `groundn?ess|groundedness`, `([01])\b`)
+	groundLabel = judging.NewLabelled("groundness", `groundn?ess|groundedness`, `([01])\b`)
 	listItem    = regexp.MustCompile(`^\s*(?:[-*•]|\d+[.)])\s+(.+)$`)
 )
 
@@ -885,7 +887,7 @@ var (
 // character "1" appears anywhere in the reply; halu reads only the stated
 // value.
 func ParseGroundness(reply string) (Groundness, error) {
-	s := strings.TrimSpace(runner.Plain(reply))
+	s := strings.TrimSpace(judging.Plain(reply))
 	if t := strings.Trim(s, " .\"'"); t == "0" || t == "1" {
 		n := int(t[0] - '0')
 		return Groundness{Groundness: &n}, nil
@@ -923,8 +925,8 @@ func (s *Suite) verifier(model string) string {
 	return model
 }
 
-func (s *Suite) entities(ctx context.Context, c *runner.Calls, model, user string) ([]string, error) {
-	v, ok, err := runner.JudgeAs(ctx, c, "entities", localmodels.ChatRequest{
+func (s *Suite) entities(ctx context.Context, c *engine.Calls, model, user string) ([]string, error) {
+	v, ok, err := judging.JudgeAs(ctx, c, "entities", localmodels.ChatRequest{
 		Model: model, Messages: []localmodels.Message{{Role: "user", Content: user}},
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.VerifierMaxTokens)},
 	}, json.RawMessage(EntitySchema), func(raw string) (entityList, error) {
@@ -1089,10 +1091,10 @@ func SplitSentences(text string) []string {
 
 // knowHD computes the groundedness of one hypothesis output (its reasoning
 // and structured hypothesis) against one knowledge source.
-func (s *Suite) knowHD(ctx context.Context, c *runner.Calls, model, output, src string) (*Grounding, error) {
+func (s *Suite) knowHD(ctx context.Context, c *engine.Calls, model, output, src string) (*Grounding, error) {
 	vm := s.verifier(model)
 	g := &Grounding{}
-	v, ok, err := runner.JudgeAs(ctx, c, "decompose", localmodels.ChatRequest{
+	v, ok, err := judging.JudgeAs(ctx, c, "decompose", localmodels.ChatRequest{
 		Model: vm, Messages: []localmodels.Message{{Role: "user", Content: fill(s.prompts.Decompose, map[string]string{"claims": output})}},
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.VerifierMaxTokens)},
 	}, json.RawMessage(ClaimSchema), func(raw string) (claimList, error) {
@@ -1160,12 +1162,12 @@ func (s *Suite) knowHD(ctx context.Context, c *runner.Calls, model, output, src 
 		for _, h := range hits {
 			cc.PMIDs = append(cc.PMIDs, h.PMID)
 		}
-		gv, ok, err := runner.JudgeWith(ctx, c, "verify", localmodels.ChatRequest{
+		gv, ok, err := judging.JudgeWith(ctx, c, "verify", localmodels.ChatRequest{
 			Model: vm,
 			Messages: []localmodels.Message{{Role: "system", Content: s.prompts.VerifySys[src]},
 				{Role: "user", Content: fill(s.prompts.Verify[src], vals)}},
 			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(verifyMaxTokens)},
-		}, json.RawMessage(GroundSchema), runner.Reader[Groundness]{Text: ParseGroundness, Quoted: []string{claim}})
+		}, json.RawMessage(GroundSchema), judging.Reader[Groundness]{Text: ParseGroundness, Quoted: []string{claim}})
 		if err != nil {
 			return nil, err
 		}

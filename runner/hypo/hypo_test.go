@@ -15,7 +15,10 @@ import (
 
 	"halu/index"
 	"halu/localmodels/fakeollama"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
+	"halu/runner/setting"
+	"halu/runner/summary"
 )
 
 func TestPromptRenderingPerSetting(t *testing.T) {
@@ -191,11 +194,11 @@ func runWithStores(t *testing.T, ignoresFormat bool) {
 		t.Fatal(err)
 	}
 	e := srv.Engine(t, 1)
-	res, err := e.Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(dir, "run")})
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, recs, _ := runner.ReadRun(res.Dir)
+	_, recs, _ := engine.ReadRun(res.Dir)
 	for _, r := range recs {
 		var rr Result
 		json.Unmarshal(r.Data, &rr)
@@ -280,7 +283,7 @@ func TestOpenEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := srv.Engine(t, 1).Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(dir, "run")})
+	res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +370,7 @@ func TestTable2AverageIsOverItems(t *testing.T) {
 	}
 	s := &Suite{cfg: DefaultConfig()}
 	for _, row := range rows[1:] {
-		var recs []runner.Record
+		var recs []rundir.Record
 		for i, task := range []string{"chem-gene", "dis-gene", "gene-gene"} {
 			acc, _ := strconv.ParseFloat(row[3+2*i], 64)
 			right := int(math.Round(acc / 100 * float64(size[task])))
@@ -378,7 +381,7 @@ func TestTable2AverageIsOverItems(t *testing.T) {
 				}
 				b, _ := json.Marshal(Result{Model: row[1], Setting: "parametric", Task: task, Gold: "positive_correlate",
 					Greedy: &Hypothesis{Label: label, Parsed: true}})
-				recs = append(recs, runner.Record{Item: fmt.Sprintf("%s/%d", task, j), Data: b})
+				recs = append(recs, rundir.Record{Item: fmt.Sprintf("%s/%d", task, j), Data: b})
 			}
 		}
 		sum, err := s.Summarize(recs)
@@ -457,10 +460,10 @@ func TestDocumentsFitTheWindow(t *testing.T) {
 // (not read as wrong, not as "no link"), counted, and in the metric's
 // support.
 func TestUnparseableIsUnscored(t *testing.T) {
-	var recs []runner.Record
+	var recs []rundir.Record
 	for i, h := range []Hypothesis{{Label: "positive_correlate", Parsed: true}, {Label: "positive_correlate", Parsed: true}, {Parsed: false}} {
 		b, _ := json.Marshal(Result{Model: "m", Setting: "parametric", Task: "chem-gene", Gold: "positive_correlate", Greedy: &h})
-		recs = append(recs, runner.Record{Item: fmt.Sprint(i), Data: b})
+		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
 	sum, err := (&Suite{cfg: DefaultConfig()}).Summarize(recs)
 	if err != nil {
@@ -477,7 +480,7 @@ func TestUnparseableIsUnscored(t *testing.T) {
 	// the table, no metric, and support n = 0 so that a gate on it fails as
 	// unmeasured.
 	b, _ := json.Marshal(Result{Model: "m", Setting: "parametric", Task: "dis-gene", Gold: "stimulate", Greedy: &Hypothesis{}})
-	sum, err = (&Suite{cfg: DefaultConfig()}).Summarize(append(recs, runner.Record{Item: "d", Data: b}))
+	sum, err = (&Suite{cfg: DefaultConfig()}).Summarize(append(recs, rundir.Record{Item: "d", Data: b}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +490,7 @@ func TestUnparseableIsUnscored(t *testing.T) {
 	if sup := sum.Support["m/parametric/dis-gene.accuracy"]; sup.N != 0 || sup.Unscored != 1 {
 		t.Errorf("dis-gene support %+v", sup)
 	}
-	failed, err := sum.Check(runner.Gate{Metric: "dis-gene.accuracy", Bound: 0.5, MaxUnscored: 0.1})
+	failed, err := sum.Check(summary.Gate{Metric: "dis-gene.accuracy", Bound: 0.5, MaxUnscored: 0.1})
 	if err != nil || len(failed) != 1 || !strings.Contains(failed[0], "not measured") {
 		t.Errorf("gate on an unmeasured accuracy: %v %v", failed, err)
 	}
@@ -504,7 +507,7 @@ func TestUnparseableIsUnscored(t *testing.T) {
 // halu departs in BM25 and KG chain choice; values the paper leaves open
 // are named as assumptions.
 func TestProtocolDepartures(t *testing.T) {
-	names := func(deps []runner.Departure) string {
+	names := func(deps []setting.Departure) string {
 		var out []string
 		for _, d := range deps {
 			out = append(out, d.String())
@@ -517,15 +520,15 @@ func TestProtocolDepartures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cfg.Settings().ProtocolOf() != runner.ProtocolPaper || len(s.cfg.Settings().Departures()) != 0 || s.cfg.MaxTokens != 2048 || s.cfg.Candidates != 5 || s.bm25() != index.PyseriniBM25 {
+	if s.cfg.Settings().ProtocolOf() != setting.ProtocolPaper || len(s.cfg.Settings().Departures()) != 0 || s.cfg.MaxTokens != 2048 || s.cfg.Candidates != 5 || s.bm25() != index.PyseriniBM25 {
 		t.Fatalf("default: %s %v, config %+v", s.cfg.Settings().ProtocolOf(), s.cfg.Settings().Departures(), s.cfg)
 	}
 	if a := s.cfg.Settings().Assumptions(); len(a) != 1 || a[0].Setting != "candidate-temperature" {
 		t.Errorf("assumptions %v", a)
 	}
 	// halu's protocol on the parametric setting retrieves nothing: no departure.
-	cfg.Protocol = runner.ProtocolHalu
-	if err := runner.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+	cfg.Protocol = setting.ProtocolHalu
+	if err := setting.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := New(cfg); len(s.cfg.Settings().Departures()) != 0 {
@@ -538,8 +541,8 @@ func TestProtocolDepartures(t *testing.T) {
 	}
 	// A flag given keeps its value under either protocol.
 	cfg = DefaultConfig()
-	cfg.Models, cfg.Protocol, cfg.Candidates, cfg.MaxTokens = []string{"m"}, runner.ProtocolHalu, 0, 1024
-	runner.ApplyProtocol(&cfg, func(f string) bool { return f == "bm25" })
+	cfg.Models, cfg.Protocol, cfg.Candidates, cfg.MaxTokens = []string{"m"}, setting.ProtocolHalu, 0, 1024
+	setting.ApplyProtocol(&cfg, func(f string) bool { return f == "bm25" })
 	s, _ = New(cfg)
 	if got := names(s.cfg.Settings().Departures()); got != "--max-tokens 1024 (paper: 2048); --candidates 0 (paper: 5)" || s.cfg.BM25 != "pyserini" {
 		t.Errorf("given flags: %s, bm25 %s", got, s.cfg.BM25)
@@ -550,7 +553,7 @@ func TestProtocolDepartures(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ = New(*oldCfg.(*Config))
-	if s.cfg.BM25 != "textbook" || s.cfg.KGChains != "ranked" || s.cfg.Protocol != runner.ProtocolPaper {
+	if s.cfg.BM25 != "textbook" || s.cfg.KGChains != "ranked" || s.cfg.Protocol != setting.ProtocolPaper {
 		t.Errorf("old run: %+v", s.cfg)
 	}
 }

@@ -3,15 +3,16 @@ package hypo
 import (
 	"sort"
 
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Outcomes gives, per hypothesis item and knowledge setting, whether the
 // greedy hypothesis names the gold relation (binary) and its KnowHD
 // groundedness per source (score).
-func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
-	var out []runner.Outcome
-	decoded, err := runner.DecodeRecords[Result](recs)
+func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+	var out []summary.Outcome
+	decoded, err := rundir.DecodeRecords[Result](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +29,7 @@ func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 			if res.Greedy.Parsed && res.Greedy.Label == res.Gold {
 				v = 1
 			}
-			out = append(out, runner.Outcome{Model: res.Model, Unit: unit, Metric: "correct", Kind: "binary", Value: v})
+			out = append(out, summary.Outcome{Model: res.Model, Unit: unit, Metric: "correct", Kind: "binary", Value: v})
 		}
 		var srcs []string
 		for src := range res.Greedy.Grounding {
@@ -37,7 +38,7 @@ func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 		sort.Strings(srcs)
 		for _, src := range srcs {
 			if g := res.Greedy.Grounding[src]; g != nil && g.Scored {
-				out = append(out, runner.Outcome{Model: res.Model, Unit: unit, Metric: "groundedness_" + src, Kind: "score", Value: g.Groundedness})
+				out = append(out, summary.Outcome{Model: res.Model, Unit: unit, Metric: "groundedness_" + src, Kind: "score", Value: g.Groundedness})
 			}
 		}
 	}

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Summarize builds the paper's Table 2 (link-level F1 and relation-level
@@ -16,11 +17,11 @@ import (
 // with ≥ 10 hypotheses) and Fig. 4 (greedy vs majority vote vs
 // highest-groundedness selection); in open-ended mode, the most and least
 // grounded hypothesis per input.
-func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
+func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	type key struct{ m, st string }
 	by := map[key][]Result{}
 	var open []Result
-	decoded, err := runner.DecodeRecords[Result](recs)
+	decoded, err := rundir.DecodeRecords[Result](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +33,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		k := key{res.Model, res.Setting}
 		by[k] = append(by[k], res)
 	}
-	sum := &runner.Summary{Suite: "hypo", Metrics: map[string]float64{}}
+	sum := &summary.Summary{Suite: "hypo", Metrics: map[string]float64{}}
 	if len(open) > 0 {
 		sum.Tables = append(sum.Tables, s.openTable(open))
 	}
@@ -54,18 +55,18 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 		return fmt.Sprintf("%.2f", 100*x)
 	}
-	t2 := runner.Table{Title: "TruthHypo Table 2 layout: link-level F1 and relation-level accuracy (%)",
+	t2 := summary.Table{Title: "TruthHypo Table 2 layout: link-level F1 and relation-level accuracy (%)",
 		Columns: []string{"LLM", "Knowledge", "Chem&Gene F1", "Chem&Gene Acc", "Dis&Gene F1", "Dis&Gene Acc", "Gene&Gene F1", "Gene&Gene Acc", "Avg F1 (mean of tasks)", "Avg Acc (over items)", "unparseable (unscored)"}}
-	tpr := runner.Table{Title: "Link-level precision and recall (%) (paper appendix)", Columns: []string{"LLM", "Knowledge", "task", "precision", "recall", "F1", "items"}}
-	tcov := runner.Table{Title: "Knowledge coverage per setting: items whose prompt held any KG chain, any retrieved document",
+	tpr := summary.Table{Title: "Link-level precision and recall (%) (paper appendix)", Columns: []string{"LLM", "Knowledge", "task", "precision", "recall", "F1", "items"}}
+	tcov := summary.Table{Title: "Knowledge coverage per setting: items whose prompt held any KG chain, any retrieved document",
 		Columns: []string{"LLM", "Knowledge", "items", "with KG knowledge", "of which from chains", "with documents", "documents kept (mean)", "items with documents or KG lines dropped to fit the window", "prompts over the window anyway"}}
 	var covNotes []string
-	t3 := runner.Table{Title: "TruthHypo Table 3 layout: KnowHD groundedness (%) of greedy hypotheses, per task and pooled", Columns: []string{"LLM", "Knowledge", "task", "KnowHD source", "groundedness", "hypotheses scored", "claims", "claims supported", "claim-list fallbacks"}}
-	f3 := runner.Table{Title: "Fig. 3 data: accuracy by groundedness level (levels of width 0.1 holding ≥ 10 hypotheses)", Columns: []string{"LLM", "Knowledge", "source", "groundedness", "accuracy", "hypotheses"}}
-	f4 := runner.Table{Title: "Fig. 4 layout: hypothesis selection accuracy (%)", Columns: []string{"LLM", "Knowledge", "greedy", "majority vote", "highest groundedness", "items", "candidates", "greedy unparseable (left out)"}}
-	accBars := runner.Chart{Kind: "bars", Title: "Relation-level accuracy of greedy hypotheses, all tasks pooled (95% Wilson CI)", Y: "accuracy"}
-	accSeries := runner.Series{Name: "accuracy"}
-	gvsa := runner.Chart{Kind: "scatter", Title: "Groundedness vs accuracy (paper Fig. 3; every level of width 0.1 with ≥ 1 hypothesis)", X: "KnowHD groundedness", Y: "accuracy"}
+	t3 := summary.Table{Title: "TruthHypo Table 3 layout: KnowHD groundedness (%) of greedy hypotheses, per task and pooled", Columns: []string{"LLM", "Knowledge", "task", "KnowHD source", "groundedness", "hypotheses scored", "claims", "claims supported", "claim-list fallbacks"}}
+	f3 := summary.Table{Title: "Fig. 3 data: accuracy by groundedness level (levels of width 0.1 holding ≥ 10 hypotheses)", Columns: []string{"LLM", "Knowledge", "source", "groundedness", "accuracy", "hypotheses"}}
+	f4 := summary.Table{Title: "Fig. 4 layout: hypothesis selection accuracy (%)", Columns: []string{"LLM", "Knowledge", "greedy", "majority vote", "highest groundedness", "items", "candidates", "greedy unparseable (left out)"}}
+	accBars := summary.Chart{Kind: "bars", Title: "Relation-level accuracy of greedy hypotheses, all tasks pooled (95% Wilson CI)", Y: "accuracy"}
+	accSeries := summary.Series{Name: "accuracy"}
+	gvsa := summary.Chart{Kind: "scatter", Title: "Groundedness vs accuracy (paper Fig. 3; every level of width 0.1 with ≥ 1 hypothesis)", X: "KnowHD groundedness", Y: "accuracy"}
 	for _, k := range keys {
 		rs := by[k]
 		right, n := 0, 0
@@ -134,7 +135,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		avgAcc := metrics.Ratio(pooledRight, pooledN)
 		row = append(row, pct(metrics.Mean(f1s)), pct(avgAcc), fmt.Sprint(unparse))
 		sum.Metrics[fmt.Sprintf("%s/%s.avg_f1", k.m, k.st)] = metrics.Mean(f1s)
-		acc := runner.ProportionFigure(k.m, k.st, "Acc", fmt.Sprintf("%s/%s.avg_accuracy", k.m, k.st), pooledRight, pooledN, unparse)
+		acc := summary.ProportionFigure(k.m, k.st, "Acc", fmt.Sprintf("%s/%s.avg_accuracy", k.m, k.st), pooledRight, pooledN, unparse)
 		acc.Headline = true
 		sum.AddFigure(acc)
 		t2.Rows = append(t2.Rows, row)
@@ -183,7 +184,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 				}
 				t3.Rows = append(t3.Rows, []string{k.m, k.st, name, src, pct(metrics.Mean(tgs)), fmt.Sprint(len(tgs)), fmt.Sprint(claims), fmt.Sprint(supported), fmt.Sprint(fallbacks)})
 			}
-			gf := runner.MeanFigure(k.m, k.st, "groundedness ("+src+")", fmt.Sprintf("%s/%s.groundedness_%s", k.m, k.st, src), gs, ungrounded(rs, src))
+			gf := summary.MeanFigure(k.m, k.st, "groundedness ("+src+")", fmt.Sprintf("%s/%s.groundedness_%s", k.m, k.st, src), gs, ungrounded(rs, src))
 			gf = gf.Clip(0, 1)
 			gf.Percent, gf.Headline = true, true
 			sum.AddFigure(gf)
@@ -193,8 +194,8 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			}
 			all, _ := metrics.AccuracyByGroundedness(bgs, correct, 0.1, 1)
 			for _, b := range all {
-				gvsa.Points = append(gvsa.Points, runner.Point{Label: fmt.Sprintf("%s %s %s (n=%d)", k.m, k.st, src, b.N),
-					X: runner.Num(b.Groundedness), Y: runner.Num(b.Accuracy)})
+				gvsa.Points = append(gvsa.Points, summary.Point{Label: fmt.Sprintf("%s %s %s (n=%d)", k.m, k.st, src, b.N),
+					X: summary.Num(b.Groundedness), Y: summary.Num(b.Accuracy)})
 			}
 		}
 		if s.cfg.Candidates > 0 {
@@ -234,7 +235,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		sum.Notes = append(sum.Notes, covNotes...)
 	}
 	if len(accSeries.Values) > 0 {
-		accBars.Series = []runner.Series{accSeries}
+		accBars.Series = []summary.Series{accSeries}
 		sum.Charts = append(sum.Charts, accBars)
 	}
 	if len(gvsa.Points) > 0 {
@@ -294,9 +295,9 @@ func mostGrounded(cs []Hypothesis, src string, highest bool) *Hypothesis {
 	return best
 }
 
-func (s *Suite) openTable(rs []Result) runner.Table {
+func (s *Suite) openTable(rs []Result) summary.Table {
 	src := s.selectionSource()
-	t := runner.Table{Title: "Open-ended hypotheses (§5): most and least grounded per input (source " + src + ")",
+	t := summary.Table{Title: "Open-ended hypotheses (§5): most and least grounded per input (source " + src + ")",
 		Columns: []string{"LLM", "Knowledge", "input", "most grounded", "groundedness", "least grounded", "groundedness", "gap ≥ 0.3"}}
 	sort.Slice(rs, func(i, j int) bool {
 		return rs[i].Model+rs[i].Setting+rs[i].OpenID < rs[j].Model+rs[j].Setting+rs[j].OpenID
@@ -405,9 +406,9 @@ func ungrounded(rs []Result, src string) int {
 // Flag marks a record for the sample browser: a greedy hypothesis with a
 // claim KnowHD found unsupported (or a wrong relation), judges' verdicts
 // not read.
-func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
-	var f runner.Flags
-	r, err := runner.Decode[Result](rec)
+func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
+	var f summary.Flags
+	r, err := rundir.Decode[Result](rec)
 	if err != nil || r.Greedy == nil {
 		return f, err
 	}

@@ -28,7 +28,9 @@ import (
 
 	"halu/localmodels"
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
+	"halu/runner/rundir"
 	"halu/runner/setting"
 )
 
@@ -111,12 +113,12 @@ func Refusal(idea string) (string, bool) {
 }
 
 // ExtractIdea is the authors' extraction (applied to qwq): reasoning
-// stripped (runner.StripReasoning), then, when a marker occurs, the text
+// stripped (judging.StripReasoning), then, when a marker occurs, the text
 // after its first occurrence, markers tried in their order and
 // case-insensitively — the last of them the bare phrase "final idea",
 // wherever it stands. found tells whether a marker was used.
 func ExtractIdea(output string) (idea string, found bool) {
-	s := runner.StripReasoning(output)
+	s := judging.StripReasoning(output)
 	low := strings.ToLower(s)
 	for _, m := range FinalIdeaMarkers() {
 		if i := strings.Index(low, strings.ToLower(m)); i >= 0 {
@@ -135,7 +137,7 @@ var finalIdeaLine = regexp.MustCompile(`(?im)^[ \t]*(?:#+[ \t]*)?(?:\*\*|__)?fin
 // mentions "this final idea" is never cut; without one, the whole output
 // (reasoning stripped).
 func ExtractIdeaLine(output string) (idea string, found bool) {
-	s := runner.StripReasoning(output)
+	s := judging.StripReasoning(output)
 	locs := finalIdeaLine.FindAllStringIndex(s, -1)
 	if len(locs) == 0 {
 		return strings.TrimSpace(s), false
@@ -187,8 +189,8 @@ type Config struct {
 	// paper); Limit runs a seeded sample of that many of them (0: all).
 	Keywords string
 	Limit    int
-	// Protocol is runner.ProtocolPaper (the authors' code's values, the
-	// default) or runner.ProtocolHalu.
+	// Protocol is setting.ProtocolPaper (the authors' code's values, the
+	// default) or setting.ProtocolHalu.
 	Protocol string
 	// IdeasPerKeyword: fluency needs at least 2 (the authors' code uses 2).
 	IdeasPerKeyword int
@@ -288,13 +290,13 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 
 // DefaultConfig is the paper's protocol on a seeded sample of 10 keywords.
 func DefaultConfig() Config {
-	return Config{Limit: 10, Protocol: runner.ProtocolPaper, IdeasPerKeyword: 2, CriticsPerIdea: 3, FamilyCap: 0.2,
+	return Config{Limit: 10, Protocol: setting.ProtocolPaper, IdeasPerKeyword: 2, CriticsPerIdea: 3, FamilyCap: 0.2,
 		FluencyPairs: "one", Seed: 1, SameBaseFrom: "metadata", MaxTokens: 600, JudgeFormat: "text", JudgeMaxTokens: 300,
 		FinalIdea: "qwq", Scoring: "current"}
 }
 
 // Declaration declares the suite to the registry.
-var Declaration = runner.Declare("ideas", "LiveIdeaBench: scientific ideas from one keyword, judged by a local panel (originality, feasibility, clarity, fluency, flexibility)",
+var Declaration = engine.Declare("ideas", "LiveIdeaBench: scientific ideas from one keyword, judged by a local panel (originality, feasibility, clarity, fluency, flexibility)",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: "keywords" held N
@@ -316,11 +318,11 @@ func migrate(format int, cfg map[string]json.RawMessage) error {
 		}
 		delete(cfg, "fluency_all_pairs")
 	}
-	runner.Rename(cfg, "critics_per_idea", "critics")
-	runner.Rename(cfg, "organisations", "organisation")
-	runner.DefaultTo(cfg, "protocol", `"paper"`)
-	runner.DefaultTo(cfg, "final_idea", `"all"`)
-	runner.DefaultTo(cfg, "scoring", `"current"`)
+	engine.Rename(cfg, "critics_per_idea", "critics")
+	engine.Rename(cfg, "organisations", "organisation")
+	engine.DefaultTo(cfg, "protocol", `"paper"`)
+	engine.DefaultTo(cfg, "final_idea", `"all"`)
+	engine.DefaultTo(cfg, "scoring", `"current"`)
 	return nil
 }
 
@@ -414,7 +416,7 @@ func loadExternal(path string) (map[string]float64, error) {
 
 func (s *Suite) Name() string { return "ideas" }
 
-// MetricNames are the last parts of the summary's keys (runner.Measurer):
+// MetricNames are the last parts of the summary's keys (summary.Measurer):
 // MODEL.NAME.
 func (s *Suite) MetricNames() []string {
 	return []string{"originality", "feasibility", "clarity", "fluency", "flexibility", "average", "average5", "refusal_rate"}
@@ -425,13 +427,13 @@ func (s *Suite) Models() []string {
 }
 
 // Prompts records the templates in the manifest.
-func (s *Suite) Prompts() map[string]runner.PromptInfo {
+func (s *Suite) Prompts() map[string]rundir.PromptInfo {
 	src := "github.com/x66ccff/liveideabench (MIT)"
-	out := map[string]runner.PromptInfo{}
+	out := map[string]rundir.PromptInfo{}
 	for n, t := range map[string]string{"idea_prompt": s.prompts.Idea, "idea_fallback": s.prompts.Fallback, "critic_system": s.prompts.Critic,
 		"critic_user": s.prompts.CriticUser, "fluency_critic": s.prompts.Fluency, "refusal_phrases": strings.Join(RefusalPhrases(), "\n"),
 		"final_idea_markers": strings.Join(FinalIdeaMarkers(), "\n")} {
-		out[n] = runner.PromptInfo{Source: src, Text: t}
+		out[n] = rundir.PromptInfo{Source: src, Text: t}
 	}
 	return out
 }
@@ -453,11 +455,11 @@ type payload struct {
 }
 
 // Items: one per (keyword, model).
-func (s *Suite) Items(ctx context.Context) ([]runner.Item, error) {
-	var items []runner.Item
+func (s *Suite) Items(ctx context.Context) ([]engine.Item, error) {
+	var items []engine.Item
 	for _, k := range s.keywords {
 		for _, m := range s.cfg.Models {
-			items = append(items, runner.Item{ID: k.Keyword + "/" + m, Payload: payload{k, m}})
+			items = append(items, engine.Item{ID: k.Keyword + "/" + m, Payload: payload{k, m}})
 		}
 	}
 	return items, nil
@@ -524,7 +526,7 @@ func (g *fluencyGrade) Validate() error {
 }
 
 var (
-	gradeLabel = runner.NewLabelled("grade", `(?:final\s+)?(?:answer|grade|choice|option|verdict|rating)|答案`, `(?-i:[(（]?([A-D])\b)`)
+	gradeLabel = judging.NewLabelled("grade", `(?:final\s+)?(?:answer|grade|choice|option|verdict|rating)|答案`, `(?-i:[(（]?([A-D])\b)`)
 	gradeIs    = regexp.MustCompile(`(?:\b(?i:answer|grade|choice|option|verdict)\s+(?i:is|would be|=)|\bI (?i:choose|pick|select|would choose|would pick)|^(?i:option|grade|answer))\s*(?:(?i:option|grade)\s+)?[(（]?\s*["']?([A-D])\b`)
 	gradeBare  = regexp.MustCompile(`^[(（\[]?([A-D])[)）\]]?[.。:：)]?$`)
 	gradeLead  = regexp.MustCompile(`^[(（\[]?([A-D])[)）\]]?(?:[.。:：,，)]|\s+[-–—]\s)`)
@@ -537,11 +539,11 @@ var (
 // A). Every statement must agree; no grade or two different grades is a
 // parse failure. The two ideas, quoted, are not read.
 func parseFluency(reply string) (fluencyGrade, error) {
-	g, err := gradeLetters.Read(runner.Plain(reply))
+	g, err := gradeLetters.Read(judging.Plain(reply))
 	return fluencyGrade{Grade: g}, err
 }
 
-var gradeLetters = runner.Letters{Bare: gradeBare, Lead: gradeLead, Is: gradeIs, Label: gradeLabel}
+var gradeLetters = judging.Letters{Bare: gradeBare, Lead: gradeLead, Is: gradeIs, Label: gradeLabel}
 
 // ReadFluency is halu's reading of a fluency reply as a grade letter (see
 // parseFluency).
@@ -570,8 +572,8 @@ type CriticScores struct {
 
 // Validate rejects scores outside 1..10.
 func (c *CriticScores) Validate() error {
-	return runner.InRange(1, 10, runner.Score{Name: "originality", Value: c.Originality},
-		runner.Score{Name: "feasibility", Value: c.Feasibility}, runner.Score{Name: "clarity", Value: c.Clarity})
+	return judging.InRange(1, 10, judging.Score{Name: "originality", Value: c.Originality},
+		judging.Score{Name: "feasibility", Value: c.Feasibility}, judging.Score{Name: "clarity", Value: c.Clarity})
 }
 
 // CriticSchema is the critic's structured-output schema.
@@ -593,21 +595,21 @@ var (
 		"feasibility": regexp.MustCompile(`(?i)"?feasibility"?\s*[:=]\s*(\d+)`),
 		"clarity":     regexp.MustCompile(`(?i)"?clarity"?\s*[:=]\s*(\d+)`),
 	}
-	criticLabels = []*runner.Labelled{
-		runner.NewLabelled("originality", `originality`, runner.ScoreValue),
-		runner.NewLabelled("feasibility", `feasibility`, runner.ScoreValue),
-		runner.NewLabelled("clarity", `clarity`, runner.ScoreValue),
+	criticLabels = []*judging.Labelled{
+		judging.NewLabelled("originality", `originality`, judging.ScoreValue),
+		judging.NewLabelled("feasibility", `feasibility`, judging.ScoreValue),
+		judging.NewLabelled("clarity", `clarity`, judging.ScoreValue),
 	}
 )
 
 // ParseCriticText is halu's reader of the critic's free-text reply: the
 // three scores as stated — in the JSON block the prompt asks for, or as
 // labelled lines ("**Originality:** 8/10") — in the cleaned reply
-// (runner.Clean: reasoning and the quoted idea removed). Every statement of a score must agree (a final JSON
+// (judging.Clean: reasoning and the quoted idea removed). Every statement of a score must agree (a final JSON
 // block followed by a quoted {"originality": 10, …} is ambiguous), scores
 // must be whole numbers in 1..10 ("7.5" is rejected, not read as 7).
 func ParseCriticText(reply string) (CriticScores, error) {
-	s := runner.Plain(reply)
+	s := judging.Plain(reply)
 	var c CriticScores
 	for i, p := range []*int{&c.Originality, &c.Feasibility, &c.Clarity} {
 		n, err := criticLabels[i].Score(s, 1, 10)
@@ -701,7 +703,7 @@ func seeded(seed int, parts ...string) *rand.Rand {
 	return rand.New(rand.NewPCG(h.Sum64(), uint64(seed)))
 }
 
-func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (any, error) {
+func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	p := it.Payload.(payload)
 	panel, err := s.panelFor(ctx, c.Engine())
 	if err != nil {
@@ -759,7 +761,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 	return res, nil
 }
 
-func (s *Suite) generate(ctx context.Context, c *runner.Calls, p payload, i int) (Idea, error) {
+func (s *Suite) generate(ctx context.Context, c *engine.Calls, p payload, i int) (Idea, error) {
 	idea := Idea{Index: i}
 	// The authors' code asks qwq for its answer after a marker and cuts
 	// the reply there; other models' replies are scored whole.
@@ -771,7 +773,7 @@ func (s *Suite) generate(ctx context.Context, c *runner.Calls, p payload, i int)
 		case s.cfg.FinalIdea == "all":
 			return ExtractIdeaLine(out)
 		}
-		return strings.TrimSpace(runner.StripReasoning(out)), false
+		return strings.TrimSpace(judging.StripReasoning(out)), false
 	}
 	ask := func(prompt string, sample int) (localmodels.ChatResponse, error) {
 		if qwq {
@@ -840,7 +842,7 @@ func LengthExclusion(text string) string {
 	return ""
 }
 
-func (s *Suite) critique(ctx context.Context, c *runner.Calls, judge, idea string) (Critique, error) {
+func (s *Suite) critique(ctx context.Context, c *engine.Calls, judge, idea string) (Critique, error) {
 	req := localmodels.ChatRequest{
 		Model: judge,
 		Messages: []localmodels.Message{
@@ -853,7 +855,7 @@ func (s *Suite) critique(ctx context.Context, c *runner.Calls, judge, idea strin
 	if s.cfg.JudgeFormat == "json" {
 		schema = json.RawMessage(CriticSchema)
 	}
-	sc, ok, err := runner.JudgeWith(ctx, c, "critic", req, schema, runner.Reader[CriticScores]{
+	sc, ok, err := judging.JudgeWith(ctx, c, "critic", req, schema, judging.Reader[CriticScores]{
 		Text:   ParseCriticText,
 		Paper:  ParseCriticPaper,
 		Quoted: []string{idea},
@@ -868,7 +870,7 @@ func (s *Suite) critique(ctx context.Context, c *runner.Calls, judge, idea strin
 	return cr, nil
 }
 
-func (s *Suite) fluency(ctx context.Context, c *runner.Calls, judge, keyword, a, b string) (FluencyPair, error) {
+func (s *Suite) fluency(ctx context.Context, c *engine.Calls, judge, keyword, a, b string) (FluencyPair, error) {
 	prompt := strings.NewReplacer("{{keyword}}", keyword, "{{A}}", a, "{{B}}", b).Replace(s.prompts.Fluency)
 	req := localmodels.ChatRequest{
 		Model:    judge,
@@ -879,7 +881,7 @@ func (s *Suite) fluency(ctx context.Context, c *runner.Calls, judge, keyword, a,
 	if s.cfg.JudgeFormat == "json" {
 		schema = json.RawMessage(FluencySchema)
 	}
-	g, ok, err := runner.JudgeWith(ctx, c, "fluency", req, schema, runner.Reader[fluencyGrade]{
+	g, ok, err := judging.JudgeWith(ctx, c, "fluency", req, schema, judging.Reader[fluencyGrade]{
 		Text:   parseFluency,
 		Paper:  ParseFluencyPaper,
 		Quoted: []string{a, b},

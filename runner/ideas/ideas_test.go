@@ -13,7 +13,8 @@ import (
 
 	"halu/localmodels"
 	"halu/localmodels/fakeollama"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/setting"
 )
 
 func TestPromptRendering(t *testing.T) {
@@ -299,7 +300,7 @@ func runScoresByHand(t *testing.T, ignoresFormat bool) {
 		t.Fatal(err)
 	}
 	e := srv.Engine(t, 2)
-	res, err := e.Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func runScoresByHand(t *testing.T, ignoresFormat bool) {
 			t.Errorf("%s = %v, want %v", k, got, w)
 		}
 	}
-	_, recs, _ := runner.ReadRun(res.Dir)
+	_, recs, _ := engine.ReadRun(res.Dir)
 	for _, r := range recs {
 		var ir ItemResult
 		json.Unmarshal(r.Data, &ir)
@@ -368,11 +369,11 @@ func TestLongIdeaExcluded(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Models, cfg.Judges, cfg.Limit, cfg.IdeasPerKeyword, cfg.CriticsPerIdea = []string{"gen"}, []string{"j1"}, 1, 2, 1
 	s, _ := New(cfg)
-	res, err := srv.Engine(t, 1).Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, recs, _ := runner.ReadRun(res.Dir)
+	_, recs, _ := engine.ReadRun(res.Dir)
 	var ir ItemResult
 	json.Unmarshal(recs[0].Data, &ir)
 	long := ir.Ideas[0]
@@ -413,14 +414,14 @@ func TestFinalIdeaOnlyForQwQAndSecondRefusalScored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := srv.Engine(t, 1).Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(prompts["qwq"], FinalIdeaInstruction) || strings.Contains(prompts["gen"], "Final Idea") {
 		t.Errorf("prompt suffixes: qwq %q, gen %q", prompts["qwq"][max(0, len(prompts["qwq"])-60):], prompts["gen"][max(0, len(prompts["gen"])-60):])
 	}
-	_, recs, _ := runner.ReadRun(res.Dir)
+	_, recs, _ := engine.ReadRun(res.Dir)
 	for _, r := range recs {
 		var ir ItemResult
 		json.Unmarshal(r.Data, &ir)
@@ -451,7 +452,7 @@ func TestDepartures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cfg.Settings().ProtocolOf() != runner.ProtocolPaper || len(s.cfg.Settings().Departures()) != 0 {
+	if s.cfg.Settings().ProtocolOf() != setting.ProtocolPaper || len(s.cfg.Settings().Departures()) != 0 {
 		t.Fatalf("defaults: protocol %s, departures %v", s.cfg.Settings().ProtocolOf(), s.cfg.Settings().Departures())
 	}
 	cfg.IdeasPerKeyword = 3
@@ -463,8 +464,8 @@ func TestDepartures(t *testing.T) {
 	}
 	// --protocol halu: every halu default is a departure.
 	h := DefaultConfig()
-	h.Protocol = runner.ProtocolHalu
-	if err := runner.ApplyProtocol(&h, func(string) bool { return false }); err != nil {
+	h.Protocol = setting.ProtocolHalu
+	if err := setting.ApplyProtocol(&h, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	h.Models, h.Judges = []string{"m"}, []string{"j"}
@@ -497,7 +498,7 @@ func TestPaperAndHaluReaders(t *testing.T) {
 	for _, tc := range []struct {
 		protocol string
 		want     string
-	}{{runner.ProtocolPaper, "A"}, {runner.ProtocolHalu, "C"}} {
+	}{{setting.ProtocolPaper, "A"}, {setting.ProtocolHalu, "C"}} {
 		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
 			switch {
 			case r.Model == "gen":
@@ -510,19 +511,19 @@ func TestPaperAndHaluReaders(t *testing.T) {
 			fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9})
 		cfg := DefaultConfig()
 		cfg.Models, cfg.Judges, cfg.Limit, cfg.CriticsPerIdea, cfg.Protocol = []string{"gen"}, []string{"j1"}, 1, 1, tc.protocol
-		if err := runner.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+		if err := setting.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
 			t.Fatal(err)
 		}
 		s, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := srv.Engine(t, 1).Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+		res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 		srv.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, recs, _ := runner.ReadRun(res.Dir)
+		_, recs, _ := engine.ReadRun(res.Dir)
 		var ir ItemResult
 		json.Unmarshal(recs[0].Data, &ir)
 		if len(ir.Fluency) == 0 || ir.Fluency[0].Grade != tc.want {

@@ -2,14 +2,15 @@ package ideas
 
 import (
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Outcomes gives, per keyword, the mean originality, feasibility and
 // clarity of the model's scored ideas and its mean fluency grade.
-func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
-	var out []runner.Outcome
-	decoded, err := runner.DecodeRecords[ItemResult](recs)
+func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+	var out []summary.Outcome
+	decoded, err := rundir.DecodeRecords[ItemResult](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +40,7 @@ func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 			xs   []float64
 		}{{"originality", or}, {"feasibility", fe}, {"clarity", cl}, {"fluency", flu}} {
 			if len(m.xs) > 0 {
-				out = append(out, runner.Outcome{Model: ir.Model, Unit: ir.Keyword, Metric: m.name, Kind: "score", Value: metrics.Mean(m.xs)})
+				out = append(out, summary.Outcome{Model: ir.Model, Unit: ir.Keyword, Metric: m.name, Kind: "score", Value: metrics.Mean(m.xs)})
 			}
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/engine"
 )
 
 // Panel is the judge panel (paper, "Judge LLM panel formation"): judges in
@@ -26,7 +26,7 @@ type Panel struct {
 	orgs         map[string]string // declared organisations
 }
 
-func (s *Suite) panelFor(ctx context.Context, e *runner.Engine) (*Panel, error) {
+func (s *Suite) panelFor(ctx context.Context, e *engine.Engine) (*Panel, error) {
 	s.panelMu.Lock()
 	defer s.panelMu.Unlock()
 	if s.panel != nil {

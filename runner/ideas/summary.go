@@ -6,7 +6,8 @@ import (
 	"sort"
 
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // ModelScores are one model's LiveIdeaBench figures, on the leaderboard's
@@ -38,9 +39,9 @@ type ModelScores struct {
 // Summarize computes the per-model scores, the category heatmap data, the
 // length–quality correlation and, with --external, the Pearson correlation
 // against an external benchmark.
-func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
+func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	byModel := map[string][]ItemResult{}
-	decoded, err := runner.DecodeRecords[ItemResult](recs)
+	decoded, err := rundir.DecodeRecords[ItemResult](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		models = append(models, m)
 	}
 	sort.Strings(models)
-	sum := &runner.Summary{Suite: "ideas", Metrics: map[string]float64{}}
+	sum := &summary.Summary{Suite: "ideas", Metrics: map[string]float64{}}
 	var all []ModelScores
 	cats := map[string]bool{}
 	for _, m := range models {
@@ -81,7 +82,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		} {
 			iv := f.iv
 			iv.N = f.n
-			fig := runner.IntervalFigure(m, "", f.name, m+"."+f.key, iv, f.unscored, f.method)
+			fig := summary.IntervalFigure(m, "", f.name, m+"."+f.key, iv, f.unscored, f.method)
 			switch f.key {
 			case "originality", "feasibility", "clarity":
 				fig = fig.Clip(1, 10) // the critics' 1–10 scale
@@ -111,9 +112,9 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 		return a > b
 	})
-	lb := runner.Table{Title: "LiveIdeaBench leaderboard layout, ranked by Average (1–10; 95% CI: t for means, bootstrap for flexibility)",
+	lb := summary.Table{Title: "LiveIdeaBench leaderboard layout, ranked by Average (1–10; 95% CI: t for means, bootstrap for flexibility)",
 		Columns: []string{"Rank", "Model", "Fluency", "Feasibility", "Originality", "Flexibility", "Average", "Clarity", "Average (5 dims)"}}
-	cnt := runner.Table{Title: "Ideas, refusals, exclusions, unscored judgements, length",
+	cnt := summary.Table{Title: "Ideas, refusals, exclusions, unscored judgements, length",
 		Columns: []string{"Model", "ideas", "refused (then fallback)", "refused twice (scored)", "excluded (length)", "unscored critiques", "unscored fluency", "critics: ideas with fewer than asked", "mean words", "Spearman(words, quality)"}}
 	for i, ms := range all {
 		rank, avg, avg5 := fmt.Sprint(i+1), fmt.Sprintf("%.3f", ms.Average), fmt.Sprintf("%.3f", ms.Average5)
@@ -137,7 +138,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		catNames = append(catNames, c)
 	}
 	sort.Strings(catNames)
-	heat := runner.Table{Title: "Per category (paper Fig. 3 heatmap data): mean per-keyword composite", Columns: append([]string{"Model"}, catNames...)}
+	heat := summary.Table{Title: "Per category (paper Fig. 3 heatmap data): mean per-keyword composite", Columns: append([]string{"Model"}, catNames...)}
 	for _, ms := range all {
 		row := []string{ms.Model}
 		for _, c := range catNames {
@@ -162,7 +163,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			}
 		}
 	}
-	sum.Tables = append(sum.Tables, runner.JudgeTable("Critics: parse failures, mean score and leniency (score = mean of originality, feasibility, clarity; 1–10)", "(1–10)", obs))
+	sum.Tables = append(sum.Tables, summary.JudgeTable("Critics: parse failures, mean score and leniency (score = mean of originality, feasibility, clarity; 1–10)", "(1–10)", obs))
 	sum.Charts = append(sum.Charts, ideasCharts(all, catNames)...)
 	if s.external != nil {
 		var x, y []float64
@@ -171,7 +172,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 				x, y = append(x, ms.Average), append(y, v)
 			}
 		}
-		t := runner.Table{Title: "Correlation with the external benchmark (" + s.cfg.External + ")", Columns: []string{"models", "Pearson r", "p"}}
+		t := summary.Table{Title: "Correlation with the external benchmark (" + s.cfg.External + ")", Columns: []string{"models", "Pearson r", "p"}}
 		if r, err := metrics.Pearson(x, y); err == nil {
 			t.Rows = append(t.Rows, []string{fmt.Sprint(r.N), fmt.Sprintf("%.3f", r.Statistic), fmt.Sprintf("%.3f", r.P)})
 		} else {
@@ -202,8 +203,8 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 // ideasCharts are the leaderboard's dimensions with their CIs, the
 // originality–feasibility plane with its Pareto front (the paper's Fig. 4)
 // and the per-category heatmap (Fig. 3).
-func ideasCharts(all []ModelScores, cats []string) []runner.Chart {
-	bars := runner.Chart{Kind: "bars", Title: "LiveIdeaBench dimensions per model (95% CI)", Y: "score (1–10)"}
+func ideasCharts(all []ModelScores, cats []string) []summary.Chart {
+	bars := summary.Chart{Kind: "bars", Title: "LiveIdeaBench dimensions per model (95% CI)", Y: "score (1–10)"}
 	dims := []struct {
 		name string
 		get  func(ModelScores) metrics.Interval
@@ -218,7 +219,7 @@ func ideasCharts(all []ModelScores, cats []string) []runner.Chart {
 		bars.Groups = append(bars.Groups, ms.Model)
 	}
 	for _, d := range dims {
-		se := runner.Series{Name: d.name}
+		se := summary.Series{Name: d.name}
 		for _, ms := range all {
 			se.AddInterval(d.get(ms))
 		}
@@ -229,23 +230,23 @@ func ideasCharts(all []ModelScores, cats []string) []runner.Chart {
 		xs, ys = append(xs, ms.Originality.Estimate), append(ys, ms.Feasibility.Estimate)
 	}
 	front := metrics.ParetoFront(xs, ys)
-	sc := runner.Chart{Kind: "scatter", Title: "Originality vs feasibility, Pareto front joined (paper Fig. 4)", X: "originality", Y: "feasibility"}
+	sc := summary.Chart{Kind: "scatter", Title: "Originality vs feasibility, Pareto front joined (paper Fig. 4)", X: "originality", Y: "feasibility"}
 	for i, ms := range all {
-		sc.Points = append(sc.Points, runner.Point{Label: ms.Model, X: runner.Num(xs[i]), Y: runner.Num(ys[i]), Front: front[i]})
+		sc.Points = append(sc.Points, summary.Point{Label: ms.Model, X: summary.Num(xs[i]), Y: summary.Num(ys[i]), Front: front[i]})
 	}
-	heat := runner.Chart{Kind: "heatmap", Title: "Mean per-keyword composite by category (paper Fig. 3)", Groups: cats}
+	heat := summary.Chart{Kind: "heatmap", Title: "Mean per-keyword composite by category (paper Fig. 3)", Groups: cats}
 	for _, ms := range all {
 		heat.Rows = append(heat.Rows, ms.Model)
-		row := make([]runner.Num, len(cats))
+		row := make([]summary.Num, len(cats))
 		for i, c := range cats {
-			row[i] = runner.Num(math.NaN())
+			row[i] = summary.Num(math.NaN())
 			if v, ok := ms.Categories[c]; ok {
-				row[i] = runner.Num(v)
+				row[i] = summary.Num(v)
 			}
 		}
 		heat.Cells = append(heat.Cells, row)
 	}
-	return []runner.Chart{bars, sc, heat}
+	return []summary.Chart{bars, sc, heat}
 }
 
 // score computes a model's LiveIdeaBench figures. firstRelease uses the
@@ -351,9 +352,9 @@ func fewerCritics(items []ItemResult, asked int) int {
 
 // Flag marks a record for the sample browser: an idea refused, critics
 // whose originality scores lie 3 or more apart on the 1–10 scale.
-func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
-	var f runner.Flags
-	ir, err := runner.Decode[ItemResult](rec)
+func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
+	var f summary.Flags
+	ir, err := rundir.Decode[ItemResult](rec)
 	if err != nil {
 		return f, err
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/judging"
 )
 
 // Constraint is one intent constraint (§3.1): a short statement of a single
@@ -181,7 +181,7 @@ func ParseMappingJSON(reply string, allowClarification bool) (Mapping, error) {
 		Constraints   []Constraint `json:"constraints"`
 		Clarification bool         `json:"clarification"`
 	}
-	if err := runner.DecodeJSON(reply, &raw); err != nil {
+	if err := judging.DecodeJSON(reply, &raw); err != nil {
 		return Mapping{}, err
 	}
 	if raw.Clarification && allowClarification {
@@ -292,10 +292,10 @@ var satisfiedValue = `(yes|no|true|false|satisfied|not\s+satisfied|unsatisfied|m
 // had: "Constraint 1: Yes", "constraint_2: not satisfied", one per
 // constraint, each stated once (or consistently).
 func ParseScoreText(reply string, n int) ([]bool, error) {
-	s := runner.Plain(reply)
+	s := judging.Plain(reply)
 	out := make([]bool, n)
 	for i := range out {
-		l := runner.NewLabelled(fmt.Sprintf("constraint %d", i+1), fmt.Sprintf(`constraint[\s_]*%d`, i+1), satisfiedValue)
+		l := judging.NewLabelled(fmt.Sprintf("constraint %d", i+1), fmt.Sprintf(`constraint[\s_]*%d`, i+1), satisfiedValue)
 		v, err := l.One(s)
 		if err != nil {
 			return nil, err

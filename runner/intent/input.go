@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"halu/runner"
+	"halu/runner/rundir"
 )
 
 // Tasks are FaithQA's six task types (Table 1): the omission tasks (Fact QA,
@@ -153,7 +153,7 @@ func (in Input) validate() error {
 func ParseInputs(b []byte, name string) ([]Input, error) {
 	var out []Input
 	seen := map[string]int{}
-	err := runner.ScanJSONL(bytes.NewReader(b), name, func(line int, l []byte) error {
+	err := rundir.ScanJSONL(bytes.NewReader(b), name, func(line int, l []byte) error {
 		var in Input
 		dec := json.NewDecoder(bytes.NewReader(l))
 		dec.DisallowUnknownFields()

@@ -21,7 +21,9 @@ import (
 
 	"halu/localmodels"
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
+	"halu/runner/rundir"
 	"halu/runner/setting"
 )
 
@@ -87,8 +89,8 @@ type Config struct {
 	JudgeMaxTokens int
 	// CodeChecks lets code decide countable constraints (countable.go).
 	CodeChecks bool
-	// Protocol is runner.ProtocolPaper (the default) or
-	// runner.ProtocolHalu (JSON judges, code checks).
+	// Protocol is setting.ProtocolPaper (the default) or
+	// setting.ProtocolHalu (JSON judges, code checks).
 	Protocol string
 }
 
@@ -145,22 +147,22 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 
 // DefaultConfig is the paper's protocol.
 func DefaultConfig() Config {
-	return Config{Protocol: runner.ProtocolPaper, Seed: 1, Temperature: 0, MaxTokens: 512, Weights: "default", MapSamples: 1, MapTemperature: 0.7,
+	return Config{Protocol: setting.ProtocolPaper, Seed: 1, Temperature: 0, MaxTokens: 512, Weights: "default", MapSamples: 1, MapTemperature: 0.7,
 		BaselineSamples: 5, BaselineTemperature: 0.7, FactSamples: 5, FactTemperature: 0.7,
 		JudgeFormat: "text", JudgeMaxTokens: 1024, CodeChecks: false, Sample: "stratified"}
 }
 
 // Declaration declares the suite to the registry.
-var Declaration = runner.Declare("intent", "FaithQA: intent hallucination (omission, misinterpretation) scored by the Constraint Score, beside a 1–10 judge baseline",
+var Declaration = engine.Declare("intent", "FaithQA: intent hallucination (omission, misinterpretation) scored by the Constraint Score, beside a 1–10 judge baseline",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: the judge was
 // "judge", and a run recorded before protocols (or the sample setting)
 // existed reads as the paper's protocol taking the first N items.
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	runner.Rename(cfg, "judge", "judges")
-	runner.DefaultTo(cfg, "protocol", `"paper"`)
-	runner.DefaultTo(cfg, "sample", `"first"`)
+	engine.Rename(cfg, "judge", "judges")
+	engine.DefaultTo(cfg, "protocol", `"paper"`)
+	engine.DefaultTo(cfg, "sample", `"first"`)
 	return nil
 }
 
@@ -216,7 +218,7 @@ func New(cfg Config) (*Suite, error) {
 		case cfg.Sample == "first":
 			items = items[:cfg.Limit]
 		default:
-			items = runner.StratifiedSample(items, cfg.Limit, cfg.Seed, func(in Input) string { return in.Difficulty })
+			items = engine.StratifiedSample(items, cfg.Limit, cfg.Seed, func(in Input) string { return in.Difficulty })
 		}
 		ins = append(ins, items...)
 	}
@@ -228,7 +230,7 @@ func New(cfg Config) (*Suite, error) {
 
 func (s *Suite) Name() string { return "intent" }
 
-// MetricNames are the last parts of the summary's keys (runner.Measurer):
+// MetricNames are the last parts of the summary's keys (summary.Measurer):
 // MODEL[/TASK]/NAME, and human/JUDGE/mse where human scores are given.
 func (s *Suite) MetricNames() []string {
 	return []string{"cs", "perfect", "baseline", "fact_rate", "hallucination_rate", "mse"}
@@ -249,11 +251,11 @@ func (s *Suite) Sample() []string {
 func (s *Suite) Models() []string { return append(append([]string(nil), s.cfg.Models...), s.cfg.Judge) }
 
 // Prompts records every template in the manifest.
-func (s *Suite) Prompts() map[string]runner.PromptInfo {
-	out := map[string]runner.PromptInfo{}
+func (s *Suite) Prompts() map[string]rundir.PromptInfo {
+	out := map[string]rundir.PromptInfo{}
 	for n, src := range promptSources {
 		t := prompt(n)
-		out[n] = runner.PromptInfo{Source: src, Text: t}
+		out[n] = rundir.PromptInfo{Source: src, Text: t}
 	}
 	return out
 }
@@ -271,11 +273,11 @@ type payload struct {
 }
 
 // Items: one per (model, query).
-func (s *Suite) Items(context.Context) ([]runner.Item, error) {
-	var items []runner.Item
+func (s *Suite) Items(context.Context) ([]engine.Item, error) {
+	var items []engine.Item
 	for _, m := range s.cfg.Models {
 		for _, in := range s.inputs {
-			items = append(items, runner.Item{ID: m + "/" + in.ID, Payload: payload{m, in}})
+			items = append(items, engine.Item{ID: m + "/" + in.ID, Payload: payload{m, in}})
 		}
 	}
 	return items, nil
@@ -357,7 +359,7 @@ func (s *Suite) schema(v string) json.RawMessage {
 	return nil
 }
 
-func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (any, error) {
+func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	p := it.Payload.(payload)
 	in := p.in
 	res := ItemResult{Model: p.model, ID: in.ID, Task: in.Task, Difficulty: in.Difficulty, Topic: in.Topic,
@@ -393,8 +395,8 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 		if s.cfg.MapSamples > 1 {
 			temp = s.cfg.MapTemperature
 		}
-		req := s.judgeReq(runner.Fill(prompt("constraint_mapping"), map[string]string{"query": mapped}), temp, s.cfg.Seed+i)
-		m, ok, err := runner.JudgeWith(ctx, c, "decompose", req, s.schema(mappingSchema), runner.Reader[Mapping]{
+		req := s.judgeReq(engine.Fill(prompt("constraint_mapping"), map[string]string{"query": mapped}), temp, s.cfg.Seed+i)
+		m, ok, err := judging.JudgeWith(ctx, c, "decompose", req, s.schema(mappingSchema), judging.Reader[Mapping]{
 			Text: func(raw string) (Mapping, error) { return ParseMapping(raw, false) },
 			JSON: func(raw string) (Mapping, error) { return ParseMappingJSON(raw, false) },
 		})
@@ -417,9 +419,9 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 	}
 
 	if mis {
-		req := s.judgeReq(runner.Fill(prompt("missing_content_check"), map[string]string{
+		req := s.judgeReq(engine.Fill(prompt("missing_content_check"), map[string]string{
 			"missing": in.MissingPart(), "task": task, "response": res.Response}), 0, s.cfg.Seed)
-		v, ok, err := runner.JudgeWith(ctx, c, "judge", req, s.schema(missingSchema), runner.Reader[MissingVerdict]{Text: ParseMissingText, Quoted: []string{res.Response}})
+		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, s.schema(missingSchema), judging.Reader[MissingVerdict]{Text: ParseMissingText, Quoted: []string{res.Response}})
 		if err != nil {
 			return nil, err
 		}
@@ -448,7 +450,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 }
 
 // score fills the per-constraint verdicts and the Constraint Score.
-func (s *Suite) score(ctx context.Context, c *runner.Calls, res *ItemResult, in Input) error {
+func (s *Suite) score(ctx context.Context, c *engine.Calls, res *ItemResult, in Input) error {
 	switch {
 	case res.Mapping == nil:
 		res.Unscorable = "constraint mapping never parsed"
@@ -478,10 +480,10 @@ func (s *Suite) score(ctx context.Context, c *runner.Calls, res *ItemResult, in 
 		scored[0].Satisfied, scored[0].Source = false, "rule"
 	}
 	// The judge sees the whole set, the missing-content constraint included.
-	req := s.judgeReq(runner.Fill(prompt("constraint_scoring"), map[string]string{
+	req := s.judgeReq(engine.Fill(prompt("constraint_scoring"), map[string]string{
 		"query": in.Prompt(), "constraints": ListConstraints(cs), "response": res.Response}), 0, s.cfg.Seed)
 	if s.cfg.JudgeFormat == "text" {
-		r, ok, err := runner.JudgeWith(ctx, c, "judge", req, nil, runner.Reader[Ratios]{
+		r, ok, err := judging.JudgeWith(ctx, c, "judge", req, nil, judging.Reader[Ratios]{
 			Text:   func(raw string) (Ratios, error) { return ParseRatios(raw, cs) },
 			Quoted: []string{res.Response},
 		})
@@ -512,10 +514,10 @@ func (s *Suite) score(ctx context.Context, c *runner.Calls, res *ItemResult, in 
 		res.Constraints, res.Scored, res.CS, res.Perfect = scored, true, &score, score >= 10-1e-9
 		return nil
 	}
-	sat, ok, err := runner.JudgeWith(ctx, c, "judge", req, json.RawMessage(scoreSchema(len(cs))), runner.Reader[[]bool]{
+	sat, ok, err := judging.JudgeWith(ctx, c, "judge", req, json.RawMessage(scoreSchema(len(cs))), judging.Reader[[]bool]{
 		JSON: func(raw string) ([]bool, error) {
 			var v ScoreVerdicts
-			if err := runner.DecodeJSON(raw, &v); err != nil {
+			if err := judging.DecodeJSON(raw, &v); err != nil {
 				return nil, err
 			}
 			return v.Satisfied(len(cs))
@@ -560,14 +562,14 @@ func (s *Suite) finish(res *ItemResult, scored []ScoredConstraint) error {
 }
 
 // baseline is §6's zero-shot 1–10 rating with self-consistency.
-func (s *Suite) baseline(ctx context.Context, c *runner.Calls, res *ItemResult, task string) error {
+func (s *Suite) baseline(ctx context.Context, c *engine.Calls, res *ItemResult, task string) error {
 	if s.cfg.BaselineSamples == 0 {
 		return nil
 	}
-	content := prompt("judge_baseline") + "\n" + runner.Fill(prompt("baseline_scale"), map[string]string{"query": task, "response": res.Response})
+	content := prompt("judge_baseline") + "\n" + engine.Fill(prompt("baseline_scale"), map[string]string{"query": task, "response": res.Response})
 	for i := 0; i < s.cfg.BaselineSamples; i++ {
 		req := s.judgeReq(content, s.cfg.BaselineTemperature, s.cfg.Seed+i)
-		v, ok, err := runner.JudgeWith(ctx, c, "baseline", req, s.schema(baselineSchema), runner.Reader[BaselineVerdict]{Text: ParseBaselineText, Quoted: []string{res.Response}})
+		v, ok, err := judging.JudgeWith(ctx, c, "baseline", req, s.schema(baselineSchema), judging.Reader[BaselineVerdict]{Text: ParseBaselineText, Quoted: []string{res.Response}})
 		if err != nil {
 			return err
 		}
@@ -584,14 +586,14 @@ func (s *Suite) baseline(ctx context.Context, c *runner.Calls, res *ItemResult, 
 
 // factCheck is Appendix D.2.3 Step 0: independent checks, majority vote.
 // (Step 1, the Wikipedia retrieval, needs a network and is not done.)
-func (s *Suite) factCheck(ctx context.Context, c *runner.Calls, res *ItemResult, task string) error {
+func (s *Suite) factCheck(ctx context.Context, c *engine.Calls, res *ItemResult, task string) error {
 	if s.cfg.FactSamples == 0 {
 		return nil
 	}
-	content := runner.Fill(prompt("fact_check"), map[string]string{"query": task, "response": res.Response})
+	content := engine.Fill(prompt("fact_check"), map[string]string{"query": task, "response": res.Response})
 	for i := 0; i < s.cfg.FactSamples; i++ {
 		req := s.judgeReq(content, s.cfg.FactTemperature, s.cfg.Seed+i)
-		v, ok, err := runner.JudgeWith(ctx, c, "factcheck", req, s.schema(factSchema), runner.Reader[FactVerdict]{Text: ParseFactText, Quoted: []string{res.Response}})
+		v, ok, err := judging.JudgeWith(ctx, c, "factcheck", req, s.schema(factSchema), judging.Reader[FactVerdict]{Text: ParseFactText, Quoted: []string{res.Response}})
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,10 @@ import (
 
 	"halu/localmodels/fakeollama"
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
+	"halu/runner/rundir"
+	"halu/runner/setting"
 )
 
 func TestParseMapping(t *testing.T) {
@@ -190,7 +193,7 @@ func TestScoreVerdicts(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var v ScoreVerdicts
-		err := runner.DecodeJSON(tc.json, &v)
+		err := judging.DecodeJSON(tc.json, &v)
 		var got []bool
 		if err == nil {
 			got, err = v.Satisfied(2)
@@ -506,8 +509,8 @@ func runAgainstFake(t *testing.T, ignoresFormat bool) {
 
 	// halu's protocol: JSON judges, code checks.
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Judge, cfg.BaselineSamples, cfg.FactSamples, cfg.Protocol = []string{"m"}, "j", 3, 3, runner.ProtocolHalu
-	if err := runner.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+	cfg.Models, cfg.Judge, cfg.BaselineSamples, cfg.FactSamples, cfg.Protocol = []string{"m"}, "j", 3, 3, setting.ProtocolHalu
+	if err := setting.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	s, err := New(cfg)
@@ -515,11 +518,11 @@ func runAgainstFake(t *testing.T, ignoresFormat bool) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	res, err := srv.Engine(t, 2).Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(dir, "run")})
+	res, err := srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, recs, err := runner.ReadRun(res.Dir)
+	_, recs, err := engine.ReadRun(res.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,11 +598,11 @@ func runAgainstFake(t *testing.T, ignoresFormat bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = srv.Engine(t, 2).Run(context.Background(), s, runner.RunSpec{Dir: filepath.Join(dir, "text")})
+	res, err = srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "text")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, recs, _ = runner.ReadRun(res.Dir)
+	_, recs, _ = engine.ReadRun(res.Dir)
 	for _, rec := range recs {
 		var r ItemResult
 		json.Unmarshal(rec.Data, &r)
@@ -740,7 +743,7 @@ func TestProtocolDepartures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cfg.Settings().ProtocolOf() != runner.ProtocolPaper || len(s.cfg.Settings().Departures()) != 0 || s.cfg.JudgeFormat != "text" || s.cfg.CodeChecks {
+	if s.cfg.Settings().ProtocolOf() != setting.ProtocolPaper || len(s.cfg.Settings().Departures()) != 0 || s.cfg.JudgeFormat != "text" || s.cfg.CodeChecks {
 		t.Fatalf("default: %s %v %+v", s.cfg.Settings().ProtocolOf(), s.cfg.Settings().Departures(), s.cfg)
 	}
 	var as []string
@@ -750,8 +753,8 @@ func TestProtocolDepartures(t *testing.T) {
 	if strings.Join(as, ",") != "temperature,max-tokens,baseline-samples,baseline-temperature,fact-temperature,judge-max-tokens" {
 		t.Errorf("assumptions %v", as)
 	}
-	cfg.Protocol = runner.ProtocolHalu
-	runner.ApplyProtocol(&cfg, func(f string) bool { return f == "code-checks" })
+	cfg.Protocol = setting.ProtocolHalu
+	setting.ApplyProtocol(&cfg, func(f string) bool { return f == "code-checks" })
 	s, _ = New(cfg)
 	var deps []string
 	for _, d := range s.cfg.Settings().Departures() {
@@ -767,7 +770,7 @@ func TestProtocolDepartures(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err = New(*oldCfg.(*Config))
-	if err != nil || s.cfg.Protocol != runner.ProtocolPaper || len(s.cfg.Settings().Departures()) != 2 {
+	if err != nil || s.cfg.Protocol != setting.ProtocolPaper || len(s.cfg.Settings().Departures()) != 2 {
 		t.Errorf("old run: %v %+v %v", err, s.cfg, s.cfg.Settings().Departures())
 	}
 }
@@ -781,13 +784,13 @@ func TestBaselineTiesNoted(t *testing.T) {
 		t.Fatal(err)
 	}
 	six, three := 6.0, 3.0
-	var recs []runner.Record
+	var recs []rundir.Record
 	for i, r := range []ItemResult{
 		{ID: "a", Model: "m", Task: "story", BaselineSamples: []int{6, 6, 2}, Baseline: &six},
 		{ID: "b", Model: "m", Task: "story", BaselineSamples: []int{3, 8}, Baseline: &three, BaselineTie: true},
 	} {
 		b, _ := json.Marshal(r)
-		recs = append(recs, runner.Record{Item: fmt.Sprint(i), Data: b})
+		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
 	sum, err := s.Summarize(recs)
 	if err != nil {

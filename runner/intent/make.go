@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"halu/runner"
+	"halu/runner/rundir"
 )
 
 // Article is one source document for building misinterpretation items.
@@ -33,7 +33,7 @@ func ReadArticles(path string) ([]Article, error) {
 	}
 	defer f.Close()
 	var out []Article
-	err = runner.ScanJSONL(f, path, func(_ int, l []byte) error {
+	err = rundir.ScanJSONL(f, path, func(_ int, l []byte) error {
 		var raw struct {
 			ID         json.RawMessage `json:"id"`
 			PMID       json.RawMessage `json:"pmid"`

@@ -1,20 +1,21 @@
 package intent
 
 import (
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Outcomes gives, per query, the Constraint Score (score), whether the
 // response is Perfect (binary) and the 1–10 baseline (score).
-func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
-	var out []runner.Outcome
-	decoded, err := runner.DecodeRecords[ItemResult](recs)
+func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+	var out []summary.Outcome
+	decoded, err := rundir.DecodeRecords[ItemResult](recs)
 	if err != nil {
 		return nil, err
 	}
 	for _, ir := range decoded {
-		o := func(metric, kind string, v float64) runner.Outcome {
-			return runner.Outcome{Model: ir.Model, Unit: ir.ID, Metric: metric, Kind: kind, Value: v}
+		o := func(metric, kind string, v float64) summary.Outcome {
+			return summary.Outcome{Model: ir.Model, Unit: ir.ID, Metric: metric, Kind: kind, Value: v}
 		}
 		if ir.Scored && ir.CS != nil {
 			perfect := 0.0

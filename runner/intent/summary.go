@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // taskNames are the paper's names for the task types.
@@ -35,15 +36,15 @@ func f2(x float64) string {
 
 // csFigures are the Constraint Score (mean, eq. 1) and Perfect share
 // (CS = 10) of one model over one group of items.
-func csFigures(model, group, key string, cs []float64, unscored int, headline bool) (runner.Figure, runner.Figure) {
-	c := runner.MeanFigure(model, group, "CS", key+"/cs", cs, unscored).Clip(0, 10)
+func csFigures(model, group, key string, cs []float64, unscored int, headline bool) (summary.Figure, summary.Figure) {
+	c := summary.MeanFigure(model, group, "CS", key+"/cs", cs, unscored).Clip(0, 10)
 	perfect := 0
 	for _, x := range cs {
 		if x >= 10-1e-9 {
 			perfect++
 		}
 	}
-	p := runner.ProportionFigure(model, group, "Perfect", key+"/perfect", perfect, len(cs), unscored)
+	p := summary.ProportionFigure(model, group, "Perfect", key+"/perfect", perfect, len(cs), unscored)
 	p.Percent = false // FaithQA's tables print Perfect as a share
 	c.Headline, p.Headline = headline, headline
 	return c, p
@@ -89,7 +90,7 @@ func rescore(r ItemResult, w metrics.Weights) (float64, bool) {
 // by missing part), Table 11 (Count / Invent / Other), Figure 4 (violated
 // constraint categories), Appendix G.1 (weight presets) and, with human
 // scores, §7's MSE and mean deviation.
-func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
+func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	var rs []ItemResult
 	for _, rec := range recs {
 		var r ItemResult
@@ -119,10 +120,10 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 		byModel[r.Model] = append(byModel[r.Model], r)
 	}
-	sum := &runner.Summary{Suite: "intent", Metrics: map[string]float64{}}
+	sum := &summary.Summary{Suite: "intent", Metrics: map[string]float64{}}
 
 	// Table 3, long form: one row per (model, task, difficulty).
-	t3 := runner.Table{Title: "FaithQA Table 3 — Perfect and Constraint Score (CS, 95% CI clipped to the scale) by task, with the zero-shot 1–10 baseline (§6)",
+	t3 := summary.Table{Title: "FaithQA Table 3 — Perfect and Constraint Score (CS, 95% CI clipped to the scale) by task, with the zero-shot 1–10 baseline (§6)",
 		Columns: []string{"model", "task", "difficulty", "n", "unscored", "Perfect", "CS", "baseline"}}
 	type cell struct{ task, diff string }
 	for _, m := range models {
@@ -183,7 +184,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	sum.Charts = append(sum.Charts, intentCharts(models, byModel)...)
 
 	// Table 4: Fact QA Perfect and Fact (%), by topic and difficulty.
-	t4 := runner.Table{Title: "FaithQA Table 4 — Fact QA: Perfect and Factual Verifiable Hallucination Rate (Fact, % of hallucinated responses, CS < 10, that the fact check finds inaccurate)",
+	t4 := summary.Table{Title: "FaithQA Table 4 — Fact QA: Perfect and Factual Verifiable Hallucination Rate (Fact, % of hallucinated responses, CS < 10, that the fact check finds inaccurate)",
 		Columns: []string{"model", "topic", "difficulty", "n", "Perfect", "hallucinated", "fact-checked", "Fact %"}}
 	for _, m := range models {
 		type tk struct{ topic, diff string }
@@ -239,9 +240,9 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 	}
 
 	// Table 10: misinterpretation hallucination rate by missing part.
-	t10 := runner.Table{Title: "FaithQA Table 10 — misinterpretation tasks: intent hallucination rate by missing part (responses that do not ask for the missing content)",
+	t10 := summary.Table{Title: "FaithQA Table 10 — misinterpretation tasks: intent hallucination rate by missing part (responses that do not ask for the missing content)",
 		Columns: []string{"model", "task", "topic", "missing", "n", "hallucination rate"}}
-	t11 := runner.Table{Title: "FaithQA Table 11 — Response Evaluation: types of hallucination (shares of hallucinated responses)",
+	t11 := summary.Table{Title: "FaithQA Table 11 — Response Evaluation: types of hallucination (shares of hallucinated responses)",
 		Columns: []string{"model", "topic", "hallucinated", "Count", "Invent", "Other"}}
 	for _, m := range models {
 		type mk struct{ task, topic, kind string }
@@ -306,7 +307,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 
 	// Figure 4: share of responses violating at least one constraint of each
 	// component (independent rates: a response may violate several).
-	f4 := runner.Table{Title: "FaithQA Figure 4 — violated constraint categories (share of scored responses with a violated constraint of that component)",
+	f4 := summary.Table{Title: "FaithQA Figure 4 — violated constraint categories (share of scored responses with a violated constraint of that component)",
 		Columns: append([]string{"model", "n"}, Components...)}
 	for _, m := range models {
 		n := 0
@@ -341,7 +342,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 
 	// Appendix G.1: mean CS under each weight preset; with human scores,
 	// the correlations of each with them.
-	g1 := runner.Table{Title: "FaithQA Appendix G.1 — mean Constraint Score under each weight preset (mandatory/important/optional)",
+	g1 := summary.Table{Title: "FaithQA Appendix G.1 — mean Constraint Score under each weight preset (mandatory/important/optional)",
 		Columns: []string{"model"}}
 	for _, p := range PresetOrder {
 		w := WeightPresets[p]
@@ -388,7 +389,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		}
 	}
 	if len(byRule) > 0 {
-		tc := runner.Table{Title: "Countable constraints decided by code: agreement of the judge's verdict with the code's",
+		tc := summary.Table{Title: "Countable constraints decided by code: agreement of the judge's verdict with the code's",
 			Columns: []string{"rule", "constraints", "judge agrees"}}
 		var rules []string
 		for k := range byRule {
@@ -469,7 +470,7 @@ func orDash(s string) string {
 // humanTables adds §7's comparison with human Constraint Scores: MSE and
 // mean deviation of CS and of the baseline, and the weight presets'
 // correlations with the human scores (Appendix G.1's table).
-func (s *Suite) humanTables(sum *runner.Summary, rs []ItemResult) {
+func (s *Suite) humanTables(sum *summary.Summary, rs []ItemResult) {
 	var human, cs, hb, base []float64
 	for _, r := range rs {
 		if r.HumanScore == nil {
@@ -485,7 +486,7 @@ func (s *Suite) humanTables(sum *runner.Summary, rs []ItemResult) {
 	if len(human) == 0 && len(hb) == 0 {
 		return
 	}
-	t := runner.Table{Title: "FaithQA §7 — agreement with human scores", Columns: []string{"method", "n", "MSE", "mean deviation"}}
+	t := summary.Table{Title: "FaithQA §7 — agreement with human scores", Columns: []string{"method", "n", "MSE", "mean deviation"}}
 	add := func(name string, pred, ref []float64) {
 		mse, err1 := metrics.MSE(pred, ref)
 		dev, err2 := metrics.MeanDeviation(pred, ref)
@@ -499,7 +500,7 @@ func (s *Suite) humanTables(sum *runner.Summary, rs []ItemResult) {
 	add("Baseline (1–10, self-consistency)", base, hb)
 	sum.Tables = append(sum.Tables, t)
 
-	corr := runner.Table{Title: "FaithQA Appendix G.1 — correlation of each weight preset's CS with human scores",
+	corr := summary.Table{Title: "FaithQA Appendix G.1 — correlation of each weight preset's CS with human scores",
 		Columns: []string{"weights", "n", "Pearson r (p)", "Spearman ρ (p)"}}
 	for _, p := range PresetOrder {
 		var x, y []float64
@@ -525,9 +526,9 @@ func (s *Suite) humanTables(sum *runner.Summary, rs []ItemResult) {
 
 // intentCharts are the Constraint Score distribution per model (0–10, one
 // bin per point) and the mean CS by task with its 95% CI.
-func intentCharts(models []string, byModel map[string][]ItemResult) []runner.Chart {
-	hist := runner.Chart{Kind: "histogram", Title: "Constraint Score distribution (0–10)", X: "Constraint Score", Y: "responses", Bins: 10, Min: 0, Max: 10}
-	bars := runner.Chart{Kind: "bars", Title: "Mean Constraint Score by task (95% t CI)", Y: "CS (0–10)"}
+func intentCharts(models []string, byModel map[string][]ItemResult) []summary.Chart {
+	hist := summary.Chart{Kind: "histogram", Title: "Constraint Score distribution (0–10)", X: "Constraint Score", Y: "responses", Bins: 10, Min: 0, Max: 10}
+	bars := summary.Chart{Kind: "bars", Title: "Mean Constraint Score by task (95% t CI)", Y: "CS (0–10)"}
 	present := map[string]bool{}
 	for _, m := range models {
 		for _, r := range byModel[m] {
@@ -540,16 +541,16 @@ func intentCharts(models []string, byModel map[string][]ItemResult) []runner.Cha
 		}
 	}
 	for _, m := range models {
-		hs := runner.Series{Name: m}
+		hs := summary.Series{Name: m}
 		byTask := map[string][]float64{}
 		for _, r := range byModel[m] {
 			if r.Scored && r.CS != nil {
-				hs.Values = append(hs.Values, runner.Num(*r.CS))
+				hs.Values = append(hs.Values, summary.Num(*r.CS))
 				byTask[r.Task] = append(byTask[r.Task], *r.CS)
 			}
 		}
 		hist.Series = append(hist.Series, hs)
-		bs := runner.Series{Name: m}
+		bs := summary.Series{Name: m}
 		for _, t := range Tasks {
 			if !present[t] {
 				continue
@@ -560,12 +561,12 @@ func intentCharts(models []string, byModel map[string][]ItemResult) []runner.Cha
 		}
 		bars.Series = append(bars.Series, bs)
 	}
-	return []runner.Chart{hist, bars}
+	return []summary.Chart{hist, bars}
 }
 
 // Flag marks a record for the sample browser: a response below the
 // perfect Constraint Score (an intent hallucination, §4), one not scored.
-func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
-	r, err := runner.Decode[ItemResult](rec)
-	return runner.Flags{Hallucinated: r.Scored && !r.Perfect, Unscored: !r.Scored}, err
+func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
+	r, err := rundir.Decode[ItemResult](rec)
+	return summary.Flags{Hallucinated: r.Scored && !r.Perfect, Unscored: !r.Scored}, err
 }

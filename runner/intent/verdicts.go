@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"halu/runner"
+	"halu/runner/judging"
 )
 
 // MissingVerdict is the judge's reading of a response to a query with one
@@ -48,8 +48,8 @@ func Classify(v MissingVerdict) string {
 	return OutcomeOther
 }
 
-var yesNo = func(name, label string) *runner.Labelled {
-	return runner.NewLabelled(name, label, runner.YesNoValue)
+var yesNo = func(name, label string) *judging.Labelled {
+	return judging.NewLabelled(name, label, judging.YesNoValue)
 }
 
 var (
@@ -58,14 +58,14 @@ var (
 	onTaskL   = yesNo("On task", `on[\s_]+task`)
 	inaccL    = yesNo("Factual inaccuracies", `factual[\s_]+inaccurac(?:y|ies)`)
 	missFactL = yesNo("Missing required facts", `missing[\s_]+required[\s_]+facts?`)
-	endScore  = regexp.MustCompile(`(?i)(?:^|[\s(])(?:final\s+)?(?:score|rating)\s*[:=]\s*` + runner.ScoreValue + `[\s.!]*$`)
-	scoreL    = runner.NewLabelled("score", `(?:final\s+)?(?:score|rating)`, runner.ScoreValue)
+	endScore  = regexp.MustCompile(`(?i)(?:^|[\s(])(?:final\s+)?(?:score|rating)\s*[:=]\s*` + judging.ScoreValue + `[\s.!]*$`)
+	scoreL    = judging.NewLabelled("score", `(?:final\s+)?(?:score|rating)`, judging.ScoreValue)
 )
 
-// yes reads one Yes/No field as stated (runner.Labelled) in a cleaned
+// yes reads one Yes/No field as stated (judging.Labelled) in a cleaned
 // reply: labelled lines only, two different answers an error.
-func yes(s string, l *runner.Labelled) (bool, error) {
-	return l.YesNo(runner.Plain(s))
+func yes(s string, l *judging.Labelled) (bool, error) {
+	return l.YesNo(judging.Plain(s))
 }
 
 // ParseMissingText reads the three Yes/No lines of missing_content_check.txt.
@@ -130,9 +130,9 @@ const baselineSchema = `{"type":"object","properties":{"score":{"type":"integer"
 // before it are not the answer); otherwise every statement in the reply
 // must agree.
 func ParseBaselineText(reply string) (BaselineVerdict, error) {
-	s := strings.TrimSpace(runner.Plain(reply))
+	s := strings.TrimSpace(judging.Plain(reply))
 	if m := endScore.FindStringSubmatch(s); m != nil {
-		if n, err := runner.ParseScore(m[1], 1, 10); err == nil {
+		if n, err := judging.ParseScore(m[1], 1, 10); err == nil {
 			return BaselineVerdict{Score: n}, nil
 		}
 	}

@@ -1,12 +1,12 @@
 // Package registry lists halu's suites: one line per suite, each the
-// suite package's Declaration (runner.Declaration). Commands find suites
+// suite package's Declaration (engine.Declaration). Commands find suites
 // here — their flags, configs and how to build them — and a new suite is
 // its package plus one line below.
 package registry
 
 import (
-	"halu/runner"
 	"halu/runner/cfaith"
+	"halu/runner/engine"
 	"halu/runner/hic"
 	"halu/runner/hypo"
 	"halu/runner/ideas"
@@ -15,8 +15,8 @@ import (
 )
 
 // All are the declared suites, in the order commands list them.
-func All() []runner.Declaration {
-	return []runner.Declaration{
+func All() []engine.Declaration {
+	return []engine.Declaration{
 		smoke.Declaration,
 		hic.Declaration,
 		ideas.Declaration,
@@ -28,11 +28,11 @@ func All() []runner.Declaration {
 }
 
 // Find is the suite named name.
-func Find(name string) (runner.Declaration, bool) {
+func Find(name string) (engine.Declaration, bool) {
 	for _, d := range All() {
 		if d.Name == name {
 			return d, true
 		}
 	}
-	return runner.Declaration{}, false
+	return engine.Declaration{}, false
 }

@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Board is one suite's leaderboard over every run given: a row per run,
@@ -52,7 +53,7 @@ type BoardCell struct {
 	Value float64
 	// Figure is the run's figure behind the cell (nil for published and
 	// empty cells).
-	Figure *runner.Figure
+	Figure *summary.Figure
 }
 
 // BoardSort is an order of a board's rows.
@@ -91,7 +92,7 @@ func board(suite string, runs []*Run) (Board, error) {
 	col := map[string]int{}
 	type rowKey struct{ run, model, group string }
 	rowAt := map[rowKey]int{}
-	var figs [][]*runner.Figure // per row, per column
+	var figs [][]*summary.Figure // per row, per column
 	for _, r := range runs {
 		for i := range r.Summary.Figures {
 			f := &r.Summary.Figures[i]
@@ -120,7 +121,7 @@ func board(suite string, runs []*Run) (Board, error) {
 	}
 	for i := range b.Rows {
 		for c := range b.Metrics {
-			var f *runner.Figure
+			var f *summary.Figure
 			if c < len(figs[i]) {
 				f = figs[i][c]
 			}
@@ -160,7 +161,7 @@ func board(suite string, runs []*Run) (Board, error) {
 
 // figureCell is a run's cell: "–" with the reason when nothing was
 // measured, else the estimate, interval, n and unscored count.
-func figureCell(f *runner.Figure) BoardCell {
+func figureCell(f *summary.Figure) BoardCell {
 	if f == nil {
 		return BoardCell{Text: "", Value: math.NaN()}
 	}
@@ -268,7 +269,7 @@ func publishedValue(s string, percent bool) float64 {
 	return v
 }
 
-func digestOf(m *runner.Manifest, model string) string {
+func digestOf(m *rundir.Manifest, model string) string {
 	for _, mi := range m.Models {
 		if mi.Name == model || mi.Name == localmodels.CanonicalName(model) {
 			return localmodels.ShortDigest(mi.Digest)

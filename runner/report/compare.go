@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/summary"
 )
 
 // Comparison is one metric of two runs over the units they share.
@@ -47,15 +47,15 @@ const CompareSeed = 20240601
 // outcomes, each with the mean difference (B − A) and an effect size with
 // 95% CIs. Models pair by name when the runs share models, else every model
 // of a with every model of b.
-func Compare(a, b []runner.Outcome) ([]Comparison, error) {
+func Compare(a, b []summary.Outcome) ([]Comparison, error) {
 	type key struct{ model, metric string }
-	index := func(os []runner.Outcome) (map[key]map[string]runner.Outcome, map[string]bool) {
-		m := map[key]map[string]runner.Outcome{}
+	index := func(os []summary.Outcome) (map[key]map[string]summary.Outcome, map[string]bool) {
+		m := map[key]map[string]summary.Outcome{}
 		models := map[string]bool{}
 		for _, o := range os {
 			k := key{o.Model, o.Metric}
 			if m[k] == nil {
-				m[k] = map[string]runner.Outcome{}
+				m[k] = map[string]summary.Outcome{}
 			}
 			m[k][o.Unit] = o
 			models[o.Model] = true

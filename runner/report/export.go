@@ -8,7 +8,9 @@ import (
 	"math"
 	"strconv"
 
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // LongColumns are the columns of WriteLong, in order.
@@ -28,7 +30,7 @@ func WriteLong(w io.Writer, runs []*Run) error {
 		for _, f := range r.Summary.Figures {
 			est := f.Estimate
 			if !f.Measured() {
-				est = runner.Num(math.NaN())
+				est = summary.Num(math.NaN())
 			}
 			if err := cw.Write([]string{r.Name(), r.Manifest.Suite, f.Model, f.Group, f.Metric, f.Key,
 				longNum(est), longNum(f.Lo), longNum(f.Hi), strconv.Itoa(f.N), strconv.Itoa(f.Unscored), f.Interval,
@@ -41,7 +43,7 @@ func WriteLong(w io.Writer, runs []*Run) error {
 	return cw.Error()
 }
 
-func longNum(x runner.Num) string {
+func longNum(x summary.Num) string {
 	f := float64(x)
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return ""
@@ -53,16 +55,16 @@ func longNum(x runner.Num) string {
 // the unit the engine stores, holding the suite's scored units) with its
 // inputs, outputs and verdicts.
 type SampleRow struct {
-	Run   string       `json:"run"`
-	Suite string       `json:"suite"`
-	Item  string       `json:"item"`
-	Flags runner.Flags `json:"flags"`
+	Run   string        `json:"run"`
+	Suite string        `json:"suite"`
+	Item  string        `json:"item"`
+	Flags summary.Flags `json:"flags"`
 	// Calls are the item's model calls in order: stage, model, the prompt
 	// of a generation as sent, the reply as written and a judge's verdict
 	// as read.
 	Calls []SampleCall `json:"calls"`
 	// Failures are the judgements never read, with every raw reply.
-	Failures []runner.Failure `json:"failures,omitempty"`
+	Failures []rundir.Failure `json:"failures,omitempty"`
 	// Data is the suite's record: the scored units with their verdicts.
 	Data json.RawMessage `json:"data"`
 }
@@ -136,7 +138,7 @@ type BrowserFilter struct {
 // SampleGroup is the records that share a generation prompt.
 type SampleGroup struct {
 	Anchor, Label string
-	Flags         runner.Flags
+	Flags         summary.Flags
 	Prompt        string
 	Entries       []SampleEntry
 }
@@ -144,13 +146,13 @@ type SampleGroup struct {
 // SampleEntry is one record of a group.
 type SampleEntry struct {
 	Run, Item string
-	Flags     runner.Flags
+	Flags     summary.Flags
 	Answers   []SampleCall
 	Judges    []SampleCall
 	// MoreJudges counts judge calls beyond judgeRows, left to --samples
 	// (a KnowHD statement asks one per claim and source).
 	MoreJudges int
-	Failures   []runner.Failure
+	Failures   []rundir.Failure
 	// Data is the record as stored (clipped), shown when the record has no
 	// transcript (a run made before halu kept one).
 	Data string
@@ -179,13 +181,13 @@ func Browsers(runs []*Run) []Browser {
 			key, prompt := row.Item+"\x00", ""
 			for _, c := range r.Records[i].Calls {
 				if c.Kind == "chat" && c.Prompt != "" {
-					key, prompt = "\x00"+c.Prompt, runner.ClipText(r.Records[i].Prompts[c.Prompt], 6000)
+					key, prompt = "\x00"+c.Prompt, engine.ClipText(r.Records[i].Prompts[c.Prompt], 6000)
 					break
 				}
 			}
 			for _, c := range row.Calls {
 				c.Prompt = "" // shown once, for the group
-				c.Reply = runner.ClipText(c.Reply, 3000)
+				c.Reply = engine.ClipText(c.Reply, 3000)
 				if c.Kind == "chat" {
 					e.Answers = append(e.Answers, c)
 				} else if len(e.Judges) < judgeRows {
@@ -216,13 +218,13 @@ func Browsers(runs []*Run) []Browser {
 		b := &out[bi]
 		for _, f := range []struct {
 			name string
-			has  func(runner.Flags) bool
+			has  func(summary.Flags) bool
 		}{
-			{"judged hallucinated", func(f runner.Flags) bool { return f.Hallucinated }},
-			{"judges disagree", func(f runner.Flags) bool { return f.Disagree }},
-			{"unscored", func(f runner.Flags) bool { return f.Unscored }},
-			{"refused", func(f runner.Flags) bool { return f.Refused }},
-			{"cut short", func(f runner.Flags) bool { return f.CutShort }},
+			{"judged hallucinated", func(f summary.Flags) bool { return f.Hallucinated }},
+			{"judges disagree", func(f summary.Flags) bool { return f.Disagree }},
+			{"unscored", func(f summary.Flags) bool { return f.Unscored }},
+			{"refused", func(f summary.Flags) bool { return f.Refused }},
+			{"cut short", func(f summary.Flags) bool { return f.CutShort }},
 		} {
 			bf := BrowserFilter{Name: f.name}
 			for _, g := range b.Groups {
@@ -236,7 +238,7 @@ func Browsers(runs []*Run) []Browser {
 	return out
 }
 
-func orFlags(a, b runner.Flags) runner.Flags {
-	return runner.Flags{Hallucinated: a.Hallucinated || b.Hallucinated, Disagree: a.Disagree || b.Disagree,
+func orFlags(a, b summary.Flags) summary.Flags {
+	return summary.Flags{Hallucinated: a.Hallucinated || b.Hallucinated, Disagree: a.Disagree || b.Disagree,
 		Refused: a.Refused || b.Refused, Unscored: a.Unscored || b.Unscored, CutShort: a.CutShort || b.CutShort}
 }

@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // HTML writes one self-contained page for runs: no script, no external
@@ -66,8 +67,8 @@ func sortedBoard(b Board, s BoardSort) boardView {
 
 type runData struct {
 	Anchor, Name, Dir string
-	M                 *runner.Manifest
-	S                 *runner.Summary
+	M                 *rundir.Manifest
+	S                 *summary.Summary
 	Note              string
 	Regenerated       bool
 	Charts            []chartData

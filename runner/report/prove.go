@@ -1,16 +1,17 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
-	"halu/runner"
+	"halu/runner/engine"
 	"halu/runner/registry"
+	"halu/runner/rundir"
 	"halu/runner/setting"
+	"halu/runner/summary"
 )
 
 // Published is what a published table was made with, as far as the paper
@@ -121,16 +122,16 @@ type RunFacts struct {
 	// Settings are the suite's and the engine's, as the run used them;
 	// nil when the run's settings could not be read.
 	Settings setting.List
-	Counts   runner.Counts
+	Counts   rundir.Counts
 	// ContentCut counts prompts that lost content to fit the context
-	// window (runner.Summary.ContentCut).
+	// window (summary.Summary.ContentCut).
 	ContentCut int
-	Datasets   map[string]runner.DatasetInfo
+	Datasets   map[string]rundir.DatasetInfo
 }
 
 // Facts reads a run's facts from its manifest and summary: its settings
 // through the suite's declaration (migrating an older run format).
-func Facts(m *runner.Manifest, sum *runner.Summary) RunFacts {
+func Facts(m *rundir.Manifest, sum *summary.Summary) RunFacts {
 	f := RunFacts{Counts: m.Counts, Datasets: m.Datasets}
 	if sum != nil {
 		f.ContentCut = sum.ContentCut
@@ -143,8 +144,8 @@ func Facts(m *runner.Manifest, sum *runner.Summary) RunFacts {
 	if err != nil {
 		return f
 	}
-	ec := runner.DefaultEngineConfig()
-	if err := json.Unmarshal(m.Engine, &ec); err != nil {
+	ec, err := engine.Recorded(m)
+	if err != nil {
 		return f
 	}
 	f.Settings = append(cfg.Settings(), ec.Settings()...)
@@ -227,7 +228,7 @@ func (r Reference) Prove(f RunFacts) Verdict {
 
 // sameFile reports whether a path setting names a file whose hash (as the
 // run's manifest recorded it) is the published one's (Entry.SHA256).
-func sameFile(s setting.Setting, e Entry, ds map[string]runner.DatasetInfo) bool {
+func sameFile(s setting.Setting, e Entry, ds map[string]rundir.DatasetInfo) bool {
 	if e.SHA256 == "" || !s.IsPath() || s.Value.Empty() {
 		return false
 	}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"halu/runner"
+	"halu/runner/summary"
 )
 
 // Published numbers, transcribed from the papers (reference/README.md names
@@ -22,7 +22,7 @@ type Reference struct {
 	Suite     string
 	File      string
 	Source    string
-	Table     runner.Table
+	Table     summary.Table
 	Published *Published
 	board     *boardColumns
 }
@@ -78,7 +78,7 @@ func References(suite string) ([]Reference, error) {
 			return nil, err
 		}
 		out = append(out, Reference{Suite: suite, File: r.file, Source: r.source, Published: pub, board: r.board,
-			Table: runner.Table{Title: "Published: " + r.source, Columns: rows[0], Rows: rows[1:]}})
+			Table: summary.Table{Title: "Published: " + r.source, Columns: rows[0], Rows: rows[1:]}})
 	}
 	return out, nil
 }

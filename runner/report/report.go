@@ -16,22 +16,24 @@ import (
 	"strings"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Run is one run directory, loaded.
 type Run struct {
 	Dir      string
-	Manifest *runner.Manifest
-	Records  []runner.Record
-	Summary  *runner.Summary
+	Manifest *rundir.Manifest
+	Records  []rundir.Record
+	Summary  *summary.Summary
 	// Regenerated is true when Summary was recomputed from the records;
 	// false when the suite could not be rebuilt here (its input files are
 	// elsewhere) and the run's own summary.json was used, named in Note.
 	Regenerated bool
 	Note        string
 	// Flags are each record's (same index), for the sample browser.
-	Flags []runner.Flags
+	Flags []summary.Flags
 	// Facts are what the run's numbers rest on, for comparison with
 	// published tables (Reference.Prove).
 	Facts RunFacts
@@ -40,22 +42,22 @@ type Run struct {
 // Rebuilder makes the suite a run used from its manifest, with no model
 // call; it returns an error when it cannot (an unknown suite, input files
 // not on this machine).
-type Rebuilder func(m *runner.Manifest) (runner.Suite, error)
+type Rebuilder func(m *rundir.Manifest) (engine.Suite, error)
 
 // Load reads the run in dir. The summary is recomputed from the records by
 // the suite rebuild makes when it can be, so a report shows the current
 // tables and charts for any run; otherwise the run's summary.json is used.
-// Every record's flags (runner.Flags) are read for the sample browser.
+// Every record's flags (summary.Flags) are read for the sample browser.
 func Load(dir string, rebuild Rebuilder) (*Run, error) {
-	m, recs, err := runner.ReadRun(dir)
+	m, recs, err := engine.ReadRun(dir)
 	if err != nil {
 		return nil, err
 	}
 	r := &Run{Dir: dir, Manifest: m, Records: recs}
-	var suite runner.Suite
+	var suite engine.Suite
 	if rebuild != nil && len(recs) > 0 {
 		s, serr := rebuild(m)
-		var sum *runner.Summary
+		var sum *summary.Summary
 		if serr == nil {
 			suite = s
 			sum, serr = s.Summarize(recs)
@@ -66,21 +68,21 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 			r.Note = fmt.Sprintf("tables from the run's summary.json: the suite could not be rebuilt here (%v)", serr)
 		}
 	}
-	r.Flags = make([]runner.Flags, len(recs))
+	r.Flags = make([]summary.Flags, len(recs))
 	for i, rec := range recs {
-		f, err := runner.RecordFlags(suite, rec)
+		f, err := summary.RecordFlags(suite, rec)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 		r.Flags[i] = f
 	}
 	if r.Summary == nil {
-		sum, err := runner.ReadSummary(dir)
+		sum, err := summary.ReadSummary(dir)
 		switch {
 		case err == nil:
 			r.Summary = sum
 		case errors.Is(err, os.ErrNotExist):
-			r.Summary = &runner.Summary{Suite: m.Suite}
+			r.Summary = &summary.Summary{Suite: m.Suite}
 			if r.Note == "" {
 				r.Note = "the run has no summary yet (no completed item)"
 			}
@@ -117,11 +119,11 @@ func (r *Run) Name() string {
 type FailureGroup struct {
 	Stage, Model string
 	Count        int
-	Examples     []runner.Failure
+	Examples     []rundir.Failure
 	Items        []string
 }
 
-func failureGroups(recs []runner.Record, keep int) []FailureGroup {
+func failureGroups(recs []rundir.Record, keep int) []FailureGroup {
 	idx := map[[2]string]*FailureGroup{}
 	for _, rec := range recs {
 		for _, f := range rec.Failures {
@@ -159,7 +161,7 @@ type callRow struct {
 	Truncated, NearWindow int
 }
 
-func callRows(recs []runner.Record) []callRow {
+func callRows(recs []rundir.Record) []callRow {
 	idx := map[[2]string]*callRow{}
 	for _, rec := range recs {
 		for _, c := range rec.Calls {

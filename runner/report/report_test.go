@@ -6,24 +6,26 @@ import (
 	"strings"
 	"testing"
 
-	"halu/runner"
+	"halu/runner/engine"
 	"halu/runner/registry"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
-func charts() []runner.Chart {
-	nan := runner.Num(math.NaN())
-	return []runner.Chart{
+func charts() []summary.Chart {
+	nan := summary.Num(math.NaN())
+	return []summary.Chart{
 		{Kind: "bars", Title: "bars", Y: "share", Groups: []string{"m1 SCP", "<m2>"},
-			Series: []runner.Series{
-				{Name: "IH", Values: runner.Nums(0.5, 0.2), Lo: runner.Nums(0.3, 0.05), Hi: runner.Nums(0.7, 0.4)},
-				{Name: "DH", Values: []runner.Num{0.1, nan}},
+			Series: []summary.Series{
+				{Name: "IH", Values: summary.Nums(0.5, 0.2), Lo: summary.Nums(0.3, 0.05), Hi: summary.Nums(0.7, 0.4)},
+				{Name: "DH", Values: []summary.Num{0.1, nan}},
 			}},
 		{Kind: "histogram", Title: "hist", Bins: 10, Min: 0, Max: 10,
-			Series: []runner.Series{{Name: "m", Values: runner.Nums(0, 2.5, 10, 10, 7)}}},
-		{Kind: "scatter", Title: "pareto", X: "originality", Y: "feasibility", Points: []runner.Point{
+			Series: []summary.Series{{Name: "m", Values: summary.Nums(0, 2.5, 10, 10, 7)}}},
+		{Kind: "scatter", Title: "pareto", X: "originality", Y: "feasibility", Points: []summary.Point{
 			{Label: "a", X: 5, Y: 6, Front: true}, {Label: "b", X: 7, Y: 4, Front: true}, {Label: "c", X: 4, Y: 3}}},
 		{Kind: "heatmap", Title: "heat", Groups: []string{"Physics", "Biology"}, Rows: []string{"m1", "m2"},
-			Cells: [][]runner.Num{{5, 6}, {nan, 7}}},
+			Cells: [][]summary.Num{{5, 6}, {nan, 7}}},
 	}
 }
 
@@ -54,21 +56,21 @@ func TestSVGEveryKindDeterministicAndEscaped(t *testing.T) {
 			t.Errorf("%s: a label was written unescaped", c.Kind)
 		}
 	}
-	if _, err := SVG(runner.Chart{Kind: "bars", Title: "empty"}); err == nil {
+	if _, err := SVG(summary.Chart{Kind: "bars", Title: "empty"}); err == nil {
 		t.Error("a chart with no data must be an error")
 	}
 	// Nothing measured: no frame is drawn, and a series with no value
 	// has no legend entry.
-	nan := runner.Num(math.NaN())
-	none := runner.Chart{Kind: "bars", Title: "none", Groups: []string{"m"}, Series: []runner.Series{{Name: "IH", Values: []runner.Num{nan}}}}
+	nan := summary.Num(math.NaN())
+	none := summary.Chart{Kind: "bars", Title: "none", Groups: []string{"m"}, Series: []summary.Series{{Name: "IH", Values: []summary.Num{nan}}}}
 	if !Empty(none) {
 		t.Error("a chart of NaN only is not empty")
 	}
 	if _, err := SVG(none); err == nil {
 		t.Error("a chart of NaN only was drawn")
 	}
-	half := runner.Chart{Kind: "bars", Title: "half", Groups: []string{"m"}, Series: []runner.Series{
-		{Name: "IH", Values: runner.Nums(0.5)}, {Name: "DH-nothing", Values: []runner.Num{nan}}, {Name: "third", Values: runner.Nums(0.2)}}}
+	half := summary.Chart{Kind: "bars", Title: "half", Groups: []string{"m"}, Series: []summary.Series{
+		{Name: "IH", Values: summary.Nums(0.5)}, {Name: "DH-nothing", Values: []summary.Num{nan}}, {Name: "third", Values: summary.Nums(0.2)}}}
 	b, err := SVG(half)
 	if err != nil || strings.Contains(string(b), "DH-nothing") || !strings.Contains(string(b), "third") {
 		t.Errorf("a series with no value must draw nothing, not even its legend entry (%v)", err)
@@ -125,19 +127,19 @@ func TestReferencesTranscribed(t *testing.T) {
 }
 
 func TestCompareKinds(t *testing.T) {
-	var a, b []runner.Outcome
+	var a, b []summary.Outcome
 	for i, x := range []float64{1, 2, 3, 4, 5, 6} {
 		u := string(rune('a' + i))
-		a = append(a, runner.Outcome{Model: "m", Unit: u, Metric: "s", Kind: "score", Value: x})
-		b = append(b, runner.Outcome{Model: "m", Unit: u, Metric: "s", Kind: "score", Value: x + float64(i%2) + 1})
+		a = append(a, summary.Outcome{Model: "m", Unit: u, Metric: "s", Kind: "score", Value: x})
+		b = append(b, summary.Outcome{Model: "m", Unit: u, Metric: "s", Kind: "score", Value: x + float64(i%2) + 1})
 	}
 	// Binary: A right on u0..u3, B right on u0, u4; discordant 3 (A only) and 1 (B only).
 	for i, p := range [][2]float64{{1, 1}, {1, 0}, {1, 0}, {1, 0}, {0, 1}, {0, 0}} {
 		u := string(rune('a' + i))
-		a = append(a, runner.Outcome{Model: "m", Unit: u, Metric: "y", Kind: "binary", Value: p[0]})
-		b = append(b, runner.Outcome{Model: "m", Unit: u, Metric: "y", Kind: "binary", Value: p[1]})
+		a = append(a, summary.Outcome{Model: "m", Unit: u, Metric: "y", Kind: "binary", Value: p[0]})
+		b = append(b, summary.Outcome{Model: "m", Unit: u, Metric: "y", Kind: "binary", Value: p[1]})
 	}
-	b = append(b, runner.Outcome{Model: "m", Unit: "only-b", Metric: "s", Kind: "score", Value: 9})
+	b = append(b, summary.Outcome{Model: "m", Unit: "only-b", Metric: "s", Kind: "score", Value: 9})
 	cs, err := Compare(a, b)
 	if err != nil || len(cs) != 2 {
 		t.Fatalf("%v %+v", err, cs)
@@ -161,7 +163,7 @@ func facts(t *testing.T, suite string, set map[string]string) RunFacts {
 	if !ok {
 		t.Fatalf("no suite %s", suite)
 	}
-	ec := runner.DefaultEngineConfig()
+	ec := engine.DefaultEngineConfig()
 	list := append(d.Config().Settings(), ec.Settings()...)
 	for k, v := range set {
 		s, ok := list.Lookup(k)
@@ -181,7 +183,7 @@ func facts(t *testing.T, suite string, set map[string]string) RunFacts {
 // compared on — and nothing that is not a setting: a setting added to a
 // suite without saying what the published tables used fails here.
 func TestPublishedConfigurationsCoverEverySetting(t *testing.T) {
-	ec := runner.DefaultEngineConfig()
+	ec := engine.DefaultEngineConfig()
 	n := 0
 	for _, d := range registry.All() {
 		refs, err := References(d.Name)
@@ -306,11 +308,11 @@ func TestProveIgnoresWhatATableIgnores(t *testing.T) {
 // better), puts cells with no value last, and reads published cells on
 // the figures' scale.
 func TestBoardSortsAndReadsPublished(t *testing.T) {
-	nan := runner.Num(math.NaN())
-	fig := func(model, metric string, est runner.Num, n int, lower bool) runner.Figure {
-		return runner.Figure{Model: model, Metric: metric, Key: model + "/" + metric, Estimate: est, Lo: nan, Hi: nan, N: n, Percent: true, Lower: lower, Headline: true}
+	nan := summary.Num(math.NaN())
+	fig := func(model, metric string, est summary.Num, n int, lower bool) summary.Figure {
+		return summary.Figure{Model: model, Metric: metric, Key: model + "/" + metric, Estimate: est, Lo: nan, Hi: nan, N: n, Percent: true, Lower: lower, Headline: true}
 	}
-	run := &Run{Dir: "r", Manifest: &runner.Manifest{Suite: "cfaith"}, Summary: &runner.Summary{Figures: []runner.Figure{
+	run := &Run{Dir: "r", Manifest: &rundir.Manifest{Suite: "cfaith"}, Summary: &summary.Summary{Figures: []summary.Figure{
 		fig("a", "HR generative", 0.30, 10, true), fig("b", "HR generative", 0.10, 10, true), fig("c", "HR generative", nan, 0, true),
 		fig("a", "Overall HR", 0.5, 10, true), fig("b", "Overall HR", 0.7, 10, true), fig("c", "Overall HR", 0.2, 10, true),
 	}}}
@@ -363,21 +365,21 @@ func TestBoardSortsAndReadsPublished(t *testing.T) {
 // across runs; lists each flag's blocks; and shows at most judgeRows judge
 // calls a record, counting the rest.
 func TestBrowserGroupsByPrompt(t *testing.T) {
-	rec := func(item, prompt string, judges int, failed bool) runner.Record {
-		r := runner.Record{Item: item, Data: []byte(`{}`), Prompts: map[string]string{"p-" + prompt: "[user]\n" + prompt},
-			Calls: []runner.CallLog{{Stage: "generate", Kind: "chat", Model: "m", Prompt: "p-" + prompt, Reply: "answer to " + prompt, DoneReason: "length"}}}
+	rec := func(item, prompt string, judges int, failed bool) rundir.Record {
+		r := rundir.Record{Item: item, Data: []byte(`{}`), Prompts: map[string]string{"p-" + prompt: "[user]\n" + prompt},
+			Calls: []rundir.CallLog{{Stage: "generate", Kind: "chat", Model: "m", Prompt: "p-" + prompt, Reply: "answer to " + prompt, DoneReason: "length"}}}
 		for i := 0; i < judges; i++ {
-			r.Calls = append(r.Calls, runner.CallLog{Stage: "judge", Kind: "judge", Model: "j", Reply: `{"score": 4}`, Parsed: `{"score":4}`})
+			r.Calls = append(r.Calls, rundir.CallLog{Stage: "judge", Kind: "judge", Model: "j", Reply: `{"score": 4}`, Parsed: `{"score":4}`})
 		}
 		if failed {
-			r.Failures = []runner.Failure{{Stage: "judge", Model: "j", Reason: "no verdict", Raw: []string{"hmm"}}}
+			r.Failures = []rundir.Failure{{Stage: "judge", Model: "j", Reason: "no verdict", Raw: []string{"hmm"}}}
 		}
 		return r
 	}
-	run := func(name string, recs ...runner.Record) *Run {
-		r := &Run{Dir: name, Manifest: &runner.Manifest{Suite: "smoke"}, Summary: &runner.Summary{}, Records: recs}
+	run := func(name string, recs ...rundir.Record) *Run {
+		r := &Run{Dir: name, Manifest: &rundir.Manifest{Suite: "smoke"}, Summary: &summary.Summary{}, Records: recs}
 		for _, x := range recs {
-			f, _ := runner.RecordFlags(nil, x)
+			f, _ := summary.RecordFlags(nil, x)
 			r.Flags = append(r.Flags, f)
 		}
 		return r

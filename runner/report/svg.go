@@ -16,7 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"halu/runner"
+	"halu/runner/summary"
 )
 
 // Charts are drawn with gonum/plot (gonum.org/v1/plot): it renders SVG
@@ -35,7 +35,7 @@ var palette = []color.Color{
 func colour(i int) color.Color { return palette[i%len(palette)] }
 
 // SVG draws c as an SVG document.
-func SVG(c runner.Chart) ([]byte, error) {
+func SVG(c summary.Chart) ([]byte, error) {
 	switch c.Kind {
 	case "bars":
 		return bars(c)
@@ -53,7 +53,7 @@ func SVG(c runner.Chart) ([]byte, error) {
 // the chart, in its own font) and in the sans-serif face: the page's style
 // makes the SVG's text take the page's font family, and the sans metrics
 // keep the layout close to it.
-func newPlot(c runner.Chart) *plot.Plot {
+func newPlot(c summary.Chart) *plot.Plot {
 	p := plot.New()
 	p.X.Label.Text = c.X
 	p.Y.Label.Text = c.Y
@@ -69,7 +69,7 @@ var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
 // Empty reports whether c holds no finite value to draw: such a chart is
 // not drawn at all (no empty frame), and the page says nothing was
 // measured.
-func Empty(c runner.Chart) bool {
+func Empty(c summary.Chart) bool {
 	for _, se := range c.Series {
 		if hasFinite(se.Values) {
 			return false
@@ -88,7 +88,7 @@ func Empty(c runner.Chart) bool {
 	return true
 }
 
-func hasFinite(xs []runner.Num) bool {
+func hasFinite(xs []summary.Num) bool {
 	for _, x := range xs {
 		if finite(x) {
 			return true
@@ -107,14 +107,14 @@ func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func finite(x runner.Num) bool {
+func finite(x summary.Num) bool {
 	f := float64(x)
 	return !math.IsNaN(f) && !math.IsInf(f, 0)
 }
 
 // bars draws grouped bars: group g's bar of series s at x = g + offset(s),
 // with its interval as an error bar at the same x.
-func bars(c runner.Chart) ([]byte, error) {
+func bars(c summary.Chart) ([]byte, error) {
 	p := newPlot(c)
 	G, S := len(c.Groups), len(c.Series)
 	if G == 0 || S == 0 {
@@ -195,7 +195,7 @@ type errPoints struct {
 
 // histogramBars bins each series' values into c.Bins equal bins over
 // [Min, Max] (the last bin closed) and draws the counts as bars.
-func histogramBars(c runner.Chart) runner.Chart {
+func histogramBars(c summary.Chart) summary.Chart {
 	n := c.Bins
 	if n <= 0 {
 		n = 10
@@ -215,7 +215,7 @@ func histogramBars(c runner.Chart) runner.Chart {
 		}
 	}
 	w := (hi - lo) / float64(n)
-	out := runner.Chart{Kind: "bars", Title: c.Title, X: c.X, Y: c.Y}
+	out := summary.Chart{Kind: "bars", Title: c.Title, X: c.X, Y: c.Y}
 	for i := 0; i < n; i++ {
 		closing := ")"
 		if i == n-1 {
@@ -235,12 +235,12 @@ func histogramBars(c runner.Chart) runner.Chart {
 			}
 			counts[k]++
 		}
-		out.Series = append(out.Series, runner.Series{Name: s.Name, Values: runner.Nums(counts...)})
+		out.Series = append(out.Series, summary.Series{Name: s.Name, Values: summary.Nums(counts...)})
 	}
 	return out
 }
 
-func scatter(c runner.Chart) ([]byte, error) {
+func scatter(c summary.Chart) ([]byte, error) {
 	p := newPlot(c)
 	var pts plotter.XYs
 	var labels []string
@@ -304,7 +304,7 @@ func scatter(c runner.Chart) ([]byte, error) {
 
 // grid is a heatmap's cells: column c, row r at (c, r).
 type grid struct {
-	cells    [][]runner.Num
+	cells    [][]summary.Num
 	min, max float64
 }
 
@@ -320,7 +320,7 @@ func (g grid) Y(r int) float64    { return float64(r) }
 func (g grid) Min() float64       { return g.min }
 func (g grid) Max() float64       { return g.max }
 
-func heatmap(c runner.Chart) ([]byte, error) {
+func heatmap(c summary.Chart) ([]byte, error) {
 	p := newPlot(c)
 	if len(c.Rows) == 0 || len(c.Groups) == 0 {
 		return nil, fmt.Errorf("chart %q: no data", c.Title)

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"halu/localmodels"
-	"halu/runner"
+	"halu/runner/summary"
 )
 
 // Markdown writes every run's tables as Markdown pipe tables, with the
@@ -59,8 +59,8 @@ func Markdown(w io.Writer, runs []*Run) error {
 }
 
 // BoardTable is a board in one order as a plain table (Markdown, console).
-func BoardTable(b Board, s BoardSort) runner.Table {
-	t := runner.Table{Title: fmt.Sprintf("%s, sorted by %s, best first (estimate [95%% interval] n, unscored)", b.Suite, s.Metric),
+func BoardTable(b Board, s BoardSort) summary.Table {
+	t := summary.Table{Title: fmt.Sprintf("%s, sorted by %s, best first (estimate [95%% interval] n, unscored)", b.Suite, s.Metric),
 		Columns: []string{"run", "model", "digest", "group"}}
 	for _, m := range b.Metrics {
 		arrow := " ↑"
@@ -84,7 +84,7 @@ func BoardTable(b Board, s BoardSort) runner.Table {
 	return t
 }
 
-func writeMDTable(b *strings.Builder, t runner.Table) {
+func writeMDTable(b *strings.Builder, t summary.Table) {
 	fmt.Fprintf(b, "\n### %s\n\n|", mdCell(t.Title))
 	for _, c := range t.Columns {
 		fmt.Fprintf(b, " %s |", mdCell(c))
@@ -133,7 +133,7 @@ func CSV(dir string, runs []*Run) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		tables := append([]runner.Table(nil), r.Summary.Tables...)
+		tables := append([]summary.Table(nil), r.Summary.Tables...)
 		for _, ref := range refs {
 			tables = append(tables, ref.Table)
 		}

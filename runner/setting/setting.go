@@ -486,3 +486,10 @@ func (l List) Paths() map[string]string {
 	}
 	return out
 }
+
+// ApplyProtocol sets every setting of cfg on which the protocols differ,
+// and that was not given (given reports by flag name), to its value under
+// cfg's protocol (List.ApplyProtocol).
+func ApplyProtocol(cfg Config, given func(flag string) bool) error {
+	return cfg.Settings().ApplyProtocol(func(s Setting) bool { return given(s.Name) })
+}

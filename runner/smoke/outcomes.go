@@ -2,14 +2,15 @@ package smoke
 
 import (
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Outcomes gives, per question, the judges' mean score and whether their
 // majority found the answer hallucinated (a tie counts as not).
-func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
-	var out []runner.Outcome
-	decoded, err := runner.DecodeRecords[Result](recs)
+func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+	var out []summary.Outcome
+	decoded, err := rundir.DecodeRecords[Result](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -31,8 +32,8 @@ func (s *Suite) Outcomes(recs []runner.Record) ([]runner.Outcome, error) {
 		if 2*yes > len(scores) {
 			h = 1
 		}
-		out = append(out, runner.Outcome{Model: res.Model, Unit: res.Question, Metric: "score", Kind: "score", Value: metrics.Mean(scores)},
-			runner.Outcome{Model: res.Model, Unit: res.Question, Metric: "hallucinated", Kind: "binary", Value: h})
+		out = append(out, summary.Outcome{Model: res.Model, Unit: res.Question, Metric: "score", Kind: "score", Value: metrics.Mean(scores)},
+			summary.Outcome{Model: res.Model, Unit: res.Question, Metric: "hallucinated", Kind: "binary", Value: h})
 	}
 	return out, nil
 }

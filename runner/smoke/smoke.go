@@ -14,8 +14,11 @@ import (
 
 	"halu/localmodels"
 	"halu/metrics"
-	"halu/runner"
+	"halu/runner/engine"
+	"halu/runner/judging"
+	"halu/runner/rundir"
 	"halu/runner/setting"
+	"halu/runner/summary"
 )
 
 // Question is one smoke item.
@@ -73,13 +76,13 @@ func DefaultConfig() Config {
 }
 
 // Declaration declares the suite to the registry.
-var Declaration = runner.Declare("smoke", "Built-in smoke suite: a few questions, generated and judged, to check the whole path",
+var Declaration = engine.Declare("smoke", "Built-in smoke suite: a few questions, generated and judged, to check the whole path",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: the question count
 // was "questions" (0 or too many: all), the judge format a schema switch.
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	runner.Rename(cfg, "questions", "limit")
+	engine.Rename(cfg, "questions", "limit")
 	if n, ok := cfg["limit"]; ok {
 		var k int
 		if err := json.Unmarshal(n, &k); err != nil {
@@ -107,18 +110,18 @@ type Verdict struct {
 
 // Validate rejects scores outside 1..5.
 func (v *Verdict) Validate() error {
-	return runner.InRange(1, 5, runner.Score{Name: "score", Value: v.Score})
+	return judging.InRange(1, 5, judging.Score{Name: "score", Value: v.Score})
 }
 
 var (
-	scoreL = runner.NewLabelled("score", `score`, runner.ScoreValue)
-	halL   = runner.NewLabelled("hallucination", `hallucination`, runner.YesNoValue)
+	scoreL = judging.NewLabelled("score", `score`, judging.ScoreValue)
+	halL   = judging.NewLabelled("hallucination", `hallucination`, judging.YesNoValue)
 )
 
 // ParseVerdict reads a judge's verdict as stated, in JSON or as labelled
 // lines ("Score: 4", "Hallucination: no").
 func ParseVerdict(reply string) (Verdict, error) {
-	s := runner.Plain(reply)
+	s := judging.Plain(reply)
 	var v Verdict
 	var err error
 	if v.Score, err = scoreL.Score(s, 1, 5); err != nil {
@@ -163,7 +166,7 @@ func (s *Suite) questions() int {
 	return s.cfg.Limit
 }
 
-// MetricNames are the last parts of the summary's keys (runner.Measurer).
+// MetricNames are the last parts of the summary's keys (summary.Measurer).
 func (s *Suite) MetricNames() []string {
 	return []string{"mean_score", "hallucination_rate", "unscored"}
 }
@@ -173,8 +176,8 @@ func (s *Suite) Models() []string {
 }
 
 // Prompts records the judge prompt in the manifest.
-func (s *Suite) Prompts() map[string]runner.PromptInfo {
-	return map[string]runner.PromptInfo{
+func (s *Suite) Prompts() map[string]rundir.PromptInfo {
+	return map[string]rundir.PromptInfo{
 		"judge_system": {Source: "halu smoke", Text: judgeSystem},
 		"judge_user":   {Source: "halu smoke", Text: judgeTemplate},
 	}
@@ -188,11 +191,11 @@ type payload struct {
 }
 
 // Items are question × model.
-func (s *Suite) Items(context.Context) ([]runner.Item, error) {
-	var items []runner.Item
+func (s *Suite) Items(context.Context) ([]engine.Item, error) {
+	var items []engine.Item
 	for _, q := range Questions[:s.questions()] {
 		for _, m := range s.cfg.Models {
-			items = append(items, runner.Item{ID: q.ID + "/" + m, Payload: payload{q, m}})
+			items = append(items, engine.Item{ID: q.ID + "/" + m, Payload: payload{q, m}})
 		}
 	}
 	return items, nil
@@ -216,7 +219,7 @@ type Judgement struct {
 	Result *Verdict `json:"verdict,omitempty"`
 }
 
-func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (any, error) {
+func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	p := it.Payload.(payload)
 	gen, err := c.Chat(ctx, "generate", localmodels.ChatRequest{
 		Model:    p.Model,
@@ -240,7 +243,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 			Model: j,
 			Messages: []localmodels.Message{
 				{Role: "system", Content: judgeSystem},
-				{Role: "user", Content: fmt.Sprintf(judgeTemplate, p.Q.Question, p.Q.Reference, runner.Fence(gen.Content))},
+				{Role: "user", Content: fmt.Sprintf(judgeTemplate, p.Q.Question, p.Q.Reference, judging.Fence(gen.Content))},
 			},
 			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(64)},
 		}
@@ -248,7 +251,7 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 		if s.cfg.JudgeFormat == "json" {
 			schema = json.RawMessage(VerdictSchema)
 		}
-		v, ok, err := runner.JudgeWith(ctx, c, "judge", req, schema, runner.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{gen.Content}})
+		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, schema, judging.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{gen.Content}})
 		if err != nil {
 			return nil, err
 		}
@@ -264,13 +267,13 @@ func (s *Suite) Process(ctx context.Context, c *runner.Calls, it runner.Item) (a
 // Summarize reports, per model, the mean score over scored judgements, the
 // share of scored judgements that found a hallucination, and how many
 // judgements went unscored.
-func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
+func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	type acc struct {
 		answers, scored, unscored, halluc, score, tokens int
 		scores                                           []float64
 	}
 	by := map[string]*acc{}
-	decoded, err := runner.DecodeRecords[Result](recs)
+	decoded, err := rundir.DecodeRecords[Result](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -300,11 +303,11 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 		models = append(models, m)
 	}
 	sort.Strings(models)
-	sum := &runner.Summary{Suite: "smoke", Metrics: map[string]float64{}}
-	t := runner.Table{Title: "Smoke suite (scores of a smoke test measure nothing)",
+	sum := &summary.Summary{Suite: "smoke", Metrics: map[string]float64{}}
+	t := summary.Table{Title: "Smoke suite (scores of a smoke test measure nothing)",
 		Columns: []string{"model", "answers", "mean score", "hallucination %", "scored", "unscored", "mean tokens"}}
-	rate := runner.Chart{Kind: "bars", Title: "Share of scored answers judged hallucinated (95% Wilson CI)", Y: "hallucination rate"}
-	rs := runner.Series{Name: "hallucinated"}
+	rate := summary.Chart{Kind: "bars", Title: "Share of scored answers judged hallucinated (95% Wilson CI)", Y: "hallucination rate"}
+	rs := summary.Series{Name: "hallucinated"}
 	for _, m := range models {
 		a := by[m]
 		rate.Groups = append(rate.Groups, m)
@@ -315,8 +318,8 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			h := 100 * float64(a.halluc) / float64(a.scored)
 			mean, hr = fmt.Sprintf("%.2f", ms), fmt.Sprintf("%.1f", h)
 		}
-		ms := runner.MeanFigure(m, "", "mean score", m+".mean_score", a.scores, a.unscored).Clip(1, 5)
-		hf := runner.ProportionFigure(m, "", "hallucination rate", m+".hallucination_rate", a.halluc, a.scored, a.unscored)
+		ms := summary.MeanFigure(m, "", "mean score", m+".mean_score", a.scores, a.unscored).Clip(1, 5)
+		hf := summary.ProportionFigure(m, "", "hallucination rate", m+".hallucination_rate", a.halluc, a.scored, a.unscored)
 		hf.Lower = true
 		ms.Headline, hf.Headline = true, true
 		sum.AddFigure(ms)
@@ -326,7 +329,7 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			fmt.Sprintf("%.1f", float64(a.tokens)/float64(a.answers))})
 	}
 	sum.Tables = append(sum.Tables, t)
-	rate.Series = []runner.Series{rs}
+	rate.Series = []summary.Series{rs}
 	sum.Charts = append(sum.Charts, rate)
 	var obs []metrics.JudgeScore
 	for i, res := range decoded {
@@ -338,17 +341,17 @@ func (s *Suite) Summarize(recs []runner.Record) (*runner.Summary, error) {
 			obs = append(obs, o)
 		}
 	}
-	sum.Tables = append(sum.Tables, runner.JudgeTable("Judges: parse failures, mean score and leniency (score 1–5)", "(1–5)", obs))
-	sum.Notes = append(sum.Notes, runner.PanelWarnings(s.cfg.Models, s.cfg.Judges)...)
+	sum.Tables = append(sum.Tables, summary.JudgeTable("Judges: parse failures, mean score and leniency (score 1–5)", "(1–5)", obs))
+	sum.Notes = append(sum.Notes, summary.PanelWarnings(s.cfg.Models, s.cfg.Judges)...)
 	sum.Notes = append(sum.Notes, "judges: "+strings.Join(s.cfg.Judges, ", ")+"; an unparseable judge reply is retried, then left unscored (never counted as a score)")
 	return sum, nil
 }
 
 // Flag marks a record for the sample browser: an answer a judge called
 // hallucinated, judges that disagree on it.
-func (s *Suite) Flag(rec runner.Record) (runner.Flags, error) {
-	var f runner.Flags
-	res, err := runner.Decode[Result](rec)
+func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
+	var f summary.Flags
+	res, err := rundir.Decode[Result](rec)
 	if err != nil {
 		return f, err
 	}

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"halu/runner/rundir"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// cacheFormat names the layout of entries; entries of another layout live
+// in another directory and are never read.
+const cacheFormat = "v2"
+
+// Cache is a content-addressed store of model responses on disk: one JSON
+// file per key under dir/v2/ab/abcdef…, written atomically, so concurrent
+// runs and a kill at any moment never leave a half-written entry. Each
+// entry carries the key it answers and the SHA-256 of its value, checked on
+// every read: an entry damaged on disk (truncated, emptied, edited, moved)
+// is dropped, counted and fetched again, never used.
+type Cache struct {
+	dir string
+	// damaged counts entries dropped on read.
+	damaged atomic.Int64
+}
+
+// entry is a cache file: the value with the key it answers and its hash.
+type entry struct {
+	Key   string          `json:"key"`
+	Sum   string          `json:"sha256"`
+	Value json.RawMessage `json:"value"`
+}
+
+// OpenCache opens (creating) a cache directory and removes the temporary
+// files that writers which died (killed mid-write) left behind.
+// A cache that cannot be written to (a read-only copy) still serves reads:
+// its writes fail, and the engine counts them.
+func OpenCache(dir string) (*Cache, error) {
+	c := &Cache{dir: dir}
+	if err := os.MkdirAll(c.tmpDir(), 0o755); err != nil {
+		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
+			return nil, fmt.Errorf("cache %s: %w", dir, err)
+		}
+		return c, nil
+	}
+	c.cleanTemp()
+	return c, nil
+}
+
+// Dir returns the cache directory.
+func (c *Cache) Dir() string { return c.dir }
+
+// Damaged returns how many damaged entries reads have dropped so far.
+func (c *Cache) Damaged() int { return int(c.damaged.Load()) }
+
+// Key returns the content address of v: the SHA-256 of its JSON encoding.
+// Struct fields encode in declaration order and map keys sorted, so equal
+// requests give equal keys.
+func Key(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("cache key: %v", err)) // only plain data is keyed
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func (c *Cache) path(key string) string {
+	return filepath.Join(c.dir, cacheFormat, key[:2], key+".json")
+}
+
+func (c *Cache) tmpDir() string { return filepath.Join(c.dir, cacheFormat, "tmp") }
+
+// Get decodes the entry for key into v and reports whether there was a
+// sound one. A damaged entry is removed and counted, and reads as a miss.
+func (c *Cache) Get(key string, v any) (bool, error) {
+	p := c.path(key)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cache %s: %w", c.dir, err)
+	}
+	if err := check(b, key, v); err != nil {
+		c.damaged.Add(1)
+		os.Remove(p) // the refetched value replaces it
+		return false, nil
+	}
+	return true, nil
+}
+
+// check decodes an entry's value into v after checking that the entry
+// answers key and its value is the one written.
+func check(b []byte, key string, v any) error {
+	var e entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return err
+	}
+	if e.Key != key {
+		return fmt.Errorf("entry answers key %q", e.Key)
+	}
+	if len(e.Value) == 0 || bytes.Equal(e.Value, []byte("null")) {
+		return errors.New("entry has no value")
+	}
+	sum := sha256.Sum256(e.Value)
+	if hex.EncodeToString(sum[:]) != e.Sum {
+		return errors.New("entry's value does not match its checksum")
+	}
+	return json.Unmarshal(e.Value, v)
+}
+
+// Put stores v under key.
+func (c *Cache) Put(key string, v any) error {
+	val, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	sum := sha256.Sum256(val)
+	b, err := json.Marshal(entry{Key: key, Sum: hex.EncodeToString(sum[:]), Value: val})
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	p := c.path(key)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("cache %s: %w", c.dir, err)
+	}
+	if err := rundir.WriteFileVia(c.tmpDir(), strconv.Itoa(os.Getpid())+"-", p, b); err != nil {
+		return fmt.Errorf("cache %s: %w", c.dir, err)
+	}
+	return nil
+}
+
+// cleanTemp removes temporary files whose writer is gone: its process no
+// longer runs, or the file is a day old. Files of live writers (other runs
+// sharing the cache) stay.
+func (c *Cache) cleanTemp() {
+	ents, err := os.ReadDir(c.tmpDir())
+	if err != nil {
+		return
+	}
+	for _, de := range ents {
+		name := de.Name()
+		pid, err := strconv.Atoi(name[:max(strings.IndexByte(name, '-'), 0)])
+		stale := err != nil || !rundir.ProcessAlive(pid)
+		if info, err := de.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
+			stale = true
+		}
+		if stale {
+			os.Remove(filepath.Join(c.tmpDir(), name))
+		}
+	}
+}

@@ -1,0 +1,517 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"halu/runner/rundir"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"halu/localmodels"
+)
+
+// Calls is an item's handle on the models: every call goes through the
+// cache, the per-host concurrency limit and the retry policy, and is logged
+// into the item's record.
+type Calls struct {
+	e     *Engine
+	item  string
+	rerun *Rerun
+	plan  *planner // set in a dry run: calls are counted, not made
+
+	mu      sync.Mutex
+	log     []rundir.CallLog
+	fail    []rundir.Failure
+	reads   []rundir.Reading
+	prompts map[string]string // SHA-256 → a generation's messages (Record.Prompts)
+}
+
+// NewCalls returns a Calls outside a run, for tools that make model calls
+// without a suite (its log is discarded).
+func (e *Engine) NewCalls(item string) *Calls {
+	e.init()
+	return &Calls{e: e, item: item}
+}
+
+// Engine returns the engine the calls go through.
+func (c *Calls) Engine() *Engine { return c.e }
+
+// Planning reports a dry run: every reply is empty. A suite whose later
+// calls depend on what a reply says (an idea long enough to be judged)
+// plans them as if the reply were usable, so that the plan counts them.
+func (c *Calls) Planning() bool { return c.plan != nil }
+
+func (c *Calls) logs() []rundir.CallLog {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]rundir.CallLog(nil), c.log...)
+}
+
+func (c *Calls) promptTexts() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.prompts) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(c.prompts))
+	for k, v := range c.prompts {
+		out[k] = v
+	}
+	return out
+}
+
+// transcript fills l's Prompt (a generation's messages, kept once per
+// record under their SHA-256) and Reply: what a reader of the report
+// checks a score against. Judges' prompts are not kept (they are the
+// published templates around the answer, and a KnowHD item asks hundreds).
+func (c *Calls) transcript(l *rundir.CallLog, msgs []localmodels.Message, reply string) {
+	l.Reply = ClipText(reply, ReplyKeep)
+	if l.Kind != "chat" {
+		return
+	}
+	var b strings.Builder
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("[" + m.Role + "]\n" + m.Content)
+	}
+	text := ClipText(b.String(), PromptKeep)
+	sum := sha256.Sum256([]byte(text))
+	l.Prompt = hex.EncodeToString(sum[:])
+	c.mu.Lock()
+	if c.prompts == nil {
+		c.prompts = map[string]string{}
+	}
+	c.prompts[l.Prompt] = text
+	c.mu.Unlock()
+}
+
+// parsed records v as what the judge reply raw of stage was read as.
+func (c *Calls) parsed(stage, model, raw string, v any) {
+	reply := ClipText(raw, ReplyKeep)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.log) - 1; i >= 0; i-- {
+		l := &c.log[i]
+		if l.Stage == stage && l.Model == model && l.Reply == reply && l.Parsed == "" && l.Kind != "chat" {
+			l.Parsed = rundir.Show(v)
+			return
+		}
+	}
+}
+
+// Transcripts keep this much of each reply and each generation prompt
+// (bytes, cut at a character boundary).
+const (
+	ReplyKeep  = 8000
+	PromptKeep = 32000
+)
+
+// ClipText cuts s to at most n bytes at a character boundary, marking the
+// cut.
+func ClipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf(" …[%d more bytes]", len(s)-cut)
+}
+
+func (c *Calls) failures() []rundir.Failure {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]rundir.Failure(nil), c.fail...)
+}
+
+func (c *Calls) record(l rundir.CallLog) {
+	c.mu.Lock()
+	c.log = append(c.log, l)
+	c.mu.Unlock()
+	c.e.called(l.Stage, l.Model)
+}
+
+// chatKey is everything that determines a chat reply. Sample separates the
+// draws of a sampled call, so n samples at temperature > 0 are n entries that
+// a rerun reproduces.
+type chatKey struct {
+	Kind     string                `json:"kind"`
+	Serving  rundir.Fingerprint    `json:"serving"`
+	Messages []localmodels.Message `json:"messages"`
+	Options  localmodels.Options   `json:"options"`
+	Format   json.RawMessage       `json:"format,omitempty"`
+	Think    *bool                 `json:"think,omitempty"`
+	Sample   int                   `json:"sample"`
+}
+
+// Chat runs one generation for stage. sample numbers the draws of a sampled
+// call (0 for a single one).
+func (c *Calls) Chat(ctx context.Context, stage string, req localmodels.ChatRequest, sample int) (localmodels.ChatResponse, error) {
+	return c.chat(ctx, stage, "chat", req, sample)
+}
+
+func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.ChatRequest, sample int) (localmodels.ChatResponse, error) {
+	e := c.e
+	req = e.serving(req)
+	asked := 0
+	if req.Options.NumCtx != nil {
+		asked = *req.Options.NumCtx
+	}
+	fp, info, err := e.fingerprint(ctx, req.Model, asked)
+	if err != nil {
+		return localmodels.ChatResponse{}, err
+	}
+	// The key leaves out keep_alive and num_thread, which do not change
+	// the reply.
+	keyOpts := req.Options
+	keyOpts.NumThread = nil
+	key := Key(chatKey{
+		Kind: "chat", Serving: fp,
+		Messages: req.Messages, Options: keyOpts, Format: req.Format, Think: req.Think, Sample: sample,
+	})
+	var resp localmodels.ChatResponse
+	hit := false
+	if e.Cache != nil && !c.rerun.fresh(c.item, stage, req.Model) {
+		if hit, err = e.Cache.Get(key, &resp); err != nil {
+			return resp, err
+		}
+	}
+	if !hit && c.rerun.cacheOnly(c.item, stage) {
+		return resp, c.notCached(stage, req.Model)
+	}
+	if c.plan != nil {
+		c.planChat(stage, kind, req, hit)
+		return resp, nil
+	}
+	if hit {
+		e.stats.hits.Add(1)
+	} else {
+		// Identical requests in flight at once (one query's constraint
+		// mapping asked for by every model's item, say) share one call: the
+		// first caller makes it, the others take its reply as a cache hit.
+		made := false
+		v, err, _ := e.flights.Do(key, func() (any, error) {
+			made = true
+			resp, err := e.chatOnce(ctx, stage, req)
+			if err != nil {
+				return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
+			}
+			// A generation stopped by the time budget is not kept: it
+			// depends on the machine's speed, not on the request.
+			if e.Cache != nil && resp.DoneReason != localmodels.DoneBudget {
+				e.cachePut(key, resp)
+			}
+			return resp, nil
+		})
+		resp = v.(localmodels.ChatResponse)
+		if err != nil {
+			return resp, err
+		}
+		if !made {
+			e.stats.hits.Add(1)
+		}
+	}
+	l := rundir.CallLog{
+		Stage: stage, Kind: kind, Model: req.Model, Digest: info.Digest, Key: key,
+		PromptTokens: resp.PromptEvalCount, EvalTokens: resp.EvalCount, DoneReason: resp.DoneReason,
+		NoThink: req.Think != nil && !*req.Think,
+	}
+	c.transcript(&l, req.Messages, resp.Content)
+	// Ollama truncates a prompt longer than the window without an error;
+	// a prompt that filled 90% of it probably lost its beginning.
+	if fp.NumCtx > 0 && resp.PromptEvalCount*10 >= fp.NumCtx*9 {
+		l.NearContext = fp.NumCtx
+		if !hit {
+			e.stats.nearContext.Add(1)
+			e.logf("warning: %s: %s %s: prompt of %d tokens in a %d-token window (num_ctx): Ollama may have cut its beginning; raise --num-ctx\n",
+				c.item, stage, req.Model, resp.PromptEvalCount, fp.NumCtx)
+		}
+	}
+	c.record(l)
+	return resp, nil
+}
+
+// cachePut stores a reply in the cache. A failed write (a full disk, say)
+// loses only the caching: the reply is kept in its record, the failure is
+// counted and said once, and the run goes on without the entry.
+func (e *Engine) cachePut(key string, v any) {
+	if err := e.Cache.Put(key, v); err != nil {
+		if e.stats.cacheWriteFailures.Add(1) == 1 {
+			e.logf("warning: %v: replies are kept in the run's records but not cached (a rerun will call the model again); further cache write failures are counted, not shown\n", err)
+		}
+	}
+}
+
+func (c *Calls) notCached(stage, model string) error {
+	return fmt.Errorf("%s: %s %s: %w: a rerun reuses the stages before the one it redoes from the cache; rerun from stage %q instead",
+		c.item, stage, model, ErrNotCached, stage)
+}
+
+// call runs one model request f of stage for model under the engine's
+// retry policy: each attempt waits for the scheduler to admit it (a slot,
+// and the model's turn), is bounded by timeout when that is set, and is
+// counted; the progress display shows the stage and model admitted last.
+func (e *Engine) call(ctx context.Context, stage, model string, timeout time.Duration, f func(ctx context.Context) error) error {
+	return e.withRetry(ctx, func(ctx context.Context) error {
+		if err := e.sched.acquire(ctx, localmodels.CanonicalName(model)); err != nil {
+			return err
+		}
+		e.calling(stage, model)
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		e.stats.calls.Add(1)
+		err := f(ctx)
+		e.sched.release(localmodels.StatusCode(err) == http.StatusServiceUnavailable)
+		return err
+	})
+}
+
+// chatOnce makes one generation call, streamed under the engine's limits
+// (idle timeout, budget, repetition stop) with its num_ctx and keep_alive
+// unless the request sets its own, and counts its tokens.
+func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
+	req = e.serving(req)
+	var resp localmodels.ChatResponse
+	err := e.call(ctx, stage, req.Model, 0, func(ctx context.Context) error {
+		var err error
+		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout, Budget: e.Budget, Repetition: e.Repetition})
+		return err
+	})
+	if err == nil {
+		e.stats.promptTokens.Add(int64(resp.PromptEvalCount))
+		e.stats.evalTokens.Add(int64(resp.EvalCount))
+		switch resp.DoneReason {
+		case localmodels.DoneBudget:
+			e.stats.budget.Add(1)
+		case localmodels.DoneRepetition:
+			e.stats.repetition.Add(1)
+		}
+	}
+	return resp, err
+}
+
+// serving fills in the engine's num_ctx, num_thread, keep_alive and the
+// sampling parameters it sends where a request sets none.
+func (e *Engine) serving(req localmodels.ChatRequest) localmodels.ChatRequest {
+	if req.Options.TopP == nil && e.Config.TopP != nil {
+		req.Options.TopP = localmodels.Float(*e.Config.TopP)
+	}
+	if req.Options.TopK == nil && e.Config.TopK != nil {
+		req.Options.TopK = localmodels.Int(int(*e.Config.TopK))
+	}
+	if req.Options.RepeatPenalty == nil && e.Config.RepeatPenalty != nil {
+		req.Options.RepeatPenalty = localmodels.Float(*e.Config.RepeatPenalty)
+	}
+	if req.Options.NumCtx == nil && e.NumCtx > 0 {
+		req.Options.NumCtx = localmodels.Int(e.NumCtx)
+	}
+	if req.Options.NumThread == nil && e.NumThread > 0 {
+		req.Options.NumThread = localmodels.Int(e.NumThread)
+	}
+	if req.KeepAlive == 0 {
+		req.KeepAlive = e.KeepAlive
+	}
+	return req
+}
+
+// EffectiveNumCtx is the context window a request to a model gets: its
+// num_ctx (or the engine's), capped by the model's trained context, which
+// Ollama does not exceed. Zero when neither is known.
+func EffectiveNumCtx(asked int, info localmodels.ModelInfo) int {
+	if info.FixedContext {
+		return info.ContextLength // the server's, whatever was asked
+	}
+	if info.ContextLength > 0 && (asked == 0 || asked > info.ContextLength) {
+		return info.ContextLength
+	}
+	return asked
+}
+
+// fingerprint returns the serving fingerprint of model for a request asking
+// for numCtx.
+func (e *Engine) fingerprint(ctx context.Context, model string, numCtx int) (rundir.Fingerprint, localmodels.ModelInfo, error) {
+	info, err := e.ModelInfo(ctx, model)
+	if err != nil {
+		return rundir.Fingerprint{}, info, err
+	}
+	ver, err := e.ServerVersion(ctx)
+	if err != nil {
+		return rundir.Fingerprint{}, info, err
+	}
+	fp := rundir.Fingerprint{Ollama: ver, Model: localmodels.CanonicalName(model), Digest: info.Digest, Quantization: info.Quantization,
+		Template: info.TemplateSHA256, NumCtx: EffectiveNumCtx(numCtx, info)}
+	if p := e.Client.Protocol(); p != "ollama" {
+		fp.API, fp.Model = p, model
+		fp.Weights = info.Weights
+		if info.Identity != localmodels.IdentityDigest {
+			fp.Identity = info.Identity
+		}
+	}
+	return fp, info, nil
+}
+
+// Judge asks a judge model and hands its reply to parse. An error from parse
+// means the reply is unusable: the judge is asked again with a repair turn
+// (its reply and what was wrong with it), up to the engine's JudgeRepairs
+// times. If no reply parses, the judgement is recorded as a Failure with
+// every raw reply and ok is false: the caller treats it as unscored — never
+// as a zero, never as a guess. err is non-nil only when the model could not
+// be called at all.
+//
+// cut tells parse that the reply was stopped before the judge finished (its
+// length cap, time budget or a repetition loop), so its last word may be
+// incomplete.
+//
+// A judge model that thinks by default (Ollama's "thinking" capability)
+// is sent think: false unless the request says otherwise: its thinking
+// would spend the reply cap meant for the verdict. The call log records it.
+func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatRequest, parse func(raw string, cut bool) error) (ok bool, err error) {
+	if req.Think == nil {
+		info, err := c.e.ModelInfo(ctx, req.Model)
+		if err != nil {
+			return false, err
+		}
+		if info.Thinks() {
+			req.Think = new(bool)
+		}
+	}
+	var raws, reasons []string
+	msgs := req.Messages
+	for attempt := 0; attempt <= c.e.JudgeRepairs; attempt++ {
+		r := req
+		r.Messages = msgs
+		kind := "judge"
+		if attempt > 0 {
+			kind = "repair" // a repair turn, logged apart so reports can count them
+		}
+		resp, err := c.chat(ctx, stage, kind, r, 0)
+		if errors.Is(err, localmodels.ErrIncomplete) {
+			// The server ended the reply before its final message on every
+			// retry (a runner that crashes on this request, say): the
+			// fragment is no verdict, and the judgement is unscored, its
+			// raw text kept, rather than the whole item lost.
+			raws = append(raws, resp.Content)
+			reasons = append(reasons, "the server ended the reply before its final message on every attempt: "+err.Error())
+			break
+		}
+		if err != nil {
+			return false, err
+		}
+		raws = append(raws, resp.Content)
+		perr := parse(resp.Content, localmodels.CutShort(resp.DoneReason))
+		if perr == nil {
+			return true, nil
+		}
+		if c.plan != nil {
+			return false, nil // a dry run's empty reply: no repair turn, no failure
+		}
+		reasons = append(reasons, perr.Error())
+		msgs = append(append([]localmodels.Message(nil), req.Messages...),
+			localmodels.Message{Role: "assistant", Content: resp.Content},
+			localmodels.Message{Role: "user", Content: fmt.Sprintf(
+				"Your reply could not be used (%s). Reply again with only the requested output, in exactly the required format.", perr)})
+	}
+	c.e.stats.judgeFailures.Add(1)
+	c.mu.Lock()
+	c.fail = append(c.fail, rundir.Failure{Stage: stage, Model: req.Model, Reason: strings.Join(reasons, "; "), Raw: raws})
+	c.mu.Unlock()
+	return false, nil
+}
+
+// Readers is how the engine reads text judge replies (judging.Asker).
+func (c *Calls) Readers() string { return c.e.readers() }
+
+// Read records how a judge reply was read (judging.Asker): v as its
+// reading, and r, a reading that was not the plain one.
+func (c *Calls) Read(stage, model, raw string, v any, r *rundir.Reading) {
+	if r != nil {
+		c.mu.Lock()
+		c.reads = append(c.reads, *r)
+		c.mu.Unlock()
+	}
+	c.parsed(stage, model, raw, v)
+}
+
+func (c *Calls) readings() []rundir.Reading {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]rundir.Reading(nil), c.reads...)
+}
+
+// embedKey is what determines one embedding.
+type embedKey struct {
+	Kind    string             `json:"kind"`
+	Serving rundir.Fingerprint `json:"serving"`
+	Text    string             `json:"text"`
+}
+
+// Embed returns one embedding per text. Each text is cached on its own by
+// (model digest, text); the misses go to the server in one batched call.
+func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) ([][]float32, error) {
+	e := c.e
+	fp, info, err := e.fingerprint(ctx, model, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(texts))
+	keys := make([]string, len(texts))
+	var missIdx []int
+	var missTexts []string
+	for i, t := range texts {
+		keys[i] = Key(embedKey{Kind: "embed", Serving: fp, Text: t})
+		hit := false
+		if e.Cache != nil && !c.rerun.fresh(c.item, stage, model) {
+			if hit, err = e.Cache.Get(keys[i], &out[i]); err != nil {
+				return nil, err
+			}
+		}
+		if !hit && c.rerun.cacheOnly(c.item, stage) {
+			return nil, c.notCached(stage, model)
+		}
+		if hit {
+			e.stats.hits.Add(1)
+		} else {
+			missIdx = append(missIdx, i)
+			missTexts = append(missTexts, t)
+		}
+	}
+	if c.plan != nil {
+		c.plan.add(stage, "embed", model, len(missTexts) == 0, 0, 0)
+		for _, i := range missIdx {
+			out[i] = []float32{0} // a placeholder of the right count
+		}
+		return out, nil
+	}
+	if len(missTexts) > 0 {
+		var vecs [][]float32
+		err := e.call(ctx, stage, model, e.CallTimeout, func(ctx context.Context) error {
+			var err error
+			vecs, err = e.Client.Embed(ctx, model, missTexts, 64)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: embed %s: %w", stage, model, err)
+		}
+		for j, i := range missIdx {
+			out[i] = vecs[j]
+			if e.Cache != nil {
+				e.cachePut(keys[i], vecs[j])
+			}
+		}
+	}
+	c.record(rundir.CallLog{Stage: stage, Kind: "embed", Model: model, Digest: info.Digest, Key: Key(keys)})
+	return out, nil
+}

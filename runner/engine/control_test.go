@@ -1,0 +1,297 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"halu/localmodels"
+	"halu/localmodels/fakeollama"
+	"halu/runner/engine"
+	"halu/runner/rundir"
+)
+
+func chatReq(model, prompt string) localmodels.ChatRequest {
+	return localmodels.ChatRequest{Model: model, Messages: []localmodels.Message{{Role: "user", Content: prompt}}}
+}
+
+// A generation past its budget is stopped with its text kept, recorded as
+// such, and not cached (a faster machine would finish it).
+func TestBudgetStopsAndKeepsText(t *testing.T) {
+	srv := server(t, goodJudge)
+	srv.SetChat(func(fakeollama.ChatRequest) fakeollama.Reply {
+		return fakeollama.Reply{Chunks: []string{"a", " b", " c", " d", " e", " f"}, ChunkDelay: 150 * time.Millisecond}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Budget = 400 * time.Millisecond
+	for round := 0; round < 2; round++ {
+		r, err := e.NewCalls("x").Chat(context.Background(), "generate", chatReq("gen", "q"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.DoneReason != localmodels.DoneBudget || !strings.HasPrefix(r.Content, "a b") || strings.HasSuffix(r.Content, "f") {
+			t.Fatalf("round %d: reply %+v", round, r)
+		}
+	}
+	if st := e.Stats(); st.ModelCalls != 2 || st.CacheHits != 0 || st.StoppedBudget != 2 {
+		t.Errorf("stats %+v: a budget-stopped reply must not be served from the cache", st)
+	}
+}
+
+// An idle server fails the call, which is retried like other transient
+// errors and then given up.
+func TestIdleTimeoutIsRetriedThenFails(t *testing.T) {
+	var n atomic.Int32
+	srv := server(t, goodJudge)
+	srv.SetChat(func(fakeollama.ChatRequest) fakeollama.Reply {
+		n.Add(1)
+		return fakeollama.Reply{Content: "late", Delay: time.Second}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.IdleTimeout = 50 * time.Millisecond
+	_, err := e.NewCalls("x").Chat(context.Background(), "generate", chatReq("gen", "q"), 0)
+	if err == nil || !strings.Contains(err.Error(), "gave up after 3 attempts") || !strings.Contains(err.Error(), "no token for 50ms") {
+		t.Fatalf("err = %v", err)
+	}
+	if n.Load() != 3 {
+		t.Errorf("%d attempts, want 3", n.Load())
+	}
+}
+
+// A generation looping on one span is stopped and recorded as such.
+func TestRepetitionStop(t *testing.T) {
+	srv := server(t, goodJudge)
+	loop := []string{"The answer is"}
+	for i := 0; i < 200; i++ {
+		loop = append(loop, " the same again and")
+	}
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			return fakeollama.Reply{Content: `{"score": 4}`}
+		}
+		return fakeollama.Reply{Chunks: loop}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Repetition = localmodels.DefaultRepetition
+	dir := filepath.Join(t.TempDir(), "run")
+	res, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs, _ := engine.ReadRun(dir)
+	gen := recs[0].Calls[0]
+	if gen.DoneReason != localmodels.DoneRepetition || res.Counts.StoppedRepetition != 1 {
+		t.Fatalf("call %+v counts %+v", gen, res.Counts)
+	}
+	// Stopped within a few checks of the loop's start, not at its end.
+	if gen.EvalTokens >= len(loop) || gen.EvalTokens < 8 {
+		t.Errorf("stopped after %d of %d chunks", gen.EvalTokens, len(loop))
+	}
+}
+
+func TestRepetitionLoops(t *testing.T) {
+	r := localmodels.Repetition{MinRepeats: 4, MinChars: 20, MaxSpan: 16}
+	tests := []struct {
+		text string
+		want bool
+		span string
+	}{
+		{"intro " + strings.Repeat("abc ", 5), true, "abc "},
+		{strings.Repeat("abc ", 4), false, ""},                         // 16 bytes < MinChars
+		{"x" + strings.Repeat("-", 19), false, ""},                     // 19 bytes < MinChars
+		{strings.Repeat("-", 20), true, "-"},                           // a span of one byte
+		{strings.Repeat("one two three four five six ", 3), false, ""}, // span longer than MaxSpan
+		{"a b c d e f g h i j k l m n o p q r s t", false, ""},
+		{strings.Repeat("ab", 12) + "a", true, "ba"}, // mid-span: the period is still found
+	}
+	for _, tt := range tests {
+		span, ok := r.Loops(tt.text)
+		if ok != tt.want || (ok && span != tt.span) {
+			t.Errorf("Loops(%q) = %q, %v; want %q, %v", tt.text, span, ok, tt.span, tt.want)
+		}
+	}
+	if _, ok := (localmodels.Repetition{}).Loops(strings.Repeat("a", 1000)); ok {
+		t.Error("the zero Repetition detected a loop")
+	}
+}
+
+// 503 (queue full) lowers the calls in flight and backs off; every item
+// still completes.
+func TestServiceUnavailableBacksOff(t *testing.T) {
+	var inflight, peakAfter, busy atomic.Int32
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		if n > 1 {
+			busy.Add(1)
+			return fakeollama.Reply{Status: 503, Error: "server busy, please try again.  maximum pending requests exceeded"}
+		}
+		if busy.Load() > 0 && n > peakAfter.Load() {
+			peakAfter.Store(n)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if r.Model == "judge" {
+			return fakeollama.Reply{Content: `{"score": 4}`}
+		}
+		return fakeollama.Reply{Content: "answer"}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Parallel = 4
+	e.Retry = engine.Retry{Attempts: 8, Base: 5 * time.Millisecond, Max: 40 * time.Millisecond}
+	res, err := e.Run(context.Background(), &testSuite{n: 12}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Completed != 12 || res.Counts.Backoffs == 0 || busy.Load() == 0 {
+		t.Fatalf("counts %+v, 503s %d", res.Counts, busy.Load())
+	}
+	// Without back-off, 4 slots against a 1-slot server keep being refused;
+	// lowered to one slot, refusals stop growing with the item count.
+	if busy.Load() > 24 {
+		t.Errorf("%d refusals for 24 calls: the engine did not lower its calls in flight", busy.Load())
+	}
+}
+
+// Model-major scheduling: with more items in progress than slots, each
+// model's calls are served together instead of alternating per item.
+func TestModelMajorScheduling(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		mu.Lock()
+		order = append(order, r.Model)
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		if r.Model == "judge" {
+			return fakeollama.Reply{Content: `{"score": 4}`}
+		}
+		return fakeollama.Reply{Content: "answer to " + r.LastUser()}
+	})
+	switches := func(inFlight int) (int, rundir.Counts) {
+		mu.Lock()
+		order = nil
+		mu.Unlock()
+		e := newEngine(t, srv.Host(), t.TempDir())
+		e.Parallel, e.ItemsInFlight = 1, inFlight
+		res, err := e.Run(context.Background(), &testSuite{n: 10}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for i := 1; i < len(order); i++ {
+			if order[i] != order[i-1] {
+				n++
+			}
+		}
+		return n, res.Counts
+	}
+	perItem, _ := switches(1)
+	batched, counts := switches(10)
+	if perItem != 19 {
+		t.Errorf("one item at a time: %d switches, want 19 (gen, judge per item)", perItem)
+	}
+	if batched != 1 || counts.ModelSwitches != 1 {
+		t.Errorf("ten items in flight: %d switches (counted %d), want 1: all generation, then all judging", batched, counts.ModelSwitches)
+	}
+}
+
+// Every request carries num_ctx and keep_alive; a prompt that filled the
+// window is warned about and counted.
+func TestNumCtxAndNearContextWarning(t *testing.T) {
+	var got []fakeollama.ChatRequest
+	var mu sync.Mutex
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		mu.Lock()
+		got = append(got, r)
+		mu.Unlock()
+		return fakeollama.Reply{Content: "ok", PromptEvalCount: 1900}
+	}, fakeollama.Model{Name: "gen:latest", Digest: "dg", ParameterCount: 1e9, ContextLength: 2048})
+	t.Cleanup(srv.Close)
+	var log bytes.Buffer
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.NumCtx, e.KeepAlive, e.Log = 4096, 7*time.Minute, &log
+	c := e.NewCalls("item-1")
+	if _, err := c.Chat(context.Background(), "generate", chatReq("gen", "long prompt"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if v := got[0].Options["num_ctx"]; v != float64(4096) {
+		t.Errorf("num_ctx sent = %v", v)
+	}
+	if !strings.Contains(log.String(), "1900 tokens in a 2048-token window") || e.Stats().NearContext != 1 {
+		t.Errorf("no near-context warning (window capped at the model's 2048): %q, %+v", log.String(), e.Stats())
+	}
+	if engine.EffectiveNumCtx(8192, localmodels.ModelInfo{ContextLength: 2048}) != 2048 || engine.EffectiveNumCtx(1024, localmodels.ModelInfo{ContextLength: 2048}) != 1024 ||
+		engine.EffectiveNumCtx(0, localmodels.ModelInfo{}) != 0 {
+		t.Error("EffectiveNumCtx")
+	}
+}
+
+// The serving fingerprint is in the cache key: another num_ctx or another
+// server version does not reuse a reply.
+func TestFingerprintInCacheKey(t *testing.T) {
+	srv := server(t, goodJudge)
+	cache := t.TempDir()
+	call := func(numCtx int) rundir.Counts {
+		e := newEngine(t, srv.Host(), cache)
+		e.NumCtx = numCtx
+		if _, err := e.NewCalls("x").Chat(context.Background(), "generate", chatReq("gen", "q"), 0); err != nil {
+			t.Fatal(err)
+		}
+		return e.Stats()
+	}
+	if c := call(2048); c.ModelCalls != 1 {
+		t.Fatalf("first call %+v", c)
+	}
+	if c := call(2048); c.CacheHits != 1 || c.ModelCalls != 0 {
+		t.Fatalf("same serving: %+v, want a hit", c)
+	}
+	if c := call(1024); c.ModelCalls != 1 {
+		t.Fatalf("another num_ctx: %+v, want a new call", c)
+	}
+	srv.SetVersion("0.99.0")
+	if c := call(2048); c.ModelCalls != 1 {
+		t.Fatalf("another Ollama version: %+v, want a new call", c)
+	}
+}
+
+// Fit must hold for a byte-level tokenizer on text cl100k packs tightly
+// (long common words: one cl100k token, a dozen bytes): the parts it keeps
+// leave the prompt, in the model's own tokens, within the window.
+func TestFitByteLevelTokenizer(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		n := 0
+		for _, m := range r.Messages {
+			n += len(m.Content) // one token per byte
+		}
+		return fakeollama.Reply{Content: "x", PromptEvalCount: n}
+	}, fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9, ContextLength: 32768})
+	defer srv.Close()
+	e := srv.Engine(t, 1)
+	e.NumCtx = 1000
+	fixed := "Question: how are these related?"
+	var parts []string
+	for i := 0; i < 40; i++ {
+		parts = append(parts, strings.Repeat(" international organization development", 2))
+	}
+	const reply = 50
+	n, ok, err := e.NewCalls("t").Fit(context.Background(), "m", fixed, parts, reply)
+	if err != nil || !ok || n == 0 {
+		t.Fatalf("fit: %d %v %v", n, ok, err)
+	}
+	used := len(fixed) + reply
+	for _, p := range parts[:n] {
+		used += len(p) + 1
+	}
+	if used > 1000 {
+		t.Fatalf("kept %d parts: %d tokens in a 1,000-token window", n, used)
+	}
+}

@@ -1,0 +1,906 @@
+// Package engine is halu's one evaluation engine: how a run happens. A
+// suite (Suite, declared once by a Declaration) says what its items are,
+// which model calls each item makes and how records become a summary; the
+// engine owns everything else: the worker pool and the scheduler that
+// keeps the server's slots busy model by model, every model call (Calls:
+// serving defaults, fingerprint, cache, shared identical requests, retries
+// with back-off, transcripts), the judge contract (repair turns, then an
+// unscored judgement with its raw replies), fitting prompts to the context
+// window, progress, the dry run's plan, shards and merges, reruns, and
+// writing the run directory (package rundir) as it goes, so that a run
+// resumes where it stopped.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"halu/runner/judging"
+	"halu/runner/rundir"
+	"halu/runner/summary"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"halu/localmodels"
+	"halu/runner/setting"
+)
+
+// Item is one unit of work of a suite, identified by a stable ID: the ID is
+// what resume uses to know the item is done.
+type Item struct {
+	ID      string
+	Payload any
+}
+
+// Suite is one benchmark. Process runs every model call an item needs through
+// c and returns the item's data (any JSON-encodable value); Summarize turns
+// records into metrics and tables.
+type Suite interface {
+	Name() string
+	// Models lists every model the suite will call, so the engine can check
+	// they exist and record their digests before any work starts.
+	Models() []string
+	Items(ctx context.Context) ([]Item, error)
+	Process(ctx context.Context, c *Calls, it Item) (any, error)
+	Summarize(recs []rundir.Record) (*summary.Summary, error)
+}
+
+// Describer is implemented by suites that use prompt templates and data
+// files; both are recorded in the manifest by hash (the engine computes the
+// hashes: a suite gives the text and its source).
+type Describer interface {
+	Prompts() map[string]rundir.PromptInfo
+	Datasets() []string
+}
+
+// Retry is the backoff policy for transient failures (unreachable server,
+// timeouts, 5xx).
+type Retry struct {
+	Attempts int           // total attempts, first included
+	Base     time.Duration // first wait
+	Max      time.Duration // longest wait
+}
+
+// Engine runs suites. Its zero value is not usable: set Client, and Cache
+// unless caching is unwanted.
+type Engine struct {
+	// Client is the model server: Ollama's native API (*localmodels.Client)
+	// or an OpenAI-compatible one (*localmodels.OpenAI).
+	Client localmodels.Backend
+	Cache  *Cache
+	// Parallel is the number of model calls in flight on the host (the
+	// server's parallel slots, OLLAMA_NUM_PARALLEL). It is lowered while the
+	// server answers 503 (queue full) and grows back after.
+	Parallel int
+	// ItemsInFlight is how many items are in progress at once (at least
+	// Parallel). More items than slots let the scheduler serve calls
+	// model-major: see scheduler.
+	ItemsInFlight int
+	Retry         Retry
+	// CallTimeout bounds one non-streamed call (embeddings, model info).
+	CallTimeout time.Duration
+	// IdleTimeout fails a generation that sent no token for that long (a
+	// stalled server: the call is retried). Budget stops a generation that
+	// ran that long in all and keeps its text (done reason "budget", not
+	// cached: a faster machine would finish it). Repetition stops a
+	// generation caught in a loop (done reason "repetition").
+	IdleTimeout time.Duration
+	Budget      time.Duration
+	Repetition  localmodels.Repetition
+	// NumCtx is the context window asked of every generation (Ollama's
+	// num_ctx; a request that sets its own keeps it). Ollama truncates a
+	// longer prompt silently, so the engine warns when a prompt came within
+	// 10% of the effective window (NumCtx, capped by the model's trained
+	// context). Zero leaves the server's default.
+	NumCtx int
+	// NumThread is the CPU threads asked of every generation (Ollama's
+	// num_thread; 0: the server's choice). On a small shared machine the
+	// server's default can oversubscribe the cores many times over.
+	NumThread int
+	// KeepAlive pins how long a model stays loaded after a call, for every
+	// call of the run (zero: the server's default).
+	KeepAlive time.Duration
+	// Config is the engine's settings as given (the manifest records
+	// them); the fields above and below are what the engine works with.
+	Config EngineConfig
+	// Readers chooses the readers of text-format judge replies where the
+	// authors' code reads differently from halu: ReadersPaper (the
+	// default, also when empty) or ReadersHalu. See Reader.
+	Readers string
+	// JudgeRepairs is how many times an unparseable judge reply is retried
+	// with a repair turn before the judgement is recorded as unscored.
+	JudgeRepairs int
+	// SyncEvery bounds how much of records.jsonl a power cut may lose.
+	SyncEvery time.Duration
+	// Log receives progress and warnings (stderr); Interactive draws bars.
+	Log         io.Writer
+	Interactive bool
+	// Columns is the terminal's width, which the progress line keeps
+	// within (0: unknown).
+	Columns int
+	Version string
+
+	models  sync.Map // name -> localmodels.ModelInfo
+	ratios  sync.Map // name -> the model's tokens per cl100k token (Fit)
+	calibMu sync.Map // name -> *sync.Mutex: one calibration call per model
+	flights singleflight.Group
+	sched   *scheduler
+	now     atomic.Pointer[activity] // the latest call admitted: shown by progress
+	prog    atomic.Pointer[progress] // the running display, which log lines go through
+	once    sync.Once
+	tok     Tokenizer
+	stats   stats
+
+	verMu      sync.Mutex
+	serverVers string
+}
+
+// logf writes a log line; while a run's progress is shown, above it.
+func (e *Engine) logf(format string, a ...any) {
+	line := fmt.Sprintf(format, a...)
+	if p := e.prog.Load(); p != nil {
+		p.print(line)
+		return
+	}
+	fmt.Fprint(e.Log, line)
+}
+
+// called counts a finished call (made or from the cache) in the progress.
+func (e *Engine) called(stage, model string) {
+	if p := e.prog.Load(); p != nil {
+		p.call(stage, localmodels.CanonicalName(model))
+	}
+}
+
+// activity is the stage and model of the call the scheduler admitted last.
+type activity struct{ stage, model string }
+
+// calling notes that a model call for stage has been admitted.
+func (e *Engine) calling(stage, model string) {
+	e.now.Store(&activity{stage: stage, model: localmodels.CanonicalName(model)})
+}
+
+type stats struct {
+	calls, hits, retries, judgeFailures, promptTokens, evalTokens atomic.Int64
+	budget, repetition, nearContext                               atomic.Int64
+	cacheWriteFailures                                            atomic.Int64
+}
+
+// readers is the engine's choice of readers, ReadersPaper when unset.
+func (e *Engine) readers() string {
+	if e.Readers == "" {
+		return judging.ReadersPaper
+	}
+	return e.Readers
+}
+
+func (e *Engine) init() {
+	e.once.Do(func() {
+		if e.Parallel <= 0 {
+			e.Parallel = 1
+		}
+		if e.Retry.Attempts <= 0 {
+			e.Retry = Retry{Attempts: 5, Base: time.Second, Max: 20 * time.Second}
+		}
+		if e.SyncEvery <= 0 {
+			e.SyncEvery = time.Second
+		}
+		if e.Log == nil {
+			e.Log = io.Discard
+		}
+		// Workers, retries and the progress display all write here.
+		e.Log = &lockedWriter{w: e.Log}
+		e.ItemsInFlight = max(e.ItemsInFlight, e.Parallel)
+		e.sched = newScheduler(e.Parallel)
+	})
+}
+
+// RunSpec says where a run goes and how it was asked for.
+type RunSpec struct {
+	Dir    string
+	Resume bool
+	Args   []string
+	Config any
+	// Rerun, when set, says which calls to make again (see Rerun).
+	Rerun *Rerun
+	// DryRun works out the plan (Result.Plan) and writes nothing.
+	DryRun bool
+	// Flags are the effective values of every command-line setting (from
+	// flags, HALU_ environment variables or a run file), for the manifest.
+	Flags map[string]string
+	// Invocation is this invocation's command line (a resume's own, where
+	// Args stays the run's), for the manifest's sessions.
+	Invocation []string
+	// Shard, when set, runs only that slice of the items (a resume keeps
+	// the run's own).
+	Shard *rundir.Shard
+	// RunFile, when set, is written to the new run's directory as
+	// run.yaml: a run file (halu run -f) that repeats what the run
+	// measures.
+	RunFile []byte
+}
+
+// Result is what a run did.
+type Result struct {
+	Plan     *Plan // a dry run's
+	Dir      string
+	Counts   rundir.Counts
+	Summary  *summary.Summary
+	Manifest *rundir.Manifest
+}
+
+// ErrInterrupted is returned when the context was cancelled mid-run; what
+// completed is on disk and the run can be resumed.
+var ErrInterrupted = errors.New("run interrupted")
+
+// protocol is the run's protocol, its departures from the paper's and the
+// values halu chose where the paper is silent, from the settings of cfg (a
+// suite's config, when it declares settings) and the engine's own: halu's
+// readers of judge replies depart from the authors'.
+func (e *Engine) protocol(cfg any) (string, []setting.Departure, []setting.Assumption) {
+	c, ok := cfg.(setting.Config)
+	if !ok {
+		return "", nil, nil
+	}
+	list := c.Settings()
+	p := list.ProtocolOf()
+	if p == "" {
+		return "", nil, list.Assumptions()
+	}
+	deps := list.Departures()
+	ec := e.Config
+	ec.Readers = e.readers()
+	for _, d := range ec.Settings().Departures() {
+		if d.Setting == "readers" {
+			deps = append(deps, d)
+		}
+	}
+	return p, deps, list.Assumptions()
+}
+
+// ErrSettingsDiffer is returned by a resume whose settings are not the
+// run's own.
+var ErrSettingsDiffer = errors.New("settings differ from the run's")
+
+// configDiff lists the top-level settings in which config want (any value
+// that encodes to a JSON object) differs from a run's recorded config, as
+// "name: run's → given".
+func configDiff(recorded json.RawMessage, want any) ([]string, error) {
+	b, err := json.Marshal(want)
+	if err != nil {
+		return nil, err
+	}
+	var a, w map[string]any
+	if err := json.Unmarshal(recorded, &a); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range w {
+		keys[k] = true
+	}
+	var out []string
+	for _, k := range uniqueSorted(mapKeys(keys)) {
+		x, _ := json.Marshal(a[k])
+		y, _ := json.Marshal(w[k])
+		if string(x) != string(y) {
+			out = append(out, fmt.Sprintf("%s: %s → %s", k, x, y))
+		}
+	}
+	return out, nil
+}
+
+func mapKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// ErrIncomplete is returned when some items failed; resume redoes them.
+var ErrIncomplete = errors.New("run incomplete")
+
+// Run runs suite s into spec.Dir, or resumes the run there.
+func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error) {
+	e.init()
+	if spec.DryRun {
+		p, err := e.dryRun(ctx, s, spec.Shard)
+		return &Result{Plan: p, Dir: spec.Dir}, err
+	}
+	dir := spec.Dir
+	recPath := filepath.Join(dir, rundir.RecordsFile)
+
+	var man *rundir.Manifest
+	done := map[string]bool{}
+	var goodSize int64
+	if !spec.Resume {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("run directory: %w", err)
+		}
+	}
+	if spec.Resume {
+		if _, err := rundir.ReadManifest(dir); err != nil {
+			return nil, err // no run there: say so before locking
+		}
+	}
+	release, err := rundir.LockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if spec.Resume {
+		m, err := rundir.ReadManifest(dir)
+		if err != nil {
+			return nil, err
+		}
+		if m.Suite != s.Name() {
+			return nil, fmt.Errorf("run %s is of suite %q, not %q", dir, m.Suite, s.Name())
+		}
+		// A run of an older format was migrated by whoever decoded its
+		// config (Declaration.Decode): only a config in the current format
+		// can be compared key by key.
+		if spec.Config != nil && m.Format == rundir.FormatVersion {
+			if diff, err := configDiff(m.Config, spec.Config); err != nil {
+				return nil, fmt.Errorf("run %s: config: %w", dir, err)
+			} else if len(diff) > 0 {
+				return nil, fmt.Errorf("%w: %s was made with other settings than these (%s); resuming would mix two runs in one: choose another directory, or repeat the run's own settings",
+					ErrSettingsDiffer, dir, strings.Join(diff, "; "))
+			}
+		}
+		man = m
+		recs, good, err := rundir.ReadRecords(recPath)
+		if err != nil {
+			return nil, err
+		}
+		goodSize = good
+		for _, r := range recs {
+			done[r.Item] = true
+		}
+		if man.Readers == "" {
+			man.Readers = judging.ReadersPaper
+		}
+		e.Readers = man.Readers // a resumed run keeps its own readers
+	} else {
+		if _, err := os.Stat(recPath); err == nil {
+			return nil, fmt.Errorf("run directory %s already holds a run: resume it with --resume %s, or choose another --out", dir, dir)
+		}
+		cfg, err := json.Marshal(spec.Config)
+		if err != nil {
+			return nil, fmt.Errorf("run config: %w", err)
+		}
+		man = &rundir.Manifest{
+			Format:      rundir.FormatVersion,
+			HaluVersion: e.Version,
+			Suite:       s.Name(),
+			Args:        spec.Args,
+			Flags:       spec.Flags,
+			Config:      cfg,
+			Readers:     e.readers(),
+			Started:     time.Now().UTC(),
+			Shard:       spec.Shard,
+		}
+	}
+
+	// Check the server and every model before any work.
+	ver, err := e.ServerVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !e.Client.IsLoopback() {
+		fmt.Fprintf(e.Log, "warning: Ollama host %s is not on this machine: prompts and answers cross the network\n", e.Client.Host())
+	}
+	man.Ollama = rundir.OllamaInfo{Host: e.Client.Host(), Version: ver}
+	if p := e.Client.Protocol(); p != "ollama" {
+		man.Ollama.API = p
+	}
+	man.Models = nil
+	man.TinyModel = false
+	man.Serving = rundir.Serving{NumCtx: e.NumCtx, NumThread: e.NumThread, Parallel: e.Parallel, ItemsInFlight: e.ItemsInFlight,
+		Repetition: e.Repetition, JudgeRepairs: e.JudgeRepairs}
+	for _, d := range []struct {
+		d   time.Duration
+		out *string
+	}{{e.KeepAlive, &man.Serving.KeepAlive}, {e.IdleTimeout, &man.Serving.IdleTimeout}, {e.Budget, &man.Serving.Budget}} {
+		if d.d > 0 {
+			*d.out = d.d.String()
+		}
+	}
+	for _, name := range uniqueSorted(s.Models()) {
+		fp, info, err := e.fingerprint(ctx, name, e.NumCtx)
+		if err != nil {
+			return nil, err
+		}
+		man.Serving.Fingerprints = append(man.Serving.Fingerprints, fp)
+		man.Models = append(man.Models, info)
+		if info.Tiny {
+			man.TinyModel = true
+		}
+	}
+	if d, ok := s.(Describer); ok {
+		// The engine hashes each template itself, so a manifest's hash
+		// always matches its text.
+		man.Prompts = map[string]rundir.PromptInfo{}
+		for name, p := range d.Prompts() {
+			p.SHA256 = rundir.HashText(p.Text)
+			man.Prompts[name] = p
+		}
+		man.Datasets = map[string]rundir.DatasetInfo{}
+		for _, p := range d.Datasets() {
+			h, err := rundir.HashFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("dataset: %w", err)
+			}
+			man.Datasets[filepath.Base(p)] = rundir.DatasetInfo{Path: p, SHA256: h}
+		}
+	}
+
+	if spec.Resume && spec.Config != nil && man.Format < rundir.FormatVersion {
+		// A resumed run of an older format is written in this one.
+		cfg, err := json.Marshal(spec.Config)
+		if err != nil {
+			return nil, fmt.Errorf("run config: %w", err)
+		}
+		man.Config, man.Format = cfg, rundir.FormatVersion
+	}
+	if e.Config.Ollama != "" || len(e.Config.Backends) > 0 || man.Engine == nil {
+		ec := e.Config
+		ec.Readers = e.readers()
+		if man.Engine, err = json.Marshal(&ec); err != nil {
+			return nil, fmt.Errorf("engine settings: %w", err)
+		}
+	}
+	man.Protocol, man.Departures, man.Assumptions = e.protocol(spec.Config)
+	man.Sample = nil
+	if sp, ok := s.(Sampled); ok {
+		man.Sample = sp.Sample()
+	}
+
+	items, err := s.Items(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: items: %w", s.Name(), err)
+	}
+	items = shardOf(man.Shard, items)
+	seen := map[string]bool{}
+	var todo []Item
+	for _, it := range items {
+		if seen[it.ID] {
+			return nil, fmt.Errorf("%s: item ID %q appears twice", s.Name(), it.ID)
+		}
+		seen[it.ID] = true
+		if !done[it.ID] {
+			todo = append(todo, it)
+		}
+	}
+	// The books cover every session of the run: a resume adds its calls
+	// to those recorded, and one that had nothing to do keeps the end.
+	sessionStart := time.Now().UTC()
+	prev, prevEnded := rundir.Counts{}, man.Ended
+	if spec.Resume {
+		prev = man.Counts
+	}
+	man.Status = "running"
+	man.Counts.Items = len(items)
+	man.Ended = nil
+	if err := rundir.WriteManifest(dir, man); err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	if !spec.Resume && spec.RunFile != nil {
+		if err := rundir.WriteFileAtomic(filepath.Join(dir, rundir.RunFileName), spec.RunFile); err != nil {
+			return nil, fmt.Errorf("run %s: %w", dir, err)
+		}
+	}
+	if spec.Resume {
+		fmt.Fprintf(e.Log, "resuming %s: %d of %d items already done\n", dir, len(items)-len(todo), len(items))
+	}
+
+	w, err := rundir.OpenRecordWriter(recPath, goodSize, e.SyncEvery)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	ew, err := openAppend(filepath.Join(dir, rundir.ErrorsFile))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+
+	base := e.snapshot()
+	hostBase := e.hostCounts()
+	failed, runErr := e.work(ctx, s, todo, w, ew, spec.Rerun)
+	if c, ok := s.(io.Closer); ok {
+		c.Close() // stores a suite opened (index, knowledge graph)
+	}
+	cerr := w.Close()
+	ew.Close()
+	if runErr == nil && cerr != nil {
+		runErr = fmt.Errorf("run %s: records: %w", dir, cerr)
+	}
+
+	recs, _, err := rundir.ReadRecords(recPath)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	man.Ended = &now
+	session := e.snapshot().Sub(base)
+	session.Hosts = rundir.SubHosts(e.hostCounts(), hostBase)
+	if len(todo) == 0 && spec.Resume && prevEnded != nil {
+		man.Ended, man.Checked = prevEnded, &now
+	} else {
+		if spec.Resume {
+			man.Resumed = append(man.Resumed, sessionStart)
+		}
+		man.Sessions = append(man.Sessions, rundir.Session{Started: sessionStart, Ended: now, Args: spec.Invocation, Items: len(todo), Counts: session})
+	}
+	delta := session.Add(prev)
+	man.Counts = rundir.Counts{
+		Items:          len(items),
+		Completed:      len(recs),
+		Failed:         failed,
+		ModelCalls:     delta.ModelCalls,
+		CacheHits:      delta.CacheHits,
+		Retries:        delta.Retries,
+		PromptTokens:   delta.PromptTokens,
+		GeneratedToken: delta.GeneratedToken,
+
+		StoppedBudget:     delta.StoppedBudget,
+		StoppedRepetition: delta.StoppedRepetition,
+		NearContext:       delta.NearContext,
+		ModelSwitches:     delta.ModelSwitches,
+		Backoffs:          delta.Backoffs,
+
+		CacheDamaged:       delta.CacheDamaged,
+		CacheWriteFailures: delta.CacheWriteFailures,
+		Hosts:              rundir.AddHosts(prev.Hosts, session.Hosts),
+	}
+	for _, r := range recs {
+		man.Counts.JudgeFailures += len(r.Failures)
+		for _, rd := range r.Readings {
+			switch rd.How {
+			case "fallback":
+				man.Counts.TextFallbacks++
+			case "disagree":
+				man.Counts.ReaderDisagreements++
+			}
+		}
+	}
+	switch {
+	case errors.Is(runErr, ErrInterrupted):
+		man.Status = "interrupted"
+	case runErr != nil || len(recs) < len(items):
+		man.Status = "incomplete"
+	default:
+		man.Status = "complete"
+	}
+	if err := rundir.WriteManifest(dir, man); err != nil && runErr == nil {
+		runErr = err
+	}
+	res := &Result{Dir: dir, Counts: man.Counts, Manifest: man}
+	if len(recs) > 0 {
+		sum, err := summarize(s, man, recs)
+		if err != nil {
+			return res, err
+		}
+		res.Summary = sum
+		if err := summary.WriteSummary(dir, sum); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	switch {
+	case runErr == nil && man.Status == "incomplete":
+		runErr = fmt.Errorf("%w: %d of %d items failed (see %s); resume with: halu run --resume %s",
+			ErrIncomplete, len(items)-len(recs), len(items), filepath.Join(dir, rundir.ErrorsFile), dir)
+	case runErr != nil:
+		runErr = fmt.Errorf("%w\n%d of %d items are saved in %s; resume with: halu run --resume %s",
+			runErr, len(recs), len(items), dir, dir)
+	}
+	return res, runErr
+}
+
+// work runs todo on the worker pool. An item whose model call fails after
+// its retries is logged to errors.jsonl and counted; a server that cannot be
+// reached at all stops the run, since every further item would fail too.
+func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.RecordWriter, ew *rundir.RecordWriter, rerun *Rerun) (int, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	prog := newProgress(e.Log, e.Interactive, e.Columns, s.Name(), len(todo), e.estimateCalls(ctx, s, todo), e)
+	e.prog.Store(prog)
+	defer func() {
+		e.prog.Store(nil)
+		prog.Finish()
+	}()
+
+	jobs := make(chan Item)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < e.ItemsInFlight; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range jobs {
+				calls := &Calls{e: e, item: it.ID, rerun: rerun}
+				data, err := s.Process(ctx, calls, it)
+				if ctx.Err() != nil {
+					continue // interrupted: the item is redone on resume
+				}
+				if err != nil {
+					failed.Add(1)
+					msg := fmt.Sprintf("item %s: %v", it.ID, err)
+					e.logf("%s\n", msg)
+					_ = ew.Append(rundir.ItemError{Item: it.ID, Error: err.Error(), Time: time.Now().UTC()})
+					if localmodels.IsUnreachable(err) {
+						cancel(fmt.Errorf("%s: %w", msg, errUnreachable))
+					}
+					prog.Fail()
+					continue
+				}
+				raw, err := json.Marshal(data)
+				if err != nil {
+					cancel(fmt.Errorf("item %s: encode record: %w", it.ID, err))
+					continue
+				}
+				rec := rundir.Record{Format: rundir.FormatVersion, Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Prompts: calls.promptTexts()}
+				if err := w.Append(rec); err != nil {
+					cancel(fmt.Errorf("write record: %w", err))
+					continue
+				}
+				prog.Add(1)
+			}
+		}()
+	}
+feed:
+	for _, it := range todo {
+		select {
+		case jobs <- it:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return int(failed.Load()), cause
+	}
+	if ctx.Err() != nil {
+		return int(failed.Load()), ErrInterrupted
+	}
+	return int(failed.Load()), nil
+}
+
+var errUnreachable = errors.New("Ollama server unreachable: the run stopped; start the server and resume")
+
+// ModelInfo returns (and remembers) a model's metadata.
+func (e *Engine) ModelInfo(ctx context.Context, name string) (localmodels.ModelInfo, error) {
+	if v, ok := e.models.Load(name); ok {
+		return v.(localmodels.ModelInfo), nil
+	}
+	var info localmodels.ModelInfo
+	err := e.withRetry(ctx, func(ctx context.Context) error {
+		var err error
+		info, err = e.Client.Info(ctx, name)
+		return err
+	})
+	if err != nil {
+		return info, err
+	}
+	e.models.Store(name, info)
+	return info, nil
+}
+
+// ServerVersion returns (and remembers) the Ollama server's version, part
+// of every cache key.
+func (e *Engine) ServerVersion(ctx context.Context) (string, error) {
+	e.verMu.Lock()
+	defer e.verMu.Unlock()
+	if e.serverVers != "" {
+		return e.serverVers, nil
+	}
+	err := e.withRetry(ctx, func(ctx context.Context) error {
+		var err error
+		e.serverVers, err = e.Client.Version(ctx)
+		return err
+	})
+	return e.serverVers, err
+}
+
+// withRetry runs fn, repeating it with jittered exponential backoff while it
+// fails with a transient error. A 503 (the server's queue is full) waits at
+// least twice the base wait: the scheduler has lowered the calls in flight,
+// and an immediate retry would meet the same full queue.
+func (e *Engine) withRetry(ctx context.Context, fn func(context.Context) error) error {
+	e.init()
+	var err error
+	wait := e.Retry.Base
+	for attempt := 1; ; attempt++ {
+		err = fn(ctx)
+		if err == nil || !localmodels.IsTransient(err) || ctx.Err() != nil {
+			return err
+		}
+		if attempt >= e.Retry.Attempts {
+			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+		}
+		e.stats.retries.Add(1)
+		if localmodels.StatusCode(err) == http.StatusServiceUnavailable {
+			wait = max(wait, 2*e.Retry.Base)
+		}
+		d := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		line := fmt.Sprintf("retrying in %s (attempt %d of %d): %v\n", d.Round(time.Millisecond), attempt+1, e.Retry.Attempts, err)
+		if p := e.prog.Load(); p != nil {
+			p.retrying(retryCause(err), line)
+		} else {
+			fmt.Fprint(e.Log, line)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+		wait = min(wait*2, e.Retry.Max)
+	}
+}
+
+// retryCause is what retries of err have in common with others of the same
+// cause, whatever the model or request: its innermost part ("connection
+// refused", "503 Service Unavailable: server busy").
+func retryCause(err error) string {
+	s := err.Error()
+	s, hint, _ := strings.Cut(s, " (")
+	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
+		s = s[i+2:]
+	}
+	if hint != "" && strings.HasPrefix(s, "connection refused") {
+		return s + " (is the server running?)"
+	}
+	return s
+}
+
+func (e *Engine) snapshot() rundir.Counts {
+	_, _, switches, lowered := e.sched.state()
+	return rundir.Counts{
+		ModelCalls:         int(e.stats.calls.Load()),
+		CacheHits:          int(e.stats.hits.Load()),
+		Retries:            int(e.stats.retries.Load()),
+		JudgeFailures:      int(e.stats.judgeFailures.Load()),
+		PromptTokens:       int(e.stats.promptTokens.Load()),
+		GeneratedToken:     int(e.stats.evalTokens.Load()),
+		StoppedBudget:      int(e.stats.budget.Load()),
+		StoppedRepetition:  int(e.stats.repetition.Load()),
+		NearContext:        int(e.stats.nearContext.Load()),
+		ModelSwitches:      switches,
+		Backoffs:           lowered,
+		CacheDamaged:       e.cacheDamaged(),
+		CacheWriteFailures: int(e.stats.cacheWriteFailures.Load()),
+	}
+}
+
+// cacheDamaged is how many damaged cache entries the engine's cache has
+// dropped and refetched.
+func (e *Engine) cacheDamaged() int {
+	if e.Cache == nil {
+		return 0
+	}
+	return e.Cache.Damaged()
+}
+
+func openAppend(path string) (*rundir.RecordWriter, error) {
+	st, err := os.Stat(path)
+	size := int64(0)
+	if err == nil {
+		size = st.Size()
+	}
+	return rundir.OpenRecordWriter(path, size, time.Second)
+}
+
+func uniqueSorted(xs []string) []string {
+	m := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if x != "" && !m[x] {
+			m[x] = true
+			out = append(out, x)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortRecords(recs []rundir.Record) []rundir.Record {
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Item < recs[j].Item })
+	return recs
+}
+
+// ReadRun reads a run directory's manifest and records, sorted by item.
+func ReadRun(dir string) (*rundir.Manifest, []rundir.Record, error) {
+	m, err := rundir.ReadManifest(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, _, err := rundir.ReadRecords(filepath.Join(dir, rundir.RecordsFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, sortRecords(recs), nil
+}
+
+// Stats returns the engine's running totals: model calls, cache hits,
+// retries, unscored judgements and tokens, over its whole life.
+func (e *Engine) Stats() rundir.Counts { e.init(); return e.snapshot() }
+
+// lockedWriter serialises writes to a log shared by the engine's workers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// identityNotes say, for each model a server names by less than a digest,
+// what a cached or compared result rests on: a path or a name that other
+// weights could take.
+func identityNotes(man *rundir.Manifest) []string {
+	var out []string
+	for _, m := range man.Models {
+		switch m.Identity {
+		case localmodels.IdentityPath:
+			out = append(out, fmt.Sprintf("%s is known by the path its server loaded (%s), not by a digest of its weights: other weights at that path would not be told apart (cache, compare).", m.Name, m.Weights))
+		case localmodels.IdentityName:
+			out = append(out, fmt.Sprintf("%s is known by its name only (its server reports neither a digest nor a path): other weights served under that name would not be told apart (cache, compare).", m.Name))
+		}
+		if m.FixedContext && m.ContextLength == 0 {
+			out = append(out, fmt.Sprintf("%s: its server fixes the context window and does not report it: prompts were not fitted to it, and a server may cut a long prompt.", m.Name))
+		}
+	}
+	return out
+}
+
+// hostCounts are the per-server counts of a pool (nil for one server).
+func (e *Engine) hostCounts() map[string]localmodels.HostCount {
+	if hc, ok := e.Client.(localmodels.HostCounter); ok {
+		return hc.HostCounts()
+	}
+	return nil
+}
+
+// summarize is the run's summary: the suite's tables and metrics over recs,
+// with the engine's counts and notes (readings, thinking, model identity,
+// protocol, assumptions).
+func summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Summary, error) {
+	sum, err := s.Summarize(sortRecords(recs))
+	if err != nil {
+		return nil, fmt.Errorf("%s: summary: %w", s.Name(), err)
+	}
+	sum.Counts = man.Counts
+	sum.TinyModel = man.TinyModel
+	sum.Notes = append(sum.Notes, summary.ReadingNotes(recs, man.Readers)...)
+	sum.Notes = append(sum.Notes, summary.ThinkingNotes(recs)...)
+	sum.Notes = append(sum.Notes, identityNotes(man)...)
+	if man.Protocol != "" {
+		sum.Protocol, sum.Departures = man.Protocol, man.Departures
+		sum.Notes = append(sum.Notes, summary.DepartureNote(man.Protocol, man.Departures))
+	}
+	if len(man.Assumptions) > 0 {
+		sum.Assumptions = man.Assumptions
+		sum.Notes = append(sum.Notes, summary.AssumptionNote(man.Assumptions))
+	}
+	return sum, nil
+}

@@ -1,0 +1,819 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"halu/localmodels"
+	"halu/localmodels/fakeollama"
+	"halu/runner/engine"
+	"halu/runner/judging"
+	"halu/runner/rundir"
+	"halu/runner/summary"
+)
+
+// testSuite generates an answer per item and has it judged.
+type testSuite struct {
+	n int
+}
+
+type verdict struct {
+	Score int `json:"score"`
+}
+
+func (v *verdict) Validate() error {
+	if v.Score < 1 || v.Score > 5 {
+		return fmt.Errorf("score %d outside 1..5", v.Score)
+	}
+	return nil
+}
+
+type result struct {
+	Answer string `json:"answer"`
+	Score  int    `json:"score"`
+	Scored bool   `json:"scored"`
+}
+
+func (s *testSuite) Name() string     { return "test" }
+func (s *testSuite) Models() []string { return []string{"gen", "judge"} }
+func (s *testSuite) Items(context.Context) ([]engine.Item, error) {
+	var items []engine.Item
+	for i := 0; i < s.n; i++ {
+		items = append(items, engine.Item{ID: fmt.Sprintf("item-%02d", i), Payload: i})
+	}
+	return items, nil
+}
+func (s *testSuite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
+	gen, err := c.Chat(ctx, "generate", localmodels.ChatRequest{
+		Model:    "gen",
+		Messages: []localmodels.Message{{Role: "user", Content: fmt.Sprintf("question %d", it.Payload)}},
+		Options:  localmodels.Options{Temperature: localmodels.Float(1), Seed: localmodels.Int(1)},
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	v, ok, err := judging.JudgeWith(ctx, c, "judge", localmodels.ChatRequest{
+		Model:    "judge",
+		Messages: []localmodels.Message{{Role: "user", Content: "grade: " + gen.Content}},
+		Options:  localmodels.Options{Temperature: localmodels.Float(0)},
+	}, json.RawMessage(`{"type":"object"}`), judging.Reader[verdict]{})
+	if err != nil {
+		return nil, err
+	}
+	return result{Answer: gen.Content, Score: v.Score, Scored: ok}, nil
+}
+func (s *testSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+	sum := &summary.Summary{Suite: "test", Metrics: map[string]float64{"records": float64(len(recs))}}
+	return sum, nil
+}
+
+// judgeReply answers generation prompts with an echo and judge prompts with
+// reply(prompt).
+func server(t *testing.T, judge func(prompt string) fakeollama.Reply) *fakeollama.Server {
+	t.Helper()
+	s := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			return judge(r.Messages[0].Content)
+		}
+		return fakeollama.Reply{Content: "answer to " + r.LastUser()}
+	},
+		fakeollama.Model{Name: "gen:latest", Digest: "dg", Family: "llama", ParameterCount: 1e9},
+		fakeollama.Model{Name: "judge:latest", Digest: "dj", Family: "qwen2", ParameterCount: 1e9},
+	)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func goodJudge(string) fakeollama.Reply { return fakeollama.Reply{Content: `{"score": 4}`} }
+
+func newEngine(t *testing.T, host, cacheDir string) *engine.Engine {
+	t.Helper()
+	c, err := localmodels.New(host, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := engine.OpenCache(cacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &engine.Engine{Client: c, Cache: cache, Parallel: 3, JudgeRepairs: 1,
+		Retry: engine.Retry{Attempts: 3, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	sort.Strings(lines)
+	return lines
+}
+
+func TestRunThenRerunFromCache(t *testing.T) {
+	srv := server(t, goodJudge)
+	cache := t.TempDir()
+	dir1 := filepath.Join(t.TempDir(), "run1")
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 6}, engine.RunSpec{Dir: dir1, Config: map[string]int{"n": 6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Completed != 6 || res.Counts.ModelCalls != 12 || res.Counts.CacheHits != 0 {
+		t.Fatalf("first run counts = %+v", res.Counts)
+	}
+	m, recs, err := engine.ReadRun(dir1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != "complete" || len(m.Models) != 2 || m.Models[0].Digest != "dg" || m.Models[1].Digest != "dj" {
+		t.Fatalf("manifest = %+v", m)
+	}
+	var r result
+	json.Unmarshal(recs[0].Data, &r)
+	if !r.Scored || r.Score != 4 || len(recs[0].Calls) != 2 || recs[0].Calls[0].Digest != "dg" {
+		t.Fatalf("record = %+v", recs[0])
+	}
+
+	dir2 := filepath.Join(t.TempDir(), "run2")
+	before := len(srv.Chats())
+	res2, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 6}, engine.RunSpec{Dir: dir2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srv.Chats()) != before || res2.Counts.ModelCalls != 0 || res2.Counts.CacheHits != 12 {
+		t.Fatalf("rerun made %d calls, counts %+v", len(srv.Chats())-before, res2.Counts)
+	}
+	a, b := readLines(t, filepath.Join(dir1, "records.jsonl")), readLines(t, filepath.Join(dir2, "records.jsonl"))
+	if strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Fatal("rerun wrote different records")
+	}
+
+	// A run directory is never overwritten.
+	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 6}, engine.RunSpec{Dir: dir1}); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("rerun into the same dir: %v", err)
+	}
+}
+
+// A new digest for the same tag (a re-pull) must not reuse cached replies.
+func TestDigestChangeInvalidatesCache(t *testing.T) {
+	srv := server(t, goodJudge)
+	cache := t.TempDir()
+	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "a")}); err != nil {
+		t.Fatal(err)
+	}
+	srv.SetModelDigest("judge:latest", "dj2")
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.ModelCalls != 2 || res.Counts.CacheHits != 2 {
+		t.Fatalf("after judge re-pull: counts %+v, want 2 judge calls and 2 generation hits", res.Counts)
+	}
+}
+
+func TestInterruptAndResumeEachItemOnce(t *testing.T) {
+	srv := server(t, goodJudge)
+	ctx, cancel := context.WithCancel(context.Background())
+	var judged atomic.Int32
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			if judged.Add(1) == 4 {
+				cancel()
+			}
+			return fakeollama.Reply{Content: `{"score": 3}`}
+		}
+		return fakeollama.Reply{Content: "answer " + r.LastUser()}
+	})
+	dir := filepath.Join(t.TempDir(), "run")
+	cacheDir := t.TempDir()
+	_, err := newEngine(t, srv.Host(), cacheDir).Run(ctx, &testSuite{n: 20}, engine.RunSpec{Dir: dir})
+	if !errors.Is(err, engine.ErrInterrupted) {
+		t.Fatalf("err = %v, want interrupted", err)
+	}
+	m, _ := rundir.ReadManifest(dir)
+	if m.Status != "interrupted" {
+		t.Fatalf("status %q", m.Status)
+	}
+	// Simulate a kill -9 in the middle of a write: a torn last line.
+	f, _ := os.OpenFile(filepath.Join(dir, "records.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"suite":"test","item":"item-1`)
+	f.Close()
+
+	res, err := newEngine(t, srv.Host(), cacheDir).Run(context.Background(), &testSuite{n: 20}, engine.RunSpec{Dir: dir, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Completed != 20 || res.Manifest.Status != "complete" || len(res.Manifest.Resumed) != 1 {
+		t.Fatalf("after resume: %+v", res.Counts)
+	}
+	_, recs, err := engine.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range recs {
+		seen[r.Item]++
+	}
+	if len(seen) != 20 {
+		t.Fatalf("%d distinct items, want 20", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("item %s recorded %d times", id, n)
+		}
+	}
+}
+
+func TestUnparseableJudgeIsRetriedThenRecorded(t *testing.T) {
+	var attempts atomic.Int32
+	srv := server(t, func(prompt string) fakeollama.Reply {
+		attempts.Add(1)
+		if strings.Contains(prompt, "question 1") {
+			return fakeollama.Reply{Content: `{"score": 9}`} // out of range: a parse failure
+		}
+		if strings.Contains(prompt, "question 2") {
+			return fakeollama.Reply{Content: "I think it is quite good."}
+		}
+		return fakeollama.Reply{Content: `{"score": 2}`}
+	})
+	dir := filepath.Join(t.TempDir(), "run")
+	res, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Completed != 3 || res.Counts.JudgeFailures != 2 {
+		t.Fatalf("counts = %+v, want 3 completed with 2 judge failures", res.Counts)
+	}
+	if attempts.Load() != 5 { // 1 good + 2 × (first try + 1 repair)
+		t.Fatalf("judge asked %d times, want 5", attempts.Load())
+	}
+	_, recs, _ := engine.ReadRun(dir)
+	f := recs[1].Failures
+	if len(f) != 1 || len(f[0].Raw) != 2 || f[0].Raw[0] != `{"score": 9}` || !strings.Contains(f[0].Reason, "outside 1..5") {
+		t.Fatalf("failure record = %+v", f)
+	}
+	var r result
+	json.Unmarshal(recs[1].Data, &r)
+	if r.Scored {
+		t.Fatal("a failed judgement came back scored")
+	}
+	// The repair turn shows the judge its reply and what was wrong.
+	last := srv.Chats()
+	found := false
+	for _, c := range last {
+		if len(c.Messages) == 3 && c.Messages[1].Role == "assistant" && strings.Contains(c.Messages[2].Content, "could not be used") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no repair turn sent")
+	}
+}
+
+func TestTransientErrorsAreRetried(t *testing.T) {
+	var n atomic.Int32
+	srv := server(t, func(string) fakeollama.Reply {
+		if n.Add(1) <= 2 {
+			return fakeollama.Reply{Status: 503, Error: "queue full"}
+		}
+		return fakeollama.Reply{Content: `{"score": 5}`}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Parallel = 1
+	res, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Retries != 2 || res.Counts.Completed != 1 {
+		t.Fatalf("counts = %+v", res.Counts)
+	}
+}
+
+// A model error that persists fails the item (errors.jsonl), the run goes on,
+// and resume redoes only that item.
+func TestFailedItemIsRedoneOnResume(t *testing.T) {
+	broken := atomic.Bool{}
+	broken.Store(true)
+	srv := server(t, func(p string) fakeollama.Reply {
+		if broken.Load() && strings.Contains(p, "question 3") {
+			return fakeollama.Reply{Status: 500, Error: "model runner has unexpectedly stopped"}
+		}
+		return fakeollama.Reply{Content: `{"score": 1}`}
+	})
+	dir := filepath.Join(t.TempDir(), "run")
+	cache := t.TempDir()
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir})
+	if !errors.Is(err, engine.ErrIncomplete) || res.Counts.Completed != 4 || res.Counts.Failed != 1 {
+		t.Fatalf("err %v counts %+v", err, res.Counts)
+	}
+	if !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("error does not say how to resume: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "errors.jsonl"))
+	if !strings.Contains(string(b), "item-03") || !strings.Contains(string(b), "unexpectedly stopped") {
+		t.Fatalf("errors.jsonl = %s", b)
+	}
+	broken.Store(false)
+	first := res.Counts
+	res, err = newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir, Resume: true})
+	// The manifest's books cover both sessions: the resume's one call is
+	// added to the first session's.
+	if err != nil || res.Counts.Completed != 5 || res.Counts.ModelCalls != first.ModelCalls+1 || res.Counts.Retries != first.Retries {
+		t.Fatalf("resume: err %v counts %+v (first session %+v)", err, res.Counts, first)
+	}
+	// A resume with nothing left to do changes neither the books nor the end.
+	done, _ := rundir.ReadManifest(dir)
+	res, err = newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir, Resume: true})
+	again, _ := rundir.ReadManifest(dir)
+	if err != nil || !reflect.DeepEqual(again.Counts, done.Counts) || !again.Ended.Equal(*done.Ended) || again.Status != "complete" {
+		t.Fatalf("no-op resume: err %v counts %+v → %+v, ended %v → %v", err, done.Counts, again.Counts, done.Ended, again.Ended)
+	}
+	// Two sessions did work: the first (5 items) and the resume (1); the
+	// no-op resume is a "checked" time only.
+	if len(again.Sessions) != 2 || again.Sessions[0].Items != 5 || again.Sessions[1].Items != 1 || again.Sessions[1].Counts.ModelCalls != 1 ||
+		again.Sessions[0].Counts.ModelCalls+1 != again.Counts.ModelCalls || again.Checked == nil || len(again.Resumed) != 1 {
+		t.Fatalf("sessions %+v, checked %v, resumed %v", again.Sessions, again.Checked, again.Resumed)
+	}
+}
+
+// A server that goes away stops the run with a clear message; nothing
+// completed is lost.
+func TestUnreachableServerStopsRun(t *testing.T) {
+	srv := server(t, goodJudge)
+	var n atomic.Int32
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if n.Add(1) == 5 {
+			go srv.CloseClientConnections()
+			go srv.Listener.Close()
+		}
+		if r.Model == "judge" {
+			return fakeollama.Reply{Content: `{"score": 2}`}
+		}
+		return fakeollama.Reply{Content: "a"}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Parallel = 1
+	dir := filepath.Join(t.TempDir(), "run")
+	_, err := e.Run(context.Background(), &testSuite{n: 10}, engine.RunSpec{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("err = %v", err)
+	}
+	_, recs, _ := engine.ReadRun(dir)
+	if len(recs) < 2 || len(recs) >= 10 {
+		t.Fatalf("%d records kept", len(recs))
+	}
+}
+
+func TestReadRecordsNamesDamagedLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "records.jsonl")
+	os.WriteFile(p, []byte("{\"item\":\"a\"}\nnot json\n{\"item\":\"b\"}\n"), 0o644)
+	_, _, err := rundir.ReadRecords(p)
+	if err == nil || !strings.Contains(err.Error(), "records.jsonl:2") {
+		t.Fatalf("err = %v, want it to name line 2", err)
+	}
+}
+
+func TestDecodeJSON(t *testing.T) {
+	type v struct {
+		A int    `json:"a"`
+		B string `json:"b,omitempty"`
+	}
+	tests := []struct {
+		raw     string
+		wantErr string
+	}{
+		{`{"a": 1}`, ""},
+		{"Sure! ```json\n{\"a\": 2, \"b\": \"x\"}\n``` done", ""},
+		{`{"b": "x"}`, `field "a" missing`},
+		{`{"a": "one"}`, "cannot unmarshal"},
+		{``, "empty reply"},
+	}
+	for _, tt := range tests {
+		var out v
+		err := judging.DecodeJSON(tt.raw, &out)
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("DecodeJSON(%q) = %v, want %q", tt.raw, err, tt.wantErr)
+		}
+	}
+}
+
+func TestSamplesAreCachedSeparately(t *testing.T) {
+	var n atomic.Int32
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		return fakeollama.Reply{Content: fmt.Sprint(n.Add(1))}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	c := e.NewCalls("x")
+	req := localmodels.ChatRequest{Model: "gen", Messages: []localmodels.Message{{Role: "user", Content: "q"}}}
+	var got []string
+	for round := 0; round < 2; round++ {
+		for s := 0; s < 3; s++ {
+			r, err := c.Chat(context.Background(), "g", req, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r.Content)
+		}
+	}
+	if strings.Join(got, ",") != "1,2,3,1,2,3" {
+		t.Fatalf("samples = %v, want three draws then the same three from cache", got)
+	}
+}
+
+func TestEmbedCachesPerText(t *testing.T) {
+	srv := server(t, goodJudge)
+	e := newEngine(t, srv.Host(), t.TempDir())
+	c := e.NewCalls("x")
+	v1, err := c.Embed(context.Background(), "s", "gen", []string{"alpha", "beta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := c.Embed(context.Background(), "s", "gen", []string{"beta", "gamma"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, inputs := srv.EmbedCalls()
+	if calls != 2 || inputs != 3 {
+		t.Fatalf("%d embed calls with %d inputs, want 2 with 3 (beta cached)", calls, inputs)
+	}
+	if fmt.Sprint(v1[1]) != fmt.Sprint(v2[0]) {
+		t.Fatal("cached vector differs")
+	}
+}
+
+// Identical requests in flight at once make one model call; the others
+// share its reply and count as cache hits.
+func TestConcurrentIdenticalCallsShareOne(t *testing.T) {
+	var n atomic.Int32
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		return fakeollama.Reply{Content: fmt.Sprint(n.Add(1)), Delay: 200 * time.Millisecond}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Parallel = 4
+	req := localmodels.ChatRequest{Model: "gen", Messages: []localmodels.Message{{Role: "user", Content: "q"}}}
+	got := make([]string, 4)
+	errs := make(chan error, 4)
+	for i := range got {
+		go func(i int) {
+			r, err := e.NewCalls(fmt.Sprint("item-", i)).Chat(context.Background(), "g", req, 0)
+			got[i] = r.Content
+			errs <- err
+		}(i)
+	}
+	for range got {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n.Load() != 1 || strings.Join(got, ",") != "1,1,1,1" {
+		t.Fatalf("%d calls, replies %v; want one call shared by all", n.Load(), got)
+	}
+	if st := e.Stats(); st.ModelCalls != 1 || st.CacheHits != 3 {
+		t.Errorf("stats: %d calls, %d hits; want 1 and 3", st.ModelCalls, st.CacheHits)
+	}
+}
+
+// TestPaperReaderReadsTheWholeReply: the authors' reading rule sees the
+// reply as their code did (only reasoning removed); halu's reader sees it
+// without the quoted evaluated text. Engine.Readers picks which decides.
+func TestPaperReaderReadsTheWholeReply(t *testing.T) {
+	const quoted = "Maglev pods float over the rails."
+	srv := server(t, func(string) fakeollama.Reply {
+		return fakeollama.Reply{Content: "<think>hmm</think>" + quoted + " VERDICT"}
+	})
+	identity := func(s string) (string, error) { return strings.Join(strings.Fields(s), " "), nil }
+	for readers, want := range map[string]string{judging.ReadersPaper: quoted + " VERDICT", judging.ReadersHalu: "VERDICT"} {
+		e := newEngine(t, srv.Host(), t.TempDir())
+		e.Readers = readers
+		req := localmodels.ChatRequest{Model: "judge", Messages: []localmodels.Message{{Role: "user", Content: "judge " + readers}}}
+		got, ok, err := judging.JudgeWith(context.Background(), e.NewCalls("x"), "judge", req, nil,
+			judging.Reader[string]{Text: identity, Paper: identity, Quoted: []string{quoted}})
+		if err != nil || !ok || got != want {
+			t.Errorf("%s: %q %v %v, want %q", readers, got, ok, err, want)
+		}
+	}
+}
+
+// TestCutReplyLosesItsLastWord: a judge reply stopped at its length cap
+// that ends in "Score: 1" may have been cut from "Score: 10": the trailing
+// word is not read, so the judgement is unscored, never 1. The same reply
+// finished by the judge reads 1; a cut reply whose verdict is followed by
+// more text keeps it.
+func TestCutReplyLosesItsLastWord(t *testing.T) {
+	score := judging.NewLabelled("score", "score", judging.ScoreValue)
+	read := func(s string) (int, error) { return score.Score(s, 1, 10) }
+	for _, tc := range []struct {
+		content, done string
+		ok            bool
+	}{
+		{"Score: 1", "length", false},
+		{"Score: 1", "stop", true},
+		{"Score: 1\nThe response misses", "length", true},
+	} {
+		srv := server(t, func(string) fakeollama.Reply { return fakeollama.Reply{Content: tc.content, DoneReason: tc.done} })
+		req := localmodels.ChatRequest{Model: "judge", Messages: []localmodels.Message{{Role: "user", Content: "rate"}}}
+		got, ok, err := judging.JudgeWith(context.Background(), newEngine(t, srv.Host(), t.TempDir()).NewCalls("x"), "judge", req, nil, judging.Reader[int]{Text: read})
+		if err != nil || ok != tc.ok || ok && got != 1 {
+			t.Errorf("%q (%s): %d %v %v, want ok %v", tc.content, tc.done, got, ok, err, tc.ok)
+		}
+	}
+}
+
+// A stream cut before the server's final message is a transport error: the
+// fragment is neither cached nor recorded, the call is retried, and the
+// record holds the complete answer.
+func TestCutStreamIsRetriedNeverCached(t *testing.T) {
+	var gens atomic.Int32
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			return goodJudge("")
+		}
+		if gens.Add(1) == 1 {
+			return fakeollama.Reply{Chunks: []string{"answer ", "to"}, Cut: true}
+		}
+		return fakeollama.Reply{Chunks: []string{"answer ", "to ", r.LastUser()}}
+	})
+	cache := t.TempDir()
+	e := newEngine(t, srv.Host(), cache)
+	e.Parallel, e.ItemsInFlight = 1, 1
+	dir := filepath.Join(t.TempDir(), "r")
+	res, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Retries != 1 || res.Counts.Completed != 1 || gens.Load() != 2 {
+		t.Fatalf("counts %+v, %d generations; want 1 retry, 2 generations", res.Counts, gens.Load())
+	}
+	_, recs, err := engine.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	json.Unmarshal(recs[0].Data, &r)
+	if r.Answer != "answer to question 0" || recs[0].Calls[0].DoneReason != "stop" {
+		t.Fatalf("record = %+v", recs[0])
+	}
+	// A fresh run finds the complete answer in the cache, not the fragment.
+	res, err = newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r2")})
+	if err != nil || res.Counts.ModelCalls != 0 {
+		t.Fatalf("second run: %v, counts %+v", err, res.Counts)
+	}
+	_, recs2, _ := engine.ReadRun(res.Dir)
+	if string(recs2[0].Data) != string(recs[0].Data) {
+		t.Fatalf("cached answer %s, want %s", recs2[0].Data, recs[0].Data)
+	}
+}
+
+// Cache entries damaged on disk are dropped, fetched again and counted;
+// leftover temporary files of dead writers are removed on open.
+func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
+	srv := server(t, goodJudge)
+	cache := t.TempDir()
+	dir1 := filepath.Join(t.TempDir(), "r1")
+	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir1}); err != nil {
+		t.Fatal(err)
+	}
+	var entries []string
+	filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
+			entries = append(entries, p)
+		}
+		return nil
+	})
+	sort.Strings(entries)
+	if len(entries) != 10 {
+		t.Fatalf("%d cache entries, want 10", len(entries))
+	}
+	damage := []func(b []byte) []byte{
+		func([]byte) []byte { return []byte("null") },
+		func([]byte) []byte { return []byte("{}") },
+		func(b []byte) []byte { return b[:len(b)/2] }, // truncated
+		func(b []byte) []byte { return alter(b, 0) },  // the value altered, its checksum not
+		func(b []byte) []byte { return alter(b, 5) },
+	}
+	for i, f := range damage {
+		b, err := os.ReadFile(entries[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(entries[i], f(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A temporary file of a writer that is gone (no such PID).
+	tmp := filepath.Join(cache, "v2", "tmp", "999999999-123")
+	if err := os.WriteFile(tmp, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir2 := filepath.Join(t.TempDir(), "r2")
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("stale temporary file kept: %v", err)
+	}
+	if res.Counts.CacheDamaged != len(damage) || res.Counts.ModelCalls != len(damage) || res.Counts.CacheHits != 10-len(damage) {
+		t.Fatalf("counts %+v: want %d damaged entries refetched", res.Counts, len(damage))
+	}
+	a, b := readLines(t, filepath.Join(dir1, "records.jsonl")), readLines(t, filepath.Join(dir2, "records.jsonl"))
+	if strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Fatal("records after refetching differ from the first run's")
+	}
+}
+
+// A cache that cannot be written costs the caching only: every item is
+// recorded, the failure is said once and counted.
+func TestCacheWriteFailureIsNotFatal(t *testing.T) {
+	srv := server(t, goodJudge)
+	cache := t.TempDir()
+	e := newEngine(t, srv.Host(), cache)
+	var log strings.Builder
+	e.Log = &log
+	// No temporary file can be made where the cache makes them (this
+	// fails for root too, unlike a read-only directory).
+	tmp := filepath.Join(cache, "v2", "tmp")
+	if err := os.RemoveAll(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background(), &testSuite{n: 4}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Completed != 4 || res.Counts.CacheWriteFailures != 8 || strings.Count(log.String(), "not cached") != 1 {
+		t.Fatalf("counts %+v\nlog: %s", res.Counts, log.String())
+	}
+}
+
+// alter changes one letter or digit of an entry's value, the skip-th after
+// its start, leaving the rest (and the checksum) as they were.
+func alter(b []byte, skip int) []byte {
+	out := append([]byte(nil), b...)
+	i := strings.Index(string(out), `"value":`)
+	for i += len(`"value":`); i < len(out); i++ {
+		c := out[i]
+		if c >= 'a' && c <= 'y' || c >= '0' && c <= '8' {
+			if skip == 0 {
+				out[i] = c + 1
+				return out
+			}
+			skip--
+		}
+	}
+	panic("nothing to alter")
+}
+
+// A run holds its directory: a second run or a resume on it fails at once,
+// naming the holder, and the first run's directory stays valid. A manifest
+// left saying "running" by a process that died reads as interrupted.
+func TestRunDirectoryIsLocked(t *testing.T) {
+	release := make(chan struct{})
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			return goodJudge("")
+		}
+		<-release
+		return fakeollama.Reply{Content: "answer to " + r.LastUser()}
+	})
+	dir := filepath.Join(t.TempDir(), "r")
+	first := make(chan error, 1)
+	go func() {
+		_, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
+		first <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(srv.Chats()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !rundir.Live(dir) {
+		t.Fatal("a running run's directory is not live")
+	}
+	for _, spec := range []engine.RunSpec{{Dir: dir}, {Dir: dir, Resume: true}} {
+		start := time.Now()
+		_, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 3}, spec)
+		if !errors.Is(err, rundir.ErrRunLocked) || !strings.Contains(err.Error(), fmt.Sprintf("PID %d", os.Getpid())) {
+			t.Errorf("second run (resume %v): %v", spec.Resume, err)
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Errorf("second run waited %s", time.Since(start))
+		}
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	m, recs, err := engine.ReadRun(dir)
+	if err != nil || m.Status != "complete" || len(recs) != 3 {
+		t.Fatalf("after the first run: %v, status %q, %d records", err, m.Status, len(recs))
+	}
+
+	// A manifest saying "running" with no process holding the directory.
+	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(strings.Replace(string(b), `"status": "complete"`, `"status": "running"`, 1)), 0o644)
+	if m, err := rundir.ReadManifest(dir); err != nil || m.Status != "interrupted" {
+		t.Fatalf("dead run's status: %v %v", m, err)
+	}
+}
+
+// A resume with another config than the run's refuses, naming what differs
+// (halu build cfaith resumes its build this way).
+func TestResumeWithOtherConfigRefuses(t *testing.T) {
+	srv := server(t, goodJudge)
+	dir := filepath.Join(t.TempDir(), "r")
+	cfg := map[string]any{"lang": "zh", "agent": "gen"}
+	if _, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: dir, Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 2},
+		engine.RunSpec{Dir: dir, Resume: true, Config: map[string]any{"lang": "en", "agent": "gen"}})
+	if !errors.Is(err, engine.ErrSettingsDiffer) || !strings.Contains(err.Error(), `lang: "zh" → "en"`) {
+		t.Fatalf("resume with another language: %v", err)
+	}
+	if _, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 2},
+		engine.RunSpec{Dir: dir, Resume: true, Config: cfg}); err != nil {
+		t.Fatalf("resume with the run's config: %v", err)
+	}
+}
+
+// A judge that can think is asked not to (think: false), so that its small
+// reply cap goes to the verdict; a model that cannot is sent no think
+// value; the call log and the summary say which.
+func TestThinkingJudgesAskedNotToThink(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			return goodJudge("")
+		}
+		return fakeollama.Reply{Content: "answer to " + r.LastUser()}
+	},
+		fakeollama.Model{Name: "gen:latest", Digest: "dg", Family: "llama", ParameterCount: 1e9, Capabilities: []string{"completion", "thinking"}},
+		fakeollama.Model{Name: "judge:latest", Digest: "dj", Family: "qwen3", ParameterCount: 1e9, Capabilities: []string{"completion", "thinking"}},
+	)
+	t.Cleanup(srv.Close)
+	res, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range srv.Chats() {
+		want := "null"
+		if c.Model == "judge" {
+			want = "false"
+		}
+		if got := strings.TrimSpace(string(c.Think)); got != want && !(want == "null" && got == "") {
+			t.Errorf("%s call sent think %q, want %s", c.Model, got, want)
+		}
+	}
+	if !strings.Contains(strings.Join(res.Summary.Notes, "\n"), "asked not to think (think: false)") {
+		t.Errorf("notes: %v", res.Summary.Notes)
+	}
+}
+
+// A judge whose every reply ends before the server's final message (a
+// runner that crashes on the request) gives an unscored judgement with the
+// fragment kept, not a lost item; nothing of it is cached.
+func TestJudgeCutOnEveryAttemptIsUnscored(t *testing.T) {
+	srv := server(t, func(string) fakeollama.Reply {
+		return fakeollama.Reply{Chunks: []string{`{"sco`}, Cut: true}
+	})
+	cache := t.TempDir()
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Completed != 2 || res.Counts.JudgeFailures != 2 {
+		t.Fatalf("counts %+v", res.Counts)
+	}
+	_, recs, _ := engine.ReadRun(res.Dir)
+	f := recs[0].Failures
+	if len(f) != 1 || f[0].Raw[0] != `{"sco` || !strings.Contains(f[0].Reason, "before its final message") {
+		t.Fatalf("failures %+v", f)
+	}
+	// Only the two generations were cached.
+	n := 0
+	filepath.WalkDir(filepath.Join(cache, "v2"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
+			n++
+		}
+		return nil
+	})
+	if n != 2 {
+		t.Fatalf("%d cache entries, want the 2 generations", n)
+	}
+}

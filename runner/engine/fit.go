@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"halu/localmodels"
+)
+
+// calibrationText is what the engine sends a model once to learn how many
+// of its tokens a cl100k token is: plain scientific English, as the
+// prompts that need fitting hold.
+const calibrationText = "Calibration passage. Retrieved abstracts describe how a chemical compound changes the expression of a gene " +
+	"in cultured human cells: treatment with 10 µM of the inhibitor lowered messenger RNA levels by 40% after 24 hours (p < 0.01), " +
+	"while the related receptor was unaffected. The authors propose that the pathway is regulated by phosphorylation, and they " +
+	"discuss dose-response curves, knockout mice, clinical cohorts (n = 1,204) and limitations of the assay in three paragraphs."
+
+// fitMargin covers what an estimate from cl100k counts may miss: the
+// model's tokenizer on other text than the calibration's, and the chat
+// template's tokens around each message.
+const (
+	fitMargin   = 1.15
+	fitTemplate = 48
+)
+
+// tokenRatios are a model's tokens per cl100k token and per byte of text.
+// Neither alone bounds every text: cl100k packs technical text (numbers,
+// gene names) into fewer tokens than English, while a character-level
+// tokenizer spends one token per character whatever the text. Fit takes
+// the larger estimate.
+type tokenRatios struct{ perCL100K, perByte float64 }
+
+// tokenRatio returns model's tokenRatios, measured once per engine by a
+// one-token generation on calibrationText (a cached call, logged under
+// stage "calibrate"): Ollama reports the prompt's tokens.
+func (c *Calls) tokenRatio(ctx context.Context, model string) (tokenRatios, error) {
+	e := c.e
+	key := localmodels.CanonicalName(model)
+	if v, ok := e.ratios.Load(key); ok {
+		return v.(tokenRatios), nil
+	}
+	if c.plan != nil && c.plan.calibrated(key) {
+		return planRatios, nil
+	}
+	if c.plan == nil {
+		// Items that need the ratio at once wait for one calibration.
+		mu, _ := e.calibMu.LoadOrStore(key, new(sync.Mutex))
+		mu.(*sync.Mutex).Lock()
+		defer mu.(*sync.Mutex).Unlock()
+		if v, ok := e.ratios.Load(key); ok {
+			return v.(tokenRatios), nil
+		}
+	}
+	resp, err := c.Chat(ctx, "calibrate", localmodels.ChatRequest{
+		Model:    model,
+		Messages: []localmodels.Message{{Role: "user", Content: calibrationText}},
+		Options:  localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(0), NumPredict: localmodels.Int(1)},
+	}, 0)
+	if err != nil {
+		return tokenRatios{}, fmt.Errorf("calibrate %s's tokenizer: %w", model, err)
+	}
+	n, err := e.Tokens().Count(calibrationText)
+	if err != nil {
+		return tokenRatios{}, err
+	}
+	if c.plan != nil && resp.PromptEvalCount == 0 {
+		// A dry run's empty reply, planned once per plan. It is not kept
+		// in the engine: the progress estimate plans on the engine of the
+		// real run, which must still measure.
+		return planRatios, nil
+	}
+	r := planRatios
+	if resp.PromptEvalCount > 0 && n > 0 {
+		r = tokenRatios{perCL100K: float64(resp.PromptEvalCount) / float64(n), perByte: float64(resp.PromptEvalCount) / float64(len(calibrationText))}
+	}
+	e.ratios.Store(key, r)
+	return r, nil
+}
+
+// planRatios stand in for a ratio a dry run cannot measure: a byte-level
+// tokenizer's worst case.
+var planRatios = tokenRatios{perCL100K: 4, perByte: 1}
+
+// Fit returns how many of parts, taken in order, a prompt to model can
+// hold beside the rest of its text (fixed: every message's text without
+// the parts) while leaving numPredict tokens for the reply, in the model's
+// effective context window (num_ctx capped by its trained context).
+// Ollama would otherwise cut the prompt's beginning silently — the system
+// prompt and the instructions first. A text's tokens are estimated from
+// its cl100k count and from its bytes, each scaled by the model's measured
+// ratio, the larger taken, with a margin; with no window known, every part
+// fits. fixedFits is false when even the fixed text does not fit.
+func (c *Calls) Fit(ctx context.Context, model, fixed string, parts []string, numPredict int) (n int, fixedFits bool, err error) {
+	e := c.e
+	info, err := e.ModelInfo(ctx, model)
+	if err != nil {
+		return 0, false, err
+	}
+	asked := e.NumCtx
+	window := EffectiveNumCtx(asked, info)
+	if window <= 0 {
+		return len(parts), true, nil
+	}
+	ratio, err := c.tokenRatio(ctx, model)
+	if err != nil {
+		return 0, false, err
+	}
+	est := func(s string) (int, error) {
+		k, err := e.Tokens().Count(s)
+		t := max(float64(k)*ratio.perCL100K, float64(len(s))*ratio.perByte)
+		return int(math.Ceil(t * fitMargin)), err
+	}
+	used, err := est(fixed)
+	if err != nil {
+		return 0, false, err
+	}
+	used += fitTemplate + numPredict
+	if used > window {
+		return 0, false, nil
+	}
+	for i, p := range parts {
+		k, err := est(p + "\n")
+		if err != nil {
+			return 0, false, err
+		}
+		if used+k > window {
+			return i, true, nil
+		}
+		used += k
+	}
+	return len(parts), true, nil
+}

@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"halu/runner/rundir"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"halu/localmodels"
+)
+
+// Rerun makes a run recompute some model calls and reuse the others. Every
+// call records its stage (generate, judge, decompose, verify, embed, …), so
+// a rerun can name what to redo:
+//
+//   - Stage: calls of that stage are made with the rerun's settings (a new
+//     judge, another format), and the stages an item reached before it in
+//     the earlier run must come from the cache — a miss there is an error,
+//     never a silent regeneration. That stage and later ones read the cache
+//     as usual, so they are recomputed exactly when their requests changed:
+//     a judge kept from the earlier run answers from the cache (--no-cache
+//     asks it again).
+//   - Fresh: per item, the calls made again, by stage and model (halu
+//     rerun --errors: the judges whose judgements could not be scored).
+type Rerun struct {
+	Stage    string
+	Upstream map[string]map[string]bool
+	Fresh    map[string]map[string]bool
+}
+
+// ErrNotCached is returned when a rerun needs a reply from an earlier
+// stage that is not in the cache.
+var ErrNotCached = errors.New("reply not in the cache")
+
+func (r *Rerun) fresh(item, stage, model string) bool {
+	if r == nil {
+		return false
+	}
+	return r.Fresh[item][freshKey(stage, model)]
+}
+
+func freshKey(stage, model string) string {
+	return stage + "\x00" + localmodels.CanonicalName(model)
+}
+
+func (r *Rerun) cacheOnly(item, stage string) bool {
+	return r != nil && r.Upstream[item][stage]
+}
+
+// StageRerun plans a rerun of stage from an earlier run's records: for each
+// item, the stages its calls went through before its first call of stage
+// are reused from the cache. It fails when no record has a call of stage,
+// naming the stages there are.
+func StageRerun(recs []rundir.Record, stage string) (*Rerun, error) {
+	r := &Rerun{Stage: stage, Upstream: map[string]map[string]bool{}}
+	all := map[string]bool{}
+	found := false
+	for _, rec := range recs {
+		up := map[string]bool{}
+		for _, c := range rec.Calls {
+			all[c.Stage] = true
+			if c.Stage == stage {
+				found = true
+				break
+			}
+			up[c.Stage] = true
+		}
+		r.Upstream[rec.Item] = up
+	}
+	if !found {
+		var names []string
+		for s := range all {
+			names = append(names, s)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("no call of stage %q in this run; its stages: %v", stage, names)
+	}
+	// A stage can recur after stage within an item (a judge, then another
+	// generation): only what came before the first call is upstream, and
+	// stage itself is never.
+	for _, up := range r.Upstream {
+		delete(up, stage)
+	}
+	return r, nil
+}
+
+// ErrorsRerun prepares the run in dir for redoing its failed items: records
+// with unscored judgements are set aside (the file is kept beside as
+// records.jsonl.before-rerun-TIME) so that resuming redoes them, asking
+// their failed stages afresh; items that failed outright are redone by any
+// resume. It returns the plan and how many records were set aside.
+func ErrorsRerun(dir string) (*Rerun, int, error) {
+	path := filepath.Join(dir, rundir.RecordsFile)
+	recs, _, err := rundir.ReadRecords(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	r := &Rerun{Fresh: map[string]map[string]bool{}}
+	var keep []rundir.Record
+	for _, rec := range recs {
+		if len(rec.Failures) == 0 {
+			keep = append(keep, rec)
+			continue
+		}
+		st := map[string]bool{}
+		for _, f := range rec.Failures {
+			st[freshKey(f.Stage, f.Model)] = true
+		}
+		r.Fresh[rec.Item] = st
+	}
+	if len(r.Fresh) == 0 {
+		return r, 0, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	backup := path + ".before-rerun-" + time.Now().UTC().Format("20060102-150405")
+	if err := rundir.WriteFileAtomic(backup, b); err != nil {
+		return nil, 0, fmt.Errorf("run %s: %w", dir, err)
+	}
+	out, err := rundir.MarshalJSONL(keep)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := rundir.WriteFileAtomic(path, out); err != nil {
+		return nil, 0, fmt.Errorf("run %s: %w", dir, err)
+	}
+	return r, len(r.Fresh), nil
+}

@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"halu/runner/rundir"
+	"halu/runner/summary"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Of returns the items of the shard (all of them for a nil shard).
+func shardOf(sh *rundir.Shard, items []Item) []Item {
+	if sh == nil || sh.N <= 1 {
+		return items
+	}
+	var out []Item
+	for k, it := range items {
+		if k%sh.N == sh.I-1 {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// ErrShards marks shard runs that cannot be merged.
+var ErrShards = errors.New("these runs cannot be merged")
+
+// Merge joins the N shard runs in dirs (one run of one command line split
+// with --shard I/N, every shard complete) into the run directory out, which
+// report, compare and resume then read as any run: its records, errors,
+// manifest (counts and sessions of all shards, the shards listed under
+// merged_from) and summary, computed by s over every record. It refuses
+// runs of other suites, configurations, protocols, readers or serving
+// fingerprints, a missing or repeated shard, an unfinished one, and an item
+// in two shards.
+func Merge(s Suite, dirs []string, out string) (*Result, error) {
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("%w: no run given", ErrShards)
+	}
+	var mans []*rundir.Manifest
+	var recs []rundir.Record
+	seenShard := map[int]string{}
+	seenItem := map[string]string{}
+	for _, d := range dirs {
+		m, r, err := ReadRun(d)
+		if err != nil {
+			return nil, err
+		}
+		if m.Shard == nil {
+			return nil, fmt.Errorf("%w: %s is not a shard (run with --shard I/N)", ErrShards, d)
+		}
+		if len(mans) > 0 {
+			if why := unlike(mans[0], m); why != "" {
+				return nil, fmt.Errorf("%w: %s and %s differ: %s", ErrShards, dirs[0], d, why)
+			}
+		}
+		if m.Suite != s.Name() {
+			return nil, fmt.Errorf("%w: %s is a %s run, not %s", ErrShards, d, m.Suite, s.Name())
+		}
+		if prev, ok := seenShard[m.Shard.I]; ok {
+			return nil, fmt.Errorf("%w: shard %s is both %s and %s", ErrShards, m.Shard, prev, d)
+		}
+		seenShard[m.Shard.I] = d
+		if m.Status != "complete" {
+			return nil, fmt.Errorf("%w: shard %s (%s) is %s: finish it first (halu run --resume %s)", ErrShards, m.Shard, d, m.Status, d)
+		}
+		for _, rec := range r {
+			if prev, ok := seenItem[rec.Item]; ok {
+				return nil, fmt.Errorf("%w: item %s is in %s and in %s", ErrShards, rec.Item, prev, d)
+			}
+			seenItem[rec.Item] = d
+		}
+		mans = append(mans, m)
+		recs = append(recs, r...)
+	}
+	n := mans[0].Shard.N
+	var missing []string
+	for i := 1; i <= n; i++ {
+		if _, ok := seenShard[i]; !ok {
+			missing = append(missing, fmt.Sprintf("%d/%d", i, n))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: shard %s missing", ErrShards, strings.Join(missing, ", "))
+	}
+
+	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("%s is not empty: merge into a new directory", out)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	release, err := rundir.LockDir(out)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	man := *mans[0]
+	man.Shard, man.MergedFrom, man.Sessions, man.Resumed = nil, nil, nil, nil
+	man.Counts = rundir.Counts{}
+	for i, m := range mans {
+		abs, err := filepath.Abs(dirs[i])
+		if err != nil {
+			return nil, err
+		}
+		man.MergedFrom = append(man.MergedFrom, abs)
+		man.Counts = sumCounts(man.Counts, m.Counts)
+		man.Sessions = append(man.Sessions, m.Sessions...)
+		man.Resumed = append(man.Resumed, m.Resumed...)
+		man.Sample = append(man.Sample, m.Sample...)
+		if m.Started.Before(man.Started) {
+			man.Started = m.Started
+		}
+		if m.Ended != nil && (man.Ended == nil || m.Ended.After(*man.Ended)) {
+			end := *m.Ended
+			man.Ended = &end
+		}
+	}
+	sort.Slice(man.Sessions, func(i, j int) bool { return man.Sessions[i].Started.Before(man.Sessions[j].Started) })
+	sort.Strings(man.Sample)
+	man.Checked = nil
+
+	recs = sortRecords(recs)
+	var rb bytes.Buffer
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		rb.Write(append(b, '\n'))
+	}
+	if err := writeFileSync(filepath.Join(out, rundir.RecordsFile), rb.Bytes()); err != nil {
+		return nil, err
+	}
+	var eb bytes.Buffer
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, rundir.ErrorsFile))
+		if err == nil {
+			eb.Write(b)
+		}
+	}
+	if err := writeFileSync(filepath.Join(out, rundir.ErrorsFile), eb.Bytes()); err != nil {
+		return nil, err
+	}
+	if err := rundir.WriteManifest(out, &man); err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: out, Counts: man.Counts, Manifest: &man}
+	sum, err := summarize(s, &man, recs)
+	if err != nil {
+		return res, err
+	}
+	res.Summary = sum
+	return res, summary.WriteSummary(out, sum)
+}
+
+// unlike says how two shard runs differ in what they measure ("" when
+// they can be merged): suite, configuration, shard count, protocol,
+// readers, serving fingerprints.
+func unlike(a, b *rundir.Manifest) string {
+	switch {
+	case a.Suite != b.Suite:
+		return fmt.Sprintf("suite %s vs %s", a.Suite, b.Suite)
+	case a.Shard.N != b.Shard.N:
+		return fmt.Sprintf("split into %d vs %d shards", a.Shard.N, b.Shard.N)
+	case a.Readers != b.Readers:
+		return fmt.Sprintf("readers %s vs %s", a.Readers, b.Readers)
+	case a.Protocol != b.Protocol:
+		return fmt.Sprintf("protocol %s vs %s", a.Protocol, b.Protocol)
+	}
+	if diff, err := configDiff(a.Config, b.Config); err != nil || len(diff) > 0 {
+		return fmt.Sprintf("configuration: %s", strings.Join(diff, "; "))
+	}
+	fa, _ := json.Marshal(a.Serving.Fingerprints)
+	fb, _ := json.Marshal(b.Serving.Fingerprints)
+	if !bytes.Equal(fa, fb) {
+		return fmt.Sprintf("serving fingerprints (server version, model digests, templates, context): %s vs %s", fa, fb)
+	}
+	return ""
+}
+
+// sumCounts adds two runs' books.
+func sumCounts(a, b rundir.Counts) rundir.Counts {
+	c := a.Add(b)
+	c.Items, c.Completed, c.Failed = a.Items+b.Items, a.Completed+b.Completed, a.Failed+b.Failed
+	c.JudgeFailures = a.JudgeFailures + b.JudgeFailures
+	c.TextFallbacks, c.ReaderDisagreements = a.TextFallbacks+b.TextFallbacks, a.ReaderDisagreements+b.ReaderDisagreements
+	c.Hosts = rundir.AddHosts(a.Hosts, b.Hosts)
+	return c
+}
+
+// writeFileSync writes a file and syncs it.
+func writeFileSync(path string, b []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

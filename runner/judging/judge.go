@@ -1,0 +1,234 @@
+package judging
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"halu/localmodels"
+	"halu/runner/rundir"
+	"reflect"
+	"strings"
+)
+
+// Asker is the engine's side of a judgement (engine.Calls is one): the
+// judge contract — the call, repair turns for a reply that does not read,
+// then an unscored judgement with every raw reply kept — and the record of
+// how each reply was read.
+type Asker interface {
+	// Judge asks req's model and hands each reply to parse; ok is false
+	// when no reply parsed (the judgement is unscored).
+	Judge(ctx context.Context, stage string, req localmodels.ChatRequest, parse func(raw string, cut bool) error) (ok bool, err error)
+	// Readers is how text replies are read: ReadersPaper or ReadersHalu.
+	Readers() string
+	// Read records v as what the reply raw of stage was read as, and r
+	// (when not nil) a reading that was not the plain one.
+	Read(stage, model, raw string, v any, r *rundir.Reading)
+}
+
+// Validator is implemented by judgements that check their own ranges after
+// decoding (a score outside 1..5 is a parse failure, not a score).
+type Validator interface {
+	Validate() error
+}
+
+// JudgeAs asks a judge for a T in either of the two formats the suites
+// offer: with a schema, structured output; with schema nil, the suite's
+// free-text format, read by parseText. See JudgeWith.
+func JudgeAs[T any](ctx context.Context, c Asker, stage string, req localmodels.ChatRequest, schema json.RawMessage, parseText func(raw string) (T, error)) (T, bool, error) {
+	return JudgeWith(ctx, c, stage, req, schema, Reader[T]{Text: parseText})
+}
+
+// Reader is how a suite reads one kind of judge reply.
+type Reader[T any] struct {
+	// Text reads the suite's text format (halu's reader). It sees the reply
+	// cleaned (see Clean): reasoning and quoted evaluated text removed.
+	Text func(raw string) (T, error)
+	// Paper is the authors' own reading rule, where their code reads the
+	// text format differently from Text. It sees the reply with only its
+	// reasoning removed (their code read the whole reply). Under the paper
+	// readers it decides text-format replies; either way both readings
+	// are made and every reply on which they differ is recorded.
+	Paper func(raw string) (T, error)
+	// JSON reads a JSON-mode reply whose JSON is not the shape of T; nil
+	// decodes the stated JSON object into T (DecodeStated).
+	JSON func(raw string) (T, error)
+	// Quoted are the evaluated texts the judge saw: what it repeats of them
+	// is not read (see Unquote).
+	Quoted []string
+}
+
+// Readers: "paper" (the default) reads text replies by the authors' rule
+// where their code has one; "halu" by halu's stricter readers.
+const (
+	ReadersPaper = "paper"
+	ReadersHalu  = "halu"
+)
+
+// JudgeWith asks a judge for a T. With a schema, the schema goes in Format
+// and is described in the prompt too (a server that ignores Format still
+// hears what to write); the reply's JSON verdict is decoded, and a reply
+// without one is read by r.Text before it counts as a failure (recorded as
+// a "fallback" Reading). Without a schema the reply is read by r.Text, or by
+// r.Paper under the paper readers. Every reply has its reasoning and its
+// quotes of r.Quoted removed before any reader sees it. A T with a Validate
+// method is validated; a reply that fails follows the judge contract
+// (repair turns, then unscored).
+func JudgeWith[T any](ctx context.Context, c Asker, stage string, req localmodels.ChatRequest, schema json.RawMessage, r Reader[T]) (T, bool, error) {
+	var out T
+	if schema != nil {
+		req.Format = schema
+		req.Messages = withSchemaNote(req.Messages, schema)
+	}
+	ok, err := c.Judge(ctx, stage, req, func(raw string, cut bool) error {
+		answer := StripReasoning(raw)
+		s := Unquote(answer, r.Quoted...) // Clean, keeping answer for the authors' rule
+		if cut {
+			s = DropCutWord(s) // "Score: 1" cut at the cap may have been "Score: 10"
+		}
+		if strings.TrimSpace(s) == "" {
+			return errors.New("empty reply (after reasoning and quoted text are removed)")
+		}
+		v, how, other, err := readReply(answer, s, schema != nil, c.Readers(), r)
+		if err != nil {
+			return err
+		}
+		var rd *rundir.Reading
+		if how != "" {
+			rd = &rundir.Reading{Stage: stage, Model: req.Model, How: how, Used: rundir.Show(v), Other: other}
+		}
+		out = v
+		c.Read(stage, req.Model, raw, v, rd)
+		return nil
+	})
+	return out, ok, err
+}
+
+// readReply reads one cleaned reply; how and other describe a reading that
+// is recorded (see Reading).
+//
+// answer is the reply without its reasoning, s the same without quoted
+// evaluated text: halu's readers read s; the authors' rule reads answer, as
+// their code read the reply whole.
+func readReply[T any](answer, s string, jsonMode bool, readers string, r Reader[T]) (v T, how, other string, err error) {
+	valid := func(v T, err error) (T, error) {
+		if err != nil {
+			return v, err
+		}
+		if val, ok := any(&v).(Validator); ok {
+			return v, val.Validate()
+		}
+		return v, nil
+	}
+	if jsonMode {
+		dec := r.JSON
+		if dec == nil {
+			dec = decodeStated[T]
+		}
+		v, err = valid(dec(s))
+		if err == nil || r.Text == nil {
+			return v, "", "", err
+		}
+		tv, terr := valid(r.Text(s))
+		if terr != nil {
+			return v, "", "", fmt.Errorf("%v; as text: %v", err, terr)
+		}
+		return tv, "fallback", "", nil
+	}
+	text := r.Text
+	if text == nil {
+		text = decodeStated[T]
+	}
+	hv, herr := valid(text(s))
+	if r.Paper == nil {
+		return hv, "", "", herr
+	}
+	pv, perr := valid(r.Paper(answer))
+	if readers == ReadersHalu {
+		v, err, other = hv, herr, showRead(pv, perr)
+	} else {
+		v, err, other = pv, perr, showRead(hv, herr)
+	}
+	if (herr == nil) != (perr == nil) || herr == nil && !reflect.DeepEqual(hv, pv) {
+		how = "disagree"
+	}
+	if err != nil && how != "" {
+		// An unread reply is a failure; the other reading is kept in its
+		// reason so the disagreement is not lost.
+		return v, "", "", fmt.Errorf("%v (the other reader: %s)", err, other)
+	}
+	return v, how, other, err
+}
+
+func decodeStated[T any](s string) (T, error) {
+	var v T
+	err := DecodeStated(s, &v)
+	return v, err
+}
+
+func showRead(v any, err error) string {
+	if err != nil {
+		return "unread: " + err.Error()
+	}
+	return rundir.Show(v)
+}
+
+// withSchemaNote appends SchemaNote to the last user message, unless the
+// prompt already asks for every required key of the schema by its quoted
+// name (the authors' JSON prompts, which stay verbatim).
+func withSchemaNote(msgs []localmodels.Message, schema json.RawMessage) []localmodels.Message {
+	var sch struct {
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(schema, &sch) == nil && len(sch.Required) > 0 {
+		var all strings.Builder
+		for _, m := range msgs {
+			all.WriteString(m.Content)
+		}
+		asked := true
+		for _, k := range sch.Required {
+			asked = asked && strings.Contains(all.String(), `"`+k+`"`)
+		}
+		if asked {
+			return msgs
+		}
+	}
+	out := append([]localmodels.Message(nil), msgs...)
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].Role == "user" {
+			out[i].Content += SchemaNote(schema)
+			break
+		}
+	}
+	return out
+}
+
+// DecodeJSON decodes the JSON verdict in raw into v: reasoning is removed,
+// prose and fences around the object are tolerated, a missing field is not
+// (every field of v without `omitempty` must be present), and two different
+// objects are ambiguous (see DecodeStated).
+func DecodeJSON(raw string, v any) error {
+	s := StripReasoning(raw)
+	if s == "" {
+		return errors.New("empty reply")
+	}
+	return DecodeStated(s, v)
+}
+
+// Score names one decoded judge score for InRange.
+type Score struct {
+	Name  string
+	Value int
+}
+
+// InRange is the range check judge verdicts run after decoding: each score
+// must lie in lo..hi, else the reply is a parse failure (retried, then
+// unscored), never a score.
+func InRange(lo, hi int, scores ...Score) error {
+	for _, s := range scores {
+		if s.Value < lo || s.Value > hi {
+			return fmt.Errorf("%s %d outside %d..%d", s.Name, s.Value, lo, hi)
+		}
+	}
+	return nil
+}

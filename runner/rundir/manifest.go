@@ -1,0 +1,271 @@
+package rundir
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"halu/localmodels"
+	"halu/runner/setting"
+)
+
+// Manifest describes a run completely enough to repeat it and to regenerate
+// every table from its records: what ran, with which models (by digest),
+// prompts (by hash and text), data (by hash) and settings.
+type Manifest struct {
+	// Format is the run format's version (FormatVersion when written by
+	// this halu; 0 reads as 1, the format before versions were written).
+	Format      int               `json:"format"`
+	HaluVersion string            `json:"halu_version"`
+	Suite       string            `json:"suite"`
+	Args        []string          `json:"args"`
+	Flags       map[string]string `json:"flags,omitempty"`
+	Config      json.RawMessage   `json:"config"`
+	// Engine is the engine's settings (EngineConfig) as the run used them.
+	Engine json.RawMessage `json:"engine,omitempty"`
+	// Readers is how text-format judge replies were read (ReadersPaper or
+	// ReadersHalu; see Engine.Readers). It is not a claim that the run
+	// followed the paper's protocol in its other settings.
+	Readers string `json:"readers"`
+	// Protocol is the suite's protocol (ProtocolPaper or ProtocolHalu)
+	// and Departures the run's settings that differ from the paper's;
+	// published numbers are comparable only when there are none.
+	Protocol   string              `json:"protocol,omitempty"`
+	Departures []setting.Departure `json:"departures,omitempty"`
+	// Assumptions are the values halu chose where the paper and the
+	// authors' code are silent (see Assumption).
+	Assumptions []setting.Assumption `json:"assumptions,omitempty"`
+	// Sample lists the data items drawn when the suite ran on a sample
+	// (--limit).
+	Sample []string `json:"sample,omitempty"`
+	// Shard is the slice of the items this run holds (halu run --shard);
+	// MergedFrom lists the shard runs a merged run was joined from.
+	Shard      *Shard                  `json:"shard,omitempty"`
+	MergedFrom []string                `json:"merged_from,omitempty"`
+	Ollama     OllamaInfo              `json:"ollama"`
+	Models     []localmodels.ModelInfo `json:"models"`
+	Serving    Serving                 `json:"serving"`
+	Prompts    map[string]PromptInfo   `json:"prompts,omitempty"`
+	Datasets   map[string]DatasetInfo  `json:"datasets,omitempty"`
+	Started    time.Time               `json:"started"`
+	Resumed    []time.Time             `json:"resumed,omitempty"`
+	Ended      *time.Time              `json:"ended,omitempty"`
+	// Checked is when a resume last found nothing left to do; such a
+	// resume changes nothing else.
+	Checked *time.Time `json:"checked,omitempty"`
+	// Sessions are the invocations that worked on the run (a run, each
+	// resume or rerun that had something to do), with what each cost;
+	// Counts are their totals.
+	Sessions []Session `json:"sessions,omitempty"`
+	// Status is running, complete, incomplete or interrupted; a manifest
+	// that says running while no process holds the run directory reads
+	// as interrupted.
+	Status string `json:"status"`
+	Counts Counts `json:"counts"`
+	// TinyModel is set when any model in the run is the random-weight test
+	// model: every number the run produced is meaningless.
+	TinyModel bool `json:"tiny_model,omitempty"`
+}
+
+// Session is one invocation that worked on a run.
+type Session struct {
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	Args    []string  `json:"args,omitempty"`
+	// Items is how many items it set out to do.
+	Items int `json:"items"`
+	// Counts are its own model calls, cache hits, retries and tokens.
+	Counts Counts `json:"counts"`
+}
+
+// OllamaInfo identifies the server a run talked to.
+type OllamaInfo struct {
+	Host    string `json:"host"`
+	Version string `json:"version"`
+	// API is "openai" for a server reached through an OpenAI-compatible
+	// API (empty: Ollama's native API).
+	API string `json:"api,omitempty"`
+}
+
+// Serving is how the engine talked to the server: each model's serving
+// fingerprint (also in every cache key) and the engine's limits.
+type Serving struct {
+	Fingerprints  []Fingerprint          `json:"fingerprints"`
+	NumCtx        int                    `json:"num_ctx,omitempty"`
+	NumThread     int                    `json:"num_thread,omitempty"`
+	KeepAlive     string                 `json:"keep_alive,omitempty"`
+	Parallel      int                    `json:"parallel"`
+	ItemsInFlight int                    `json:"items_in_flight"`
+	IdleTimeout   string                 `json:"idle_timeout,omitempty"`
+	Budget        string                 `json:"budget,omitempty"`
+	Repetition    localmodels.Repetition `json:"repetition"`
+	JudgeRepairs  int                    `json:"judge_repairs"`
+}
+
+// PromptInfo is a prompt template by hash and text, with where it came from.
+type PromptInfo struct {
+	SHA256 string `json:"sha256"`
+	Source string `json:"source,omitempty"`
+	Text   string `json:"text"`
+}
+
+// DatasetInfo is an input file by path and hash.
+type DatasetInfo struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Counts summarise a run's progress and its failures.
+type Counts struct {
+	Items          int `json:"items"`
+	Completed      int `json:"completed"`
+	Failed         int `json:"failed"`
+	JudgeFailures  int `json:"judge_failures"`
+	ModelCalls     int `json:"model_calls"`
+	CacheHits      int `json:"cache_hits"`
+	Retries        int `json:"retries"`
+	PromptTokens   int `json:"prompt_tokens"`
+	GeneratedToken int `json:"generated_tokens"`
+	// StoppedBudget and StoppedRepetition count generations the engine
+	// stopped (time budget, repetition loop); NearContext counts prompts
+	// that filled 90% of the context window.
+	StoppedBudget     int `json:"stopped_budget,omitempty"`
+	StoppedRepetition int `json:"stopped_repetition,omitempty"`
+	NearContext       int `json:"near_context,omitempty"`
+	// ModelSwitches counts changes of the model being served; Backoffs
+	// counts the times a 503 lowered the calls in flight.
+	ModelSwitches int `json:"model_switches,omitempty"`
+	Backoffs      int `json:"backoffs,omitempty"`
+	// TextFallbacks counts JSON-mode judge replies without a JSON verdict
+	// that the suite's text reader read; ReaderDisagreements counts text
+	// replies that the paper's rule and halu's reader read differently.
+	TextFallbacks       int `json:"text_fallbacks,omitempty"`
+	ReaderDisagreements int `json:"reader_disagreements,omitempty"`
+	// CacheDamaged counts cache entries that failed their check on read
+	// (dropped and fetched again); CacheWriteFailures counts replies that
+	// could not be cached (kept in the records all the same).
+	CacheDamaged       int `json:"cache_damaged,omitempty"`
+	CacheWriteFailures int `json:"cache_write_failures,omitempty"`
+	// Hosts are the calls each server of a pool answered and the calls
+	// that failed on it (and went to another or were retried).
+	Hosts map[string]localmodels.HostCount `json:"hosts,omitempty"`
+}
+
+// FormatVersion is the version of the run format this halu writes:
+// manifest.json and every record carry it. Format 1 (no version written)
+// named some settings otherwise and kept the engine's settings only as
+// command-line text (Manifest.Flags); a run of format 1 is read through
+// migrations (engine.Declaration.Decode for its config, engine.Recorded
+// for its engine settings) and written in the current format when
+// resumed.
+const FormatVersion = 2
+
+// ReadManifest reads dir/manifest.json (a manifest of format 1 keeps it:
+// migrations read the parts that changed, engine.Recorded its engine
+// settings and engine.Declaration.Decode its config).
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("run %s: %s: %w", dir, ManifestFile, err)
+	}
+	if m.Format == 0 {
+		m.Format = 1
+	}
+	if m.Format > FormatVersion {
+		return nil, fmt.Errorf("run %s: run format %d is newer than this halu's (%d): use a newer halu", dir, m.Format, FormatVersion)
+	}
+	if m.Status == "running" && !Live(dir) {
+		// Its process died (kill -9, power cut) before it could say so.
+		m.Status = "interrupted"
+	}
+	return &m, nil
+}
+
+func WriteManifest(dir string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, ManifestFile), append(b, '\n'))
+}
+
+// HashText returns the hex SHA-256 of s.
+func HashText(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// HashFile returns the hex SHA-256 of a file's bytes.
+func HashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Add is c plus b, for the engine-wide counters.
+func (c Counts) Add(b Counts) Counts {
+	n := Counts{}
+	return c.Sub(n.Sub(b))
+}
+
+// Sub is c minus b, for the engine-wide counters.
+func (c Counts) Sub(b Counts) Counts {
+	return Counts{
+		ModelCalls:         c.ModelCalls - b.ModelCalls,
+		CacheHits:          c.CacheHits - b.CacheHits,
+		Retries:            c.Retries - b.Retries,
+		JudgeFailures:      c.JudgeFailures - b.JudgeFailures,
+		PromptTokens:       c.PromptTokens - b.PromptTokens,
+		GeneratedToken:     c.GeneratedToken - b.GeneratedToken,
+		StoppedBudget:      c.StoppedBudget - b.StoppedBudget,
+		StoppedRepetition:  c.StoppedRepetition - b.StoppedRepetition,
+		NearContext:        c.NearContext - b.NearContext,
+		ModelSwitches:      c.ModelSwitches - b.ModelSwitches,
+		Backoffs:           c.Backoffs - b.Backoffs,
+		CacheDamaged:       c.CacheDamaged - b.CacheDamaged,
+		CacheWriteFailures: c.CacheWriteFailures - b.CacheWriteFailures,
+	}
+}
+
+// SubHosts is a minus b, server by server (nil when a is).
+func SubHosts(a, b map[string]localmodels.HostCount) map[string]localmodels.HostCount {
+	if a == nil {
+		return nil
+	}
+	out := map[string]localmodels.HostCount{}
+	for h, c := range a {
+		out[h] = localmodels.HostCount{Calls: c.Calls - b[h].Calls, Failures: c.Failures - b[h].Failures}
+	}
+	return out
+}
+
+// AddHosts is a plus b, server by server (nil when both are).
+func AddHosts(a, b map[string]localmodels.HostCount) map[string]localmodels.HostCount {
+	if a == nil && b == nil {
+		return nil
+	}
+	out := map[string]localmodels.HostCount{}
+	for _, m := range []map[string]localmodels.HostCount{a, b} {
+		for h, c := range m {
+			o := out[h]
+			out[h] = localmodels.HostCount{Calls: o.Calls + c.Calls, Failures: o.Failures + c.Failures}
+		}
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package rundir
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+)
+
+// Record is one completed item of a run, one line of records.jsonl. It holds
+// only what the models returned and what the suite computed from it — no
+// timings, no cache flags — so a rerun served from the cache writes the same
+// records.
+type Record struct {
+	// Format is the run format's version (FormatVersion; 0 reads as 1).
+	Format   int             `json:"format"`
+	Suite    string          `json:"suite"`
+	Item     string          `json:"item"`
+	Data     json.RawMessage `json:"data"`
+	Calls    []CallLog       `json:"calls,omitempty"`
+	Failures []Failure       `json:"failures,omitempty"`
+	// Readings are the judge replies that were not read the plain way
+	// (a text fallback in JSON mode, or readers that disagree).
+	Readings []Reading `json:"readings,omitempty"`
+	// Prompts are the generation prompts of the item's calls as sent,
+	// by SHA-256 (CallLog.Prompt): one copy however many samples used it.
+	Prompts map[string]string `json:"prompts,omitempty"`
+}
+
+// CallLog is one model call an item made, with Ollama's token counts.
+type CallLog struct {
+	Stage        string `json:"stage"`
+	Kind         string `json:"kind"` // chat, judge, repair (a judge's repair turn), embed
+	Model        string `json:"model"`
+	Digest       string `json:"digest"`
+	Key          string `json:"key"`
+	PromptTokens int    `json:"prompt_eval_count,omitempty"`
+	EvalTokens   int    `json:"eval_count,omitempty"`
+	// DoneReason is Ollama's ("stop", "length") or halu's ("budget",
+	// "repetition": the engine stopped the generation).
+	DoneReason string `json:"done_reason,omitempty"`
+	// NearContext is the context window when the prompt filled 90% of it
+	// or more (Ollama may have truncated it).
+	NearContext int `json:"near_context,omitempty"`
+	// NoThink is set when the call asked a thinking model not to think
+	// (think: false): judges are, so their reply caps go to the verdict.
+	NoThink bool `json:"no_think,omitempty"`
+	// Prompt is the SHA-256 of a generation's messages, kept in the
+	// record's Prompts; Reply is the reply as the model wrote it (clipped
+	// at ReplyKeep bytes, reasoning fields left out); Parsed is a judge
+	// reply's verdict as read, in JSON. They make the report's sample
+	// browser: question, answer, each judge's raw reply and verdict.
+	Prompt string `json:"prompt,omitempty"`
+	Reply  string `json:"reply,omitempty"`
+	Parsed string `json:"parsed,omitempty"`
+}
+
+// Failure is a judgement that could not be scored: every attempt's raw reply
+// and why it was rejected. It is kept in the record and counted in the
+// summary; the judgement is never replaced by a guess.
+type Failure struct {
+	Stage  string   `json:"stage"`
+	Model  string   `json:"model"`
+	Reason string   `json:"reason"`
+	Raw    []string `json:"raw"`
+}
+
+// ItemError is an item that failed outright (the model errored after all
+// retries); it goes to errors.jsonl and the item is redone on resume.
+type ItemError struct {
+	Item  string    `json:"item"`
+	Error string    `json:"error"`
+	Time  time.Time `json:"time"`
+}
+
+// The files of a run directory.
+const (
+	RecordsFile  = "records.jsonl"
+	ErrorsFile   = "errors.jsonl"
+	ManifestFile = "manifest.json"
+	SummaryFile  = "summary.json"
+	RunFileName  = "run.yaml"
+)
+
+// ReadRecords reads a records file. A last line cut short by a crash is left
+// out and its start returned as good, so the writer can cut it off before
+// appending; damage anywhere else is an error naming the line.
+func ReadRecords(path string) (recs []Record, good int64, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	line := 0
+	for off := 0; off < len(b); {
+		line++
+		nl := bytes.IndexByte(b[off:], '\n')
+		if nl < 0 {
+			// Unterminated tail: a write interrupted by a crash.
+			return recs, int64(off), nil
+		}
+		raw := b[off : off+nl]
+		var r Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			if off+nl+1 == len(b) {
+				return recs, int64(off), nil
+			}
+			return nil, 0, fmt.Errorf("%s:%d: damaged record: %w", path, line, err)
+		}
+		recs = append(recs, r)
+		off += nl + 1
+	}
+	return recs, int64(len(b)), nil
+}
+
+// RecordWriter appends records, one line per write, and fsyncs at most every
+// syncEvery so a crash loses at most that much.
+type RecordWriter struct {
+	mu        sync.Mutex
+	f         *os.File
+	w         *bufio.Writer
+	lastSync  time.Time
+	syncEvery time.Duration
+}
+
+func OpenRecordWriter(path string, truncateAt int64, syncEvery time.Duration) (*RecordWriter, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(truncateAt); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(truncateAt, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &RecordWriter{f: f, w: bufio.NewWriter(f), lastSync: time.Now(), syncEvery: syncEvery}, nil
+}
+
+func (w *RecordWriter) Append(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.w.Write(b); err != nil {
+		return err
+	}
+	// Flush every line so a kill -9 loses nothing the OS has; fsync on an
+	// interval so a power cut loses at most syncEvery.
+	if err := w.w.Flush(); err != nil {
+		return err
+	}
+	if time.Since(w.lastSync) >= w.syncEvery {
+		w.lastSync = time.Now()
+		return w.f.Sync()
+	}
+	return nil
+}
+
+func (w *RecordWriter) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.w.Flush(); err != nil {
+		w.f.Close()
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		w.f.Close()
+		return err
+	}
+	return w.f.Close()
+}
+
+// DecodeRecords decodes every record's data into a T, in order; an error
+// names the record that does not decode.
+func DecodeRecords[T any](recs []Record) ([]T, error) {
+	out := make([]T, len(recs))
+	for i, r := range recs {
+		if err := json.Unmarshal(r.Data, &out[i]); err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+	}
+	return out, nil
+}
+
+// Decode unmarshals one record's data as T.
+func Decode[T any](rec Record) (T, error) {
+	var v T
+	if err := json.Unmarshal(rec.Data, &v); err != nil {
+		return v, fmt.Errorf("record %s: %w", rec.Item, err)
+	}
+	return v, nil
+}
+
+// Reading notes a judge reply that was not read the plain way: "fallback",
+// a JSON-mode reply with no JSON verdict that the text reader read; or
+// "disagree", a text reply that the paper's rule and halu's reader read
+// differently (Used is the reading the engine's Readers chose).
+type Reading struct {
+	Stage string `json:"stage"`
+	Model string `json:"model"`
+	How   string `json:"how"`
+	Used  string `json:"used"`
+	Other string `json:"other,omitempty"`
+}
+
+// Show is v in JSON: how a verdict as read is kept in a record
+// (CallLog.Parsed, Reading.Used).
+func Show(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

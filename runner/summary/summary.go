@@ -1,0 +1,440 @@
+package summary
+
+import (
+	"encoding/json"
+	"fmt"
+	"halu/runner/rundir"
+	"halu/runner/setting"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"halu/metrics"
+)
+
+// Summary is what a suite makes of a run's records: named figures, tables in
+// the papers' layouts, and notes (rules applied, caveats).
+type Summary struct {
+	Suite   string             `json:"suite"`
+	Metrics map[string]float64 `json:"metrics"`
+	Tables  []Table            `json:"tables"`
+	Charts  []Chart            `json:"charts,omitempty"`
+	Notes   []string           `json:"notes,omitempty"`
+	// Support is, per metric (same key), what the figure rests on; gates
+	// fail a metric that rests on nothing or on too few of its units.
+	Support map[string]Support `json:"support,omitempty"`
+	// Figures are the metrics in long form with their intervals (Figure):
+	// what leaderboards and long exports read.
+	Figures []Figure `json:"figures,omitempty"`
+	// Protocol and Departures are the run's (see Manifest).
+	Protocol    string               `json:"protocol,omitempty"`
+	Departures  []setting.Departure  `json:"departures,omitempty"`
+	Assumptions []setting.Assumption `json:"assumptions,omitempty"`
+	Counts      rundir.Counts        `json:"counts"`
+	TinyModel   bool                 `json:"tiny_model,omitempty"`
+	// ContentCut counts the prompts that lost content they should hold to
+	// fit the model's context window (hypo's documents and KG lines left
+	// out), or were longer than it anyway: a published table shows all of
+	// it, so a run with any is not comparable with one.
+	ContentCut int `json:"content_cut,omitempty"`
+}
+
+// Support is what a metric was computed from: N units scored and Unscored
+// units left out because their judgement never parsed (or, by the suite's
+// rule, could not be scored).
+type Support struct {
+	N        int `json:"n"`
+	Unscored int `json:"unscored"`
+}
+
+// UnscoredShare is Unscored over all units, NaN when there were none.
+func (s Support) UnscoredShare() float64 {
+	if s.N+s.Unscored == 0 {
+		return math.NaN()
+	}
+	return float64(s.Unscored) / float64(s.N+s.Unscored)
+}
+
+// SetSupport records the support of metric key (allocating the map).
+func (s *Summary) SetSupport(key string, n, unscored int) {
+	if s.Support == nil {
+		s.Support = map[string]Support{}
+	}
+	s.Support[key] = Support{N: n, Unscored: unscored}
+}
+
+// Table is a titled grid of already formatted cells.
+type Table struct {
+	Title   string     `json:"title"`
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
+}
+
+func WriteSummary(dir string, s *Summary) error {
+	// JSON has no NaN: an undefined figure (no pair to compare, no scored
+	// answer) is left out of the metrics rather than written as a number.
+	for k, v := range s.Metrics {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			delete(s.Metrics, k)
+		}
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return rundir.WriteFileAtomic(filepath.Join(dir, rundir.SummaryFile), append(b, '\n'))
+}
+
+// ReadSummary reads dir/summary.json.
+func ReadSummary(dir string) (*Summary, error) {
+	var s Summary
+	b, err := os.ReadFile(filepath.Join(dir, rundir.SummaryFile))
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.SummaryFile), err)
+	}
+	return &s, nil
+}
+
+// Print writes the summary as plain-text tables.
+func (s *Summary) Print(w io.Writer) {
+	if s.TinyModel {
+		fmt.Fprintln(w, "WARNING: a toy-sized test model (under 10M parameters, such as the random-weight tiny model) produced some of these numbers: they are meaningless.")
+	}
+	for _, t := range s.Tables {
+		fmt.Fprintf(w, "\n%s\n", t.Title)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(t.Columns, "\t"))
+		for _, r := range t.Rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		tw.Flush()
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	c := s.Counts
+	fmt.Fprintf(w, "\nitems %d, completed %d, failed %d; unparseable judge replies (unscored) %d; model calls %d, cache hits %d, retries %d; tokens in %d, out %d\n",
+		c.Items, c.Completed, c.Failed, c.JudgeFailures, c.ModelCalls, c.CacheHits, c.Retries, c.PromptTokens, c.GeneratedToken)
+	if c.StoppedBudget+c.StoppedRepetition+c.NearContext+c.Backoffs > 0 {
+		fmt.Fprintf(w, "generations stopped: %d at the time budget, %d in a repetition loop; prompts near the context window: %d; 503 back-offs: %d\n",
+			c.StoppedBudget, c.StoppedRepetition, c.NearContext, c.Backoffs)
+	}
+	if c.CacheDamaged+c.CacheWriteFailures > 0 {
+		fmt.Fprintf(w, "cache: %d damaged entries dropped and fetched again; %d replies not cached (write failed)\n",
+			c.CacheDamaged, c.CacheWriteFailures)
+	}
+	fmt.Fprintf(w, "model switches: %d\n", c.ModelSwitches)
+	if len(c.Hosts) > 0 {
+		var hosts []string
+		for h := range c.Hosts {
+			hosts = append(hosts, h)
+		}
+		sort.Strings(hosts)
+		var parts []string
+		for _, h := range hosts {
+			part := fmt.Sprintf("%s %d", h, c.Hosts[h].Calls)
+			if f := c.Hosts[h].Failures; f > 0 {
+				part += fmt.Sprintf(" (%d failed there)", f)
+			}
+			parts = append(parts, part)
+		}
+		fmt.Fprintf(w, "calls per server: %s\n", strings.Join(parts, ", "))
+	}
+}
+
+// Gate is a quality gate on a summary metric: --fail-under NAME=VALUE fails
+// a run whose metric is below VALUE, --fail-over one whose metric is above.
+// A gate also fails a metric that was not measured (n = 0, or no value at
+// all) and one whose unscored share exceeds MaxUnscored: a bound met by a
+// figure computed from nothing, or from the few replies that happened to
+// parse, is not met.
+type Gate struct {
+	Metric      string
+	Bound       float64
+	Over        bool
+	MaxUnscored float64
+}
+
+// DefaultMaxUnscored is the largest unscored share a gated metric may have
+// unless --max-unscored says otherwise.
+const DefaultMaxUnscored = 0.10
+
+// ParseGate reads NAME=VALUE.
+func ParseGate(s string, over bool) (Gate, error) {
+	name, val, ok := strings.Cut(s, "=")
+	var f float64
+	if ok {
+		_, err := fmt.Sscanf(val, "%g", &f)
+		ok = err == nil && strings.TrimSpace(name) != ""
+	}
+	if !ok {
+		return Gate{}, fmt.Errorf("gate %q: want METRIC=NUMBER", s)
+	}
+	return Gate{Metric: strings.TrimSpace(name), Bound: f, Over: over, MaxUnscored: DefaultMaxUnscored}, nil
+}
+
+func (g Gate) String() string {
+	if g.Over {
+		return fmt.Sprintf("%s <= %g", g.Metric, g.Bound)
+	}
+	return fmt.Sprintf("%s >= %g", g.Metric, g.Bound)
+}
+
+// Check returns the metrics that fail g, each with the reason. A gate names
+// a metric whole ("qwen2.5:1.5b/cs") or by its last part ("cs"), which then
+// applies to every model's; naming none of the summary's metrics is an
+// error.
+func (s *Summary) Check(g Gate) (failed []string, err error) {
+	match := func(k string) bool { return names(k, g.Metric) }
+	seen := map[string]bool{}
+	var keys []string
+	for k := range s.Metrics {
+		if match(k) && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for k := range s.Support {
+		if match(k) && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		var all []string
+		for k := range s.Metrics {
+			all = append(all, k)
+		}
+		sort.Strings(all)
+		return nil, fmt.Errorf("gate %s: no metric %q in this run's summary (it has: %s)", g, g.Metric, strings.Join(all, ", "))
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, measured := s.Metrics[k]
+		sup, hasSup := s.Support[k]
+		switch {
+		case !measured || math.IsNaN(v) || hasSup && sup.N == 0:
+			why := "no value"
+			if hasSup {
+				why = fmt.Sprintf("n = %d, %d unscored", sup.N, sup.Unscored)
+			}
+			failed = append(failed, fmt.Sprintf("%s not measured (%s; gate: %s)", k, why, g))
+		case hasSup && sup.UnscoredShare() > g.MaxUnscored:
+			failed = append(failed, fmt.Sprintf("%s = %.4g rests on %d of %d units: %d unscored (%.0f%%, over --max-unscored %.0f%%; gate: %s)",
+				k, v, sup.N, sup.N+sup.Unscored, sup.Unscored, 100*sup.UnscoredShare(), 100*g.MaxUnscored, g))
+		case (g.Over && v > g.Bound) || (!g.Over && v < g.Bound):
+			failed = append(failed, fmt.Sprintf("%s = %.4g (gate: %s)", k, v, g))
+		}
+	}
+	return failed, nil
+}
+
+// names reports whether name names the metric key: the key whole, or its
+// last parts after a "/" or ".".
+func names(key, name string) bool {
+	return key == name || strings.HasSuffix(key, "/"+name) || strings.HasSuffix(key, "."+name)
+}
+
+// Measurer is a suite that names its metrics: the last part of every key
+// of its summary ("cs" of "gen/rewrite/cs"), so that a gate naming none of
+// them is refused before the run rather than after it.
+type Measurer interface {
+	Name() string
+	MetricNames() []string
+}
+
+// CheckGateNames refuses a gate whose metric can be no metric of s's
+// summary: its last part is none of the names s declares. It is checked
+// before the first model call; which models and groups a summary holds is
+// known only after the run, when Summary.Check looks again. A suite that
+// declares no names is not checked here.
+func CheckGateNames(s any, gates []Gate) error {
+	m, ok := s.(Measurer)
+	if !ok {
+		return nil
+	}
+	known := m.MetricNames()
+	for _, g := range gates {
+		found := false
+		for _, n := range known {
+			if names(g.Metric, n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("gate %s: suite %s has no metric %q (its metrics end in: %s)", g, m.Name(), g.Metric, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// UndeclaredMetrics returns the keys of sum that end in none of the names
+// declared: a suite's tests check that its MetricNames cover its summary.
+func UndeclaredMetrics(declared []string, sum *Summary) []string {
+	var out []string
+	for k := range sum.Metrics {
+		found := false
+		for _, n := range declared {
+			if names(k, n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Chart is the data of one figure, drawn by `halu report` as inline SVG. A
+// suite fills the fields of its Kind:
+//
+//   - "bars": Groups along the x axis, one bar per Series in each, with an
+//     optional interval (Lo, Hi: a 95% CI) drawn as an error bar;
+//   - "scatter": labelled Points, those with Front set joined as a Pareto
+//     front;
+//   - "heatmap": Cells[row][col] over Rows × Groups;
+//   - "histogram": each Series' Values binned into Bins bins over [Min, Max].
+type Chart struct {
+	Kind   string   `json:"kind"`
+	Title  string   `json:"title"`
+	X      string   `json:"x_label,omitempty"`
+	Y      string   `json:"y_label,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+	Series []Series `json:"series,omitempty"`
+	Points []Point  `json:"points,omitempty"`
+	Rows   []string `json:"rows,omitempty"`
+	Cells  [][]Num  `json:"cells,omitempty"`
+	Bins   int      `json:"bins,omitempty"`
+	Min    Num      `json:"min,omitempty"`
+	Max    Num      `json:"max,omitempty"`
+}
+
+// Series is one named run of values of a chart (NaN: no value).
+type Series struct {
+	Name   string `json:"name"`
+	Values []Num  `json:"values"`
+	Lo     []Num  `json:"lo,omitempty"`
+	Hi     []Num  `json:"hi,omitempty"`
+}
+
+// AddProportion appends the share k/n with its 95% Wilson interval (NaN
+// when n is 0: no bar is drawn).
+func (s *Series) AddProportion(k, n int) { s.AddInterval(metrics.WilsonCI(k, n, 0.95)) }
+
+// AddInterval appends an estimate with its interval (the error bar).
+func (s *Series) AddInterval(iv metrics.Interval) {
+	s.Values = append(s.Values, Num(iv.Estimate))
+	s.Lo = append(s.Lo, Num(iv.Low))
+	s.Hi = append(s.Hi, Num(iv.High))
+}
+
+// Point is one labelled point of a scatter chart.
+type Point struct {
+	Label string `json:"label"`
+	X     Num    `json:"x"`
+	Y     Num    `json:"y"`
+	Front bool   `json:"front,omitempty"`
+}
+
+// Num is a chart value: NaN (no data) is written to JSON as null, which
+// JSON numbers cannot hold, and read back as NaN.
+type Num float64
+
+// Nums converts xs.
+func Nums(xs ...float64) []Num {
+	out := make([]Num, len(xs))
+	for i, x := range xs {
+		out[i] = Num(x)
+	}
+	return out
+}
+
+// MarshalJSON writes NaN and ±Inf as null.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+// UnmarshalJSON reads null as NaN.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Num(math.NaN())
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
+}
+
+// ReadingNotes says how many judge replies were read other than the plain
+// way, per stage: text fallbacks in JSON mode, and replies on which the
+// paper's reading rule and halu's reader disagree.
+func ReadingNotes(recs []rundir.Record, readers string) []string {
+	fallback, disagree := map[string]int{}, map[string]int{}
+	for _, r := range recs {
+		for _, rd := range r.Readings {
+			switch rd.How {
+			case "fallback":
+				fallback[rd.Stage]++
+			case "disagree":
+				disagree[rd.Stage]++
+			}
+		}
+	}
+	var notes []string
+	if len(fallback) > 0 {
+		notes = append(notes, "reading: JSON-mode judge replies without a JSON verdict, read by the suite's text reader — "+countsByKey(fallback))
+	}
+	if len(disagree) > 0 {
+		notes = append(notes, fmt.Sprintf("reading: text replies the paper's rule and halu's reader read differently (--readers %s decided; the other reading is in each record's readings) — %s",
+			readers, countsByKey(disagree)))
+	}
+	return notes
+}
+
+// ThinkingNotes names the models asked not to think (think: false) and on
+// how many calls.
+func ThinkingNotes(recs []rundir.Record) []string {
+	n := map[string]int{}
+	for _, r := range recs {
+		for _, c := range r.Calls {
+			if c.NoThink {
+				n[c.Model]++
+			}
+		}
+	}
+	if len(n) == 0 {
+		return nil
+	}
+	return []string{"thinking models asked not to think (think: false) so that their reply caps go to the verdict — " + countsByKey(n)}
+}
+
+func countsByKey(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
