@@ -20,15 +20,6 @@ func IsIH(originality, feasibility, value float64) bool {
 	return originality >= 4 && value >= 4 && feasibility >= 3
 }
 
-// Ratio is n/total (eq. 1 for IH, eq. 2 for DH). With total 0 nothing was
-// measured and the ratio is NaN ("–" in tables, left out of the metrics),
-// never 0: a share of nothing would read as "no hallucination".
-func Ratio(n, total int) float64 {
-	if total == 0 {
-		return math.NaN()
-	}
-	return float64(n) / float64(total)
-}
 
 // IFS is the Intelligent-Fidelity Score (eq. 3):
 //
@@ -47,32 +38,7 @@ const (
 	RIFSWeight = 0.1
 )
 
-// PopulationVariance is the variance with divisor n (numpy's var). HIC-Bench's
-// Flexibility (Fle, §3.2.1) is the population variance of the per-question
-// mean Originality, as the authors' code computes it.
-func PopulationVariance(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	m := Mean(xs)
-	var s float64
-	for _, x := range xs {
-		s += (x - m) * (x - m)
-	}
-	return s / float64(len(xs))
-}
 
-// Mean is the arithmetic mean; NaN for no values.
-func Mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	var s float64
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
 
 var wordRE = regexp.MustCompile(`[\p{L}\p{N}]+(?:[-'][\p{L}\p{N}]+)*`)
 

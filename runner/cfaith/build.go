@@ -341,9 +341,7 @@ func (b *Builder) opts(seed int) localmodels.Options {
 
 func (b *Builder) req(model, content string, seed int, schema string) localmodels.ChatRequest {
 	r := localmodels.ChatRequest{Model: model, Messages: []localmodels.Message{{Role: "user", Content: content}}, Options: b.opts(seed)}
-	if b.cfg.Format == "json" && schema != "" {
-		r.Format = json.RawMessage(schema)
-	}
+	r.Format = judging.Schema(b.cfg.Format, schema)
 	return r
 }
 
@@ -379,24 +377,21 @@ func (b *Builder) Process(ctx context.Context, c *engine.Calls, it engine.Item) 
 	lang := b.cfg.Lang
 	for _, typ := range b.cfg.Types {
 		req := b.req(b.cfg.Agent, QAPrompt(lang, typ, b.cfg.Rules, d.Knowledge), b.cfg.Seed, qaSchema(typ))
-		qas, ok, err := judging.JudgeAs(ctx, c, "generate", req, nil, func(raw string) ([]QA, error) {
-			if b.cfg.Format == "json" {
-				var v struct {
-					Items []QA `json:"items"`
-				}
-				if err := judging.DecodeJSON(raw, &v); err != nil {
-					return nil, err
-				}
-				var out []QA
-				for _, q := range v.Items {
-					if strings.TrimSpace(q.Question) != "" && strings.TrimSpace(q.Answer) != "" && strings.TrimSpace(q.Evidence) != "" {
-						out = append(out, q)
-					}
-				}
-				return out, nil
+		qas, ok, err := judging.JudgeAs(ctx, c, "generate", req, nil, judging.ByFormat(b.cfg.Format, func(raw string) ([]QA, error) {
+			var v struct {
+				Items []QA `json:"items"`
 			}
-			return ParseQA(lang, raw)
-		})
+			if err := judging.DecodeJSON(raw, &v); err != nil {
+				return nil, err
+			}
+			var out []QA
+			for _, q := range v.Items {
+				if strings.TrimSpace(q.Question) != "" && strings.TrimSpace(q.Answer) != "" && strings.TrimSpace(q.Evidence) != "" {
+					out = append(out, q)
+				}
+			}
+			return out, nil
+		}, func(raw string) ([]QA, error) { return ParseQA(lang, raw) }))
 		if err != nil {
 			return nil, err
 		}
@@ -426,11 +421,7 @@ func (b *Builder) verify(ctx context.Context, c *engine.Calls, check, content st
 	// Verification is a judgement: greedy, not the agents' sampling.
 	req := localmodels.ChatRequest{Model: b.cfg.Verifier, Messages: []localmodels.Message{{Role: "user", Content: content}},
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(b.cfg.Seed), NumPredict: localmodels.Int(b.cfg.MaxTokens)}}
-	var schema json.RawMessage
-	if b.cfg.Format == "json" {
-		schema = json.RawMessage(verdictSchema)
-	}
-	v, ok, err := judging.JudgeAs(ctx, c, "verify", req, schema, func(raw string) (Verdict, error) { return ParseVerdict(b.cfg.Lang, check, raw) })
+	v, ok, err := judging.JudgeAs(ctx, c, "verify", req, judging.Schema(b.cfg.Format, verdictSchema), func(raw string) (Verdict, error) { return ParseVerdict(b.cfg.Lang, check, raw) })
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -446,18 +437,15 @@ func (b *Builder) question(ctx context.Context, c *engine.Calls, mode string, qa
 	}
 	for i := 0; i < b.cfg.Responses; i++ {
 		req := b.req(b.cfg.Agent, HaluAnswerPrompt(lang, b.cfg.Rules, qa.Question, qa.Answer, qa.Evidence), b.cfg.Seed+i, haluSchema)
-		text, ok, err := judging.JudgeAs(ctx, c, "generate", req, nil, func(raw string) (string, error) {
-			if b.cfg.Format == "json" {
-				var v struct {
-					Response string `json:"response"`
-				}
-				if err := judging.DecodeJSON(raw, &v); err != nil {
-					return "", err
-				}
-				return ParseHaluAnswer(v.Response)
+		text, ok, err := judging.JudgeAs(ctx, c, "generate", req, nil, judging.ByFormat(b.cfg.Format, func(raw string) (string, error) {
+			var v struct {
+				Response string `json:"response"`
 			}
-			return ParseHaluAnswer(raw)
-		})
+			if err := judging.DecodeJSON(raw, &v); err != nil {
+				return "", err
+			}
+			return ParseHaluAnswer(v.Response)
+		}, ParseHaluAnswer))
 		if err != nil {
 			return q, err
 		}
@@ -467,18 +455,15 @@ func (b *Builder) question(ctx context.Context, c *engine.Calls, mode string, qa
 		}
 		r := Response{Text: text}
 		lreq := b.req(b.cfg.Agent, LabelPrompt(lang, b.cfg.Rules, qa.Question, text, qa.Answer), b.cfg.Seed+i, labelSchema(lang))
-		label, ok, err := judging.JudgeAs(ctx, c, "label", lreq, nil, func(raw string) (string, error) {
-			if b.cfg.Format == "json" {
-				var v struct {
-					Label string `json:"label"`
-				}
-				if err := judging.DecodeJSON(raw, &v); err != nil {
-					return "", err
-				}
-				raw = v.Label
+		label, ok, err := judging.JudgeAs(ctx, c, "label", lreq, nil, judging.ByFormat(b.cfg.Format, func(raw string) (string, error) {
+			var v struct {
+				Label string `json:"label"`
 			}
-			return ParseLabel(lang, raw)
-		})
+			if err := judging.DecodeJSON(raw, &v); err != nil {
+				return "", err
+			}
+			return ParseLabel(lang, v.Label)
+		}, func(raw string) (string, error) { return ParseLabel(lang, raw) }))
 		if err != nil {
 			return q, err
 		}

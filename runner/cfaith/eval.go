@@ -58,7 +58,7 @@ func (c *Config) Settings() setting.List {
 		setting.Float("top-p", &c.TopP, "decoding top_p (the paper: 0.7)").Min(0),
 		setting.Int("max-tokens", &c.MaxTokens, "answer cap (num_predict)").Min(1),
 		setting.Int("seed", &c.Seed, "sampling seed").As(setting.Draw),
-		setting.Choice("judge-format", &c.JudgeFormat, "json (structured output) or text", "json", "text"),
+		judging.FormatSetting(&c.JudgeFormat, "json (structured output) or text"),
 		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "judge reply cap").Min(1),
 	}
 }
@@ -229,11 +229,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		req := localmodels.ChatRequest{Model: s.cfg.Judge,
 			Messages: []localmodels.Message{{Role: "user", Content: JudgePrompt(lang, p.gen.Question, p.gen.CorrectAnswer, a.Response)}},
 			Options:  localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)}}
-		var schema json.RawMessage
-		if s.cfg.JudgeFormat == "json" {
-			schema = json.RawMessage(conflictSchema)
-		}
-		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, schema, judging.Reader[Conflict]{
+		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, conflictSchema), judging.Reader[Conflict]{
 			Text:   func(raw string) (Conflict, error) { return ParseConflict(lang, raw) },
 			Quoted: []string{a.Response},
 		})

@@ -160,85 +160,120 @@ func (c *Calls) Chat(ctx context.Context, stage string, req localmodels.ChatRequ
 	return c.chat(ctx, stage, "chat", req, sample)
 }
 
+// chat is one generation of stage, as a pipeline of named steps: the
+// engine's serving defaults go into the request, the model's serving
+// fingerprint and the request make the cache key, the cache (or, in a
+// rerun, the rule that a reused stage must come from it) answers first, a
+// dry run only counts the call, anything else is asked of the server —
+// once for identical requests in flight — and the call is logged with its
+// transcript.
 func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.ChatRequest, sample int) (localmodels.ChatResponse, error) {
-	e := c.e
-	req = e.serving(req)
-	asked := 0
-	if req.Options.NumCtx != nil {
-		asked = *req.Options.NumCtx
-	}
-	fp, info, err := e.fingerprint(ctx, req.Model, asked)
+	req = c.e.serving(req)
+	fp, info, err := c.e.fingerprint(ctx, req.Model, numCtxOf(req))
 	if err != nil {
 		return localmodels.ChatResponse{}, err
 	}
-	// The key leaves out keep_alive and num_thread, which do not change
-	// the reply.
-	keyOpts := req.Options
-	keyOpts.NumThread = nil
-	key := Key(chatKey{
-		Kind: "chat", Serving: fp,
-		Messages: req.Messages, Options: keyOpts, Format: req.Format, Think: req.Think, Sample: sample,
-	})
-	var resp localmodels.ChatResponse
-	hit := false
-	if e.Cache != nil && !c.rerun.fresh(c.item, stage, req.Model) {
-		if hit, err = e.Cache.Get(key, &resp); err != nil {
-			return resp, err
-		}
-	}
-	if !hit && c.rerun.cacheOnly(c.item, stage) {
-		return resp, c.notCached(stage, req.Model)
+	key := chatCacheKey(fp, req, sample)
+	resp, hit, err := c.cached(stage, req.Model, key, &localmodels.ChatResponse{})
+	if err != nil {
+		return localmodels.ChatResponse{}, err
 	}
 	if c.plan != nil {
 		c.planChat(stage, kind, req, hit)
-		return resp, nil
+		return localmodels.ChatResponse{}, nil
 	}
-	if hit {
-		e.stats.hits.Add(1)
-	} else {
-		// Identical requests in flight at once (one query's constraint
-		// mapping asked for by every model's item, say) share one call: the
-		// first caller makes it, the others take its reply as a cache hit.
-		made := false
-		v, err, _ := e.flights.Do(key, func() (any, error) {
-			made = true
-			resp, err := e.chatOnce(ctx, stage, req)
-			if err != nil {
-				return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
-			}
-			// A generation stopped by the time budget is not kept: it
-			// depends on the machine's speed, not on the request.
-			if e.Cache != nil && resp.DoneReason != localmodels.DoneBudget {
-				e.cachePut(key, resp)
-			}
-			return resp, nil
-		})
-		resp = v.(localmodels.ChatResponse)
-		if err != nil {
+	shared := false
+	if !hit {
+		if resp, shared, err = c.e.ask(ctx, stage, kind, req, key); err != nil {
 			return resp, err
 		}
-		if !made {
-			e.stats.hits.Add(1)
+	}
+	if hit || shared {
+		c.e.stats.hits.Add(1)
+	}
+	c.logChat(stage, kind, req, info, fp, key, resp, hit)
+	return resp, nil
+}
+
+// numCtxOf is the context window req asks for (0: none).
+func numCtxOf(req localmodels.ChatRequest) int {
+	if req.Options.NumCtx != nil {
+		return *req.Options.NumCtx
+	}
+	return 0
+}
+
+// chatCacheKey is the cache key of a generation: everything that
+// determines its reply. It leaves out keep_alive and num_thread, which do
+// not change the reply.
+func chatCacheKey(fp rundir.Fingerprint, req localmodels.ChatRequest, sample int) string {
+	keyOpts := req.Options
+	keyOpts.NumThread = nil
+	return Key(chatKey{
+		Kind: "chat", Serving: fp,
+		Messages: req.Messages, Options: keyOpts, Format: req.Format, Think: req.Think, Sample: sample,
+	})
+}
+
+// cached looks key up for a call of stage to model: the cache answers
+// unless the call is to be made afresh (rerun --errors); a miss on a stage
+// a rerun reuses is ErrNotCached, never a silent new call.
+func (c *Calls) cached(stage, model, key string, into *localmodels.ChatResponse) (localmodels.ChatResponse, bool, error) {
+	hit := false
+	if c.e.Cache != nil && !c.rerun.fresh(c.item, stage, model) {
+		var err error
+		if hit, err = c.e.Cache.Get(key, into); err != nil {
+			return *into, false, err
 		}
 	}
+	if !hit && c.rerun.cacheOnly(c.item, stage) {
+		return *into, false, c.notCached(stage, model)
+	}
+	return *into, hit, nil
+}
+
+// ask makes a generation the cache did not answer. Identical requests in
+// flight at once (one query's constraint mapping asked for by every
+// model's item, say) share one call: the first caller makes it, the others
+// take its reply as a cache hit (shared is true for them). The reply is
+// cached unless the time budget stopped it: that depends on the machine's
+// speed, not on the request.
+func (e *Engine) ask(ctx context.Context, stage, kind string, req localmodels.ChatRequest, key string) (resp localmodels.ChatResponse, shared bool, err error) {
+	made := false
+	v, err, _ := e.flights.Do(key, func() (any, error) {
+		made = true
+		resp, err := e.chatOnce(ctx, stage, req)
+		if err != nil {
+			return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
+		}
+		if e.Cache != nil && resp.DoneReason != localmodels.DoneBudget {
+			e.cachePut(key, resp)
+		}
+		return resp, nil
+	})
+	return v.(localmodels.ChatResponse), !made && err == nil, err
+}
+
+// logChat records a generation in the item's log with its transcript,
+// and warns of a prompt that filled 90% of the window (unless the cache
+// answered it: the warning was given when it was asked): Ollama truncates
+// a longer prompt without an error, so it probably lost its beginning.
+func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info localmodels.ModelInfo, fp rundir.Fingerprint, key string, resp localmodels.ChatResponse, hit bool) {
 	l := rundir.CallLog{
 		Stage: stage, Kind: kind, Model: req.Model, Digest: info.Digest, Key: key,
 		PromptTokens: resp.PromptEvalCount, EvalTokens: resp.EvalCount, DoneReason: resp.DoneReason,
 		NoThink: req.Think != nil && !*req.Think,
 	}
 	c.transcript(&l, req.Messages, resp.Content)
-	// Ollama truncates a prompt longer than the window without an error;
-	// a prompt that filled 90% of it probably lost its beginning.
 	if fp.NumCtx > 0 && resp.PromptEvalCount*10 >= fp.NumCtx*9 {
 		l.NearContext = fp.NumCtx
 		if !hit {
-			e.stats.nearContext.Add(1)
-			e.logf("warning: %s: %s %s: prompt of %d tokens in a %d-token window (num_ctx): Ollama may have cut its beginning; raise --num-ctx\n",
+			c.e.stats.nearContext.Add(1)
+			c.e.logf("warning: %s: %s %s: prompt of %d tokens in a %d-token window (num_ctx): Ollama may have cut its beginning; raise --num-ctx\n",
 				c.item, stage, req.Model, resp.PromptEvalCount, fp.NumCtx)
 		}
 	}
 	c.record(l)
-	return resp, nil
 }
 
 // cachePut stores a reply in the cache. A failed write (a full disk, say)
@@ -279,11 +314,10 @@ func (e *Engine) call(ctx context.Context, stage, model string, timeout time.Dur
 	})
 }
 
-// chatOnce makes one generation call, streamed under the engine's limits
-// (idle timeout, budget, repetition stop) with its num_ctx and keep_alive
-// unless the request sets its own, and counts its tokens.
+// chatOnce makes one generation call (its serving defaults already in
+// req), streamed under the engine's limits (idle timeout, budget,
+// repetition stop), and counts its tokens.
 func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
-	req = e.serving(req)
 	var resp localmodels.ChatResponse
 	err := e.call(ctx, stage, req.Model, 0, func(ctx context.Context) error {
 		var err error

@@ -302,7 +302,7 @@ func (c *Config) Settings() setting.List {
 		setting.Int("limit", &c.Limit, "questions to run (0: all kept): a seeded sample in which each domain keeps its share, listed in the manifest").As(setting.Data).Min(0),
 		setting.Int("seed", &c.Seed, "sampling seed (answer i uses seed+i)").As(setting.Draw),
 		setting.Int("max-tokens", &c.MaxTokens, "generation cap (num_predict); the prompt's 70-token limit stays in the prompt").Paper("700").Min(1),
-		setting.Choice("judge-format", &c.JudgeFormat, "text (the paper's one-line format) or json (structured output)", "text", "json").Paper("text").Halu("json"),
+		judging.FormatSetting(&c.JudgeFormat, "text (the paper's one-line format) or json (structured output)").Paper("text").Halu("json"),
 		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "judge reply cap").Paper("200").Min(1),
 		setting.Bool("tie-hallucinated", &c.TieHallucinated, "a panel tie on hallucination counts as hallucinated").
 			Assumed("the paper averages two judges' scores without saying how a tie on the hallucination verdict counts").When(func() bool { return len(c.Judges) > 1 }),
@@ -698,11 +698,7 @@ func (s *Suite) judge(ctx context.Context, c *engine.Calls, judge, question, ans
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed),
 			NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)},
 	}
-	var schema json.RawMessage
-	if s.cfg.JudgeFormat == "json" {
-		schema = json.RawMessage(VerdictSchema)
-	}
-	v, ok, err := judging.JudgeWith(ctx, c, "judge", req, schema, judging.Reader[Verdict]{
+	v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, VerdictSchema), judging.Reader[Verdict]{
 		Text:   ParseVerdictText,
 		Paper:  ParseVerdictPaper,
 		Quoted: []string{answer},

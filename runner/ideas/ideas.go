@@ -265,7 +265,7 @@ func (c *Config) Settings() setting.List {
 		setting.OptFloat("temperature", &c.Temperature, "idea generation temperature (none: not sent, the model's default, as the authors' code)", "none").Paper("none").Halu("0.8").Check(nonNegative(&c.Temperature)),
 		setting.OptFloat("critic-temperature", &c.CriticTemperature, "critic and fluency-judge temperature (none: not sent, as the authors' code)", "none").Paper("none").Halu("0").Check(nonNegative(&c.CriticTemperature)),
 		setting.Int("max-tokens", &c.MaxTokens, "idea generation cap (num_predict)").Min(1),
-		setting.Choice("judge-format", &c.JudgeFormat, "text (the authors': free text with a JSON block) or json (structured output)", "text", "json").Paper("text").Halu("json"),
+		judging.FormatSetting(&c.JudgeFormat, "text (the authors': free text with a JSON block) or json (structured output)").Paper("text").Halu("json"),
 		setting.Choice("final-idea", &c.FinalIdea, `qwq (extract after "Final Idea:" only for qwq models, as the authors) or all (every model, marker lines only)`, "qwq", "all").Paper("qwq").Halu("all"),
 		setting.Choice("scoring", &c.Scoring, "current (the paper: fluency 10/7/4/1, flexibility over 4 dimensions) or first-release (the December 2024 leaderboard's: 10/6.67/3.33/0, 3 dimensions)", "current", "first-release").Paper("current"),
 		setting.String("external", &c.External, "CSV of model,score for a Pearson correlation (the paper uses LiveBench)").As(setting.Beside).Path(),
@@ -851,11 +851,7 @@ func (s *Suite) critique(ctx context.Context, c *engine.Calls, judge, idea strin
 		},
 		Options: localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)},
 	}
-	var schema json.RawMessage
-	if s.cfg.JudgeFormat == "json" {
-		schema = json.RawMessage(CriticSchema)
-	}
-	sc, ok, err := judging.JudgeWith(ctx, c, "critic", req, schema, judging.Reader[CriticScores]{
+	sc, ok, err := judging.JudgeWith(ctx, c, "critic", req, judging.Schema(s.cfg.JudgeFormat, CriticSchema), judging.Reader[CriticScores]{
 		Text:   ParseCriticText,
 		Paper:  ParseCriticPaper,
 		Quoted: []string{idea},
@@ -877,11 +873,7 @@ func (s *Suite) fluency(ctx context.Context, c *engine.Calls, judge, keyword, a,
 		Messages: []localmodels.Message{{Role: "user", Content: prompt}},
 		Options:  localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(20)},
 	}
-	var schema json.RawMessage
-	if s.cfg.JudgeFormat == "json" {
-		schema = json.RawMessage(FluencySchema)
-	}
-	g, ok, err := judging.JudgeWith(ctx, c, "fluency", req, schema, judging.Reader[fluencyGrade]{
+	g, ok, err := judging.JudgeWith(ctx, c, "fluency", req, judging.Schema(s.cfg.JudgeFormat, FluencySchema), judging.Reader[fluencyGrade]{
 		Text:   parseFluency,
 		Paper:  ParseFluencyPaper,
 		Quoted: []string{a, b},

@@ -132,7 +132,7 @@ func (c *Config) Settings() setting.List {
 		setting.Int("fact-samples", &c.FactSamples, "independent fact checks of Fact QA responses (0: none)").Paper("5").Min(0),
 		setting.Float("fact-temperature", &c.FactTemperature, "fact-check sampling temperature").Min(0).
 			Assumed(lost).When(func() bool { return c.FactSamples > 0 }),
-		setting.Choice("judge-format", &c.JudgeFormat, "text (the paper: Tables 6 and 7, reasoning then a START: listing of X/Y ratios) or json (one structured verdict per constraint)", "text", "json").Paper("text").Halu("json"),
+		judging.FormatSetting(&c.JudgeFormat, "text (the paper: Tables 6 and 7, reasoning then a START: listing of X/Y ratios) or json (one structured verdict per constraint)").Paper("text").Halu("json"),
 		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "judge reply cap").Min(1).Assumed("the paper states no judge cap"),
 		setting.Bool("code-checks", &c.CodeChecks, "let code decide countable constraints (word/line/stanza counts, required or forbidden words); the paper's judge decides all").Paper("false").Halu("true"),
 		setting.Protocol(&c.Protocol, "JSON judges, code checks"),
@@ -352,12 +352,7 @@ func (s *Suite) judgeReq(content string, temp float64, seed int) localmodels.Cha
 	}
 }
 
-func (s *Suite) schema(v string) json.RawMessage {
-	if s.cfg.JudgeFormat == "json" {
-		return json.RawMessage(v)
-	}
-	return nil
-}
+func (s *Suite) schema(v string) json.RawMessage { return judging.Schema(s.cfg.JudgeFormat, v) }
 
 func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	p := it.Payload.(payload)
@@ -482,7 +477,9 @@ func (s *Suite) score(ctx context.Context, c *engine.Calls, res *ItemResult, in 
 	// The judge sees the whole set, the missing-content constraint included.
 	req := s.judgeReq(engine.Fill(prompt("constraint_scoring"), map[string]string{
 		"query": in.Prompt(), "constraints": ListConstraints(cs), "response": res.Response}), 0, s.cfg.Seed)
-	if s.cfg.JudgeFormat == "text" {
+	if s.cfg.JudgeFormat == judging.FormatText {
+		// Table 7's format: a ratio per priority; structured output asks
+		// for a verdict per constraint instead.
 		r, ok, err := judging.JudgeWith(ctx, c, "judge", req, nil, judging.Reader[Ratios]{
 			Text:   func(raw string) (Ratios, error) { return ParseRatios(raw, cs) },
 			Quoted: []string{res.Response},

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"halu/metrics"
+	"halu/runner/judging"
 	"halu/runner/rundir"
 	"halu/runner/summary"
 )
@@ -438,7 +439,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	}
 	ties, rated, capped := 0, 0, 0
 	for _, r := range rs {
-		if s.cfg.JudgeFormat == "json" && r.Mapping != nil && len(r.Mapping.Constraints) >= maxMapped {
+		if s.cfg.JudgeFormat == judging.FormatJSON && r.Mapping != nil && len(r.Mapping.Constraints) >= maxMapped {
 			capped++
 		}
 		if r.Baseline != nil {

@@ -60,7 +60,7 @@ func (c *Config) Settings() setting.List {
 		setting.Int("seed", &c.Seed, "sampling seed").As(setting.Draw),
 		setting.Float("temperature", &c.Temperature, "generation temperature").Min(0),
 		setting.Int("max-tokens", &c.MaxTokens, "generation length cap (num_predict)").Min(1),
-		setting.Choice("judge-format", &c.JudgeFormat, "json (judge output constrained by a JSON schema) or text (free text, the verdict read from it)", "json", "text"),
+		judging.FormatSetting(&c.JudgeFormat, "json (judge output constrained by a JSON schema) or text (free text, the verdict read from it)"),
 	}
 }
 
@@ -247,11 +247,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 			},
 			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(64)},
 		}
-		var schema json.RawMessage
-		if s.cfg.JudgeFormat == "json" {
-			schema = json.RawMessage(VerdictSchema)
-		}
-		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, schema, judging.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{gen.Content}})
+		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, VerdictSchema), judging.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{gen.Content}})
 		if err != nil {
 			return nil, err
 		}
