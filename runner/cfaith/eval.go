@@ -294,73 +294,83 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	rateBars := summary.Chart{Kind: "bars", Title: "Hallucination rate per format (95% Wilson CI)", Y: "hallucination rate", Groups: Formats}
 	typeBars := summary.Chart{Kind: "bars", Title: "Generative QA hallucination rate per hallucination type (95% Wilson CI)", Y: "hallucination rate", Groups: Types}
 	for _, m := range models {
-		n := map[string]int{}
-		h := map[string]int{}
-		typeN, typeH := map[string]int{}, map[string]int{}
-		unscored := 0
-		unscoredIn := map[string]int{}
+		// The units of each format's rate and of each type's generative
+		// rate: an answer, scored or not.
+		byFormat, byType := map[string]*summary.Tally{}, map[string]*summary.Tally{}
+		for _, f := range Formats {
+			byFormat[f] = &summary.Tally{}
+		}
+		for _, t := range Types {
+			byType[t] = &summary.Tally{}
+		}
 		var st, jt []bool
 		for _, a := range by[m] {
+			if byFormat[a.Format] == nil {
+				byFormat[a.Format] = &summary.Tally{}
+			}
 			if !a.Scored {
-				unscored++
-				unscoredIn[a.Format]++
+				byFormat[a.Format].Skip()
 				continue
 			}
-			n[a.Format]++
-			if a.Hallucinated {
-				h[a.Format]++
-			}
+			byFormat[a.Format].Hit(a.Hallucinated)
 			if a.Format == "generative" {
-				typeN[a.HaluType]++
-				if a.Hallucinated {
-					typeH[a.HaluType]++
+				if byType[a.HaluType] == nil {
+					byType[a.HaluType] = &summary.Tally{}
 				}
+				byType[a.HaluType].Hit(a.Hallucinated)
 			}
 			if a.Format == "truefalse" && a.JudgedTrue != nil {
 				st, jt = append(st, *a.Statement), append(jt, *a.JudgedTrue)
 			}
 		}
+		unscored := 0
+		for _, tf := range byFormat {
+			unscored += tf.Unscored
+		}
 		rs, ts := summary.Series{Name: m}, summary.Series{Name: m}
 		for _, f := range Formats {
-			rs.AddProportion(h[f], n[f])
+			rs.AddProportion(byFormat[f].Hits(), byFormat[f].N())
 		}
 		for _, t := range Types {
-			ts.AddProportion(typeH[t], typeN[t])
+			ts.AddProportion(byType[t].Hits(), byType[t].N())
 		}
 		rateBars.Series = append(rateBars.Series, rs)
 		typeBars.Series = append(typeBars.Series, ts)
 		row := []string{m}
 		var rates []float64
+		scored := 0
 		for _, f := range Formats {
-			fig := summary.ProportionFigure(m, "", formatMetric[f], m+"/"+f, h[f], n[f], unscoredIn[f])
+			tf := byFormat[f]
+			fig := tf.Share(m, "", formatMetric[f], m+"/"+f)
 			fig.Lower, fig.Headline = true, true
 			sum.AddFigure(fig)
-			if n[f] == 0 {
+			scored += tf.N()
+			if tf.N() == 0 {
 				row = append(row, "–")
 				continue
 			}
-			r := metrics.HallucinationRate(h[f], n[f])
+			r := metrics.HallucinationRate(tf.Hits(), tf.N())
 			rates = append(rates, r)
-			row = append(row, fmt.Sprintf("%.2f (n=%d)", 100*r, n[f]))
+			row = append(row, fmt.Sprintf("%.2f (n=%d)", 100*r, tf.N()))
 		}
 		ova := "–"
 		overall := summary.IntervalFigure(m, "", "Overall HR", m+"/overall",
 			metrics.Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN()}, unscored, "")
 		if len(rates) == 3 {
 			o := metrics.OverallHallucinationRate(rates[0], rates[1], rates[2])
-			overall.Estimate, overall.N = summary.Num(o), n["generative"]+n["choice"]+n["truefalse"]
+			overall.Estimate, overall.N = summary.Num(o), scored
 			ova = fmt.Sprintf("%.2f", 100*o)
 		}
 		overall.Percent, overall.Lower, overall.Headline = true, true, true
 		sum.AddFigure(overall)
 		t5.Rows = append(t5.Rows, append(row, ova, fmt.Sprint(unscored)))
-		if n["generative"] > 0 {
-			r6 := []string{m, fmt.Sprintf("%.2f", 100*metrics.HallucinationRate(h["generative"], n["generative"]))}
+		if g := byFormat["generative"]; g.N() > 0 {
+			r6 := []string{m, fmt.Sprintf("%.2f", 100*metrics.HallucinationRate(g.Hits(), g.N()))}
 			for _, t := range Types {
-				if typeN[t] == 0 {
+				if byType[t].N() == 0 {
 					r6 = append(r6, "–")
 				} else {
-					r6 = append(r6, fmt.Sprintf("%.2f (n=%d)", 100*metrics.HallucinationRate(typeH[t], typeN[t]), typeN[t]))
+					r6 = append(r6, fmt.Sprintf("%.2f (n=%d)", 100*metrics.HallucinationRate(byType[t].Hits(), byType[t].N()), byType[t].N()))
 				}
 			}
 			t6.Rows = append(t6.Rows, r6)

@@ -45,7 +45,11 @@ type Group struct {
 
 	Domains      []DomainRow      `json:"domains"`
 	perQuestion  map[int]float64  // IH ratio per question, for the permutation test
-	perAnswer    [4][]float64     // Or, Fe, Va and the IFS term of each scored answer (for intervals)
+	// or, fe, va, ifs (the IFS term of each answer), ih and dh are the
+	// answers' tallies, which the figures rest on; ihVecs and dhVecs the
+	// embeddings of IH and DH answers (Table 9).
+	or, fe, va, ifs, ih, dh summary.Tally
+	ihVecs, dhVecs          [][]float32
 	AlphaOr      float64          `json:"alpha_originality"`
 	AlphaFe      float64          `json:"alpha_feasibility"`
 	AlphaVa      float64          `json:"alpha_value"`
@@ -124,13 +128,16 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			sum.Metrics[prefix+name] = v
 		}
 		grp := fmt.Sprintf("%s T%g", strings.ToUpper(k.s), k.t)
-		for i, name := range []string{"Or", "Fe", "Va"} {
-			sum.AddFigure(summary.MeanFigure(k.m, grp, name, prefix+strings.ToLower(name), g.perAnswer[i], g.Unscored).Clip(1, 5))
+		for _, t := range []struct {
+			name string
+			t    summary.Tally
+		}{{"Or", g.or}, {"Fe", g.fe}, {"Va", g.va}} {
+			sum.AddFigure(t.t.Mean(k.m, grp, t.name, prefix+strings.ToLower(t.name)).Clip(1, 5))
 		}
-		ihf := summary.ProportionFigure(k.m, grp, "IH", prefix+"ih", g.IH, g.Scored, g.Unscored)
-		dhf := summary.ProportionFigure(k.m, grp, "DH", prefix+"dh", g.DH, g.Scored, g.Unscored)
+		ihf := g.ih.Share(k.m, grp, "IH", prefix+"ih")
+		dhf := g.dh.Share(k.m, grp, "DH", prefix+"dh")
 		dhf.Lower = true
-		ifs := summary.MeanFigure(k.m, grp, "IFS", prefix+"ifs", g.perAnswer[3], g.Unscored).Clip(0, 1)
+		ifs := g.ifs.Mean(k.m, grp, "IFS", prefix+"ifs").Clip(0, 1)
 		ifs.Percent = true
 		// The mean of the per-answer terms is eq. 3 of the ratios up to
 		// rounding; Table 2 prints the figure's value, so the two pages
@@ -278,12 +285,25 @@ func strategyRank(s string) int {
 	return len(Strategies)
 }
 
+// group computes one Table 2 row from the items of one model, strategy
+// and temperature.
 func (s *Suite) group(items []ItemResult) *Group {
 	g := &Group{perQuestion: map[int]float64{}}
-	var all []scoredAnswer
-	byQuestion := map[int][]scoredAnswer{}
-	var qOrder []int
-	qField := map[int]string{}
+	all, byQuestion, qOrder, qField := s.scoreAnswers(items)
+	g.count(all, s.knowledge)
+	g.fluency(qOrder, byQuestion, qField)
+	g.domains(all)
+	g.agreement(all, len(s.cfg.Judges))
+	if s.human != nil && len(items) > 0 {
+		g.HumanCompare = s.humanComparison(items[0], all)
+	}
+	return g
+}
+
+// scoreAnswers aggregates each answer's panel verdict, listing the answers
+// in order and by question.
+func (s *Suite) scoreAnswers(items []ItemResult) (all []scoredAnswer, byQuestion map[int][]scoredAnswer, qOrder []int, qField map[int]string) {
+	byQuestion, qField = map[int][]scoredAnswer{}, map[int]string{}
 	for _, ir := range items {
 		for _, q := range ir.Questions {
 			if _, ok := byQuestion[q.ID]; !ok {
@@ -298,9 +318,15 @@ func (s *Suite) group(items []ItemResult) *Group {
 		}
 	}
 	sort.Ints(qOrder)
+	return all, byQuestion, qOrder, qField
+}
+
+// count tallies the answers: every answer for length and kwPrec, each
+// scored one (the panel scored it) for Or, Fe, Va, IH, DH and IFS, each
+// unscored one counted as such; then the ratios and IFS presets.
+func (g *Group) count(all []scoredAnswer, knowledge func(q int) string) {
 	var kw []float64
 	over, overEval := 0, 0
-	var ihVecs, dhVecs [][]float32
 	for _, sa := range all {
 		g.Answers++
 		if sa.a.TokensCL100K > 70 {
@@ -309,41 +335,40 @@ func (s *Suite) group(items []ItemResult) *Group {
 		if sa.a.EvalCount > 70 {
 			overEval++
 		}
-		if k, err := metrics.KwPrec(sa.a.Text, s.knowledge(sa.q.ID)); err == nil {
+		if k, err := metrics.KwPrec(sa.a.Text, knowledge(sa.q.ID)); err == nil {
 			kw = append(kw, k)
 		}
 		if !sa.panel.Scored {
-			g.Unscored++
+			for _, t := range g.tallies() {
+				t.Skip()
+			}
 			continue
 		}
-		g.Scored++
 		if sa.panel.Tie {
 			g.Ties++
 		}
-		g.Or += sa.panel.Originality
-		g.Fe += sa.panel.Feasibility
-		g.Va += sa.panel.Value
 		ih := metrics.IsIH(sa.panel.Originality, sa.panel.Feasibility, sa.panel.Value)
-		g.perAnswer[0] = append(g.perAnswer[0], sa.panel.Originality)
-		g.perAnswer[1] = append(g.perAnswer[1], sa.panel.Feasibility)
-		g.perAnswer[2] = append(g.perAnswer[2], sa.panel.Value)
-		g.perAnswer[3] = append(g.perAnswer[3], metrics.IFS(b2f(ih), b2f(sa.panel.Hallucination), metrics.BIFSWeight))
+		g.or.Add(sa.panel.Originality)
+		g.fe.Add(sa.panel.Feasibility)
+		g.va.Add(sa.panel.Value)
+		g.ifs.Add(metrics.IFS(b2f(ih), b2f(sa.panel.Hallucination), metrics.BIFSWeight))
+		g.ih.Hit(ih)
+		g.dh.Hit(sa.panel.Hallucination)
 		if ih {
-			g.IH++
-			ihVecs = append(ihVecs, sa.a.Embedding)
+			g.ihVecs = append(g.ihVecs, sa.a.Embedding)
 		}
 		if sa.panel.Hallucination {
-			g.DH++
-			dhVecs = append(dhVecs, sa.a.Embedding)
+			g.dhVecs = append(g.dhVecs, sa.a.Embedding)
 		}
 		if ih && sa.panel.Hallucination {
 			g.Overlap++
 		}
 	}
+	g.Scored, g.Unscored, g.IH, g.DH = g.or.N(), g.or.Unscored, g.ih.Hits(), g.dh.Hits()
 	nan := math.NaN()
 	if g.Scored > 0 {
 		n := float64(g.Scored)
-		g.Or, g.Fe, g.Va = g.Or/n, g.Fe/n, g.Va/n
+		g.Or, g.Fe, g.Va = g.or.Sum()/n, g.fe.Sum()/n, g.va.Sum()/n
 	} else {
 		g.Or, g.Fe, g.Va = nan, nan, nan
 	}
@@ -356,25 +381,28 @@ func (s *Suite) group(items []ItemResult) *Group {
 	g.KwPrec, g.KwPrecN = metrics.Mean(kw), len(kw)
 	g.Over70 = metrics.Ratio(over, g.Answers)
 	g.Over70Eval = metrics.Ratio(overEval, g.Answers)
+}
 
-	// Fluency: per question, then per domain, then over domains.
+// tallies are the group's per-answer tallies, each answer a unit of all.
+func (g *Group) tallies() []*summary.Tally {
+	return []*summary.Tally{&g.or, &g.fe, &g.va, &g.ifs, &g.ih, &g.dh}
+}
+
+// fluency is Flu (per question, then per domain, then over domains),
+// Table 9's similarities, Fle and the per-question IH ratios.
+func (g *Group) fluency(qOrder []int, byQuestion map[int][]scoredAnswer, qField map[int]string) {
 	domainFlu := map[string][]float64{}
 	var qMeansOr []float64
 	var groupsVecs [][][]float32
 	for _, qid := range qOrder {
-		sas := byQuestion[qid]
 		var vecs [][]float32
 		var ors []float64
-		ih := 0
-		scored := 0
-		for _, sa := range sas {
+		var ih summary.Tally
+		for _, sa := range byQuestion[qid] {
 			vecs = append(vecs, sa.a.Embedding)
 			if sa.panel.Scored {
-				scored++
 				ors = append(ors, sa.panel.Originality)
-				if metrics.IsIH(sa.panel.Originality, sa.panel.Feasibility, sa.panel.Value) {
-					ih++
-				}
+				ih.Hit(metrics.IsIH(sa.panel.Originality, sa.panel.Feasibility, sa.panel.Value))
 			}
 		}
 		groupsVecs = append(groupsVecs, vecs)
@@ -384,8 +412,8 @@ func (s *Suite) group(items []ItemResult) *Group {
 		if len(ors) > 0 {
 			qMeansOr = append(qMeansOr, metrics.Mean(ors))
 		}
-		if scored > 0 {
-			g.perQuestion[qid] = metrics.Ratio(ih, scored)
+		if ih.N() > 0 {
+			g.perQuestion[qid] = metrics.Ratio(ih.Hits(), ih.N())
 		}
 	}
 	var domMeans []float64
@@ -399,11 +427,14 @@ func (s *Suite) group(items []ItemResult) *Group {
 	}
 	g.Flu = metrics.Mean(domMeans)
 	g.FluAcross = simOrNaN(embed.MeanAcross(groupsVecs))
-	g.FluIH = simOrNaN(embed.MeanPairwise(ihVecs))
-	g.FluDH = simOrNaN(embed.MeanPairwise(dhVecs))
+	g.FluIH = simOrNaN(embed.MeanPairwise(g.ihVecs))
+	g.FluDH = simOrNaN(embed.MeanPairwise(g.dhVecs))
 	g.Fle = metrics.PopulationVariance(qMeansOr)
+}
 
-	// Per domain.
+// domains are the per-domain figures (paper Figs. 3 and 5) over scored
+// answers.
+func (g *Group) domains(all []scoredAnswer) {
 	type dacc struct{ or, fe, va, n, ih, dh float64 }
 	dom := map[string]*dacc{}
 	for _, sa := range all {
@@ -435,55 +466,61 @@ func (s *Suite) group(items []ItemResult) *Group {
 		d := dom[f]
 		g.Domains = append(g.Domains, DomainRow{Field: f, Or: d.or / d.n, Fe: d.fe / d.n, Va: d.va / d.n, IHRatio: d.ih / d.n, DHRatio: d.dh / d.n, N: int(d.n)})
 	}
+}
 
-	// Panel agreement.
+// agreement is the panel's Krippendorff α per score (interval) and for
+// the hallucination verdict (nominal); NaN with fewer than two judges.
+func (g *Group) agreement(all []scoredAnswer, judges int) {
+	nan := math.NaN()
 	g.AlphaOr, g.AlphaFe, g.AlphaVa, g.AlphaHalluc = nan, nan, nan, nan
-	if len(s.cfg.Judges) >= 2 {
-		var or, fe, va, ha [][]float64
-		for _, sa := range all {
-			uo, uf, uv, uh := make([]float64, len(s.cfg.Judges)), make([]float64, len(s.cfg.Judges)), make([]float64, len(s.cfg.Judges)), make([]float64, len(s.cfg.Judges))
-			for i := range uo {
-				uo[i], uf[i], uv[i], uh[i] = nan, nan, nan, nan
-			}
-			for i, j := range sa.a.Judgements {
-				if i < len(uo) && j.Scored && j.Verdict != nil {
-					uo[i], uf[i], uv[i] = float64(j.Verdict.Originality), float64(j.Verdict.Feasibility), float64(j.Verdict.Value)
-					uh[i] = 0
-					if j.Verdict.Hallucination {
-						uh[i] = 1
-					}
+	if judges < 2 {
+		return
+	}
+	var or, fe, va, ha [][]float64
+	for _, sa := range all {
+		uo, uf, uv, uh := make([]float64, judges), make([]float64, judges), make([]float64, judges), make([]float64, judges)
+		for i := range uo {
+			uo[i], uf[i], uv[i], uh[i] = nan, nan, nan, nan
+		}
+		for i, j := range sa.a.Judgements {
+			if i < len(uo) && j.Scored && j.Verdict != nil {
+				uo[i], uf[i], uv[i] = float64(j.Verdict.Originality), float64(j.Verdict.Feasibility), float64(j.Verdict.Value)
+				uh[i] = 0
+				if j.Verdict.Hallucination {
+					uh[i] = 1
 				}
 			}
-			or, fe, va, ha = append(or, uo), append(fe, uf), append(va, uv), append(ha, uh)
 		}
-		g.AlphaOr, _ = metrics.KrippendorffInterval(or)
-		g.AlphaFe, _ = metrics.KrippendorffInterval(fe)
-		g.AlphaVa, _ = metrics.KrippendorffInterval(va)
-		g.AlphaHalluc, _ = metrics.KrippendorffNominal(ha)
+		or, fe, va, ha = append(or, uo), append(fe, uf), append(va, uv), append(ha, uh)
 	}
+	g.AlphaOr, _ = metrics.KrippendorffInterval(or)
+	g.AlphaFe, _ = metrics.KrippendorffInterval(fe)
+	g.AlphaVa, _ = metrics.KrippendorffInterval(va)
+	g.AlphaHalluc, _ = metrics.KrippendorffNominal(ha)
+}
 
-	// Human labels.
-	if s.human != nil && len(items) > 0 {
-		h := &HumanComparison{}
-		var tpIH, fpIH, fnIH, tpDH, fpDH, fnDH int
-		for _, sa := range all {
-			lab, ok := s.human[AnswerID(items[0].Model, items[0].Strategy, items[0].Temperature, sa.q.ID, sa.a.Index)]
-			if !ok || !sa.panel.Scored {
-				continue
-			}
-			h.N++
-			autoIH := metrics.IsIH(sa.panel.Originality, sa.panel.Feasibility, sa.panel.Value)
-			autoDH := sa.panel.Hallucination
-			count(autoIH, lab == "IH", &tpIH, &fpIH, &fnIH)
-			count(autoDH, lab == "DH", &tpDH, &fpDH, &fnDH)
+// humanComparison is Table 8's check of the automatic labels against the
+// human ones given (nil when no scored answer has one); first names the
+// group.
+func (s *Suite) humanComparison(first ItemResult, all []scoredAnswer) *HumanComparison {
+	h := &HumanComparison{}
+	var tpIH, fpIH, fnIH, tpDH, fpDH, fnDH int
+	for _, sa := range all {
+		lab, ok := s.human[AnswerID(first.Model, first.Strategy, first.Temperature, sa.q.ID, sa.a.Index)]
+		if !ok || !sa.panel.Scored {
+			continue
 		}
-		if h.N > 0 {
-			h.IHPrecision, h.IHRecall = metrics.Ratio(tpIH, tpIH+fpIH), metrics.Ratio(tpIH, tpIH+fnIH)
-			h.DHPrecision, h.DHRecall = metrics.Ratio(tpDH, tpDH+fpDH), metrics.Ratio(tpDH, tpDH+fnDH)
-			g.HumanCompare = h
-		}
+		h.N++
+		autoIH := metrics.IsIH(sa.panel.Originality, sa.panel.Feasibility, sa.panel.Value)
+		count(autoIH, lab == "IH", &tpIH, &fpIH, &fnIH)
+		count(sa.panel.Hallucination, lab == "DH", &tpDH, &fpDH, &fnDH)
 	}
-	return g
+	if h.N == 0 {
+		return nil
+	}
+	h.IHPrecision, h.IHRecall = metrics.Ratio(tpIH, tpIH+fpIH), metrics.Ratio(tpIH, tpIH+fnIH)
+	h.DHPrecision, h.DHRecall = metrics.Ratio(tpDH, tpDH+fpDH), metrics.Ratio(tpDH, tpDH+fnDH)
+	return h
 }
 
 func count(auto, human bool, tp, fp, fn *int) {

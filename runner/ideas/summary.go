@@ -25,13 +25,11 @@ type ModelScores struct {
 	Ideas, Refused    int
 	RefusedTwice      int
 	Excluded          int
-	UnscoredCritiques int
-	UnscoredFluency   int
-	// ScoredCritiques and ScoredFluency are the judgements the scores rest
-	// on, the units of the unscored counts.
-	ScoredCritiques int
-	ScoredFluency   int
-	MeanWords       float64
+	// Critiques (counted by their originality) and FluencyPairs (by their
+	// grade's score) are the judgements the scores rest on, scored or not.
+	Critiques    summary.Tally
+	FluencyPairs summary.Tally
+	MeanWords    float64
 	LengthSpearman  metrics.TestResult
 	Categories      map[string]float64
 }
@@ -73,12 +71,12 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			n, unscored int
 			method      string
 		}{
-			{"Originality", "originality", ms.Originality, ms.ScoredCritiques, ms.UnscoredCritiques, "t over ideas"},
-			{"Feasibility", "feasibility", ms.Feasibility, ms.ScoredCritiques, ms.UnscoredCritiques, "t over ideas"},
-			{"Clarity", "clarity", ms.Clarity, ms.ScoredCritiques, ms.UnscoredCritiques, "t over ideas"},
-			{"Fluency", "fluency", ms.Fluency, ms.ScoredFluency, ms.UnscoredFluency, "t over keywords"},
-			{"Flexibility", "flexibility", ms.Flexibility, ms.Flexibility.N, ms.UnscoredCritiques, "bootstrap over ideas"},
-			{"Average", "average", metrics.Interval{Estimate: ms.Average, Low: math.NaN(), High: math.NaN(), N: ms.Flexibility.N}, ms.Flexibility.N, ms.UnscoredCritiques, ""},
+			{"Originality", "originality", ms.Originality, ms.Critiques.N(), ms.Critiques.Unscored, "t over ideas"},
+			{"Feasibility", "feasibility", ms.Feasibility, ms.Critiques.N(), ms.Critiques.Unscored, "t over ideas"},
+			{"Clarity", "clarity", ms.Clarity, ms.Critiques.N(), ms.Critiques.Unscored, "t over ideas"},
+			{"Fluency", "fluency", ms.Fluency, ms.FluencyPairs.N(), ms.FluencyPairs.Unscored, "t over keywords"},
+			{"Flexibility", "flexibility", ms.Flexibility, ms.Flexibility.N, ms.Critiques.Unscored, "bootstrap over ideas"},
+			{"Average", "average", metrics.Interval{Estimate: ms.Average, Low: math.NaN(), High: math.NaN(), N: ms.Flexibility.N}, ms.Flexibility.N, ms.Critiques.Unscored, ""},
 		} {
 			iv := f.iv
 			iv.N = f.n
@@ -131,7 +129,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			sp = fmt.Sprintf("ρ %.3f (p %.3f, n %d)", ms.LengthSpearman.Statistic, ms.LengthSpearman.P, ms.LengthSpearman.N)
 		}
 		cnt.Rows = append(cnt.Rows, []string{ms.Model, fmt.Sprint(ms.Ideas), fmt.Sprint(ms.Refused), fmt.Sprint(ms.RefusedTwice), fmt.Sprint(ms.Excluded),
-			fmt.Sprint(ms.UnscoredCritiques), fmt.Sprint(ms.UnscoredFluency), fmt.Sprint(fewerCritics(byModel[ms.Model], s.cfg.CriticsPerIdea)), fmt.Sprintf("%.1f", ms.MeanWords), sp})
+			fmt.Sprint(ms.Critiques.Unscored), fmt.Sprint(ms.FluencyPairs.Unscored), fmt.Sprint(fewerCritics(byModel[ms.Model], s.cfg.CriticsPerIdea)), fmt.Sprintf("%.1f", ms.MeanWords), sp})
 	}
 	var catNames []string
 	for c := range cats {
@@ -274,10 +272,10 @@ func score(model string, items []ItemResult, seed uint64, firstRelease bool) Mod
 			var o, f, c []float64
 			for _, cr := range idea.Critiques {
 				if !cr.Scored {
-					ms.UnscoredCritiques++
+					ms.Critiques.Skip()
 					continue
 				}
-				ms.ScoredCritiques++
+				ms.Critiques.Add(float64(cr.Originality))
 				o, f, c = append(o, float64(cr.Originality)), append(f, float64(cr.Feasibility)), append(c, float64(cr.Clarity))
 			}
 			if len(o) == 0 {
@@ -292,14 +290,14 @@ func score(model string, items []ItemResult, seed uint64, firstRelease bool) Mod
 		var kflu []float64
 		for _, fp := range ir.Fluency {
 			if !fp.Scored {
-				ms.UnscoredFluency++
+				ms.FluencyPairs.Skip()
 				continue
 			}
-			ms.ScoredFluency++
 			v := fp.Score
 			if firstRelease {
 				v, _ = metrics.FirstReleaseFluencyScore(fp.Grade)
 			}
+			ms.FluencyPairs.Add(v)
 			kflu = append(kflu, v)
 		}
 		if len(kflu) > 0 {

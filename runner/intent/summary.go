@@ -37,15 +37,15 @@ func f2(x float64) string {
 
 // csFigures are the Constraint Score (mean, eq. 1) and Perfect share
 // (CS = 10) of one model over one group of items.
-func csFigures(model, group, key string, cs []float64, unscored int, headline bool) (summary.Figure, summary.Figure) {
-	c := summary.MeanFigure(model, group, "CS", key+"/cs", cs, unscored).Clip(0, 10)
+func csFigures(model, group, key string, cs summary.Tally, headline bool) (summary.Figure, summary.Figure) {
+	c := cs.Mean(model, group, "CS", key+"/cs").Clip(0, 10)
 	perfect := 0
-	for _, x := range cs {
+	for _, x := range cs.Values {
 		if x >= 10-1e-9 {
 			perfect++
 		}
 	}
-	p := summary.ProportionFigure(model, group, "Perfect", key+"/perfect", perfect, len(cs), unscored)
+	p := summary.ProportionFigure(model, group, "Perfect", key+"/perfect", perfect, cs.N(), cs.Unscored)
 	p.Percent = false // FaithQA's tables print Perfect as a share
 	c.Headline, p.Headline = headline, headline
 	return c, p
@@ -122,7 +122,22 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		byModel[r.Model] = append(byModel[r.Model], r)
 	}
 	sum := &summary.Summary{Suite: "intent", Metrics: map[string]float64{}}
+	table3(sum, models, byModel)
+	sum.Charts = append(sum.Charts, intentCharts(models, byModel)...)
+	table4(sum, models, byModel)
+	misinterpretationTables(sum, models, byModel)
+	figure4(sum, models, byModel)
+	appendixG1(sum, models, byModel)
+	s.humanTables(sum, rs)
+	codeAgreement(sum, rs)
+	s.notes(sum, rs)
+	return sum, nil
+}
 
+// table3 is Table 3 in long form, one row per model, task and difficulty:
+// Perfect and CS over the scored responses (the unscored counted), with
+// the baseline beside.
+func table3(sum *summary.Summary, models []string, byModel map[string][]ItemResult) {
 	// Table 3, long form: one row per (model, task, difficulty).
 	t3 := summary.Table{Title: "FaithQA Table 3 — Perfect and Constraint Score (CS, 95% CI clipped to the scale) by task, with the zero-shot 1–10 baseline (§6)",
 		Columns: []string{"model", "task", "difficulty", "n", "unscored", "Perfect", "CS", "baseline"}}
@@ -137,44 +152,44 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			}
 			groups[k] = append(groups[k], r)
 		}
-		var allCS, allBase []float64
-		allUnscored := 0
+		var allCS summary.Tally
+		var allBase []float64
 		for _, k := range cells {
-			var cs, base []float64
-			unscored := 0
+			var cs summary.Tally
+			var base []float64
 			for _, r := range groups[k] {
 				if r.Scored {
-					cs = append(cs, *r.CS)
+					cs.Add(*r.CS)
 				} else {
-					unscored++
+					cs.Skip()
 				}
 				if r.Baseline != nil {
 					base = append(base, *r.Baseline)
 				}
 			}
-			allCS, allBase = append(allCS, cs...), append(allBase, base...)
-			allUnscored += unscored
+			allCS.Merge(cs)
+			allBase = append(allBase, base...)
 			key := m + "/" + k.task
 			if k.diff != "" {
 				key += "/" + k.diff
 			}
-			cf, pf := csFigures(m, strings.TrimPrefix(key, m+"/"), key, cs, unscored, false)
+			cf, pf := csFigures(m, strings.TrimPrefix(key, m+"/"), key, cs, false)
 			sum.AddFigure(cf)
 			sum.AddFigure(pf)
 			diff := k.diff
 			if diff == "" {
 				diff = "–"
 			}
-			row := []string{m, taskNames[k.task], diff, fmt.Sprint(len(groups[k])), fmt.Sprint(unscored), "–", "–", "–"}
-			if len(cs) > 0 {
-				row[5], row[6] = f2(metrics.PerfectRate(cs)), ci(metrics.MeanCI(cs, 0.95), 0, 10)
+			row := []string{m, taskNames[k.task], diff, fmt.Sprint(len(groups[k])), fmt.Sprint(cs.Unscored), "–", "–", "–"}
+			if cs.N() > 0 {
+				row[5], row[6] = f2(metrics.PerfectRate(cs.Values)), ci(metrics.MeanCI(cs.Values, 0.95), 0, 10)
 			}
 			if len(base) > 0 {
 				row[7] = ci(metrics.MeanCI(base, 0.95), 1, 10)
 			}
 			t3.Rows = append(t3.Rows, row)
 		}
-		cf, pf := csFigures(m, "all tasks", m, allCS, allUnscored, true)
+		cf, pf := csFigures(m, "all tasks", m, allCS, true)
 		sum.AddFigure(cf)
 		sum.AddFigure(pf)
 		if len(allBase) > 0 {
@@ -182,9 +197,10 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 	}
 	sum.Tables = append(sum.Tables, t3)
-	sum.Charts = append(sum.Charts, intentCharts(models, byModel)...)
+}
 
-	// Table 4: Fact QA Perfect and Fact (%), by topic and difficulty.
+// table4 is Table 4: Fact QA Perfect and Fact (%), by topic and difficulty.
+func table4(sum *summary.Summary, models []string, byModel map[string][]ItemResult) {
 	t4 := summary.Table{Title: "FaithQA Table 4 — Fact QA: Perfect and Factual Verifiable Hallucination Rate (Fact, % of hallucinated responses, CS < 10, that the fact check finds inaccurate)",
 		Columns: []string{"model", "topic", "difficulty", "n", "Perfect", "hallucinated", "fact-checked", "Fact %"}}
 	for _, m := range models {
@@ -239,8 +255,12 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	if len(t4.Rows) > 0 {
 		sum.Tables = append(sum.Tables, t4)
 	}
+}
 
-	// Table 10: misinterpretation hallucination rate by missing part.
+// misinterpretationTables are Table 10 (the misinterpretation
+// hallucination rate by missing part) and Table 11 (Response Evaluation's
+// types of hallucination).
+func misinterpretationTables(sum *summary.Summary, models []string, byModel map[string][]ItemResult) {
 	t10 := summary.Table{Title: "FaithQA Table 10 — misinterpretation tasks: intent hallucination rate by missing part (responses that do not ask for the missing content)",
 		Columns: []string{"model", "task", "topic", "missing", "n", "hallucination rate"}}
 	t11 := summary.Table{Title: "FaithQA Table 11 — Response Evaluation: types of hallucination (shares of hallucinated responses)",
@@ -305,9 +325,12 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	if len(t11.Rows) > 0 {
 		sum.Tables = append(sum.Tables, t11)
 	}
+}
 
-	// Figure 4: share of responses violating at least one constraint of each
-	// component (independent rates: a response may violate several).
+// figure4 is Figure 4: the share of responses violating at least one
+// constraint of each component (independent rates: a response may violate
+// several).
+func figure4(sum *summary.Summary, models []string, byModel map[string][]ItemResult) {
 	f4 := summary.Table{Title: "FaithQA Figure 4 — violated constraint categories (share of scored responses with a violated constraint of that component)",
 		Columns: append([]string{"model", "n"}, Components...)}
 	for _, m := range models {
@@ -340,9 +363,10 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	if len(f4.Rows) > 0 {
 		sum.Tables = append(sum.Tables, f4)
 	}
+}
 
-	// Appendix G.1: mean CS under each weight preset; with human scores,
-	// the correlations of each with them.
+// appendixG1 is Appendix G.1: the mean CS under each weight preset.
+func appendixG1(sum *summary.Summary, models []string, byModel map[string][]ItemResult) {
 	g1 := summary.Table{Title: "FaithQA Appendix G.1 — mean Constraint Score under each weight preset (mandatory/important/optional)",
 		Columns: []string{"model"}}
 	for _, p := range PresetOrder {
@@ -367,10 +391,11 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		g1.Rows = append(g1.Rows, row)
 	}
 	sum.Tables = append(sum.Tables, g1)
+}
 
-	s.humanTables(sum, rs)
-
-	// Code-checked constraints beside the judge's verdicts.
+// codeAgreement shows the countable constraints code decided beside the
+// judge's verdicts on them.
+func codeAgreement(sum *summary.Summary, rs []ItemResult) {
 	type agree struct{ n, same int }
 	byRule := map[string]*agree{}
 	for _, r := range rs {
@@ -402,7 +427,11 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 		sum.Tables = append(sum.Tables, tc)
 	}
+}
 
+// notes say what the run's tables rest on: the misinterpretation design,
+// unscored responses and why, mapping failures, the baseline's ties.
+func (s *Suite) notes(sum *summary.Summary, rs []ItemResult) {
 	for _, r := range rs {
 		if Misinterpretation(r.Task) {
 			sum.Notes = append(sum.Notes, "misinterpretation items: constraints are mapped from the whole task (Table 6, with the withheld part in its place) and scored beside a mandatory missing-content constraint, so the Constraint Score is graded; a response that asks for the missing part satisfies every constraint (§5.2)")
@@ -458,7 +487,6 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	sum.Notes = append(sum.Notes,
 		fmt.Sprintf("CS weights: %s; a misinterpretation response that asks for the missing content satisfies every constraint by rule (§5.2); one that does not fails the added missing-content constraint", s.cfg.Weights),
 		"Fact: Appendix D.2.3 step 0 only (self-consistency over the local judge); the Wikipedia retrieval of step 1 needs a network and is not done")
-	return sum, nil
 }
 
 func orDash(s string) string {

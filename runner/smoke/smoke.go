@@ -264,9 +264,11 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 // share of scored judgements that found a hallucination, and how many
 // judgements went unscored.
 func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+	// Per model: its answers, their tokens, and the units of its two
+	// figures (every judgement of an answer is one unit).
 	type acc struct {
-		answers, scored, unscored, halluc, score, tokens int
-		scores                                           []float64
+		answers, tokens int
+		score, halluc   summary.Tally
 	}
 	by := map[string]*acc{}
 	decoded, err := rundir.DecodeRecords[Result](recs)
@@ -283,15 +285,12 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		a.tokens += res.AnswerTokens
 		for _, j := range res.Judgements {
 			if !j.Scored {
-				a.unscored++
+				a.score.Skip()
+				a.halluc.Skip()
 				continue
 			}
-			a.scored++
-			a.score += j.Result.Score
-			a.scores = append(a.scores, float64(j.Result.Score))
-			if j.Result.Hallucination {
-				a.halluc++
-			}
+			a.score.Add(float64(j.Result.Score))
+			a.halluc.Hit(j.Result.Hallucination)
 		}
 	}
 	models := make([]string, 0, len(by))
@@ -307,21 +306,19 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	for _, m := range models {
 		a := by[m]
 		rate.Groups = append(rate.Groups, m)
-		rs.AddProportion(a.halluc, a.scored)
+		rs.AddProportion(a.halluc.Hits(), a.halluc.N())
 		mean, hr := "–", "–" // nothing scored: no value
-		if a.scored > 0 {
-			ms := float64(a.score) / float64(a.scored)
-			h := 100 * float64(a.halluc) / float64(a.scored)
-			mean, hr = fmt.Sprintf("%.2f", ms), fmt.Sprintf("%.1f", h)
+		if n := a.score.N(); n > 0 {
+			mean, hr = fmt.Sprintf("%.2f", a.score.Sum()/float64(n)), fmt.Sprintf("%.1f", 100*float64(a.halluc.Hits())/float64(n))
 		}
-		ms := summary.MeanFigure(m, "", "mean score", m+".mean_score", a.scores, a.unscored).Clip(1, 5)
-		hf := summary.ProportionFigure(m, "", "hallucination rate", m+".hallucination_rate", a.halluc, a.scored, a.unscored)
+		ms := a.score.Mean(m, "", "mean score", m+".mean_score").Clip(1, 5)
+		hf := a.halluc.Share(m, "", "hallucination rate", m+".hallucination_rate")
 		hf.Lower = true
 		ms.Headline, hf.Headline = true, true
 		sum.AddFigure(ms)
 		sum.AddFigure(hf)
-		sum.Metrics[m+".unscored"] = float64(a.unscored)
-		t.Rows = append(t.Rows, []string{m, fmt.Sprint(a.answers), mean, hr, fmt.Sprint(a.scored), fmt.Sprint(a.unscored),
+		sum.Metrics[m+".unscored"] = float64(a.score.Unscored)
+		t.Rows = append(t.Rows, []string{m, fmt.Sprint(a.answers), mean, hr, fmt.Sprint(a.score.N()), fmt.Sprint(a.score.Unscored),
 			fmt.Sprintf("%.1f", float64(a.tokens)/float64(a.answers))})
 	}
 	sum.Tables = append(sum.Tables, t)
