@@ -43,18 +43,18 @@ type Group struct {
 	Over70     float64 // share of answers over 70 cl100k tokens
 	Over70Eval float64 // share over 70 by Ollama's eval count
 
-	Domains      []DomainRow      `json:"domains"`
-	perQuestion  map[int]float64  // IH ratio per question, for the permutation test
+	Domains     []DomainRow     `json:"domains"`
+	perQuestion map[int]float64 // IH ratio per question, for the permutation test
 	// or, fe, va, ifs (the IFS term of each answer), ih and dh are the
 	// answers' tallies, which the figures rest on; ihVecs and dhVecs the
 	// embeddings of IH and DH answers (Table 9).
 	or, fe, va, ifs, ih, dh summary.Tally
 	ihVecs, dhVecs          [][]float32
-	AlphaOr      float64          `json:"alpha_originality"`
-	AlphaFe      float64          `json:"alpha_feasibility"`
-	AlphaVa      float64          `json:"alpha_value"`
-	AlphaHalluc  float64          `json:"alpha_hallucination"`
-	HumanCompare *HumanComparison `json:"human,omitempty"`
+	AlphaOr                 float64          `json:"alpha_originality"`
+	AlphaFe                 float64          `json:"alpha_feasibility"`
+	AlphaVa                 float64          `json:"alpha_value"`
+	AlphaHalluc             float64          `json:"alpha_hallucination"`
+	HumanCompare            *HumanComparison `json:"human,omitempty"`
 }
 
 // DomainRow is one domain's figures (paper Figs. 3 and 5).

@@ -27,11 +27,11 @@ type ModelScores struct {
 	Excluded          int
 	// Critiques (counted by their originality) and FluencyPairs (by their
 	// grade's score) are the judgements the scores rest on, scored or not.
-	Critiques    summary.Tally
-	FluencyPairs summary.Tally
-	MeanWords    float64
-	LengthSpearman  metrics.TestResult
-	Categories      map[string]float64
+	Critiques      summary.Tally
+	FluencyPairs   summary.Tally
+	MeanWords      float64
+	LengthSpearman metrics.TestResult
+	Categories     map[string]float64
 }
 
 // Summarize computes the per-model scores, the category heatmap data, the
