@@ -267,6 +267,37 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 // leaderboard's columns show it.
 var formatMetric = map[string]string{"generative": "HR generative", "choice": "HR choice", "truefalse": "HR true/false"}
 
+// table6Row is a model's Table 6 row: its generative hallucination rate,
+// then the rate per hallucination type ("–" for a type it was not asked).
+func table6Row(m string, gen summary.Tally, byType map[string]*summary.Tally) []string {
+	row := []string{m, fmt.Sprintf("%.2f", 100*metrics.HallucinationRate(gen.Hits(), gen.N()))}
+	for _, t := range Types {
+		if byType[t].N() == 0 {
+			row = append(row, "–")
+		} else {
+			row = append(row, fmt.Sprintf("%.2f (n=%d)", 100*metrics.HallucinationRate(byType[t].Hits(), byType[t].N()), byType[t].N()))
+		}
+	}
+	return row
+}
+
+// trueFalseRow is a model's Figure 5 row: the share of hallucinated
+// statements it accepted (false negatives) and of correct ones it rejected
+// (false positives); a rate over no statement of its kind is "–", never 0.
+func trueFalseRow(sum *summary.Summary, m string, statements, judged []bool) []string {
+	e := metrics.TrueFalseErrorRates(statements, judged)
+	fn, fp := "–", "–"
+	if e.Hallucinated > 0 {
+		fn = fmt.Sprintf("%.2f", 100*e.FalseNegativeRate)
+		sum.Metrics[m+"/truefalse/fn_rate"] = e.FalseNegativeRate
+	}
+	if e.Correct > 0 {
+		fp = fmt.Sprintf("%.2f", 100*e.FalsePositiveRate)
+		sum.Metrics[m+"/truefalse/fp_rate"] = e.FalsePositiveRate
+	}
+	return []string{m, fn, fp, fmt.Sprint(e.Hallucinated), fmt.Sprint(e.Correct)}
+}
+
 // Summarize gives Table 5 (rate per format and overall), Table 6
 // (generative rate per hallucination type) and Figure 5 (true/false false
 // negatives and positives).
@@ -365,29 +396,10 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		sum.AddFigure(overall)
 		t5.Rows = append(t5.Rows, append(row, ova, fmt.Sprint(unscored)))
 		if g := byFormat["generative"]; g.N() > 0 {
-			r6 := []string{m, fmt.Sprintf("%.2f", 100*metrics.HallucinationRate(g.Hits(), g.N()))}
-			for _, t := range Types {
-				if byType[t].N() == 0 {
-					r6 = append(r6, "–")
-				} else {
-					r6 = append(r6, fmt.Sprintf("%.2f (n=%d)", 100*metrics.HallucinationRate(byType[t].Hits(), byType[t].N()), byType[t].N()))
-				}
-			}
-			t6.Rows = append(t6.Rows, r6)
+			t6.Rows = append(t6.Rows, table6Row(m, *g, byType))
 		}
 		if len(st) > 0 {
-			// A rate over no statement of its kind is "–", never 0.
-			e := metrics.TrueFalseErrorRates(st, jt)
-			fn, fp := "–", "–"
-			if e.Hallucinated > 0 {
-				fn = fmt.Sprintf("%.2f", 100*e.FalseNegativeRate)
-				sum.Metrics[m+"/truefalse/fn_rate"] = e.FalseNegativeRate
-			}
-			if e.Correct > 0 {
-				fp = fmt.Sprintf("%.2f", 100*e.FalsePositiveRate)
-				sum.Metrics[m+"/truefalse/fp_rate"] = e.FalsePositiveRate
-			}
-			f5.Rows = append(f5.Rows, []string{m, fn, fp, fmt.Sprint(e.Hallucinated), fmt.Sprint(e.Correct)})
+			f5.Rows = append(f5.Rows, trueFalseRow(sum, m, st, jt))
 		}
 	}
 	sum.Tables = append(sum.Tables, t5, t6, f5)

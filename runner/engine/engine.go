@@ -317,91 +317,152 @@ func mapKeys(m map[string]bool) []string {
 // ErrIncomplete is returned when some items failed; resume redoes them.
 var ErrIncomplete = errors.New("run incomplete")
 
-// Run runs suite s into spec.Dir, or resumes the run there.
+// Run runs suite s into spec.Dir, or resumes the run there: the run
+// directory is opened (and locked) and its manifest described before any
+// work — the server and every model checked, their fingerprints, prompts,
+// data and settings recorded —, the items not yet done are worked
+// through, records appended as they complete, and the session is booked
+// into the manifest and the summary written.
 func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error) {
 	e.init()
 	if spec.DryRun {
 		p, err := e.dryRun(ctx, s, spec.Shard)
 		return &Result{Plan: p, Dir: spec.Dir}, err
 	}
-	dir := spec.Dir
-	recPath := filepath.Join(dir, rundir.RecordsFile)
-
-	var man *rundir.Manifest
-	done := map[string]bool{}
-	var goodSize int64
-	if !spec.Resume {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("run directory: %w", err)
-		}
-	}
-	if spec.Resume {
-		if _, err := rundir.ReadManifest(dir); err != nil {
-			return nil, err // no run there: say so before locking
-		}
-	}
-	release, err := rundir.LockDir(dir)
+	r, release, err := e.open(s, spec)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	if err := e.describe(ctx, r.man, s, spec); err != nil {
+		return nil, err
+	}
+	if err := r.plan(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := e.start(r, spec); err != nil {
+		return nil, err
+	}
+	failed, runErr := e.workInto(ctx, r, s, spec.Rerun)
+	return e.finish(r, s, spec, failed, runErr)
+}
+
+// run is a run directory as Run works on it.
+type run struct {
+	dir, recPath string
+	man          *rundir.Manifest
+	// done are the items already recorded; goodSize is the length of
+	// records.jsonl up to its last whole line.
+	done     map[string]bool
+	goodSize int64
+	// items are the run's items (its shard's), todo those not done.
+	items, todo []Item
+	// The session's start, the books before it (a resume adds to them),
+	// the engine's counters when it started.
+	sessionStart time.Time
+	prev         rundir.Counts
+	prevEnded    *time.Time
+	base         rundir.Counts
+	hostBase     map[string]localmodels.HostCount
+}
+
+// open makes or locks the run directory and reads the run there (a
+// resume: its manifest, checked against spec, and the items done) or
+// starts a manifest (a new run: refused where a run is already).
+func (e *Engine) open(s Suite, spec RunSpec) (*run, func(), error) {
+	r := &run{dir: spec.Dir, recPath: filepath.Join(spec.Dir, rundir.RecordsFile), done: map[string]bool{}}
+	if !spec.Resume {
+		if err := os.MkdirAll(r.dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("run directory: %w", err)
+		}
+	} else if _, err := rundir.ReadManifest(r.dir); err != nil {
+		return nil, nil, err // no run there: say so before locking
+	}
+	release, err := rundir.LockDir(r.dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	if spec.Resume {
-		m, err := rundir.ReadManifest(dir)
-		if err != nil {
-			return nil, err
-		}
-		if m.Suite != s.Name() {
-			return nil, fmt.Errorf("run %s is of suite %q, not %q", dir, m.Suite, s.Name())
-		}
-		// A run of an older format was migrated by whoever decoded its
-		// config (Declaration.Decode): only a config in the current format
-		// can be compared key by key.
-		if spec.Config != nil && m.Format == rundir.FormatVersion {
-			if diff, err := configDiff(m.Config, spec.Config); err != nil {
-				return nil, fmt.Errorf("run %s: config: %w", dir, err)
-			} else if len(diff) > 0 {
-				return nil, fmt.Errorf("%w: %s was made with other settings than these (%s); resuming would mix two runs in one: choose another directory, or repeat the run's own settings",
-					ErrSettingsDiffer, dir, strings.Join(diff, "; "))
-			}
-		}
-		man = m
-		recs, good, err := rundir.ReadRecords(recPath)
-		if err != nil {
-			return nil, err
-		}
-		goodSize = good
-		for _, r := range recs {
-			done[r.Item] = true
-		}
-		if man.Readers == "" {
-			man.Readers = judging.ReadersPaper
-		}
-		e.Readers = man.Readers // a resumed run keeps its own readers
+		err = e.reopen(r, s, spec)
 	} else {
-		if _, err := os.Stat(recPath); err == nil {
-			return nil, fmt.Errorf("run directory %s already holds a run: resume it with --resume %s, or choose another --out", dir, dir)
-		}
-		cfg, err := json.Marshal(spec.Config)
-		if err != nil {
-			return nil, fmt.Errorf("run config: %w", err)
-		}
-		man = &rundir.Manifest{
-			Format:      rundir.FormatVersion,
-			HaluVersion: e.Version,
-			Suite:       s.Name(),
-			Args:        spec.Args,
-			Flags:       spec.Flags,
-			Config:      cfg,
-			Readers:     e.readers(),
-			Started:     time.Now().UTC(),
-			Shard:       spec.Shard,
+		err = e.create(r, s, spec)
+	}
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return r, release, nil
+}
+
+// reopen reads the run to resume: its manifest (of suite s, made with
+// spec's config) and the items its records hold.
+func (e *Engine) reopen(r *run, s Suite, spec RunSpec) error {
+	m, err := rundir.ReadManifest(r.dir)
+	if err != nil {
+		return err
+	}
+	if m.Suite != s.Name() {
+		return fmt.Errorf("run %s is of suite %q, not %q", r.dir, m.Suite, s.Name())
+	}
+	// A run of an older format was migrated by whoever decoded its
+	// config (Declaration.Decode): only a config in the current format
+	// can be compared key by key.
+	if spec.Config != nil && m.Format == rundir.FormatVersion {
+		if diff, err := configDiff(m.Config, spec.Config); err != nil {
+			return fmt.Errorf("run %s: config: %w", r.dir, err)
+		} else if len(diff) > 0 {
+			return fmt.Errorf("%w: %s was made with other settings than these (%s); resuming would mix two runs in one: choose another directory, or repeat the run's own settings",
+				ErrSettingsDiffer, r.dir, strings.Join(diff, "; "))
 		}
 	}
+	r.man = m
+	recs, good, err := rundir.ReadRecords(r.recPath)
+	if err != nil {
+		return err
+	}
+	r.goodSize = good
+	for _, rec := range recs {
+		r.done[rec.Item] = true
+	}
+	if r.man.Readers == "" {
+		r.man.Readers = judging.ReadersPaper
+	}
+	e.Readers = r.man.Readers // a resumed run keeps its own readers
+	return nil
+}
 
-	// Check the server and every model before any work.
+// create starts the manifest of a new run.
+func (e *Engine) create(r *run, s Suite, spec RunSpec) error {
+	if _, err := os.Stat(r.recPath); err == nil {
+		return fmt.Errorf("run directory %s already holds a run: resume it with --resume %s, or choose another --out", r.dir, r.dir)
+	}
+	cfg, err := json.Marshal(spec.Config)
+	if err != nil {
+		return fmt.Errorf("run config: %w", err)
+	}
+	r.man = &rundir.Manifest{
+		Format:      rundir.FormatVersion,
+		HaluVersion: e.Version,
+		Suite:       s.Name(),
+		Args:        spec.Args,
+		Flags:       spec.Flags,
+		Config:      cfg,
+		Readers:     e.readers(),
+		Started:     time.Now().UTC(),
+		Shard:       spec.Shard,
+	}
+	return nil
+}
+
+// describe checks the server and every model before any work and records
+// in man what the run is made with: the server, the serving settings and
+// each model's fingerprint, the prompt templates and data files by hash,
+// the config (a resumed run of an older format in this one), the engine's
+// settings, the protocol with its departures and assumptions, the sample.
+func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, spec RunSpec) error {
 	ver, err := e.ServerVersion(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !e.Client.IsLoopback() {
 		fmt.Fprintf(e.Log, "warning: Ollama host %s is not on this machine: prompts and answers cross the network\n", e.Client.Host())
@@ -410,6 +471,38 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	if p := e.Client.Protocol(); p != "ollama" {
 		man.Ollama.API = p
 	}
+	if err := e.describeModels(ctx, man, s); err != nil {
+		return err
+	}
+	if err := describeInputs(man, s); err != nil {
+		return err
+	}
+	if spec.Resume && spec.Config != nil && man.Format < rundir.FormatVersion {
+		// A resumed run of an older format is written in this one.
+		cfg, err := json.Marshal(spec.Config)
+		if err != nil {
+			return fmt.Errorf("run config: %w", err)
+		}
+		man.Config, man.Format = cfg, rundir.FormatVersion
+	}
+	if e.Config.Ollama != "" || len(e.Config.Backends) > 0 || man.Engine == nil {
+		ec := e.Config
+		ec.Readers = e.readers()
+		if man.Engine, err = json.Marshal(&ec); err != nil {
+			return fmt.Errorf("engine settings: %w", err)
+		}
+	}
+	man.Protocol, man.Departures, man.Assumptions = e.protocol(spec.Config)
+	man.Sample = nil
+	if sp, ok := s.(Sampled); ok {
+		man.Sample = sp.Sample()
+	}
+	return nil
+}
+
+// describeModels records the engine's serving settings and each model the
+// suite calls, with its fingerprint.
+func (e *Engine) describeModels(ctx context.Context, man *rundir.Manifest, s Suite) error {
 	man.Models = nil
 	man.TinyModel = false
 	man.Serving = rundir.Serving{NumCtx: e.NumCtx, NumThread: e.NumThread, Parallel: e.Parallel, ItemsInFlight: e.ItemsInFlight,
@@ -425,7 +518,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	for _, name := range uniqueSorted(s.Models()) {
 		fp, info, err := e.fingerprint(ctx, name, e.NumCtx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		man.Serving.Fingerprints = append(man.Serving.Fingerprints, fp)
 		man.Models = append(man.Models, info)
@@ -433,124 +526,170 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 			man.TinyModel = true
 		}
 	}
-	if d, ok := s.(Describer); ok {
-		// The engine hashes each template itself, so a manifest's hash
-		// always matches its text.
-		man.Prompts = map[string]rundir.PromptInfo{}
-		for name, p := range d.Prompts() {
-			p.SHA256 = rundir.HashText(p.Text)
-			man.Prompts[name] = p
-		}
-		man.Datasets = map[string]rundir.DatasetInfo{}
-		for _, p := range d.Datasets() {
-			h, err := rundir.HashFile(p)
-			if err != nil {
-				return nil, fmt.Errorf("dataset: %w", err)
-			}
-			man.Datasets[filepath.Base(p)] = rundir.DatasetInfo{Path: p, SHA256: h}
-		}
-	}
+	return nil
+}
 
-	if spec.Resume && spec.Config != nil && man.Format < rundir.FormatVersion {
-		// A resumed run of an older format is written in this one.
-		cfg, err := json.Marshal(spec.Config)
+// describeInputs records a Describer's prompt templates and data files,
+// each by hash. The engine hashes each template itself, so a manifest's
+// hash always matches its text.
+func describeInputs(man *rundir.Manifest, s Suite) error {
+	d, ok := s.(Describer)
+	if !ok {
+		return nil
+	}
+	man.Prompts = map[string]rundir.PromptInfo{}
+	for name, p := range d.Prompts() {
+		p.SHA256 = rundir.HashText(p.Text)
+		man.Prompts[name] = p
+	}
+	man.Datasets = map[string]rundir.DatasetInfo{}
+	for _, p := range d.Datasets() {
+		h, err := rundir.HashFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("run config: %w", err)
+			return fmt.Errorf("dataset: %w", err)
 		}
-		man.Config, man.Format = cfg, rundir.FormatVersion
+		man.Datasets[filepath.Base(p)] = rundir.DatasetInfo{Path: p, SHA256: h}
 	}
-	if e.Config.Ollama != "" || len(e.Config.Backends) > 0 || man.Engine == nil {
-		ec := e.Config
-		ec.Readers = e.readers()
-		if man.Engine, err = json.Marshal(&ec); err != nil {
-			return nil, fmt.Errorf("engine settings: %w", err)
-		}
-	}
-	man.Protocol, man.Departures, man.Assumptions = e.protocol(spec.Config)
-	man.Sample = nil
-	if sp, ok := s.(Sampled); ok {
-		man.Sample = sp.Sample()
-	}
+	return nil
+}
 
+// plan lists the run's items (its shard's; an ID twice is an error) and
+// those left to do.
+func (r *run) plan(ctx context.Context, s Suite) error {
 	items, err := s.Items(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s: items: %w", s.Name(), err)
+		return fmt.Errorf("%s: items: %w", s.Name(), err)
 	}
-	items = shardOf(man.Shard, items)
+	r.items = shardOf(r.man.Shard, items)
 	seen := map[string]bool{}
-	var todo []Item
-	for _, it := range items {
+	for _, it := range r.items {
 		if seen[it.ID] {
-			return nil, fmt.Errorf("%s: item ID %q appears twice", s.Name(), it.ID)
+			return fmt.Errorf("%s: item ID %q appears twice", s.Name(), it.ID)
 		}
 		seen[it.ID] = true
-		if !done[it.ID] {
-			todo = append(todo, it)
+		if !r.done[it.ID] {
+			r.todo = append(r.todo, it)
 		}
 	}
-	// The books cover every session of the run: a resume adds its calls
-	// to those recorded, and one that had nothing to do keeps the end.
-	sessionStart := time.Now().UTC()
-	prev, prevEnded := rundir.Counts{}, man.Ended
+	return nil
+}
+
+// start opens the session: the manifest says running (with the run file
+// beside a new run), and the books before it are kept, so that a resume
+// adds its calls to those recorded and one that has nothing to do keeps
+// the run's end.
+func (e *Engine) start(r *run, spec RunSpec) error {
+	man := r.man
+	r.sessionStart = time.Now().UTC()
+	r.prevEnded = man.Ended
 	if spec.Resume {
-		prev = man.Counts
+		r.prev = man.Counts
 	}
 	man.Status = "running"
-	man.Counts.Items = len(items)
+	man.Counts.Items = len(r.items)
 	man.Ended = nil
-	if err := rundir.WriteManifest(dir, man); err != nil {
-		return nil, fmt.Errorf("run %s: %w", dir, err)
+	if err := rundir.WriteManifest(r.dir, man); err != nil {
+		return fmt.Errorf("run %s: %w", r.dir, err)
 	}
 	if !spec.Resume && spec.RunFile != nil {
-		if err := rundir.WriteFileAtomic(filepath.Join(dir, rundir.RunFileName), spec.RunFile); err != nil {
-			return nil, fmt.Errorf("run %s: %w", dir, err)
+		if err := rundir.WriteFileAtomic(filepath.Join(r.dir, rundir.RunFileName), spec.RunFile); err != nil {
+			return fmt.Errorf("run %s: %w", r.dir, err)
 		}
 	}
 	if spec.Resume {
-		fmt.Fprintf(e.Log, "resuming %s: %d of %d items already done\n", dir, len(items)-len(todo), len(items))
+		fmt.Fprintf(e.Log, "resuming %s: %d of %d items already done\n", r.dir, len(r.items)-len(r.todo), len(r.items))
 	}
+	return nil
+}
 
-	w, err := rundir.OpenRecordWriter(recPath, goodSize, e.SyncEvery)
+// workInto works through the items left to do, appending their records
+// and errors, and closes the suite's stores.
+func (e *Engine) workInto(ctx context.Context, r *run, s Suite, rerun *Rerun) (int, error) {
+	w, err := rundir.OpenRecordWriter(r.recPath, r.goodSize, e.SyncEvery)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", dir, err)
+		return 0, fmt.Errorf("run %s: %w", r.dir, err)
 	}
-	ew, err := openAppend(filepath.Join(dir, rundir.ErrorsFile))
+	ew, err := openAppend(filepath.Join(r.dir, rundir.ErrorsFile))
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("run %s: %w", dir, err)
+		return 0, fmt.Errorf("run %s: %w", r.dir, err)
 	}
-
-	base := e.snapshot()
-	hostBase := e.hostCounts()
-	failed, runErr := e.work(ctx, s, todo, w, ew, spec.Rerun)
+	r.base = e.snapshot()
+	r.hostBase = e.hostCounts()
+	failed, runErr := e.work(ctx, s, r.todo, w, ew, rerun)
 	if c, ok := s.(io.Closer); ok {
 		c.Close() // stores a suite opened (index, knowledge graph)
 	}
 	cerr := w.Close()
 	ew.Close()
 	if runErr == nil && cerr != nil {
-		runErr = fmt.Errorf("run %s: records: %w", dir, cerr)
+		runErr = fmt.Errorf("run %s: records: %w", r.dir, cerr)
 	}
+	return failed, runErr
+}
 
-	recs, _, err := rundir.ReadRecords(recPath)
+// finish books the session into the manifest — its counts, the run's
+// totals, its status — and writes the summary of every record.
+func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error) (*Result, error) {
+	man := r.man
+	recs, _, err := rundir.ReadRecords(r.recPath)
 	if err != nil {
 		return nil, err
 	}
+	e.book(r, spec, recs, failed)
+	switch {
+	case errors.Is(runErr, ErrInterrupted):
+		man.Status = "interrupted"
+	case runErr != nil || len(recs) < len(r.items):
+		man.Status = "incomplete"
+	default:
+		man.Status = "complete"
+	}
+	if err := rundir.WriteManifest(r.dir, man); err != nil && runErr == nil {
+		runErr = err
+	}
+	res := &Result{Dir: r.dir, Counts: man.Counts, Manifest: man}
+	if len(recs) > 0 {
+		sum, err := summarize(s, man, recs)
+		if err != nil {
+			return res, err
+		}
+		res.Summary = sum
+		if err := summary.WriteSummary(r.dir, sum); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	switch {
+	case runErr == nil && man.Status == "incomplete":
+		runErr = fmt.Errorf("%w: %d of %d items failed (see %s); resume with: halu run --resume %s",
+			ErrIncomplete, len(r.items)-len(recs), len(r.items), filepath.Join(r.dir, rundir.ErrorsFile), r.dir)
+	case runErr != nil:
+		runErr = fmt.Errorf("%w\n%d of %d items are saved in %s; resume with: halu run --resume %s",
+			runErr, len(recs), len(r.items), r.dir, r.dir)
+	}
+	return res, runErr
+}
+
+// book adds the session to the manifest: its own counts under sessions
+// (a resume that had nothing to do changes only the checked time), the
+// run's totals over every session, and what the records count.
+func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
+	man := r.man
 	now := time.Now().UTC()
 	man.Ended = &now
-	session := e.snapshot().Sub(base)
-	session.Hosts = rundir.SubHosts(e.hostCounts(), hostBase)
-	if len(todo) == 0 && spec.Resume && prevEnded != nil {
-		man.Ended, man.Checked = prevEnded, &now
+	session := e.snapshot().Sub(r.base)
+	session.Hosts = rundir.SubHosts(e.hostCounts(), r.hostBase)
+	if len(r.todo) == 0 && spec.Resume && r.prevEnded != nil {
+		man.Ended, man.Checked = r.prevEnded, &now
 	} else {
 		if spec.Resume {
-			man.Resumed = append(man.Resumed, sessionStart)
+			man.Resumed = append(man.Resumed, r.sessionStart)
 		}
-		man.Sessions = append(man.Sessions, rundir.Session{Started: sessionStart, Ended: now, Args: spec.Invocation, Items: len(todo), Counts: session})
+		man.Sessions = append(man.Sessions, rundir.Session{Started: r.sessionStart, Ended: now, Args: spec.Invocation, Items: len(r.todo), Counts: session})
 	}
-	delta := session.Add(prev)
+	delta := session.Add(r.prev)
 	man.Counts = rundir.Counts{
-		Items:          len(items),
+		Items:          len(r.items),
 		Completed:      len(recs),
 		Failed:         failed,
 		ModelCalls:     delta.ModelCalls,
@@ -567,11 +706,11 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 
 		CacheDamaged:       delta.CacheDamaged,
 		CacheWriteFailures: delta.CacheWriteFailures,
-		Hosts:              rundir.AddHosts(prev.Hosts, session.Hosts),
+		Hosts:              rundir.AddHosts(r.prev.Hosts, session.Hosts),
 	}
-	for _, r := range recs {
-		man.Counts.JudgeFailures += len(r.Failures)
-		for _, rd := range r.Readings {
+	for _, rec := range recs {
+		man.Counts.JudgeFailures += len(rec.Failures)
+		for _, rd := range rec.Readings {
 			switch rd.How {
 			case "fallback":
 				man.Counts.TextFallbacks++
@@ -580,37 +719,6 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 			}
 		}
 	}
-	switch {
-	case errors.Is(runErr, ErrInterrupted):
-		man.Status = "interrupted"
-	case runErr != nil || len(recs) < len(items):
-		man.Status = "incomplete"
-	default:
-		man.Status = "complete"
-	}
-	if err := rundir.WriteManifest(dir, man); err != nil && runErr == nil {
-		runErr = err
-	}
-	res := &Result{Dir: dir, Counts: man.Counts, Manifest: man}
-	if len(recs) > 0 {
-		sum, err := summarize(s, man, recs)
-		if err != nil {
-			return res, err
-		}
-		res.Summary = sum
-		if err := summary.WriteSummary(dir, sum); err != nil && runErr == nil {
-			runErr = err
-		}
-	}
-	switch {
-	case runErr == nil && man.Status == "incomplete":
-		runErr = fmt.Errorf("%w: %d of %d items failed (see %s); resume with: halu run --resume %s",
-			ErrIncomplete, len(items)-len(recs), len(items), filepath.Join(dir, rundir.ErrorsFile), dir)
-	case runErr != nil:
-		runErr = fmt.Errorf("%w\n%d of %d items are saved in %s; resume with: halu run --resume %s",
-			runErr, len(recs), len(items), dir, dir)
-	}
-	return res, runErr
 }
 
 // work runs todo on the worker pool. An item whose model call fails after

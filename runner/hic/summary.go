@@ -87,23 +87,25 @@ type scoredAnswer struct {
 	panel Panel
 }
 
+// groupKey names a Table 2 row: a model, strategy and temperature.
+type groupKey struct {
+	m, s string
+	t    float64
+}
+
 // Summarize computes every HIC-Bench figure per (model, strategy,
 // temperature).
 func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
-	type key struct {
-		m, s string
-		t    float64
-	}
-	groups := map[key][]ItemResult{}
+	groups := map[groupKey][]ItemResult{}
 	decoded, err := rundir.DecodeRecords[ItemResult](recs)
 	if err != nil {
 		return nil, err
 	}
 	for _, ir := range decoded {
-		k := key{ir.Model, ir.Strategy, ir.Temperature}
+		k := groupKey{ir.Model, ir.Strategy, ir.Temperature}
 		groups[k] = append(groups[k], ir)
 	}
-	var keys []key
+	var keys []groupKey
 	for k := range groups {
 		keys = append(keys, k)
 	}
@@ -123,35 +125,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		g := s.group(groups[k])
 		g.Model, g.Strategy, g.Temperature = k.m, k.s, k.t
 		rows = append(rows, g)
-		prefix := fmt.Sprintf("%s/%s/T%g.", k.m, k.s, k.t)
-		for name, v := range map[string]float64{"iifs": g.IIFS, "rifs": g.RIFS, "flu": g.Flu, "fle": g.Fle, "kwprec": g.KwPrec, "over70": g.Over70} {
-			sum.Metrics[prefix+name] = v
-		}
-		grp := fmt.Sprintf("%s T%g", strings.ToUpper(k.s), k.t)
-		for _, t := range []struct {
-			name string
-			t    summary.Tally
-		}{{"Or", g.or}, {"Fe", g.fe}, {"Va", g.va}} {
-			sum.AddFigure(t.t.Mean(k.m, grp, t.name, prefix+strings.ToLower(t.name)).Clip(1, 5))
-		}
-		ihf := g.ih.Share(k.m, grp, "IH", prefix+"ih")
-		dhf := g.dh.Share(k.m, grp, "DH", prefix+"dh")
-		dhf.Lower = true
-		ifs := g.ifs.Mean(k.m, grp, "IFS", prefix+"ifs").Clip(0, 1)
-		ifs.Percent = true
-		// The mean of the per-answer terms is eq. 3 of the ratios up to
-		// rounding; Table 2 prints the figure's value, so the two pages
-		// agree to the last digit.
-		g.IFS = float64(ifs.Estimate)
-		for _, f := range []summary.Figure{ihf, dhf, ifs} {
-			f.Headline = true
-			sum.AddFigure(f)
-		}
-		for _, name := range []string{"or", "fe", "va", "ih", "dh", "ifs", "iifs", "rifs", "fle"} {
-			sum.SetSupport(prefix+name, g.Scored, g.Unscored)
-		}
-		sum.SetSupport(prefix+"over70", g.Answers, 0)
-		sum.SetSupport(prefix+"kwprec", g.KwPrecN, 0)
+		addFigures(sum, g)
 	}
 	pct := func(x float64) string {
 		if math.IsNaN(x) {
@@ -194,23 +168,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 	}
 	sum.Tables = append(sum.Tables, t2, t2b, t9, tag, td)
-	var obs []metrics.JudgeScore
-	for _, k := range keys {
-		for _, ir := range groups[k] {
-			for _, q := range ir.Questions {
-				for _, a := range q.Answers {
-					id := AnswerID(k.m, k.s, k.t, q.ID, a.Index)
-					for _, j := range a.Judgements {
-						o := metrics.JudgeScore{Item: id, Judge: j.Judge, Scored: j.Scored && j.Verdict != nil}
-						if o.Scored {
-							o.Score = float64(j.Verdict.Originality+j.Verdict.Feasibility+j.Verdict.Value) / 3
-						}
-						obs = append(obs, o)
-					}
-				}
-			}
-		}
-	}
+	obs := judgeScores(keys, groups)
 	sum.Tables = append(sum.Tables, summary.JudgeTable("Judges: parse failures, mean score and leniency (score = mean of Or, Fe, Va; 1–5)", "(1–5)", obs))
 	sum.Charts = append(sum.Charts, hicCharts(rows)...)
 	if th.Title != "" {
@@ -236,6 +194,63 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	}
 	sum.Notes = append(sum.Notes, summary.PanelWarnings(s.cfg.Models, s.cfg.Judges)...)
 	return sum, nil
+}
+
+// addFigures adds a group's figures: Or, Fe, Va (means of 1–5), IH and DH
+// (shares) and IFS, over its scored answers, and the other metrics.
+func addFigures(sum *summary.Summary, g *Group) {
+	prefix := fmt.Sprintf("%s/%s/T%g.", g.Model, g.Strategy, g.Temperature)
+	for name, v := range map[string]float64{"iifs": g.IIFS, "rifs": g.RIFS, "flu": g.Flu, "fle": g.Fle, "kwprec": g.KwPrec, "over70": g.Over70} {
+		sum.Metrics[prefix+name] = v
+	}
+	grp := fmt.Sprintf("%s T%g", strings.ToUpper(g.Strategy), g.Temperature)
+	for _, t := range []struct {
+		name string
+		t    summary.Tally
+	}{{"Or", g.or}, {"Fe", g.fe}, {"Va", g.va}} {
+		sum.AddFigure(t.t.Mean(g.Model, grp, t.name, prefix+strings.ToLower(t.name)).Clip(1, 5))
+	}
+	ihf := g.ih.Share(g.Model, grp, "IH", prefix+"ih")
+	dhf := g.dh.Share(g.Model, grp, "DH", prefix+"dh")
+	dhf.Lower = true
+	ifs := g.ifs.Mean(g.Model, grp, "IFS", prefix+"ifs").Clip(0, 1)
+	ifs.Percent = true
+	// The mean of the per-answer terms is eq. 3 of the ratios up to
+	// rounding; Table 2 prints the figure's value, so the two pages
+	// agree to the last digit.
+	g.IFS = float64(ifs.Estimate)
+	for _, f := range []summary.Figure{ihf, dhf, ifs} {
+		f.Headline = true
+		sum.AddFigure(f)
+	}
+	for _, name := range []string{"or", "fe", "va", "ih", "dh", "ifs", "iifs", "rifs", "fle"} {
+		sum.SetSupport(prefix+name, g.Scored, g.Unscored)
+	}
+	sum.SetSupport(prefix+"over70", g.Answers, 0)
+	sum.SetSupport(prefix+"kwprec", g.KwPrecN, 0)
+}
+
+// judgeScores are every judgement of every answer as a judge's score (the
+// mean of Or, Fe and Va) for the judge table.
+func judgeScores(keys []groupKey, groups map[groupKey][]ItemResult) []metrics.JudgeScore {
+	var obs []metrics.JudgeScore
+	for _, k := range keys {
+		for _, ir := range groups[k] {
+			for _, q := range ir.Questions {
+				for _, a := range q.Answers {
+					id := AnswerID(k.m, k.s, k.t, q.ID, a.Index)
+					for _, j := range a.Judgements {
+						o := metrics.JudgeScore{Item: id, Judge: j.Judge, Scored: j.Scored && j.Verdict != nil}
+						if o.Scored {
+							o.Score = float64(j.Verdict.Originality+j.Verdict.Feasibility+j.Verdict.Value) / 3
+						}
+						obs = append(obs, o)
+					}
+				}
+			}
+		}
+	}
+	return obs
 }
 
 func b2f(b bool) float64 {

@@ -63,33 +63,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		for k, v := range map[string]float64{"average5": ms.Average5, "refusal_rate": metrics.Ratio(ms.Refused, ms.Ideas)} {
 			sum.Metrics[m+"."+k] = v
 		}
-		// Support in judgements: critiques for the three critic scores,
-		// compared pairs for fluency; the intervals are over ideas.
-		for _, f := range []struct {
-			name, key   string
-			iv          metrics.Interval
-			n, unscored int
-			method      string
-		}{
-			{"Originality", "originality", ms.Originality, ms.Critiques.N(), ms.Critiques.Unscored, "t over ideas"},
-			{"Feasibility", "feasibility", ms.Feasibility, ms.Critiques.N(), ms.Critiques.Unscored, "t over ideas"},
-			{"Clarity", "clarity", ms.Clarity, ms.Critiques.N(), ms.Critiques.Unscored, "t over ideas"},
-			{"Fluency", "fluency", ms.Fluency, ms.FluencyPairs.N(), ms.FluencyPairs.Unscored, "t over keywords"},
-			{"Flexibility", "flexibility", ms.Flexibility, ms.Flexibility.N, ms.Critiques.Unscored, "bootstrap over ideas"},
-			{"Average", "average", metrics.Interval{Estimate: ms.Average, Low: math.NaN(), High: math.NaN(), N: ms.Flexibility.N}, ms.Flexibility.N, ms.Critiques.Unscored, ""},
-		} {
-			iv := f.iv
-			iv.N = f.n
-			fig := summary.IntervalFigure(m, "", f.name, m+"."+f.key, iv, f.unscored, f.method)
-			switch f.key {
-			case "originality", "feasibility", "clarity":
-				fig = fig.Clip(1, 10) // the critics' 1–10 scale
-			case "fluency":
-				fig = fig.Clip(0, 10) // the grades' scores, 0 (or 1) to 10
-			}
-			fig.Headline = f.key != "clarity"
-			sum.AddFigure(fig)
-		}
+		addFigures(sum, m, ms)
 		sum.SetSupport(m+".refusal_rate", ms.Ideas, 0)
 	}
 	ci := func(iv metrics.Interval) string {
@@ -149,6 +123,50 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		heat.Rows = append(heat.Rows, row)
 	}
 	sum.Tables = append(sum.Tables, lb, cnt, heat)
+	obs := criticScores(models, byModel)
+	sum.Tables = append(sum.Tables, summary.JudgeTable("Critics: parse failures, mean score and leniency (score = mean of originality, feasibility, clarity; 1–10)", "(1–10)", obs))
+	sum.Charts = append(sum.Charts, ideasCharts(all, catNames)...)
+	if s.external != nil {
+		sum.Tables = append(sum.Tables, s.externalTable(all))
+	}
+	s.notes(sum, decoded)
+	return sum, nil
+}
+
+// addFigures adds a model's figures: each rests on judgements — critiques
+// for the three critic scores, compared pairs for fluency — while the
+// intervals are over ideas.
+func addFigures(sum *summary.Summary, m string, ms ModelScores) {
+	for _, f := range []struct {
+		name, key   string
+		iv          metrics.Interval
+		n, unscored int
+		method      string
+	}{
+		{"Originality", "originality", ms.Originality, ms.Critiques.N(), ms.Critiques.Unscored, "t over ideas"},
+		{"Feasibility", "feasibility", ms.Feasibility, ms.Critiques.N(), ms.Critiques.Unscored, "t over ideas"},
+		{"Clarity", "clarity", ms.Clarity, ms.Critiques.N(), ms.Critiques.Unscored, "t over ideas"},
+		{"Fluency", "fluency", ms.Fluency, ms.FluencyPairs.N(), ms.FluencyPairs.Unscored, "t over keywords"},
+		{"Flexibility", "flexibility", ms.Flexibility, ms.Flexibility.N, ms.Critiques.Unscored, "bootstrap over ideas"},
+		{"Average", "average", metrics.Interval{Estimate: ms.Average, Low: math.NaN(), High: math.NaN(), N: ms.Flexibility.N}, ms.Flexibility.N, ms.Critiques.Unscored, ""},
+	} {
+		iv := f.iv
+		iv.N = f.n
+		fig := summary.IntervalFigure(m, "", f.name, m+"."+f.key, iv, f.unscored, f.method)
+		switch f.key {
+		case "originality", "feasibility", "clarity":
+			fig = fig.Clip(1, 10) // the critics' 1–10 scale
+		case "fluency":
+			fig = fig.Clip(0, 10) // the grades' scores, 0 (or 1) to 10
+		}
+		fig.Headline = f.key != "clarity"
+		sum.AddFigure(fig)
+	}
+}
+
+// criticScores are every critique as a judge's score (the mean of its
+// three scores) for the judge table.
+func criticScores(models []string, byModel map[string][]ItemResult) []metrics.JudgeScore {
 	var obs []metrics.JudgeScore
 	for _, m := range models {
 		for _, ir := range byModel[m] {
@@ -161,23 +179,30 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			}
 		}
 	}
-	sum.Tables = append(sum.Tables, summary.JudgeTable("Critics: parse failures, mean score and leniency (score = mean of originality, feasibility, clarity; 1–10)", "(1–10)", obs))
-	sum.Charts = append(sum.Charts, ideasCharts(all, catNames)...)
-	if s.external != nil {
-		var x, y []float64
-		for _, ms := range all {
-			if v, ok := s.external[ms.Model]; ok {
-				x, y = append(x, ms.Average), append(y, v)
-			}
+	return obs
+}
+
+// externalTable is the Pearson correlation of the models' Average with the
+// external benchmark's scores (--external).
+func (s *Suite) externalTable(all []ModelScores) summary.Table {
+	var x, y []float64
+	for _, ms := range all {
+		if v, ok := s.external[ms.Model]; ok {
+			x, y = append(x, ms.Average), append(y, v)
 		}
-		t := summary.Table{Title: "Correlation with the external benchmark (" + s.cfg.External + ")", Columns: []string{"models", "Pearson r", "p"}}
-		if r, err := metrics.Pearson(x, y); err == nil {
-			t.Rows = append(t.Rows, []string{fmt.Sprint(r.N), fmt.Sprintf("%.3f", r.Statistic), fmt.Sprintf("%.3f", r.P)})
-		} else {
-			t.Rows = append(t.Rows, []string{fmt.Sprint(len(x)), "n/a", err.Error()})
-		}
-		sum.Tables = append(sum.Tables, t)
 	}
+	t := summary.Table{Title: "Correlation with the external benchmark (" + s.cfg.External + ")", Columns: []string{"models", "Pearson r", "p"}}
+	if r, err := metrics.Pearson(x, y); err == nil {
+		t.Rows = append(t.Rows, []string{fmt.Sprint(r.N), fmt.Sprintf("%.3f", r.Statistic), fmt.Sprintf("%.3f", r.P)})
+	} else {
+		t.Rows = append(t.Rows, []string{fmt.Sprint(len(x)), "n/a", err.Error()})
+	}
+	return t
+}
+
+// notes say how the scores were made: the panel, the critics per idea,
+// flexibility's dimensions, the average, the idea filter and extraction.
+func (s *Suite) notes(sum *summary.Summary, decoded []ItemResult) {
 	if s.panel != nil {
 		sum.Notes = append(sum.Notes, s.panel.Notes...)
 	}
@@ -195,7 +220,6 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	if n := fewerCritics(decoded, s.cfg.CriticsPerIdea); n > 0 {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("%d scored ideas got fewer than %d critics (fewer eligible judges than asked; see the \"critics\" column)", n, s.cfg.CriticsPerIdea))
 	}
-	return sum, nil
 }
 
 // ideasCharts are the leaderboard's dimensions with their CIs, the
