@@ -42,226 +42,277 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 	if opt.Log == nil {
 		opt.Log = io.Discard
 	}
-	info := BuildInfo{Time: time.Now().UTC(), Inputs: make([]InputInfo, len(inputs))}
+	b := &builder{l: l, ctx: ctx, inputs: inputs, opt: opt, info: BuildInfo{Time: time.Now().UTC(), Inputs: make([]InputInfo, len(inputs))}}
 	jr, err := l.startJournal(inputs)
 	if err != nil {
-		return info, err
+		return b.info, err
 	}
+	b.jr = jr
 	if jr.Done > 0 {
 		fmt.Fprintf(opt.Log, "resuming an unfinished build: %d of %d files are in\n", jr.Done, len(inputs))
 	}
-
 	// The parsers stop with ctx, and when the writer fails.
-	pctx, cancel := context.WithCancel(ctx)
+	var cancel context.CancelFunc
+	b.pctx, cancel = context.WithCancel(ctx)
 	defer cancel()
-	type parsed struct {
-		ops  chan Op
-		done chan struct{}
-	}
-	files := make([]parsed, len(inputs))
-	for i, path := range inputs {
-		files[i] = parsed{ops: make(chan Op, 4096), done: make(chan struct{})}
-		in := &info.Inputs[i]
-		in.Path = path
-		in.Skipped = map[string]int{}
-		if i < jr.Done {
-			in.AlreadyIn = true
-			close(files[i].ops)
-			close(files[i].done)
-		}
-	}
-	// Parsers start in input order, as many at once as there are cores:
-	// the writer waits for the earliest unfinished file, which therefore
-	// always holds a slot (with one core, files started out of order once
-	// left the writer waiting on a file that could not start).
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	parse := func(i int, path string) {
-		in := &info.Inputs[i]
-		defer close(files[i].done)
-		defer close(files[i].ops)
-		defer func() { <-sem }()
-		if h, err := hashFile(path); err == nil {
-			in.SHA256 = h
-		}
-		err := ReadInput(path, func(op Op) error {
-			select {
-			case files[i].ops <- op:
-				return nil
-			case <-pctx.Done():
-				return pctx.Err()
-			}
-		}, func(p Problem) {
-			reason := "malformed"
-			if p.Reason != "" && len(in.Problems) < 100 {
-				in.Problems = append(in.Problems, p)
-			}
-			if containsNoContent(p.Reason) {
-				reason = "no title and no abstract"
-			}
-			in.Skipped[reason]++
-			fmt.Fprintf(opt.Log, "skipped: %s\n", p)
-		})
-		if err != nil {
-			in.Error = err.Error()
-			fmt.Fprintf(opt.Log, "input error (records before it were kept): %v\n", err)
-		}
-	}
-	go func() {
-		for i := jr.Done; i < len(inputs); i++ {
-			select {
-			case sem <- struct{}{}:
-				go parse(i, inputs[i])
-			case <-pctx.Done():
-				for ; i < len(inputs); i++ {
-					info.Inputs[i].Error = pctx.Err().Error()
-					close(files[i].ops)
-					close(files[i].done)
-				}
-				return
-			}
-		}
-	}()
+	b.cancel = cancel
+	b.startParsers()
 
 	// The writer: apply each file's operations in input order. Chunks are
 	// analysed (on all cores) one ahead of the writer, so analysis of the
 	// next chunk overlaps the writing of this one's segment (segmentPlugin).
-	st := l.corpus()
 	seen, err := l.knownPMIDs(ctx)
 	if err != nil {
-		return info, err
+		return b.info, err
 	}
-	w := &batchWriter{l: l, size: opt.BatchSize, stats: st, pending: map[uint64]pendingDoc{},
+	b.w = &batchWriter{l: l, size: opt.BatchSize, stats: l.corpus(), pending: map[uint64]pendingDoc{},
 		seen: seen, journal: jr}
-	w.batch = l.idx.NewBatch()
-	applied := 0
-	stop := make(chan struct{})
-	ready := make(chan chunk, 1)
-	// fail stops the parsers and the analysis ahead of the writer and
-	// waits for them, so that nothing writes to info after Build returns.
-	fail := func(err error) (BuildInfo, error) {
-		cancel()
-		close(stop)
-		for range ready {
+	b.w.batch = l.idx.NewBatch()
+	b.stop = make(chan struct{})
+	b.ready = make(chan chunk, 1)
+	go b.analyzeAhead()
+	for c := range b.ready {
+		if err := b.apply(c); err != nil {
+			return b.fail(err)
 		}
-		for i := range files {
-			<-files[i].done
-		}
-		return info, fmt.Errorf("index %s: %w", l.dir, err)
 	}
-	go func() {
-		defer close(ready)
-		c := chunk{}
-		send := func() bool {
-			c.docs = l.analyze(c.ops)
-			if pctx.Err() != nil && ctx.Err() == nil {
-				return false // the writer failed
-			}
-			select {
-			case ready <- c:
-				c = chunk{}
-				return true
-			case <-stop:
-				return false
-			}
+	return b.finish()
+}
+
+// builder is one Build under way: the parsers (one per input file, as many
+// at once as there are cores) feed the analysis, which feeds the writer.
+type builder struct {
+	l      *Literature
+	ctx    context.Context
+	inputs []string
+	opt    BuildOptions
+	info   BuildInfo
+	jr     journal
+	// pctx stops the parsers (with ctx, or when the writer fails).
+	pctx    context.Context
+	cancel  context.CancelFunc
+	files   []parsedFile
+	w       *batchWriter
+	stop    chan struct{}
+	ready   chan chunk
+	applied int
+}
+
+// parsedFile is one input file's operations as its parser reads them;
+// done closes when the parser has finished with the file.
+type parsedFile struct {
+	ops  chan Op
+	done chan struct{}
+}
+
+// startParsers starts parsing the files not yet in. Parsers start in input
+// order, as many at once as there are cores: the writer waits for the
+// earliest unfinished file, which therefore always holds a slot (with one
+// core, files started out of order once left the writer waiting on a file
+// that could not start).
+func (b *builder) startParsers() {
+	b.files = make([]parsedFile, len(b.inputs))
+	for i, path := range b.inputs {
+		b.files[i] = parsedFile{ops: make(chan Op, 4096), done: make(chan struct{})}
+		in := &b.info.Inputs[i]
+		in.Path = path
+		in.Skipped = map[string]int{}
+		if i < b.jr.Done {
+			in.AlreadyIn = true
+			close(b.files[i].ops)
+			close(b.files[i].done)
 		}
-		for i := jr.Done; i < len(files); i++ {
-			in := &info.Inputs[i]
-			for op := range files[i].ops {
-				c.ops = append(c.ops, op)
-				c.in = append(c.in, in)
-				if len(c.ops) >= opt.BatchSize && !send() {
-					return
+	}
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	go func() {
+		for i := b.jr.Done; i < len(b.inputs); i++ {
+			select {
+			case sem <- struct{}{}:
+				go func(i int) {
+					defer func() { <-sem }()
+					b.parse(i)
+				}(i)
+			case <-b.pctx.Done():
+				for ; i < len(b.inputs); i++ {
+					b.info.Inputs[i].Error = b.pctx.Err().Error()
+					close(b.files[i].ops)
+					close(b.files[i].done)
 				}
-			}
-			<-files[i].done
-			if ctx.Err() != nil {
-				break // this file may be cut short: it is not in
-			}
-			// The file is in: its last operations and the journal
-			// saying so are one batch. (A damaged file counts as in:
-			// its records before the damage are, and reading it again
-			// would stop there again.)
-			c.filesIn = i + 1
-			if !send() {
 				return
 			}
 		}
-		if len(c.ops) > 0 {
-			send()
-		}
 	}()
-	for c := range ready {
-		for j, op := range c.ops {
-			in := c.in[j]
-			if op.Delete {
-				in.Deletes++
-				did, err := w.delete(op.Article.PMID)
-				if err != nil {
-					return fail(err)
-				}
-				if did {
-					info.Deleted++
-				}
-			} else {
-				in.Records++
-				replaced, err := w.put(op.Article, c.docs[j])
-				if err != nil {
-					return fail(err)
-				}
-				if replaced {
-					info.Updated++
-				} else {
-					info.Added++
-				}
-			}
-			applied++
-			if opt.Progress != nil && applied%1000 == 0 {
-				opt.Progress(applied)
-			}
+}
+
+// parse reads input file i into its channel, counting what it skips.
+func (b *builder) parse(i int) {
+	in := &b.info.Inputs[i]
+	f := b.files[i]
+	defer close(f.done)
+	defer close(f.ops)
+	if h, err := hashFile(b.inputs[i]); err == nil {
+		in.SHA256 = h
+	}
+	err := ReadInput(b.inputs[i], func(op Op) error {
+		select {
+		case f.ops <- op:
+			return nil
+		case <-b.pctx.Done():
+			return b.pctx.Err()
 		}
-		if c.filesIn > 0 {
-			if in := &info.Inputs[c.filesIn-1]; len(in.Skipped) == 0 {
-				in.Skipped = nil
-			}
-			w.journal.Done = c.filesIn
-			w.dirty = true
+	}, func(p Problem) {
+		reason := "malformed"
+		if p.Reason != "" && len(in.Problems) < 100 {
+			in.Problems = append(in.Problems, p)
 		}
-		if err := w.flush(); err != nil {
-			return fail(err)
+		if containsNoContent(p.Reason) {
+			reason = "no title and no abstract"
+		}
+		in.Skipped[reason]++
+		fmt.Fprintf(b.opt.Log, "skipped: %s\n", p)
+	})
+	if err != nil {
+		in.Error = err.Error()
+		fmt.Fprintf(b.opt.Log, "input error (records before it were kept): %v\n", err)
+	}
+}
+
+// analyzeAhead cuts the files' operations, in input order, into chunks of
+// a batch, analyses each and hands it to the writer; a chunk that ends a
+// file says the file is in.
+func (b *builder) analyzeAhead() {
+	defer close(b.ready)
+	c := chunk{}
+	send := func() bool {
+		c.docs = b.l.analyze(c.ops)
+		if b.pctx.Err() != nil && b.ctx.Err() == nil {
+			return false // the writer failed
+		}
+		select {
+		case b.ready <- c:
+			c = chunk{}
+			return true
+		case <-b.stop:
+			return false
 		}
 	}
+	for i := b.jr.Done; i < len(b.files); i++ {
+		in := &b.info.Inputs[i]
+		for op := range b.files[i].ops {
+			c.ops = append(c.ops, op)
+			c.in = append(c.in, in)
+			if len(c.ops) >= b.opt.BatchSize && !send() {
+				return
+			}
+		}
+		<-b.files[i].done
+		if b.ctx.Err() != nil {
+			break // this file may be cut short: it is not in
+		}
+		// The file is in: its last operations and the journal saying so
+		// are one batch. (A damaged file counts as in: its records before
+		// the damage are, and reading it again would stop there again.)
+		c.filesIn = i + 1
+		if !send() {
+			return
+		}
+	}
+	if len(c.ops) > 0 {
+		send()
+	}
+}
+
+// apply writes one chunk: its deletions and articles, then, when it ends a
+// file, the journal saying the file is in, as one batch.
+func (b *builder) apply(c chunk) error {
+	for j, op := range c.ops {
+		in := c.in[j]
+		if op.Delete {
+			in.Deletes++
+			did, err := b.w.delete(op.Article.PMID)
+			if err != nil {
+				return err
+			}
+			if did {
+				b.info.Deleted++
+			}
+		} else {
+			in.Records++
+			replaced, err := b.w.put(op.Article, c.docs[j])
+			if err != nil {
+				return err
+			}
+			if replaced {
+				b.info.Updated++
+			} else {
+				b.info.Added++
+			}
+		}
+		b.applied++
+		if b.opt.Progress != nil && b.applied%1000 == 0 {
+			b.opt.Progress(b.applied)
+		}
+	}
+	if c.filesIn > 0 {
+		if in := &b.info.Inputs[c.filesIn-1]; len(in.Skipped) == 0 {
+			in.Skipped = nil
+		}
+		b.w.journal.Done = c.filesIn
+		b.w.dirty = true
+	}
+	return b.w.flush()
+}
+
+// fail stops the parsers and the analysis ahead of the writer and waits
+// for them, so that nothing writes to info after Build returns.
+func (b *builder) fail(err error) (BuildInfo, error) {
+	b.cancel()
+	close(b.stop)
+	for range b.ready {
+	}
+	for i := range b.files {
+		<-b.files[i].done
+	}
+	return b.info, fmt.Errorf("index %s: %w", b.l.dir, err)
+}
+
+// finish records the build: its journal (complete, or the files not fully
+// applied when it was interrupted), the corpus statistics and the build
+// in the index's meta; then it waits for bleve to settle.
+func (b *builder) finish() (BuildInfo, error) {
+	l, w, ctx := b.l, b.w, b.ctx
 	if ctx.Err() == nil {
 		w.journal.State, w.dirty = journalComplete, true
 	} else {
 		// The parsers stop at the cancellation; the build record says
 		// which files were not (fully) applied.
-		for i := w.journal.Done; i < len(files); i++ {
-			<-files[i].done
-			if in := &info.Inputs[i]; in.Error == "" {
+		for i := w.journal.Done; i < len(b.files); i++ {
+			<-b.files[i].done
+			if in := &b.info.Inputs[i]; in.Error == "" {
 				in.Error = "not fully applied: the build was interrupted (" + ctx.Err().Error() + ")"
 			}
 		}
 	}
 	if err := w.flush(); err != nil {
-		return info, fmt.Errorf("index %s: %w", l.dir, err)
+		return b.info, fmt.Errorf("index %s: %w", l.dir, err)
 	}
-	if opt.Progress != nil {
-		opt.Progress(applied)
+	if b.opt.Progress != nil {
+		b.opt.Progress(b.applied)
 	}
 	l.mu.Lock()
 	l.meta.Stats = w.stats
-	l.meta.Builds = append(l.meta.Builds, info)
+	l.meta.Builds = append(l.meta.Builds, b.info)
 	l.journal = w.journal
 	l.mu.Unlock()
 	if err := l.writeMeta(); err != nil {
-		return info, fmt.Errorf("index %s: %w", l.dir, err)
+		return b.info, fmt.Errorf("index %s: %w", l.dir, err)
 	}
 	if ctx.Err() == nil {
 		if err := l.settle(ctx); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(opt.Log, "the index is complete, but %v: its segments stay as they are\n", err)
+			fmt.Fprintf(b.opt.Log, "the index is complete, but %v: its segments stay as they are\n", err)
 		}
 	}
-	return info, ctx.Err()
+	return b.info, ctx.Err()
 }
 
 // settle waits until bleve has persisted the build's last batch and

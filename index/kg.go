@@ -314,55 +314,18 @@ type kgCounts struct{ rows, mentions int }
 // with lines but neither edges nor mentions among them is an ErrKGFormat.
 // Only one PubTator document is held at a time.
 func readKGFile(path string, maxLines int, emitRow func(edgeRow) error, emitMention func(mention) error, problem func(Problem)) (kgCounts, error) {
-	var n kgCounts
 	f, err := os.Open(path)
 	if err != nil {
-		return n, err
+		return kgCounts{}, err
 	}
 	defer f.Close()
-	var emitErr error
-	addRow := func(r edgeRow) {
-		if emitErr != nil {
-			return
-		}
-		if r.pubtator {
-			r.rel = RelationLabel(r.rel, r.head, r.tail)
-		}
-		n.rows++
-		emitErr = emitRow(r)
-	}
-	addMention := func(m mention) {
-		if emitErr != nil {
-			return
-		}
-		n.mentions++
-		emitErr = emitMention(m)
-	}
+	r := &kgReader{path: path, emitRow: emitRow, emitMention: emitMention, problem: problem, docTypes: map[string]string{}}
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 1<<20), 64<<20)
-	var header map[string]int
-	docTypes := map[string]string{} // bare id → type, per PubTator document
-	var pending []edgeRow           // relation lines of the current document
-	bad := func(line int, reason string) { problem(Problem{File: path, Line: line, Reason: reason}) }
-	flushDoc := func() {
-		for _, r := range pending {
-			h := typed(docTypes, r.head)
-			t := typed(docTypes, r.tail)
-			if unknownType(h) || unknownType(t) {
-				bad(r.line, fmt.Sprintf("relation of PMID %d names %s and %s; the document mentions no entity of that id", r.pmid, r.head, r.tail))
-				continue
-			}
-			r.head, r.tail = orient(h, t)
-			addRow(r)
-		}
-		pending = pending[:0]
-		clear(docTypes)
-	}
-	line, nonEmpty := 0, 0
-	curDoc := ""
+	nonEmpty := 0
 	for s.Scan() {
-		line++
-		if maxLines > 0 && line > maxLines || emitErr != nil {
+		r.line++
+		if maxLines > 0 && r.line > maxLines || r.emitErr != nil {
 			break
 		}
 		text := strings.TrimRight(s.Text(), "\r")
@@ -370,93 +333,176 @@ func readKGFile(path string, maxLines int, emitRow func(edgeRow) error, emitMent
 			continue
 		}
 		nonEmpty++
-		if p := strings.Index(text, "|t|"); p > 0 && !strings.Contains(text[:p], "\t") {
-			flushDoc()
-			curDoc = text[:p]
-			continue
-		}
-		if p := strings.Index(text, "|a|"); p > 0 && !strings.Contains(text[:p], "\t") {
-			continue
-		}
-		cols := strings.Split(text, "\t")
-		if line == 1 || header == nil && strings.Contains(strings.ToLower(text), "x_id") {
-			low := strings.ToLower(text)
-			if strings.Contains(low, "pmid") && (strings.Contains(low, "x_id") || strings.Contains(low, "\tname")) || strings.HasPrefix(low, "id\tname") {
-				header = map[string]int{}
-				for i, c := range cols {
-					header[strings.ToLower(strings.TrimSpace(c))] = i
-				}
-				continue
-			}
-		}
-		switch {
-		case header != nil:
-			if _, ok := header["x_id"]; ok {
-				r, err := headerRow(header, cols)
-				if err != nil {
-					bad(line, err.Error())
-					continue
-				}
-				addRow(r)
-			} else if ni, ok := header["name"]; ok {
-				ii, ok := header["id"]
-				if !ok || ni >= len(cols) || ii >= len(cols) {
-					bad(line, "name table row without id and name")
-					continue
-				}
-				typ := ""
-				if ti, ok := header["type"]; ok && ti < len(cols) {
-					typ = cols[ti]
-				}
-				addMention(mention{id: NormalizeID(typ, cols[ii]), typ: NormalizeType(typ), name: cols[ni]})
-			}
-		case len(cols) == 6 && isDigits(cols[1]) && isDigits(cols[2]):
-			// Mention: PMID start end text type id(s).
-			if cols[0] != curDoc && curDoc != "" {
-				flushDoc()
-				curDoc = cols[0]
-			}
-			typ := NormalizeType(cols[4])
-			for _, id := range splitIDs(cols[5]) {
-				docTypes[id] = typ
-				addMention(mention{id: NormalizeID(typ, id), typ: typ, name: cols[3]})
-			}
-		case len(cols) >= 4 && isDigits(cols[0]):
-			if !relTypeRE.MatchString(cols[1]) || strings.TrimSpace(cols[2]) == "" || strings.TrimSpace(cols[3]) == "" {
-				bad(line, fmt.Sprintf("not a relation line (type %q, ids %q and %q): a damaged line?", cols[1], cols[2], cols[3]))
-				continue
-			}
-			pmid, _ := strconv.ParseUint(cols[0], 10, 64)
-			r := edgeRow{pmid: pmid, rel: cols[1], head: cols[2], tail: cols[3], pubtator: true, line: line}
-			_, _, typedHead := splitTyped(r.head)
-			_, _, typedTail := splitTyped(r.tail)
-			if typedHead && typedTail {
-				// relation2pubtator3: typed ids already.
-				h, t := orient(NormalizeID("", r.head), NormalizeID("", r.tail))
-				r.head, r.tail = h, t
-				addRow(r)
-			} else {
-				if cols[0] != curDoc && curDoc != "" {
-					flushDoc()
-				}
-				curDoc = cols[0]
-				pending = append(pending, r)
-			}
-		default:
-			bad(line, fmt.Sprintf("unrecognised line (%d columns)", len(cols)))
-		}
+		r.read(text)
 	}
-	flushDoc()
-	if emitErr != nil {
-		return n, emitErr
+	r.flushDoc()
+	if r.emitErr != nil {
+		return r.n, r.emitErr
 	}
 	if err := s.Err(); err != nil {
-		return n, fmt.Errorf("%s:%d: %w", path, line, err)
+		return r.n, fmt.Errorf("%s:%d: %w", path, r.line, err)
 	}
-	if nonEmpty > 0 && n.rows == 0 && n.mentions == 0 && header == nil {
-		return n, fmt.Errorf("%s: %w", path, ErrKGFormat)
+	if nonEmpty > 0 && r.n.rows == 0 && r.n.mentions == 0 && r.header == nil {
+		return r.n, fmt.Errorf("%s: %w", path, ErrKGFormat)
 	}
-	return n, nil
+	return r.n, nil
+}
+
+// kgReader reads one knowledge-graph file, line by line: a table with a
+// header (edges with x_id, or a name table), or PubTator documents
+// (mentions, then relations between their entities).
+type kgReader struct {
+	path        string
+	emitRow     func(edgeRow) error
+	emitMention func(mention) error
+	problem     func(Problem)
+	emitErr     error
+	n           kgCounts
+	line        int
+	header      map[string]int
+	// curDoc is the PubTator document being read, docTypes its entities'
+	// types (bare id → type), pending its relation lines.
+	curDoc   string
+	docTypes map[string]string
+	pending  []edgeRow
+}
+
+func (r *kgReader) bad(line int, reason string) {
+	r.problem(Problem{File: r.path, Line: line, Reason: reason})
+}
+
+func (r *kgReader) addRow(e edgeRow) {
+	if r.emitErr != nil {
+		return
+	}
+	if e.pubtator {
+		e.rel = RelationLabel(e.rel, e.head, e.tail)
+	}
+	r.n.rows++
+	r.emitErr = r.emitRow(e)
+}
+
+func (r *kgReader) addMention(m mention) {
+	if r.emitErr != nil {
+		return
+	}
+	r.n.mentions++
+	r.emitErr = r.emitMention(m)
+}
+
+// flushDoc emits the current document's relations, each entity typed by
+// the document's mentions.
+func (r *kgReader) flushDoc() {
+	for _, e := range r.pending {
+		h := typed(r.docTypes, e.head)
+		t := typed(r.docTypes, e.tail)
+		if unknownType(h) || unknownType(t) {
+			r.bad(e.line, fmt.Sprintf("relation of PMID %d names %s and %s; the document mentions no entity of that id", e.pmid, e.head, e.tail))
+			continue
+		}
+		e.head, e.tail = orient(h, t)
+		r.addRow(e)
+	}
+	r.pending = r.pending[:0]
+	clear(r.docTypes)
+}
+
+// read reads one line that is not empty.
+func (r *kgReader) read(text string) {
+	if p := strings.Index(text, "|t|"); p > 0 && !strings.Contains(text[:p], "\t") {
+		r.flushDoc()
+		r.curDoc = text[:p]
+		return
+	}
+	if p := strings.Index(text, "|a|"); p > 0 && !strings.Contains(text[:p], "\t") {
+		return
+	}
+	cols := strings.Split(text, "\t")
+	if r.line == 1 || r.header == nil && strings.Contains(strings.ToLower(text), "x_id") {
+		low := strings.ToLower(text)
+		if strings.Contains(low, "pmid") && (strings.Contains(low, "x_id") || strings.Contains(low, "\tname")) || strings.HasPrefix(low, "id\tname") {
+			r.header = map[string]int{}
+			for i, c := range cols {
+				r.header[strings.ToLower(strings.TrimSpace(c))] = i
+			}
+			return
+		}
+	}
+	switch {
+	case r.header != nil:
+		r.tableRow(cols)
+	case len(cols) == 6 && isDigits(cols[1]) && isDigits(cols[2]):
+		r.mentionLine(cols)
+	case len(cols) >= 4 && isDigits(cols[0]):
+		r.relationLine(cols)
+	default:
+		r.bad(r.line, fmt.Sprintf("unrecognised line (%d columns)", len(cols)))
+	}
+}
+
+// tableRow reads a row of a table with a header: an edge (x_id …) or a
+// name (id, name, type).
+func (r *kgReader) tableRow(cols []string) {
+	if _, ok := r.header["x_id"]; ok {
+		e, err := headerRow(r.header, cols)
+		if err != nil {
+			r.bad(r.line, err.Error())
+			return
+		}
+		r.addRow(e)
+		return
+	}
+	ni, ok := r.header["name"]
+	if !ok {
+		return
+	}
+	ii, ok := r.header["id"]
+	if !ok || ni >= len(cols) || ii >= len(cols) {
+		r.bad(r.line, "name table row without id and name")
+		return
+	}
+	typ := ""
+	if ti, ok := r.header["type"]; ok && ti < len(cols) {
+		typ = cols[ti]
+	}
+	r.addMention(mention{id: NormalizeID(typ, cols[ii]), typ: NormalizeType(typ), name: cols[ni]})
+}
+
+// mentionLine reads a PubTator mention: PMID start end text type id(s).
+func (r *kgReader) mentionLine(cols []string) {
+	if cols[0] != r.curDoc && r.curDoc != "" {
+		r.flushDoc()
+		r.curDoc = cols[0]
+	}
+	typ := NormalizeType(cols[4])
+	for _, id := range splitIDs(cols[5]) {
+		r.docTypes[id] = typ
+		r.addMention(mention{id: NormalizeID(typ, id), typ: typ, name: cols[3]})
+	}
+}
+
+// relationLine reads a PubTator relation: PMID type id id. Typed ids
+// (relation2pubtator3) are an edge at once; bare ones wait for their
+// document's mentions to type them.
+func (r *kgReader) relationLine(cols []string) {
+	if !relTypeRE.MatchString(cols[1]) || strings.TrimSpace(cols[2]) == "" || strings.TrimSpace(cols[3]) == "" {
+		r.bad(r.line, fmt.Sprintf("not a relation line (type %q, ids %q and %q): a damaged line?", cols[1], cols[2], cols[3]))
+		return
+	}
+	pmid, _ := strconv.ParseUint(cols[0], 10, 64)
+	e := edgeRow{pmid: pmid, rel: cols[1], head: cols[2], tail: cols[3], pubtator: true, line: r.line}
+	_, _, typedHead := splitTyped(e.head)
+	_, _, typedTail := splitTyped(e.tail)
+	if typedHead && typedTail {
+		e.head, e.tail = orient(NormalizeID("", e.head), NormalizeID("", e.tail))
+		r.addRow(e)
+		return
+	}
+	if cols[0] != r.curDoc && r.curDoc != "" {
+		r.flushDoc()
+	}
+	r.curDoc = cols[0]
+	r.pending = append(r.pending, e)
 }
 
 // unknownType reports whether a typed id got no type from its document.

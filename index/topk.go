@@ -580,39 +580,9 @@ const splitMin = 1 << 16
 // cut into one range of documents per core, run on all cores.
 func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot, terms []string, w *walk, st CorpusStats) ([]*scoredDoc, map[string]uint64, error) {
 	segs := snap.Segments()
-	// Every segment's postings lists first: the document frequencies
-	// (live documents of all segments) fix each term's idf.
-	// Each list is read directly from the segment file where its layout
-	// is understood and its count agrees with zap's (postings.go), else
-	// through zap's iterator.
-	pls := make([][]segment.PostingsList, len(segs))
-	zps := make([][]*zapPostings, len(segs))
-	dfs := make([]uint64, len(terms))
-	for s, ss := range segs {
-		dict, err := ss.Segment().Dictionary(fieldText)
-		if err != nil {
-			return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
-		}
-		zd, _ := openZapPostings(ss.Segment(), fieldText) // nil: through zap's iterator
-		pls[s] = make([]segment.PostingsList, len(terms))
-		zps[s] = make([]*zapPostings, len(terms))
-		for i, t := range terms {
-			pl, err := dict.PostingsList([]byte(t), ss.Deleted(), nil)
-			if err != nil {
-				return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
-			}
-			if pl == nil || pl.Count() == 0 {
-				continue
-			}
-			pls[s][i] = pl
-			dfs[i] += pl.Count()
-			if zd != nil && !l.zapIterator {
-				zp, live, err := zd.postings([]byte(t), ss.Deleted())
-				if err == nil && zp != nil && live == pl.Count() {
-					zps[s][i] = zp
-				}
-			}
-		}
+	lists, dfs, err := l.segmentLists(segs, terms)
+	if err != nil {
+		return nil, nil, err
 	}
 	df := make(map[string]uint64, len(terms))
 	idf := make([]float64, len(terms))
@@ -625,12 +595,92 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 	if !found || w.avg == 0 || w.k <= 0 {
 		return nil, df, nil
 	}
-	// The ranges, largest first, so that the last to run are short.
-	type task struct {
-		s            int
-		base, lo, hi uint64 // base: the segment's first internal number
+	tasks, parts := l.walkRanges(segs)
+	tops := make([]topHeap, len(tasks))
+	var nextTask atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	size := windowSize
+	if l.walkWindow > 0 {
+		size = l.walkWindow
 	}
-	var tasks []task
+	for range min(parts, len(tasks)) {
+		g.Go(func() error {
+			win := newWindow(size)
+			for {
+				ti := int(nextTask.Add(1) - 1)
+				if ti >= len(tasks) {
+					return nil
+				}
+				t := tasks[ti]
+				top, err := w.walkRange(gctx, t, segs[t.s].Segment(), lists[t.s], idf, win)
+				if err != nil {
+					return err
+				}
+				tops[ti] = top
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, fmt.Errorf("index %s: search: %w", l.dir, err)
+	}
+	return best(tops, w.k), df, nil
+}
+
+// termList is one term's postings list in one segment, and the direct
+// reader of it (nil: through zap's iterator).
+type termList struct {
+	pl segment.PostingsList
+	zp *zapPostings
+}
+
+// segmentLists reads every segment's postings lists of terms first: the
+// document frequencies (live documents of all segments) fix each term's
+// idf. Each list is read directly from the segment file where its layout
+// is understood and its count agrees with zap's (postings.go), else
+// through zap's iterator.
+func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string) ([][]termList, []uint64, error) {
+	lists := make([][]termList, len(segs))
+	dfs := make([]uint64, len(terms))
+	for s, ss := range segs {
+		dict, err := ss.Segment().Dictionary(fieldText)
+		if err != nil {
+			return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
+		}
+		zd, _ := openZapPostings(ss.Segment(), fieldText) // nil: through zap's iterator
+		lists[s] = make([]termList, len(terms))
+		for i, t := range terms {
+			pl, err := dict.PostingsList([]byte(t), ss.Deleted(), nil)
+			if err != nil {
+				return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
+			}
+			if pl == nil || pl.Count() == 0 {
+				continue
+			}
+			lists[s][i].pl = pl
+			dfs[i] += pl.Count()
+			if zd != nil && !l.zapIterator {
+				zp, live, err := zd.postings([]byte(t), ss.Deleted())
+				if err == nil && zp != nil && live == pl.Count() {
+					lists[s][i].zp = zp
+				}
+			}
+		}
+	}
+	return lists, dfs, nil
+}
+
+// walkTask is one range of a segment's documents to walk; base is the
+// segment's first internal number.
+type walkTask struct {
+	s            int
+	base, lo, hi uint64
+}
+
+// walkRanges cuts the segments into the ranges the walks take, largest
+// first, so that the last to run are short; parts is how many walks run
+// at once.
+func (l *Literature) walkRanges(segs []*scorch.SegmentSnapshot) ([]walkTask, int) {
+	var tasks []walkTask
 	parts := uint64(max(1, runtime.GOMAXPROCS(0)))
 	if l.walkParts > 0 {
 		parts = uint64(l.walkParts)
@@ -647,72 +697,54 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 			cut = parts
 		}
 		for j := uint64(0); j < cut; j++ {
-			tasks = append(tasks, task{s: s, base: base, lo: n * j / cut, hi: n * (j + 1) / cut})
+			tasks = append(tasks, walkTask{s: s, base: base, lo: n * j / cut, hi: n * (j + 1) / cut})
 		}
 		base += n
 	}
 	sort.SliceStable(tasks, func(a, b int) bool { return tasks[a].hi-tasks[a].lo > tasks[b].hi-tasks[b].lo })
-	tops := make([]topHeap, len(tasks))
-	var nextTask atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	size := windowSize
-	if l.walkWindow > 0 {
-		size = l.walkWindow
+	return tasks, int(parts)
+}
+
+// walkRange walks one range of one segment: a cursor per term with
+// postings there, started at the range's first document.
+func (w *walk) walkRange(ctx context.Context, t walkTask, seg segment.Segment, lists []termList, idf []float64, win *window) (topHeap, error) {
+	var cs []*cursor
+	for i, tl := range lists {
+		if tl.pl == nil {
+			continue
+		}
+		c := &cursor{term: i, idf: idf[i]}
+		if tl.zp != nil {
+			c.src = tl.zp.source()
+		} else {
+			c.src = segmentSource{it: tl.pl.Iterator(true, true, false, nil)}
+		}
+		c.ub = c.idf * (w.p.K1 + 1)
+		var err error
+		if t.lo == 0 {
+			err = c.next()
+		} else {
+			c.doc, c.freq, c.dl, err = c.src.advance(t.lo)
+		}
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
 	}
-	for range min(int(parts), len(tasks)) {
-		g.Go(func() error {
-			win := newWindow(size)
-			for {
-				ti := int(nextTask.Add(1) - 1)
-				if ti >= len(tasks) {
-					return nil
-				}
-				t := tasks[ti]
-				seg := segs[t.s].Segment()
-				var cs []*cursor
-				for i, pl := range pls[t.s] {
-					if pl == nil {
-						continue
-					}
-					c := &cursor{term: i, idf: idf[i]}
-					if zp := zps[t.s][i]; zp != nil {
-						c.src = zp.source()
-					} else {
-						c.src = segmentSource{it: pl.Iterator(true, true, false, nil)}
-					}
-					c.ub = c.idf * (w.p.K1 + 1)
-					var err error
-					if t.lo == 0 {
-						err = c.next()
-					} else {
-						c.doc, c.freq, c.dl, err = c.src.advance(t.lo)
-					}
-					if err != nil {
-						return err
-					}
-					cs = append(cs, c)
-				}
-				top, err := w.runWindows(gctx, cs, t.hi, win, func(doc uint64) (uint64, error) {
-					ext, err := seg.DocID(doc)
-					if err != nil {
-						return 0, err
-					}
-					return strconv.ParseUint(string(ext), 10, 64)
-				})
-				if err != nil {
-					return err
-				}
-				for _, d := range top {
-					d.doc += t.base
-				}
-				tops[ti] = top
-			}
-		})
+	top, err := w.runWindows(ctx, cs, t.hi, win, func(doc uint64) (uint64, error) {
+		ext, err := seg.DocID(doc)
+		if err != nil {
+			return 0, err
+		}
+		return strconv.ParseUint(string(ext), 10, 64)
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := g.Wait(); err != nil {
-		return nil, nil, fmt.Errorf("index %s: search: %w", l.dir, err)
+	for _, d := range top {
+		d.doc += t.base
 	}
-	return best(tops, w.k), df, nil
+	return top, nil
 }
 
 // best merges walks' candidates into the best k, best first.

@@ -56,9 +56,17 @@ type ggufTensor struct {
 // always gives the same bytes. The model can be served by Ollama but knows
 // nothing: every score it produces is meaningless.
 func WriteTinyGGUF(w io.Writer, seed uint64) error {
-	tokens := []string{"<unk>", "<s>", "</s>"}
-	types := []int32{2, 3, 3}
-	scores := []float32{0, 0, 0}
+	tokens, types, scores := tinyVocab()
+	nVocab := uint64(len(tokens))
+	return writeGGUF(w, tinyMetadata(tokens, types, scores), tinyTensors(seed, nVocab))
+}
+
+// tinyVocab is the tiny model's vocabulary: its tokens, their types and
+// scores.
+func tinyVocab() (tokens []string, types []int32, scores []float32) {
+	tokens = []string{"<unk>", "<s>", "</s>"}
+	types = []int32{2, 3, 3}
+	scores = []float32{0, 0, 0}
 	for b := 0; b < 256; b++ {
 		tokens = append(tokens, fmt.Sprintf("<0x%02X>", b))
 		types = append(types, 6)
@@ -73,9 +81,12 @@ func WriteTinyGGUF(w io.Writer, seed uint64) error {
 		types = append(types, 1)
 		scores = append(scores, -float32(i))
 	}
-	nVocab := uint64(len(tokens))
+	return tokens, types, scores
+}
 
-	kvs := []ggufKV{
+// tinyMetadata is the tiny model's GGUF metadata.
+func tinyMetadata(tokens []string, types []int32, scores []float32) []ggufKV {
+	return []ggufKV{
 		{"general.architecture", ggufString, "llama"},
 		{"general.name", ggufString, TinyModelName},
 		{"llama.context_length", ggufUint32, uint32(tinyContext)},
@@ -86,7 +97,7 @@ func WriteTinyGGUF(w io.Writer, seed uint64) error {
 		{"llama.attention.head_count_kv", ggufUint32, uint32(tinyHeads)},
 		{"llama.rope.dimension_count", ggufUint32, uint32(tinyEmbd / tinyHeads)},
 		{"llama.attention.layer_norm_rms_epsilon", ggufFloat32, float32(1e-5)},
-		{"llama.vocab_size", ggufUint32, uint32(nVocab)},
+		{"llama.vocab_size", ggufUint32, uint32(len(tokens))},
 		{"tokenizer.ggml.model", ggufString, "llama"},
 		{"tokenizer.ggml.tokens", ggufArray, tokens},
 		{"tokenizer.ggml.scores", ggufArray, scores},
@@ -96,7 +107,10 @@ func WriteTinyGGUF(w io.Writer, seed uint64) error {
 		{"tokenizer.ggml.unknown_token_id", ggufUint32, uint32(0)},
 		{"general.alignment", ggufUint32, uint32(ggufAlign)},
 	}
+}
 
+// tinyTensors are the tiny model's weights: random from seed, norms 1.
+func tinyTensors(seed, nVocab uint64) []ggufTensor {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	random := func(name string, dims ...uint64) ggufTensor {
 		n := uint64(1)
@@ -131,8 +145,12 @@ func WriteTinyGGUF(w io.Writer, seed uint64) error {
 			random(p+"ffn_down.weight", tinyFF, tinyEmbd),
 		)
 	}
-	tensors = append(tensors, ones("output_norm.weight", tinyEmbd), random("output.weight", tinyEmbd, nVocab))
+	return append(tensors, ones("output_norm.weight", tinyEmbd), random("output.weight", tinyEmbd, nVocab))
+}
 
+// writeGGUF writes a GGUF v3 file: the header, the metadata, the tensor
+// infos, then the F32 tensor data, each aligned.
+func writeGGUF(w io.Writer, kvs []ggufKV, tensors []ggufTensor) error {
 	bw := bufio.NewWriter(w)
 	cw := &countWriter{w: bw}
 	le := binary.LittleEndian

@@ -334,114 +334,119 @@ halu rerun RUN_DIR --errors
     redoes, in place, the items that failed and the items with unscored judgements (asking their
     failed stages afresh), reusing every other reply from the cache.`,
 		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var stage, out string
-			var errorsOnly, dry bool
-			var rc runControl
-			own := pflag.NewFlagSet("rerun", pflag.ContinueOnError)
-			own.StringVar(&stage, "stage", "", "the stage to recompute")
-			own.BoolVar(&errorsOnly, "errors", false, "redo failed items and unscored judgements, in place")
-			own.StringVar(&out, "out", "", "run directory of a stage rerun")
-			own.BoolVar(&dry, "dry-run", false, "print the plan of a stage rerun (calls per stage and model, those the cache answers) and stop")
-			rc.bindGates(own)
-			g.eng.Settings().Bind(own)
-			for _, a := range args {
-				if a == "-h" || a == "--help" {
-					return cmd.Help()
-				}
-			}
-			at := runDirArg(args, own)
-			if at < 0 {
-				return usagef("rerun: name the run directory before the suite's flags (halu rerun RUN_DIR --stage STAGE …)")
-			}
-			dir := args[at]
-			args = append(append([]string(nil), args[:at]...), args[at+1:]...)
-			m, recs, err := engine.ReadRun(dir)
-			if err != nil {
-				return err
-			}
-			def, ok := findSuite(m.Suite)
-			if !ok {
-				return fmt.Errorf("run %s: suite %q cannot be rerun", dir, m.Suite)
-			}
-			// The run's own config, changed by the suite flags given.
-			cfg, err := def.Decode(m.Config, m.Format)
-			if err != nil {
-				return fmt.Errorf("run %s: %w", dir, err)
-			}
-			suiteFlags := pflag.NewFlagSet(m.Suite, pflag.ContinueOnError)
-			cfg.Settings().Bind(suiteFlags)
-			mine, suiteArgs, err := splitArgs(args, own, suiteFlags)
-			if err != nil {
-				return usagef("rerun: %v", err)
-			}
-			if err := own.Parse(mine); err != nil {
-				return usageError{err}
-			}
-			if own.NArg() > 0 {
-				return usagef("rerun: unexpected %v", own.Args())
-			}
-			var ownFlags []*pflag.Flag
-			own.VisitAll(func(f *pflag.Flag) { ownFlags = append(ownFlags, f) })
-			if err := applyTo(ownFlags, nil, ""); err != nil {
-				return err
-			}
-			gates, err := rc.gates()
-			if err != nil {
-				return err
-			}
-			// The engine's settings (num_ctx, readers, …) are the run's unless
-			// given: they are part of every cache key.
-			if _, err := keepRunEngine(own, g, dir, m); err != nil {
-				return err
-			}
-			switch {
-			case errorsOnly && stage != "":
-				return usagef("rerun: --stage or --errors, not both")
-			case errorsOnly && dry:
-				return usagef("rerun: --dry-run plans a --stage rerun")
-			case errorsOnly:
-				if len(suiteArgs) > 0 {
-					return usagef("rerun --errors keeps the run's settings: %v not allowed", suiteArgs)
-				}
-				plan, n, err := engine.ErrorsRerun(dir)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "rerun %s: %d records with unscored judgements set aside; failed items are redone too\n", dir, n)
-				return resumeRun(cmd, g, dir, m, cfg, plan, gates)
-			case stage == "":
-				return usagef("rerun: --stage STAGE or --errors")
-			}
-			plan, err := engine.StageRerun(recs, stage)
-			if err != nil {
-				return usagef("rerun %s: %v", dir, err)
-			}
-			if err := suiteFlags.Parse(suiteArgs); err != nil {
-				return usageError{err}
-			}
-			if suiteFlags.NArg() > 0 {
-				return usagef("%s: unexpected %v", m.Suite, suiteFlags.Args())
-			}
-			if _, err := suiteConfig(suiteFlags, cfg); err != nil {
-				return err
-			}
-			s, err := newSuite(def, cfg)
-			if err != nil {
-				return err
-			}
-			if out == "" {
-				out = strings.TrimRight(dir, string(filepath.Separator)) + "-rerun-" + stage
-			}
-			flags := map[string]string{}
-			for k, v := range m.Flags {
-				flags[k] = v
-			}
-			flags["rerun"] = strings.Join(append([]string{dir, "--stage", stage}, suiteArgs...), " ")
-			return execute(cmd, g, s, engine.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, Rerun: plan, Flags: flags, Invocation: os.Args[1:], DryRun: dry}, gates)
-		},
+		RunE:               func(cmd *cobra.Command, args []string) error { return rerun(cmd, g, args) },
 	}
 	return cmd
+}
+
+// rerun is halu rerun: a stage redone with the run's settings changed by
+// the suite flags given (into a new run directory), or the failed items
+// and unscored judgements redone in place (--errors).
+func rerun(cmd *cobra.Command, g *globals, args []string) error {
+	var stage, out string
+	var errorsOnly, dry bool
+	var rc runControl
+	own := pflag.NewFlagSet("rerun", pflag.ContinueOnError)
+	own.StringVar(&stage, "stage", "", "the stage to recompute")
+	own.BoolVar(&errorsOnly, "errors", false, "redo failed items and unscored judgements, in place")
+	own.StringVar(&out, "out", "", "run directory of a stage rerun")
+	own.BoolVar(&dry, "dry-run", false, "print the plan of a stage rerun (calls per stage and model, those the cache answers) and stop")
+	rc.bindGates(own)
+	g.eng.Settings().Bind(own)
+	for _, a := range args {
+		if a == "-h" || a == "--help" {
+			return cmd.Help()
+		}
+	}
+	at := runDirArg(args, own)
+	if at < 0 {
+		return usagef("rerun: name the run directory before the suite's flags (halu rerun RUN_DIR --stage STAGE …)")
+	}
+	dir := args[at]
+	args = append(append([]string(nil), args[:at]...), args[at+1:]...)
+	m, recs, err := engine.ReadRun(dir)
+	if err != nil {
+		return err
+	}
+	def, ok := findSuite(m.Suite)
+	if !ok {
+		return fmt.Errorf("run %s: suite %q cannot be rerun", dir, m.Suite)
+	}
+	// The run's own config, changed by the suite flags given.
+	cfg, err := def.Decode(m.Config, m.Format)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", dir, err)
+	}
+	suiteFlags := pflag.NewFlagSet(m.Suite, pflag.ContinueOnError)
+	cfg.Settings().Bind(suiteFlags)
+	mine, suiteArgs, err := splitArgs(args, own, suiteFlags)
+	if err != nil {
+		return usagef("rerun: %v", err)
+	}
+	if err := own.Parse(mine); err != nil {
+		return usageError{err}
+	}
+	if own.NArg() > 0 {
+		return usagef("rerun: unexpected %v", own.Args())
+	}
+	var ownFlags []*pflag.Flag
+	own.VisitAll(func(f *pflag.Flag) { ownFlags = append(ownFlags, f) })
+	if err := applyTo(ownFlags, nil, ""); err != nil {
+		return err
+	}
+	gates, err := rc.gates()
+	if err != nil {
+		return err
+	}
+	// The engine's settings (num_ctx, readers, …) are the run's unless
+	// given: they are part of every cache key.
+	if _, err := keepRunEngine(own, g, dir, m); err != nil {
+		return err
+	}
+	switch {
+	case errorsOnly && stage != "":
+		return usagef("rerun: --stage or --errors, not both")
+	case errorsOnly && dry:
+		return usagef("rerun: --dry-run plans a --stage rerun")
+	case errorsOnly:
+		if len(suiteArgs) > 0 {
+			return usagef("rerun --errors keeps the run's settings: %v not allowed", suiteArgs)
+		}
+		plan, n, err := engine.ErrorsRerun(dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "rerun %s: %d records with unscored judgements set aside; failed items are redone too\n", dir, n)
+		return resumeRun(cmd, g, dir, m, cfg, plan, gates)
+	case stage == "":
+		return usagef("rerun: --stage STAGE or --errors")
+	}
+	plan, err := engine.StageRerun(recs, stage)
+	if err != nil {
+		return usagef("rerun %s: %v", dir, err)
+	}
+	if err := suiteFlags.Parse(suiteArgs); err != nil {
+		return usageError{err}
+	}
+	if suiteFlags.NArg() > 0 {
+		return usagef("%s: unexpected %v", m.Suite, suiteFlags.Args())
+	}
+	if _, err := suiteConfig(suiteFlags, cfg); err != nil {
+		return err
+	}
+	s, err := newSuite(def, cfg)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = strings.TrimRight(dir, string(filepath.Separator)) + "-rerun-" + stage
+	}
+	flags := map[string]string{}
+	for k, v := range m.Flags {
+		flags[k] = v
+	}
+	flags["rerun"] = strings.Join(append([]string{dir, "--stage", stage}, suiteArgs...), " ")
+	return execute(cmd, g, s, engine.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, Rerun: plan, Flags: flags, Invocation: os.Args[1:], DryRun: dry}, gates)
 }
 
 // runDirArg is the index of the first positional argument, skipping own's
