@@ -1,8 +1,9 @@
-// Package index holds halu's literature and knowledge stores: an on-disk
-// BM25 index of PubMed (titles and abstracts, PMID-filterable) and a
-// knowledge graph of typed biomedical relations with their supporting PMIDs.
-// Suites see them only through the Searcher and KG types here; nothing else
-// in halu depends on the storage engine.
+// Package index is halu's literature store: an on-disk BM25 index of PubMed
+// (titles and abstracts, PMID-filterable) built from PubMed XML and JSONL,
+// with the exact top k of a query walked over the postings (MaxScore,
+// windows, all cores). Suites see it only through the Searcher type; the
+// bytes of bleve's segment format it writes and reads directly live in
+// index/internal/zapv17, and the knowledge graph in index/kg.
 package index
 
 import (

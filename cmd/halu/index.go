@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"halu/index"
+	"halu/index/kg"
 )
 
 func newIndexCmd(g *globals) *cobra.Command {
@@ -151,22 +152,22 @@ func newKGCmd(g *globals) *cobra.Command {
 			if out == "" {
 				return usagef("kg import: --out is required")
 			}
-			kg, err := index.OpenKG(out, true)
+			store, err := kg.Open(out, true)
 			if err != nil {
 				return err
 			}
-			defer kg.Close()
-			info, err := kg.Import(cmd.Context(), args)
+			defer store.Close()
+			info, err := store.Import(cmd.Context(), args)
 			for _, p := range info.Problems {
 				fmt.Fprintf(g.stderr, "skipped: %s\n", p)
 			}
-			if errors.Is(err, index.ErrKGFormat) {
+			if errors.Is(err, kg.ErrFormat) {
 				return usageError{err}
 			}
 			if err != nil {
 				return err
 			}
-			st, err := kg.Stats()
+			st, err := store.Stats()
 			if err != nil {
 				return err
 			}
@@ -184,14 +185,14 @@ func newKGCmd(g *globals) *cobra.Command {
 		Short: "Edges among entities (names or Type|ID), or chains between two",
 		Args:  cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kg, err := index.OpenKG(args[0], false)
+			store, err := kg.Open(args[0], false)
 			if err != nil {
 				return err
 			}
-			defer kg.Close()
+			defer store.Close()
 			var ids []string
 			for _, a := range args[1:] {
-				nodes := kg.Lookup(a)
+				nodes := store.Lookup(a)
 				if len(nodes) == 0 {
 					return fmt.Errorf("kg %s: no entity named %q", args[0], a)
 				}
@@ -199,7 +200,7 @@ func newKGCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s → %s (%s)\n", a, nodes[0].ID, nodes[0].Name)
 			}
 			if len(ids) == 2 {
-				chains, err := kg.Chains(ids[0], ids[1], hops, maxChains, maxPMID)
+				chains, err := store.Chains(ids[0], ids[1], hops, maxChains, maxPMID)
 				if err != nil {
 					return err
 				}
@@ -208,7 +209,7 @@ func newKGCmd(g *globals) *cobra.Command {
 				}
 				return nil
 			}
-			edges, err := kg.EdgesAmong(ids, maxPMID)
+			edges, err := store.EdgesAmong(ids, maxPMID)
 			for _, e := range edges {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s —%s→ %s  (%d articles)\n", e.Head, e.Relation, e.Tail, len(e.PMIDs))
 			}

@@ -29,6 +29,7 @@ import (
 	"sync"
 
 	"halu/index"
+	"halu/index/kg"
 	"halu/localmodels"
 	"halu/metrics"
 	"halu/runner/engine"
@@ -379,7 +380,7 @@ type Suite struct {
 
 	once   sync.Once
 	lit    index.Searcher
-	kg     *index.KG
+	kg     *kg.KG
 	optErr error
 }
 
@@ -486,7 +487,7 @@ func (s *Suite) stores() error {
 			}
 		}
 		if s.cfg.KG != "" {
-			g, err := index.OpenKG(s.cfg.KG, false)
+			g, err := kg.Open(s.cfg.KG, false)
 			if err != nil {
 				s.optErr = err
 				return
@@ -957,7 +958,7 @@ func (s *Suite) nodes(ents []string) []string {
 		e = strings.TrimSpace(e)
 		typ, rest, _ := strings.Cut(e, " ")
 		if m := parenID.FindStringSubmatch(e); m != nil {
-			id := index.NormalizeID(typ, m[1])
+			id := kg.NormalizeID(typ, m[1])
 			if _, ok := s.kg.Node(id); ok {
 				add(id)
 				continue
@@ -983,7 +984,7 @@ func (s *Suite) nodes(ents []string) []string {
 
 // EdgeSentence renders an edge as the authors do:
 // {x type} {x mention} ({x id}) has the relation "{relation}" with {y type} {y mention} ({y id}).
-func EdgeSentence(kg *index.KG, e index.Edge) string {
+func EdgeSentence(kg *kg.KG, e kg.Edge) string {
 	part := func(id string) (string, string, string) {
 		typ, cid, _ := strings.Cut(id, "|")
 		name := cid
@@ -1009,7 +1010,7 @@ func EdgeSentence(kg *index.KG, e index.Edge) string {
 // "nodes", or "" for none).
 func (s *Suite) kgKnowledge(nodes []string, key string) ([]string, string, error) {
 	rng := rand.New(rand.NewPCG(uint64(s.cfg.Seed), fnv64(key)))
-	var chains []index.Chain
+	var chains []kg.Chain
 	for i := 0; i < len(nodes); i++ {
 		for j := i + 1; j < len(nodes); j++ {
 			limit := maxKGEdges
@@ -1025,7 +1026,7 @@ func (s *Suite) kgKnowledge(nodes []string, key string) ([]string, string, error
 	}
 	var out []string
 	seen := map[string]bool{}
-	add := func(es []index.Edge) {
+	add := func(es []kg.Edge) {
 		for _, e := range es {
 			if line := EdgeSentence(s.kg, e); !seen[line] && len(out) < maxKGEdges {
 				seen[line] = true
@@ -1044,7 +1045,7 @@ func (s *Suite) kgKnowledge(nodes []string, key string) ([]string, string, error
 		}
 		return out, "chains", nil
 	}
-	var own []index.Edge
+	var own []kg.Edge
 	for _, n := range nodes {
 		es, err := s.kg.Incident(n, s.cfg.BelowPMID, 0)
 		if err != nil {

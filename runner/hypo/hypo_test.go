@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"halu/index"
+	"halu/index/kg"
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
 	"halu/runner/rundir"
@@ -50,7 +51,7 @@ func TestPromptRenderingPerSetting(t *testing.T) {
 }
 
 func TestEdgeSentence(t *testing.T) {
-	e := index.Edge{Head: "Chemical|MESH:D005947", Tail: "Gene|3630", Relation: "associate"}
+	e := kg.Edge{Head: "Chemical|MESH:D005947", Tail: "Gene|3630", Relation: "associate"}
 	if got := EdgeSentence(nil, e); got != `Chemical MESH:D005947 (MESH:D005947) has the relation "associate" with Gene 3630 (3630)` {
 		t.Fatalf("%q", got)
 	}
@@ -141,7 +142,7 @@ func runWithStores(t *testing.T, ignoresFormat bool) {
 		t.Fatal(err)
 	}
 	lit.Close()
-	kg, _ := index.OpenKG(filepath.Join(dir, "kg"), true)
+	kg, _ := kg.Open(filepath.Join(dir, "kg"), true)
 	rel := filepath.Join(dir, "rel")
 	os.WriteFile(rel, []byte("100\tNegative_Correlation\tChemical|MESH:C000541\tGene|X1\n101\tAssociation\tGene|X1\tGene|103046459\n40000000\tAssociation\tChemical|MESH:C000541\tGene|103046459\n"), 0o644)
 	names := filepath.Join(dir, "names.tsv")
@@ -243,7 +244,7 @@ func runWithStores(t *testing.T, ignoresFormat bool) {
 // groundedness; the most and least grounded are reported.
 func TestOpenEnded(t *testing.T) {
 	dir := t.TempDir()
-	kg, _ := index.OpenKG(filepath.Join(dir, "kg"), true)
+	kg, _ := kg.Open(filepath.Join(dir, "kg"), true)
 	rel := filepath.Join(dir, "rel")
 	os.WriteFile(rel, []byte("1\tAssociation\tGene|A\tGene|B\n"), 0o644)
 	kg.Import(context.Background(), []string{rel})
@@ -590,7 +591,7 @@ func TestKGKnowledge(t *testing.T) {
 	fmt.Fprintf(&rel, "%d\tAssociation\tGene|Z\tGene|Y\n", pmid+1)
 	f := filepath.Join(dir, "rel")
 	os.WriteFile(f, []byte(rel.String()), 0o644)
-	kg, _ := index.OpenKG(filepath.Join(dir, "kg"), true)
+	kg, _ := kg.Open(filepath.Join(dir, "kg"), true)
 	if _, err := kg.Import(context.Background(), []string{f}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package index
+package kg
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 func openKG(t *testing.T, files ...string) *KG {
 	t.Helper()
-	g, err := OpenKG(t.TempDir(), true)
+	g, err := Open(t.TempDir(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestNormalizeIDAndLabels(t *testing.T) {
 }
 
 func TestKGFromBioRED(t *testing.T) {
-	g := openKG(t, "../testdata/kg/biored_train_sample.pubtator")
+	g := openKG(t, "../../testdata/kg/biored_train_sample.pubtator")
 	// 10491763: "10491763 Association 3175 D003924" with 3175 a gene and
 	// D003924 a disease (type II diabetes): oriented Disease → Gene.
 	edges, err := g.EdgesAmong([]string{"Gene|3175", "Disease|MESH:D003924", "Gene|999"}, 0)
@@ -105,12 +105,12 @@ func TestKGFormats(t *testing.T) {
 		"garbage line\n"), 0o644)
 	names := filepath.Join(dir, "names.tsv")
 	os.WriteFile(names, []byte("id\tname\ttype\nMESH:D000001\tCalcimycin\tChemical\n7\tTP53\tGene\n"), 0o644)
-	g, err := OpenKG(t.TempDir(), true)
+	g, err := Open(t.TempDir(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	info, err := g.Import(context.Background(), []string{rel, names, "../testdata/kg/pubtator3.37026113_240614.pubtator", "../testdata/kg/netmedex_edges_sample.tsv"})
+	info, err := g.Import(context.Background(), []string{rel, names, "../../testdata/kg/pubtator3.37026113_240614.pubtator", "../../testdata/kg/netmedex_edges_sample.tsv"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestKGRejectsDamage(t *testing.T) {
 		"10\t214\t208\tiodide\tMESH:D007454\n"+ // a mention line with its type column lost
 		"10\tPositive_Correlation\tMESH:D007454\t7253\n"+
 		"10\tAssociation\tMESH:D007454\t9999\n"), 0o644) // 9999 is mentioned nowhere
-	g, err := OpenKG(t.TempDir(), true)
+	g, err := Open(t.TempDir(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestKGRejectsDamage(t *testing.T) {
 
 	// A JSON export is not a format halu reads: refused, nothing written,
 	// even when it comes after a good file.
-	g2, err := OpenKG(t.TempDir(), true)
+	g2, err := Open(t.TempDir(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestKGRejectsDamage(t *testing.T) {
 	js := filepath.Join(dir, "export.json")
 	os.WriteFile(js, []byte(`{"PubTator3": [{"id": "37026113", "passages": []}]}`+"\n"), 0o644)
 	_, err = g2.Import(context.Background(), []string{doc, js})
-	if !errors.Is(err, ErrKGFormat) {
+	if !errors.Is(err, ErrFormat) {
 		t.Fatalf("JSON input: %v", err)
 	}
 	if st, _ := g2.Stats(); st.Edges != 0 {
@@ -242,9 +242,9 @@ func TestKGRejectsDamage(t *testing.T) {
 // bucket, real BioRED and PubTator 3 files imported twice over (the second
 // import merges PMIDs into edges already there).
 func TestKGImportMergesSortedRuns(t *testing.T) {
-	files := []string{"../testdata/kg/biored_train_sample.pubtator", "../testdata/kg/pubtator3.37026113_240614.pubtator", "../testdata/kg/netmedex_edges_sample.tsv"}
+	files := []string{"../../testdata/kg/biored_train_sample.pubtator", "../../testdata/kg/pubtator3.37026113_240614.pubtator", "../../testdata/kg/netmedex_edges_sample.tsv"}
 	dump := func(small bool) map[string][]string {
-		g, err := OpenKG(t.TempDir(), true)
+		g, err := Open(t.TempDir(), true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,13 @@
-package index
+// Package kg is halu's knowledge-graph store: typed biomedical relations
+// between entities named in TruthHypo's "Type|ConceptID" convention
+// (Gene|3175, Disease|MESH:D003924), each with the PMIDs of the articles
+// that support it, kept on disk in a bbolt B+tree so PubTator-scale graphs
+// (tens of millions of edges) need no more memory than the pages in use.
+// It imports PubTator documents, relation2pubtator3 files, TruthHypo-style
+// edge tables and name tables (Import), and answers the lookups KnowHD and
+// the hypothesis agents make: nodes by id or name, edges among entities,
+// chains between two of them.
+package kg
 
 import (
 	"bufio"
@@ -8,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"halu/index"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,12 +28,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Knowledge graph store: typed biomedical relations between entities named
-// in TruthHypo's "Type|ConceptID" convention (Gene|3175,
-// Disease|MESH:D003924), each with the PMIDs of the articles that support
-// it, kept on disk in a bbolt B+tree so PubTator-scale graphs (tens of
-// millions of edges) need no more memory than the pages in use.
-//
 // Buckets: edge (head\x00tail\x00relation → PMIDs, delta-varint), adj
 // (node\x00other\x00relation\x00direction → nothing: the adjacency index),
 // node (id → type and name), name (lower-cased name\x00id → mention count).
@@ -61,8 +65,8 @@ type KG struct {
 	sortLimit int
 }
 
-// OpenKG opens the store in dir, creating it when create is set.
-func OpenKG(dir string, create bool) (*KG, error) {
+// Open opens the store in dir, creating it when create is set.
+func Open(dir string, create bool) (*KG, error) {
 	p := filepath.Join(dir, kgFile)
 	if _, err := os.Stat(p); err != nil {
 		if !create {
@@ -199,11 +203,11 @@ func RelationLabel(pubtator, head, tail string) string {
 
 // ImportInfo says what an import read.
 type ImportInfo struct {
-	Files    []string  `json:"files"`
-	Edges    int       `json:"edge_rows"`
-	Mentions int       `json:"mentions"`
-	Problems []Problem `json:"problems,omitempty"`
-	Skipped  int       `json:"skipped"`
+	Files    []string        `json:"files"`
+	Edges    int             `json:"edge_rows"`
+	Mentions int             `json:"mentions"`
+	Problems []index.Problem `json:"problems,omitempty"`
+	Skipped  int             `json:"skipped"`
 }
 
 type edgeRow struct {
@@ -229,14 +233,14 @@ type mention struct {
 // entity-name table claims are matched against.
 //
 // A file none of whose first lines is in one of these formats is refused
-// (ErrKGFormat) before anything is written; within a file, a line that
+// (ErrFormat) before anything is written; within a file, a line that
 // cannot be an edge or a mention (a relation type that is not a word, a
 // relation naming an entity its document never mentions) is skipped and
 // reported.
 func (g *KG) Import(ctx context.Context, files []string) (ImportInfo, error) {
 	info := ImportInfo{Files: files}
 	for _, f := range files {
-		if _, err := readKGFile(f, sniffLines, func(edgeRow) error { return nil }, func(mention) error { return nil }, func(Problem) {}); err != nil {
+		if _, err := readKGFile(f, sniffLines, func(edgeRow) error { return nil }, func(mention) error { return nil }, func(index.Problem) {}); err != nil {
 			return info, err
 		}
 	}
@@ -273,7 +277,7 @@ func (g *KG) Import(ctx context.Context, files []string) (ImportInfo, error) {
 				return flushMentions()
 			}
 			return nil
-		}, func(p Problem) {
+		}, func(p index.Problem) {
 			if len(info.Problems) < maxProblems {
 				info.Problems = append(info.Problems, p)
 			}
@@ -294,8 +298,8 @@ func (g *KG) Import(ctx context.Context, files []string) (ImportInfo, error) {
 	return info, ctx.Err()
 }
 
-// ErrKGFormat marks an input that is not a knowledge-graph file halu reads.
-var ErrKGFormat = errors.New("not a knowledge-graph file halu reads (PubTator documents, relation2pubtator3, a TSV with pmid, x_id, y_id and a relation column, or an id/name table)")
+// ErrFormat marks an input that is not a knowledge-graph file halu reads.
+var ErrFormat = errors.New("not a knowledge-graph file halu reads (PubTator documents, relation2pubtator3, a TSV with pmid, x_id, y_id and a relation column, or an id/name table)")
 
 // sniffLines is how many lines of a file Import reads to recognise it.
 const sniffLines = 200
@@ -311,9 +315,9 @@ type kgCounts struct{ rows, mentions int }
 // readKGFile streams the edges and mentions of one file (its first
 // maxLines lines when maxLines > 0) to emitRow and emitMention, and the
 // lines it skips to bad; an error of an emit function stops it. A file
-// with lines but neither edges nor mentions among them is an ErrKGFormat.
+// with lines but neither edges nor mentions among them is an ErrFormat.
 // Only one PubTator document is held at a time.
-func readKGFile(path string, maxLines int, emitRow func(edgeRow) error, emitMention func(mention) error, problem func(Problem)) (kgCounts, error) {
+func readKGFile(path string, maxLines int, emitRow func(edgeRow) error, emitMention func(mention) error, problem func(index.Problem)) (kgCounts, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return kgCounts{}, err
@@ -343,7 +347,7 @@ func readKGFile(path string, maxLines int, emitRow func(edgeRow) error, emitMent
 		return r.n, fmt.Errorf("%s:%d: %w", path, r.line, err)
 	}
 	if nonEmpty > 0 && r.n.rows == 0 && r.n.mentions == 0 && r.header == nil {
-		return r.n, fmt.Errorf("%s: %w", path, ErrKGFormat)
+		return r.n, fmt.Errorf("%s: %w", path, ErrFormat)
 	}
 	return r.n, nil
 }
@@ -355,7 +359,7 @@ type kgReader struct {
 	path        string
 	emitRow     func(edgeRow) error
 	emitMention func(mention) error
-	problem     func(Problem)
+	problem     func(index.Problem)
 	emitErr     error
 	n           kgCounts
 	line        int
@@ -368,7 +372,7 @@ type kgReader struct {
 }
 
 func (r *kgReader) bad(line int, reason string) {
-	r.problem(Problem{File: r.path, Line: line, Reason: reason})
+	r.problem(index.Problem{File: r.path, Line: line, Reason: reason})
 }
 
 func (r *kgReader) addRow(e edgeRow) {
@@ -940,15 +944,15 @@ func makeChain(path []step) Chain {
 	return c
 }
 
-// KGStats counts the store's contents.
-type KGStats struct {
+// Stats counts the store's contents.
+type Stats struct {
 	Edges, Nodes, Names int
 	SizeBytes           int64
 }
 
 // Stats counts edges, nodes and names.
-func (g *KG) Stats() (KGStats, error) {
-	var s KGStats
+func (g *KG) Stats() (Stats, error) {
+	var s Stats
 	err := g.db.View(func(tx *bolt.Tx) error {
 		s.Edges = tx.Bucket(bucketEdge).Stats().KeyN
 		s.Nodes = tx.Bucket(bucketNode).Stats().KeyN
