@@ -1,6 +1,7 @@
 package index
 
 import (
+	"halu/index/internal/zapv17"
 	"hash/maphash"
 	"slices"
 	"sync/atomic"
@@ -247,12 +248,6 @@ func (s *stemCache) entry(tok *analysis.Token) *stemEntry {
 	})
 }
 
-// termCount is a term of an analysed text and how often it occurs.
-type termCount struct {
-	term  string
-	count int
-}
-
 // termScratch is one analysing goroutine's memory, reused from text to
 // text: halu_en's tokens, and the map that counts terms.
 type termScratch struct {
@@ -323,7 +318,7 @@ func (m *termMemory) entry(tok *analysis.Token) *termEntry {
 // With m (a's memory) it tokenizes in s's memory and looks each word's
 // term up; without, a runs as bleve runs it. Either way the terms are a's
 // (TestAnalyzerMatchesEnglish).
-func analyzeTerms(a analysis.Analyzer, m *termMemory, text []byte, s *termScratch) ([]termCount, int) {
+func analyzeTerms(a analysis.Analyzer, m *termMemory, text []byte, s *termScratch) ([]zapv17.TermCount, int) {
 	if s.at == nil {
 		s.at = map[string]int{}
 	}
@@ -339,7 +334,7 @@ func analyzeTerms(a analysis.Analyzer, m *termMemory, text []byte, s *termScratc
 	} else {
 		tokens = a.Analyze(text)
 	}
-	out := make([]termCount, 0, len(tokens)/2+1)
+	out := make([]zapv17.TermCount, 0, len(tokens)/2+1)
 	n := 0
 	for _, tok := range tokens {
 		var term string
@@ -352,11 +347,11 @@ func analyzeTerms(a analysis.Analyzer, m *termMemory, text []byte, s *termScratc
 		}
 		n++
 		if i, ok := s.at[term]; ok {
-			out[i].count++
+			out[i].Count++
 			continue
 		}
 		s.at[term] = len(out)
-		out = append(out, termCount{term: term, count: 1})
+		out = append(out, zapv17.TermCount{Term: term, Count: 1})
 	}
 	return out, n
 }

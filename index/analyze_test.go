@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"halu/index/internal/zapv17"
 	"math/rand"
 	"path/filepath"
 	"slices"
@@ -120,15 +121,15 @@ func TestAnalyzerMatchesEnglish(t *testing.T) {
 // terms, against counting the tokens of bleve's en analyzer.
 func sameTerms(t *testing.T, text string, want analysis.TokenStream, a analysis.Analyzer, m *termMemory, s *termScratch) bool {
 	t.Helper()
-	var counts []termCount
+	var counts []zapv17.TermCount
 	at := map[string]int{}
 	for _, tok := range want {
 		if i, ok := at[string(tok.Term)]; ok {
-			counts[i].count++
+			counts[i].Count++
 			continue
 		}
 		at[string(tok.Term)] = len(counts)
-		counts = append(counts, termCount{term: string(tok.Term), count: 1})
+		counts = append(counts, zapv17.TermCount{Term: string(tok.Term), Count: 1})
 	}
 	got, n := analyzeTerms(a, m, []byte(text), s)
 	if n != len(want) || !slices.Equal(got, counts) {

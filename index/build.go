@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"halu/index/internal/zapv17"
 	"io"
 	"os"
 	"runtime"
@@ -60,7 +61,7 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 
 	// The writer: apply each file's operations in input order. Chunks are
 	// analysed (on all cores) one ahead of the writer, so analysis of the
-	// next chunk overlaps the writing of this one's segment (segmentPlugin).
+	// next chunk overlaps the writing of this one's segment (zapv17.Plugin).
 	seen, err := l.knownPMIDs(ctx)
 	if err != nil {
 		return b.info, err
@@ -515,9 +516,12 @@ func (w *batchWriter) flush() error {
 // frequencies is made only if something asks for it.
 type analyzedText struct {
 	*document.TextField
-	terms  []termCount
+	terms  []zapv17.TermCount
 	length int
 }
+
+// Terms are the field's terms with their counts (zapv17.Counted).
+func (f analyzedText) Terms() []zapv17.TermCount { return f.terms }
 
 func (analyzedText) Analyze()              {}
 func (f analyzedText) AnalyzedLength() int { return f.length }
@@ -527,9 +531,9 @@ func (f analyzedText) AnalyzedLength() int { return f.length }
 func (f analyzedText) AnalyzedTokenFrequencies() bindex.TokenFrequencies {
 	tfs := make(bindex.TokenFrequencies, len(f.terms))
 	for _, t := range f.terms {
-		tf := &bindex.TokenFreq{Term: []byte(t.term)}
-		tf.SetFrequency(t.count)
-		tfs[t.term] = tf
+		tf := &bindex.TokenFreq{Term: []byte(t.Term)}
+		tf.SetFrequency(t.Count)
+		tfs[t.Term] = tf
 	}
 	return tfs
 }
@@ -550,6 +554,10 @@ func newPMIDField(pmid uint64) pmidField {
 	tokens := analysis.TokenStream{{Start: 0, End: len(v), Term: v, Position: 1, Type: analysis.Numeric}}
 	return pmidField{NumericField: f, freq: analysis.TokenFrequency(tokens, nil, f.Options())}
 }
+
+// PlainField marks the field as one the segment builder writes from its
+// token frequencies (zapv17.Plain).
+func (pmidField) PlainField() {}
 
 func (pmidField) Analyze()                                            {}
 func (f pmidField) AnalyzedLength() int                               { return 1 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"halu/index/internal/zapv17"
 	"math"
 	"os"
 	"path/filepath"
@@ -444,7 +445,7 @@ func TestPrunedTopKIsExhaustive(t *testing.T) {
 	r := snapshot(t, l)
 	defer r.Close()
 	for _, ss := range r.Segments() {
-		if _, err := openZapPostings(ss.Segment(), fieldText); err != nil {
+		if _, err := zapv17.OpenDict(ss.Segment(), fieldText); err != nil {
 			t.Fatalf("a segment's postings are not read directly: %v", err)
 		}
 	}

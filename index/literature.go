@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"halu/index/internal/zapv17"
 	"io/fs"
 	"math"
 	"os"
@@ -112,17 +113,21 @@ type meta struct {
 	Builds []BuildInfo `json:"builds"`
 }
 
-// Literature is the on-disk PubMed index: bleve (scorch) with the BM25
-// scoring model, English analysis of title + abstract in one field, and the
-// PMID as a numeric field for the cutoff.
+// Literature is the on-disk PubMed index: bleve (scorch) storing title +
+// abstract in one text field analysed by halu_en (bleve's English analysis,
+// the same terms), the PMID as a numeric field for the cutoff, and corpus
+// statistics (documents, total length) kept beside the index in the
+// build's journal.
 //
-// bleve's own "bm25" takes the square root of term frequencies and averages
-// lengths per segment, so its scores move when segments merge. halu uses
-// bleve to find candidates (with global statistics passed in, so the
-// candidate ranking does not depend on merges either) and re-scores them with
-// textbook BM25 (k1 1.2, b 0.75) from exact term counts and corpus
-// statistics kept beside the index: scores, and so the threshold τ, are the
-// same however the index is laid out.
+// bleve's own "bm25" takes the square root of term frequencies and
+// averages lengths per segment, so its scores move when segments merge.
+// halu scores BM25 itself (any k1 and b) from exact term counts and those
+// corpus statistics, walking the query terms' postings with MaxScore
+// pruning (topk.go) — a window of documents at a time, on all cores, each
+// segment's postings read straight from its zap file where the layout is
+// understood (index/internal/zapv17) — and returns the exact top k:
+// scores, and so the threshold τ, are the same however the index is laid
+// out.
 type Literature struct {
 	dir      string
 	idx      bleve.Index
@@ -182,9 +187,27 @@ func newMapping() *mapping.IndexMappingImpl {
 	return im
 }
 
+// Option changes how OpenLiterature opens an index.
+type Option func(*options)
+
+type options struct{ stockSegments bool }
+
+// StockSegments has bleve's own zap builder write the index's new
+// segments instead of halu's builder of the same format (zapv17.Plugin):
+// the same bytes, written more slowly — a way back should a zapx release
+// change what halu's builder assumes.
+func StockSegments() Option { return func(o *options) { o.stockSegments = true } }
+
 // OpenLiterature opens the index in dir, creating it when create is set and
 // there is none.
-func OpenLiterature(dir string, create bool) (*Literature, error) {
+func OpenLiterature(dir string, create bool, opts ...Option) (*Literature, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	// The writer of the index's new segments is chosen when the index is
+	// opened (scorch keeps the one its registry holds then).
+	zapv17.Install(!o.stockSegments)
 	bd := filepath.Join(dir, bleveDir)
 	var idx bleve.Index
 	var err error

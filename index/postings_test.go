@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"halu/index/internal/zapv17"
 	"math/rand"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ type posting struct {
 func readPostings(t *testing.T, s source, advances []uint64) []posting {
 	t.Helper()
 	var out []posting
-	d, f, dl, err := s.next()
+	d, f, dl, err := s.Next()
 	for i := 0; ; i++ {
 		if err != nil {
 			t.Fatal(err)
@@ -84,9 +85,9 @@ func readPostings(t *testing.T, s source, advances []uint64) []posting {
 		}
 		out = append(out, posting{d, f, dl})
 		if i < len(advances) && advances[i] > d {
-			d, f, dl, err = s.advance(advances[i])
+			d, f, dl, err = s.Advance(advances[i])
 		} else {
-			d, f, dl, err = s.next()
+			d, f, dl, err = s.Next()
 		}
 	}
 }
@@ -103,7 +104,7 @@ func TestZapPostingsAsZapReadsThem(t *testing.T) {
 	var lists, chunked, withDeleted int
 	for _, ss := range snap.Segments() {
 		seg := ss.Segment()
-		zd, err := openZapPostings(seg, fieldText)
+		zd, err := zapv17.OpenDict(seg, fieldText)
 		if err != nil {
 			t.Fatalf("a persisted segment is not read directly: %v", err)
 		}
@@ -127,7 +128,7 @@ func TestZapPostingsAsZapReadsThem(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				zp, live, err := zd.postings([]byte(e.Term), del)
+				zp, live, err := zd.Postings([]byte(e.Term), del)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -141,10 +142,10 @@ func TestZapPostingsAsZapReadsThem(t *testing.T) {
 					continue
 				}
 				lists++
-				if len(zp.ends) > 1 {
+				if zp.Chunks() > 1 {
 					chunked++
 				}
-				if del != nil && del.AndCardinality(zp.all) > 0 {
+				if del != nil && del.AndCardinality(zp.Documents()) > 0 {
 					withDeleted++
 				}
 				// Jumps: to random documents ahead, short and long.
@@ -154,7 +155,7 @@ func TestZapPostingsAsZapReadsThem(t *testing.T) {
 				}
 				for _, jumps := range [][]uint64{nil, advances} {
 					want := readPostings(t, segmentSource{it: pl.Iterator(true, true, false, nil)}, jumps)
-					got := readPostings(t, zp.source(), jumps)
+					got := readPostings(t, zp.Source(), jumps)
 					if len(got) != len(want) {
 						t.Fatalf("term %q: %d postings read, zap reads %d", e.Term, len(got), len(want))
 					}
@@ -178,42 +179,7 @@ func TestZapPostingsAsZapReadsThem(t *testing.T) {
 // read through zap's iterator.
 func TestZapPostingsRefusesOthers(t *testing.T) {
 	var s segment.Segment
-	if _, err := openZapPostings(s, fieldText); err != errZapLayout {
+	if _, err := zapv17.OpenDict(s, fieldText); err != zapv17.ErrLayout {
 		t.Fatalf("nil segment: %v", err)
-	}
-	if _, err := zapChunkSize(1026, 5000, 0); err != errZapLayout {
-		t.Fatalf("chunk size 0: %v", err)
-	}
-	for _, c := range []struct {
-		mode        uint32
-		card, docs  uint64
-		want        uint64
-		description string
-	}{
-		{1024, 10, 100000, 1024, "legacy"},
-		{1025, 10, 100000, 100000, "1025, few"},
-		{1025, 5000, 100000, 1024, "1025, many"},
-		{1026, 1023, 100000, 100000, "1026, one chunk"},
-		{1026, 5000, 100000, 20000, "1026, five chunks"},
-	} {
-		if got, err := zapChunkSize(c.mode, c.card, c.docs); err != nil || got != c.want {
-			t.Errorf("%s: %d %v, want %d", c.description, got, err, c.want)
-		}
-	}
-}
-
-// TestZapLenIsTheNormsLength: a length read from a zap file is the one its
-// float32 norm gives back, for every length below exactLen (so the walk
-// may use it as read), and for lengths above it too.
-func TestZapLenIsTheNormsLength(t *testing.T) {
-	for l := uint64(0); l < exactLen; l++ {
-		if got := docLen(zapNorm(l)); got != int(l) {
-			t.Fatalf("length %d: the norm gives %d", l, got)
-		}
-	}
-	for _, l := range []uint64{exactLen, 6660631, 1 << 30} {
-		if got, want := zapLen(l), docLen(zapNorm(l)); got != want {
-			t.Fatalf("length %d: %d, the norm gives %d", l, got, want)
-		}
 	}
 }

@@ -2,7 +2,9 @@ package index
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"halu/index/internal/zapv17"
 	"os"
 	"path/filepath"
 	"testing"
@@ -135,11 +137,10 @@ func TestSegmentBuilderWritesZapsBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var b segmentBuilder
-		if !b.read(docs) {
+		if !zapv17.Writes(docs) {
 			t.Fatalf("%d documents: the builder declined them", n)
 		}
-		got, _, err := b.build(nil)
+		got, _, err := zapv17.NewPlugin().NewUsing(docs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,16 +187,51 @@ func TestSegmentBuilderDeclines(t *testing.T) {
 	comp.AddField(document.NewTextFieldWithIndexingOptions("t", nil, []byte("a"), bindex.IndexField))
 	comp.AddField(document.NewCompositeField("_all", true, nil, nil))
 	for _, d := range []*document.Document{two, comp} {
-		var b segmentBuilder
-		if b.read([]bindex.Document{d}) {
+		if zapv17.Writes([]bindex.Document{d}) {
 			t.Errorf("document %s: the builder took it", d.ID())
 		}
 	}
-	seg, _, err := segmentPlugin{&zap.ZapPlugin{}}.New([]bindex.Document{two})
+	seg, _, err := zapv17.NewPlugin().New([]bindex.Document{two})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := seg.Count(); n != 1 {
 		t.Errorf("zap's segment holds %d documents, want 1", n)
+	}
+}
+
+// An index whose segments bleve's own zap wrote (StockSegments) serves
+// the same top documents with the same scores as one halu's builder
+// wrote, and each open installs the writer it asks for.
+func TestStockSegmentsServeTheSame(t *testing.T) {
+	in := "../testdata/pubmed/pubmedqa_contexts.jsonl"
+	search := func(opts ...Option) ([]Hit, string) {
+		l, err := OpenLiterature(t.TempDir(), true, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		writer := zapv17.Installed()
+		if _, err := l.Build(context.Background(), []string{in}, BuildOptions{BatchSize: 300}); err != nil {
+			t.Fatal(err)
+		}
+		hits, err := l.Search(context.Background(), "statin therapy and cardiovascular outcomes in older patients", SearchOptions{K: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits, writer
+	}
+	stock, w1 := search(StockSegments())
+	halu, w2 := search()
+	if w1 != "zap" || w2 != "halu" {
+		t.Fatalf("installed %q then %q, want zap then halu", w1, w2)
+	}
+	if len(halu) == 0 || len(stock) != len(halu) {
+		t.Fatalf("%d hits from zap's segments, %d from halu's", len(stock), len(halu))
+	}
+	for i := range halu {
+		if stock[i].PMID != halu[i].PMID || stock[i].Score != halu[i].Score {
+			t.Fatalf("hit %d: %+v from zap's segments, %+v from halu's", i, stock[i], halu[i])
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"halu/index/internal/zapv17"
 	"math"
 	"math/bits"
 	"runtime"
@@ -81,11 +82,11 @@ func (h *topHeap) Pop() any {
 // source is one term's postings in document order: a bleve term reader
 // over the whole index, or one segment's postings.
 type source interface {
-	// next moves to the next posting; advance to the first at or after
+	// Next moves to the next posting; Advance to the first at or after
 	// target, which lies past the current one. Both return done as the
-	// document at the end.
-	next() (doc uint64, freq int, dl int, err error)
-	advance(target uint64) (doc uint64, freq int, dl int, err error)
+	// document at the end. (zapv17.Source is one.)
+	Next() (doc uint64, freq int, dl int, err error)
+	Advance(target uint64) (doc uint64, freq int, dl int, err error)
 }
 
 // readerSource reads a bleve TermFieldReader (documents by their 8-byte
@@ -100,12 +101,12 @@ func (s *readerSource) set(d *bindex.TermFieldDoc, err error) (uint64, int, int,
 	if err != nil || d == nil || len(d.ID) != 8 {
 		return done, 0, 0, err
 	}
-	return binary.BigEndian.Uint64(d.ID), int(d.Freq), docLen(d.Norm), nil
+	return binary.BigEndian.Uint64(d.ID), int(d.Freq), zapv17.DocLen(d.Norm), nil
 }
 
-func (s *readerSource) next() (uint64, int, int, error) { return s.set(s.tfr.Next(&s.buf)) }
+func (s *readerSource) Next() (uint64, int, int, error) { return s.set(s.tfr.Next(&s.buf)) }
 
-func (s *readerSource) advance(target uint64) (uint64, int, int, error) {
+func (s *readerSource) Advance(target uint64) (uint64, int, int, error) {
 	binary.BigEndian.PutUint64(s.key[:], target)
 	return s.set(s.tfr.Advance(s.key[:], &s.buf))
 }
@@ -118,12 +119,12 @@ func (s segmentSource) set(p segment.Posting, err error) (uint64, int, int, erro
 	if err != nil || p == nil {
 		return done, 0, 0, err
 	}
-	return p.Number(), int(p.Frequency()), docLen(p.Norm()), nil
+	return p.Number(), int(p.Frequency()), zapv17.DocLen(p.Norm()), nil
 }
 
-func (s segmentSource) next() (uint64, int, int, error) { return s.set(s.it.Next()) }
+func (s segmentSource) Next() (uint64, int, int, error) { return s.set(s.it.Next()) }
 
-func (s segmentSource) advance(target uint64) (uint64, int, int, error) {
+func (s segmentSource) Advance(target uint64) (uint64, int, int, error) {
 	return s.set(s.it.Advance(target))
 }
 
@@ -137,10 +138,11 @@ type cursor struct {
 	dl      int // the document's length
 }
 
-const done = math.MaxUint64
+// done is the document a source gives at its end.
+const done = zapv17.Done
 
 func (c *cursor) next() (err error) {
-	c.doc, c.freq, c.dl, err = c.src.next()
+	c.doc, c.freq, c.dl, err = c.src.Next()
 	return err
 }
 
@@ -149,16 +151,8 @@ func (c *cursor) advance(target uint64) (err error) {
 	if c.doc >= target {
 		return nil
 	}
-	c.doc, c.freq, c.dl, err = c.src.advance(target)
+	c.doc, c.freq, c.dl, err = c.src.Advance(target)
 	return err
-}
-
-// docLen is the length a norm stands for (bleve: float32(1/√len)).
-func docLen(norm float64) int {
-	if norm <= 0 {
-		return 0
-	}
-	return int(math.Round(1 / (norm * norm)))
 }
 
 // sharedTheta is the best k-th score any walk of a query holds: k
@@ -630,7 +624,7 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 // reader of it (nil: through zap's iterator).
 type termList struct {
 	pl segment.PostingsList
-	zp *zapPostings
+	zp *zapv17.Postings
 }
 
 // segmentLists reads every segment's postings lists of terms first: the
@@ -646,7 +640,7 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 		if err != nil {
 			return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
 		}
-		zd, _ := openZapPostings(ss.Segment(), fieldText) // nil: through zap's iterator
+		zd, _ := zapv17.OpenDict(ss.Segment(), fieldText) // nil: through zap's iterator
 		lists[s] = make([]termList, len(terms))
 		for i, t := range terms {
 			pl, err := dict.PostingsList([]byte(t), ss.Deleted(), nil)
@@ -659,7 +653,7 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 			lists[s][i].pl = pl
 			dfs[i] += pl.Count()
 			if zd != nil && !l.zapIterator {
-				zp, live, err := zd.postings([]byte(t), ss.Deleted())
+				zp, live, err := zd.Postings([]byte(t), ss.Deleted())
 				if err == nil && zp != nil && live == pl.Count() {
 					lists[s][i].zp = zp
 				}
@@ -715,7 +709,7 @@ func (w *walk) walkRange(ctx context.Context, t walkTask, seg segment.Segment, l
 		}
 		c := &cursor{term: i, idf: idf[i]}
 		if tl.zp != nil {
-			c.src = tl.zp.source()
+			c.src = tl.zp.Source()
 		} else {
 			c.src = segmentSource{it: tl.pl.Iterator(true, true, false, nil)}
 		}
@@ -724,7 +718,7 @@ func (w *walk) walkRange(ctx context.Context, t walkTask, seg segment.Segment, l
 		if t.lo == 0 {
 			err = c.next()
 		} else {
-			c.doc, c.freq, c.dl, err = c.src.advance(t.lo)
+			c.doc, c.freq, c.dl, err = c.src.Advance(t.lo)
 		}
 		if err != nil {
 			return nil, err

@@ -18,6 +18,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 
 	var out string
 	var batch int
+	var writer string
 	build := &cobra.Command{
 		Use:   "build --out DIR INPUT...",
 		Short: "Add PubMed XML (.xml, .xml.gz) and JSONL files to the index, in order (updates and deletions apply)",
@@ -26,7 +27,15 @@ func newIndexCmd(g *globals) *cobra.Command {
 			if out == "" {
 				return usagef("index build: --out is required")
 			}
-			l, err := index.OpenLiterature(out, true)
+			var opts []index.Option
+			switch writer {
+			case "halu":
+			case "zap":
+				opts = append(opts, index.StockSegments())
+			default:
+				return usagef("index build: --segment-writer %q (want halu or zap)", writer)
+			}
+			l, err := index.OpenLiterature(out, true, opts...)
 			if err != nil {
 				return err
 			}
@@ -71,6 +80,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 	}
 	build.Flags().StringVar(&out, "out", "", "index directory (created, or added to)")
 	build.Flags().IntVar(&batch, "batch", 2000, "records per index batch")
+	build.Flags().StringVar(&writer, "segment-writer", "halu", "who writes the index's segments, in bleve's zap v17 format: halu (its own builder, the same bytes, faster) or zap (bleve's)")
 
 	var k int
 	var minScore float64

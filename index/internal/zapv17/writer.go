@@ -1,4 +1,4 @@
-package index
+package zapv17
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -19,33 +20,99 @@ import (
 	"github.com/golang/snappy"
 )
 
-// segmentPlugin is zap v17, the segment format scorch writes by default,
-// with new segments built by halu's segmentBuilder where it can: a build
-// spent as much CPU in zap's general builder as in all the rest. The
-// segments are zap v17 files, read, merged and recorded as zap's own
-// (Type "zap", Version 17); a batch the builder does not handle goes to
-// zap. TestSegmentBuilderWritesZapsBytes holds the two to the same bytes.
-type segmentPlugin struct{ *zap.ZapPlugin }
+// Plugin is zap v17, the segment format scorch writes by default, with
+// new segments built by halu's segmentBuilder where it can: a build spent
+// as much CPU in zap's general builder as in all the rest. The segments
+// are zap v17 files, read, merged and recorded as zap's own (Type "zap",
+// Version 17); a batch the builder does not handle goes to zap.
+// TestSegmentBuilderWritesZapsBytes holds the two to the same bytes.
+type Plugin struct{ *zap.ZapPlugin }
 
-// The plugin takes zap v17's place in scorch's registry of segment
-// formats, which is scorch's own process-wide table: every index halu
-// opens writes its new segments through it.
-func init() {
-	scorch.RegisterSegmentPlugin(segmentPlugin{&zap.ZapPlugin{}}, true)
+// NewPlugin is halu's zap v17 segment writer.
+func NewPlugin() Plugin { return Plugin{&zap.ZapPlugin{}} }
+
+var (
+	installMu sync.Mutex
+	installed = "zap" // scorch's own, until Install says otherwise
+)
+
+// CheckedZapx is the zapx/v17 release whose layout this package writes
+// and reads: its builder's bytes (TestSegmentBuilderWritesZapsBytes) and
+// its postings (TestZapPostingsAsZapReadsThem, the pruned-equals-
+// exhaustive walk) were checked against it. TestZapxIsTheOneChecked fails
+// when go.mod names another release: run those tests against it, read
+// zapx's changes to new.go, section_inverted_text_index.go, posting.go
+// and intDecoder.go, then update this.
+const CheckedZapx = "v17.2.3"
+
+// Installed is the writer Install put in the registry: "halu" or "zap".
+func Installed() string {
+	installMu.Lock()
+	defer installMu.Unlock()
+	return installed
+}
+
+// Install puts a writer of zap v17 segments in scorch's registry of
+// segment formats: halu's (Plugin) when halu is set, else zap's own. The
+// registry is scorch's process-wide table, which scorch reads when it
+// opens an index (the index keeps the writer it found): Install before
+// opening an index, never while another opens one. It changes the
+// registry only when the choice changes.
+func Install(halu bool) {
+	installMu.Lock()
+	defer installMu.Unlock()
+	want := map[bool]string{true: "halu", false: "zap"}[halu]
+	if installed == want {
+		return
+	}
+	if halu {
+		scorch.RegisterSegmentPlugin(NewPlugin(), true)
+	} else {
+		scorch.RegisterSegmentPlugin(&zap.ZapPlugin{}, true)
+	}
+	installed = want
+}
+
+// Writes reports whether halu's builder writes a segment of these
+// documents; zap builds the others.
+func Writes(results []bindex.Document) bool {
+	var b segmentBuilder
+	return b.read(results)
 }
 
 // New builds a segment from documents.
-func (p segmentPlugin) New(results []bindex.Document) (segment.Segment, uint64, error) {
+func (p Plugin) New(results []bindex.Document) (segment.Segment, uint64, error) {
 	return p.NewUsing(results, nil)
 }
 
 // NewUsing builds a segment from documents with scorch's configuration.
-func (p segmentPlugin) NewUsing(results []bindex.Document, config map[string]interface{}) (segment.Segment, uint64, error) {
+func (p Plugin) NewUsing(results []bindex.Document, config map[string]interface{}) (segment.Segment, uint64, error) {
 	var b segmentBuilder
 	if !b.read(results) {
 		return p.ZapPlugin.NewUsing(results, config)
 	}
 	return b.build(config)
+}
+
+// TermCount is a term of an analysed field and how often it occurs.
+type TermCount struct {
+	Term  string
+	Count int
+}
+
+// Counted is a text field its maker analysed and counted (halu's text
+// field): the builder takes its terms as they are, and bleve's map of
+// token frequencies is never made.
+type Counted interface {
+	bindex.Field
+	Terms() []TermCount
+}
+
+// Plain marks a field the builder writes from its token frequencies
+// (halu's PMID field), as it writes bleve's own text and numeric fields.
+type Plain interface {
+	bindex.Field
+	PlainField()
 }
 
 // segmentBuilder writes a zap v17 segment (zapx/v17's new.go and
@@ -105,7 +172,7 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 		b.docs[i] = d
 		for _, f := range d.Fields {
 			switch f.(type) {
-			case analyzedText, pmidField, *document.TextField, *document.NumericField:
+			case Counted, Plain, *document.TextField, *document.NumericField:
 			default:
 				return false
 			}
@@ -120,8 +187,8 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 				numStored++
 				storedBytes += len(f.Value())
 			}
-			if t, ok := f.(analyzedText); ok {
-				numTerms += len(t.terms)
+			if t, ok := f.(Counted); ok {
+				numTerms += len(t.Terms())
 			} else {
 				numTerms += len(f.AnalyzedTokenFrequencies())
 			}
@@ -142,7 +209,7 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 	b.postings = make([]segPosting, 0, numTerms)
 	var lens [64]int
 	var tfs [64]bindex.TokenFrequencies
-	var text [64][]termCount
+	var text [64][]TermCount
 	for i, d := range b.docs {
 		var seen uint64
 		from := len(stored)
@@ -156,13 +223,13 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 				b.fields[j].dv = true
 			}
 			lens[j] += f.AnalyzedLength()
-			if t, ok := f.(analyzedText); ok {
-				if len(t.terms) > 0 {
+			if t, ok := f.(Counted); ok {
+				if terms := t.Terms(); len(terms) > 0 {
 					if seen&(1<<j) != 0 {
 						return false
 					}
 					seen |= 1 << j
-					text[j] = t.terms
+					text[j] = terms
 				}
 				continue
 			}
@@ -191,7 +258,7 @@ func (b *segmentBuilder) read(results []bindex.Document) bool {
 					freq: uint32(freq), norm: uint32(lens[j])})
 			}
 			for _, t := range text[j] {
-				add(t.term, t.count)
+				add(t.Term, t.Count)
 			}
 			for term, tf := range tfs[j] {
 				if len(tf.Locations) > 0 {

@@ -1,4 +1,4 @@
-package index
+package zapv17
 
 import (
 	"encoding/binary"
@@ -22,7 +22,7 @@ import (
 // documents at a time; it keeps one position in the frequency chunk, passes
 // the entries of the documents jumped over by counting varint ends eight
 // bytes at a time, and decodes a posting's frequency and norm only when it
-// stops on it (zapSource).
+// stops on it (Source).
 //
 // The layout read here is zap v17's, as its PostingsList.read,
 // chunkedIntDecoder and PostingsIterator.readFreqNormHasLocs read it:
@@ -39,56 +39,56 @@ import (
 //     the chunk's earlier documents: freq<<1|hasLocs and, when freq > 0,
 //     the field length (uvarints; zap's norm is 1/√length as a float32).
 //
-// openZapPostings refuses a segment of any other version or chunk mode, and
+// OpenDict refuses a segment of any other version or chunk mode, and
 // the walk checks each list's document count against zap's own before using
 // it; on either it reads through zap's iterator instead. The pruned-equals-
 // exhaustive test holds the two readers to the same documents and scores.
 
-// zapDict is a segment's text-field term dictionary, read directly.
-type zapDict struct {
+// Dict is a segment's text-field term dictionary, read directly.
+type Dict struct {
 	seg       *zap.Segment
 	fst       *vellum.FST
 	chunkMode uint32
 }
 
-var errZapLayout = errors.New("zap segment layout not understood")
+var ErrLayout = errors.New("zap segment layout not understood")
 
-// openZapPostings opens the term dictionary of field in a persisted zap v17
-// segment; errZapLayout when seg is anything else.
-func openZapPostings(s any, field string) (*zapDict, error) {
+// OpenDict opens the term dictionary of field in a persisted zap v17
+// segment; ErrLayout when s is anything else.
+func OpenDict(s any, field string) (*Dict, error) {
 	seg, ok := s.(*zap.Segment)
 	if !ok || seg.Version() != 17 {
-		return nil, errZapLayout
+		return nil, ErrLayout
 	}
 	if m := seg.ChunkMode(); m == 0 || m > 1026 {
-		return nil, errZapLayout
+		return nil, ErrLayout
 	}
 	addr, err := seg.DictAddr(field)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errZapLayout, err)
+		return nil, fmt.Errorf("%w: %v", ErrLayout, err)
 	}
 	mem := seg.Data()
 	n, w := uvarintAt(mem, addr)
 	if w <= 0 || n == 0 || addr+uint64(w)+n > uint64(len(mem)) {
-		return nil, errZapLayout
+		return nil, ErrLayout
 	}
 	start := addr + uint64(w)
 	fst, err := vellum.Load(mem[start : start+n])
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errZapLayout, err)
+		return nil, fmt.Errorf("%w: %v", ErrLayout, err)
 	}
-	return &zapDict{seg: seg, fst: fst, chunkMode: seg.ChunkMode()}, nil
+	return &Dict{seg: seg, fst: fst, chunkMode: seg.ChunkMode()}, nil
 }
 
 // postings returns term's postings with the documents in deleted left out
 // (nil when the term is not in the segment) and how many live documents
 // they hold.
-func (d *zapDict) postings(term []byte, deleted *roaring.Bitmap) (*zapPostings, uint64, error) {
+func (d *Dict) Postings(term []byte, deleted *roaring.Bitmap) (*Postings, uint64, error) {
 	v, ok, err := d.fst.Get(term)
 	if err != nil || !ok {
 		return nil, 0, err
 	}
-	p := &zapPostings{deleted: deleted}
+	p := &Postings{deleted: deleted}
 	if deleted != nil && deleted.IsEmpty() {
 		p.deleted = nil
 	}
@@ -110,16 +110,16 @@ func (d *zapDict) postings(term []byte, deleted *roaring.Bitmap) (*zapPostings, 
 	for i := range off {
 		x, w := uvarintAt(mem, at)
 		if w <= 0 {
-			return nil, 0, errZapLayout
+			return nil, 0, ErrLayout
 		}
 		off[i], at = x, at+uint64(w)
 	}
 	if at+off[2] > uint64(len(mem)) {
-		return nil, 0, errZapLayout
+		return nil, 0, ErrLayout
 	}
 	p.all = roaring.New()
 	if _, err := p.all.FromBuffer(mem[at : at+off[2]]); err != nil {
-		return nil, 0, fmt.Errorf("%w: %v", errZapLayout, err)
+		return nil, 0, fmt.Errorf("%w: %v", ErrLayout, err)
 	}
 	if p.containers, err = parseRoaring(mem[at : at+off[2]]); err != nil {
 		return nil, 0, err
@@ -132,19 +132,19 @@ func (d *zapDict) postings(term []byte, deleted *roaring.Bitmap) (*zapPostings, 
 	at = off[0]
 	nc, w := uvarintAt(mem, at)
 	if w <= 0 || nc > uint64(len(mem)) {
-		return nil, 0, errZapLayout
+		return nil, 0, ErrLayout
 	}
 	at += uint64(w)
 	p.ends = make([]uint64, nc)
 	for i := range p.ends {
 		p.ends[i], w = uvarintAt(mem, at)
 		if w <= 0 {
-			return nil, 0, errZapLayout
+			return nil, 0, ErrLayout
 		}
 		at += uint64(w)
 	}
 	if nc > 0 && at+p.ends[nc-1] > uint64(len(mem)) {
-		return nil, 0, errZapLayout
+		return nil, 0, ErrLayout
 	}
 	p.data = mem[at:]
 	// Every entry is read as two uvarints: a field indexed with
@@ -153,7 +153,7 @@ func (d *zapDict) postings(term []byte, deleted *roaring.Bitmap) (*zapPostings, 
 	for _, end := range p.ends {
 		if end > start {
 			if fl, w := binary.Uvarint(p.data[start:end]); w <= 0 || fl>>1 == 0 {
-				return nil, 0, errZapLayout
+				return nil, 0, ErrLayout
 			}
 			break
 		}
@@ -184,13 +184,13 @@ func zapChunkSize(mode uint32, card, numDocs uint64) (uint64, error) {
 		size = numDocs / (card/1024 + 1)
 	}
 	if size == 0 {
-		return 0, errZapLayout
+		return 0, ErrLayout
 	}
 	return size, nil
 }
 
-// zapPostings is one term's postings in one segment.
-type zapPostings struct {
+// Postings is one term's postings in one segment.
+type Postings struct {
 	all       *roaring.Bitmap // documents, deleted ones too
 	deleted   *roaring.Bitmap // nil: none
 	chunkSize uint64
@@ -201,13 +201,19 @@ type zapPostings struct {
 	containers []rbContainer
 }
 
-// zapSource walks a zapPostings: its documents with their ranks from the
+// Chunks is how many frequency chunks the list's entries are in.
+func (p *Postings) Chunks() int { return len(p.ends) }
+
+// Documents is the list's documents, deleted ones too.
+func (p *Postings) Documents() *roaring.Bitmap { return p.all }
+
+// Source walks a Postings: its documents with their ranks from the
 // serialized bitmap (rbCursor), and the frequency entries of the documents
 // it passes over skipped by counting varint ends eight bytes at a time, not
 // byte by byte — every entry of a field with frequencies is two uvarints
 // (postings checks the list's first).
-type zapSource struct {
-	p    *zapPostings
+type Source struct {
+	p    *Postings
 	rb   rbCursor
 	from uint64 // the least document still to come
 	// chunk is the frequency chunk whose entries buf holds; at is the
@@ -220,20 +226,20 @@ type zapSource struct {
 
 const noChunk = math.MaxUint64
 
-func (p *zapPostings) source() *zapSource {
-	return &zapSource{p: p, rb: rbCursor{cs: p.containers}, chunk: noChunk}
+func (p *Postings) Source() *Source {
+	return &Source{p: p, rb: rbCursor{cs: p.containers}, chunk: noChunk}
 }
 
 // entry reads the frequency and length of document doc, of rank pos,
 // past every entry already read.
-func (s *zapSource) entry(doc, pos uint64) (int, uint64, error) {
+func (s *Source) entry(doc, pos uint64) (int, uint64, error) {
 	p := s.p
 	if p.ends == nil {
 		return 1, p.oneLen, nil
 	}
 	if c := doc / p.chunkSize; c != s.chunk {
 		if c >= uint64(len(p.ends)) {
-			return 0, 0, fmt.Errorf("%w: chunk %d of %d", errZapLayout, c, len(p.ends))
+			return 0, 0, fmt.Errorf("%w: chunk %d of %d", ErrLayout, c, len(p.ends))
 		}
 		var start, first uint64
 		if c > 0 {
@@ -243,16 +249,16 @@ func (s *zapSource) entry(doc, pos uint64) (int, uint64, error) {
 	}
 	var ok bool
 	if s.at, ok = skipUvarints(s.buf, s.at, 2*(pos-s.read)); !ok {
-		return 0, 0, errZapLayout
+		return 0, 0, ErrLayout
 	}
 	fl, w := binary.Uvarint(s.buf[s.at:])
 	if w <= 0 || fl>>1 == 0 {
-		return 0, 0, errZapLayout
+		return 0, 0, ErrLayout
 	}
 	s.at += w
 	norm, w := binary.Uvarint(s.buf[s.at:])
 	if w <= 0 {
-		return 0, 0, errZapLayout
+		return 0, 0, ErrLayout
 	}
 	s.at += w
 	s.read = pos + 1
@@ -296,7 +302,18 @@ func zapLen(length uint64) int {
 	if length < exactLen {
 		return int(length)
 	}
-	return docLen(zapNorm(length))
+	return DocLen(zapNorm(length))
+}
+
+// Done is the document number a source gives when it has no more.
+const Done = math.MaxUint64
+
+// DocLen is the length a norm stands for (bleve: float32(1/√len)).
+func DocLen(norm float64) int {
+	if norm <= 0 {
+		return 0
+	}
+	return int(math.Round(1 / (norm * norm)))
 }
 
 // zapNorm is the norm zap's Posting.Norm gives for a stored length.
@@ -304,22 +321,25 @@ func zapNorm(length uint64) float64 {
 	return float64(float32(1.0 / math.Sqrt(float64(uint32(length)))))
 }
 
-func (s *zapSource) next() (uint64, int, int, error) { return s.scan(0) }
+// Next is the next live posting: its document (Done at the end), the
+// term's frequency and the field's length in it.
+func (s *Source) Next() (uint64, int, int, error) { return s.scan(0) }
 
-func (s *zapSource) advance(target uint64) (uint64, int, int, error) {
+// Advance is the first live posting at or after target, as Next gives it.
+func (s *Source) Advance(target uint64) (uint64, int, int, error) {
 	if target > math.MaxUint32 {
-		return done, 0, 0, nil
+		return Done, 0, 0, nil
 	}
 	return s.scan(target)
 }
 
 // scan moves to the first live posting at or after target.
-func (s *zapSource) scan(target uint64) (uint64, int, int, error) {
+func (s *Source) scan(target uint64) (uint64, int, int, error) {
 	for {
 		doc, pos, ok := s.rb.seek(max(target, s.from))
 		if !ok {
-			s.from = done
-			return done, 0, 0, nil
+			s.from = Done
+			return Done, 0, 0, nil
 		}
 		s.from = doc + 1
 		if s.p.deleted != nil && s.p.deleted.Contains(uint32(doc)) {
@@ -327,7 +347,7 @@ func (s *zapSource) scan(target uint64) (uint64, int, int, error) {
 		}
 		freq, length, err := s.entry(doc, pos)
 		if err != nil {
-			return done, 0, 0, err
+			return Done, 0, 0, err
 		}
 		return doc, freq, zapLen(length), nil
 	}

@@ -1,4 +1,4 @@
-package index
+package zapv17
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package index
+package zapv17
 
 import (
 	"encoding/binary"
@@ -44,7 +44,7 @@ type rbContainer struct {
 // parseRoaring reads the containers of a serialized bitmap (the slices
 // point into b).
 func parseRoaring(b []byte) ([]rbContainer, error) {
-	bad := func(what string) error { return fmt.Errorf("%w: roaring %s", errZapLayout, what) }
+	bad := func(what string) error { return fmt.Errorf("%w: roaring %s", ErrLayout, what) }
 	if len(b) < 8 {
 		return nil, bad("header")
 	}
