@@ -40,8 +40,8 @@ func TestOpenAIBackendMatchesNative(t *testing.T) {
 		mo, ro, _ := engine.ReadRun(viaV1)
 		// Hits within a run (the same text embedded twice) happen alike in
 		// both; none may come from the other API's entries.
-		if mo.Ollama.API != "openai" || mn.Ollama.API != "" || mo.Counts.CacheHits != mn.Counts.CacheHits {
-			t.Fatalf("%s: native %+v, openai %+v (cache hits %d)\n%s", tc.suite, mn.Ollama, mo.Ollama, mo.Counts.CacheHits, r.stderr)
+		if mo.Server.API != "openai" || mn.Server.API != "" || mo.Counts.CacheHits != mn.Counts.CacheHits {
+			t.Fatalf("%s: native %+v, openai %+v (cache hits %d)\n%s", tc.suite, mn.Server, mo.Server, mo.Counts.CacheHits, r.stderr)
 		}
 		a, b := callTexts(rn), callTexts(ro)
 		if len(a) == 0 || len(a) != len(b) {

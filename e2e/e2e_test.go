@@ -176,7 +176,7 @@ func TestSmokeCacheAndJudgeFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	if man.Status != "complete" || len(man.Models) != 1 || !strings.HasPrefix(man.Models[0].Name, "tiny") ||
-		len(man.Models[0].Digest) != 64 || !man.TinyModel || man.Ollama.Version == "" {
+		len(man.Models[0].Digest) != 64 || !man.TinyModel || man.Server.Version == "" {
 		t.Fatalf("manifest: %+v", man)
 	}
 	if len(recs) != 5 {

@@ -20,7 +20,6 @@ func IsIH(originality, feasibility, value float64) bool {
 	return originality >= 4 && value >= 4 && feasibility >= 3
 }
 
-
 // IFS is the Intelligent-Fidelity Score (eq. 3):
 //
 //	IFS = w1·IH_ratio + w2·(1 − DH_ratio − IH_ratio),  w2 = 1 − w1.
@@ -37,8 +36,6 @@ const (
 	BIFSWeight = 0.6
 	RIFSWeight = 0.1
 )
-
-
 
 var wordRE = regexp.MustCompile(`[\p{L}\p{N}]+(?:[-'][\p{L}\p{N}]+)*`)
 

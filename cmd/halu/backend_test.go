@@ -41,8 +41,8 @@ func TestRunThroughOpenAIBackend(t *testing.T) {
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("%d records: %v", len(recs), err)
 	}
-	if m.Ollama.API != "openai" || m.Ollama.Version != "vllm 0.6.3" || m.Counts.Retries != 2 {
-		t.Fatalf("server %+v, counts %+v", m.Ollama, m.Counts)
+	if m.Server.API != "openai" || m.Server.Version != "vllm 0.6.3" || m.Counts.Retries != 2 {
+		t.Fatalf("server %+v, counts %+v", m.Server, m.Counts)
 	}
 	for _, fp := range m.Serving.Fingerprints {
 		if fp.API != "openai" || fp.Weights != "/models/qwen2.5-7b" || fp.Identity != "path" || fp.NumCtx != 32768 {
@@ -106,8 +106,8 @@ func TestRunOnAPoolOfServers(t *testing.T) {
 	if ha.Calls+hb.Calls != m.Counts.ModelCalls || m.Counts.ModelCalls != 10 || len(m.Sessions) != 1 || len(m.Sessions[0].Counts.Hosts) != 2 {
 		t.Fatalf("hosts %+v, calls %d, sessions %+v", m.Counts.Hosts, m.Counts.ModelCalls, m.Sessions)
 	}
-	if m.Ollama.Host != a.Host()+","+b.Host() || !strings.Contains(out.String(), "calls per server: ") {
-		t.Fatalf("server %+v\n%s", m.Ollama, out.String())
+	if m.Server.Host != a.Host()+","+b.Host() || !strings.Contains(out.String(), "calls per server: ") {
+		t.Fatalf("server %+v\n%s", m.Server, out.String())
 	}
 	// The same from a run file: the servers, as a list of backends.
 	file := filepath.Join(t.TempDir(), "pool.yaml")
@@ -116,7 +116,7 @@ func TestRunOnAPoolOfServers(t *testing.T) {
 	if code := run([]string{"--cache", t.TempDir(), "run", "-f", file, "--out", fromFile}, &out, &errb); code != exitOK {
 		t.Fatalf("run file: exit %d: %s", code, errb.String())
 	}
-	if m, _ := rundir.ReadManifest(fromFile); m == nil || m.Ollama.Host != a.Host()+","+b.Host() {
+	if m, _ := rundir.ReadManifest(fromFile); m == nil || m.Server.Host != a.Host()+","+b.Host() {
 		t.Fatalf("run file: %+v", m)
 	}
 	code = run([]string{"--ollama", a.Host() + "," + b.Host(), "models", "list"}, &out, &errb)

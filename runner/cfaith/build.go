@@ -1,7 +1,9 @@
 package cfaith
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +16,6 @@ import (
 	"halu/embed"
 	"halu/localmodels"
 	"halu/runner/engine"
-	"halu/runner/hic"
 	"halu/runner/judging"
 	"halu/runner/rundir"
 	"halu/runner/setting"
@@ -61,17 +62,7 @@ func ReadDocs(path string) ([]Doc, error) {
 		return out, nil
 	}
 	if strings.HasSuffix(path, ".csv") {
-		qs, err := hic.LoadQuestions(path)
-		if err != nil {
-			return nil, err
-		}
-		var out []Doc
-		for _, q := range qs {
-			if k := strings.TrimSpace(q.Knowledge); k != "" {
-				out = append(out, Doc{ID: strconv.Itoa(q.ID), Knowledge: k})
-			}
-		}
-		return out, nil
+		return readCSVDocs(path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -114,6 +105,46 @@ func ReadDocs(path string) ([]Doc, error) {
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no documents", path)
+	}
+	return out, nil
+}
+
+// readCSVDocs reads the documents of a CSV with a "Knowledge Base" column
+// (HIC-Bench's CDID layout): each row's knowledge text, named by its "ID"
+// column (else its line).
+func readCSVDocs(path string) ([]Doc, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(b, []byte("\ufeff"))))
+	rows, err := r.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: no header", path)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[strings.TrimSpace(h)] = i
+	}
+	kc, ok := col["Knowledge Base"]
+	if !ok {
+		return nil, fmt.Errorf("%s: no \"Knowledge Base\" column", path)
+	}
+	var out []Doc
+	for i, row := range rows[1:] {
+		if kc >= len(row) {
+			continue
+		}
+		id := strconv.Itoa(i + 2)
+		if ic, ok := col["ID"]; ok && ic < len(row) && strings.TrimSpace(row[ic]) != "" {
+			id = strings.TrimSpace(row[ic])
+		}
+		if k := strings.TrimSpace(row[kc]); k != "" {
+			out = append(out, Doc{ID: id, Knowledge: k})
+		}
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package cfaith
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"halu/localmodels"
 	"halu/runner/engine"
 	"halu/runner/judging"
 )
@@ -370,25 +368,7 @@ func (o Optimizer) Loop(rounds int) Loop {
 			return o.build(ctx, filepath.Join(o.Dir, fmt.Sprintf("round%d-training", round)), rs, o.Train)
 		},
 		Propose: func(ctx context.Context, round int, rs RuleSet, training []DocResult) ([]Candidate, error) {
-			c := o.Engine.NewCalls(fmt.Sprintf("optimize/round%d", round))
-			var out []Candidate
-			for k, part := range Targets(training, o.Base.Types, o.Candidates) {
-				req := localmodels.ChatRequest{Model: model,
-					Messages: []localmodels.Message{{Role: "user", Content: OptimizerPrompt(o.Base.Lang, rs, part, Feedback(training, part, 40))}},
-					Options: localmodels.Options{Temperature: localmodels.Float(0.7), TopP: localmodels.Float(0.7), Seed: localmodels.Int(o.Base.Seed + k),
-						NumPredict: localmodels.Int(2048)},
-					Format: json.RawMessage(part.schema()),
-				}
-				name := fmt.Sprintf("round%d-candidate%d", round, k+1)
-				cand, ok, err := judging.JudgeAs(ctx, c, "optimize", req, nil, func(raw string) (RuleSet, error) { return part.Apply(rs, raw, name) })
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					out = append(out, Candidate{Part: part, Rules: cand})
-				}
-			}
-			return out, nil
+			return o.propose(ctx, filepath.Join(o.Dir, fmt.Sprintf("round%d-proposals", round)), model, round, rs, training)
 		},
 	}
 }

@@ -146,7 +146,7 @@ func (c *Calls) record(l rundir.CallLog) {
 // a rerun reproduces.
 type chatKey struct {
 	Kind     string                `json:"kind"`
-	Serving  rundir.Fingerprint    `json:"serving"`
+	Serving  any                   `json:"serving"` // Fingerprint.CacheKeyForm
 	Messages []localmodels.Message `json:"messages"`
 	Options  localmodels.Options   `json:"options"`
 	Format   json.RawMessage       `json:"format,omitempty"`
@@ -210,7 +210,7 @@ func chatCacheKey(fp rundir.Fingerprint, req localmodels.ChatRequest, sample int
 	keyOpts := req.Options
 	keyOpts.NumThread = nil
 	return Key(chatKey{
-		Kind: "chat", Serving: fp,
+		Kind: "chat", Serving: fp.CacheKeyForm(),
 		Messages: req.Messages, Options: keyOpts, Format: req.Format, Think: req.Think, Sample: sample,
 	})
 }
@@ -385,7 +385,7 @@ func (e *Engine) fingerprint(ctx context.Context, model string, numCtx int) (run
 	if err != nil {
 		return rundir.Fingerprint{}, info, err
 	}
-	fp := rundir.Fingerprint{Ollama: ver, Model: localmodels.CanonicalName(model), Digest: info.Digest, Quantization: info.Quantization,
+	fp := rundir.Fingerprint{ServerVersion: ver, Model: localmodels.CanonicalName(model), Digest: info.Digest, Quantization: info.Quantization,
 		Template: info.TemplateSHA256, NumCtx: EffectiveNumCtx(numCtx, info)}
 	if p := e.Client.Protocol(); p != "ollama" {
 		fp.API, fp.Model = p, model
@@ -487,9 +487,9 @@ func (c *Calls) readings() []rundir.Reading {
 
 // embedKey is what determines one embedding.
 type embedKey struct {
-	Kind    string             `json:"kind"`
-	Serving rundir.Fingerprint `json:"serving"`
-	Text    string             `json:"text"`
+	Kind    string `json:"kind"`
+	Serving any    `json:"serving"` // Fingerprint.CacheKeyForm
+	Text    string `json:"text"`
 }
 
 // Embed returns one embedding per text. Each text is cached on its own by
@@ -505,7 +505,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	var missIdx []int
 	var missTexts []string
 	for i, t := range texts {
-		keys[i] = Key(embedKey{Kind: "embed", Serving: fp, Text: t})
+		keys[i] = Key(embedKey{Kind: "embed", Serving: fp.CacheKeyForm(), Text: t})
 		hit := false
 		if e.Cache != nil && !c.rerun.fresh(c.item, stage, model) {
 			if hit, err = e.Cache.Get(keys[i], &out[i]); err != nil {

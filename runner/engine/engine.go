@@ -467,9 +467,9 @@ func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, sp
 	if !e.Client.IsLoopback() {
 		fmt.Fprintf(e.Log, "warning: Ollama host %s is not on this machine: prompts and answers cross the network\n", e.Client.Host())
 	}
-	man.Ollama = rundir.OllamaInfo{Host: e.Client.Host(), Version: ver}
+	man.Server = rundir.ServerInfo{Host: e.Client.Host(), Version: ver}
 	if p := e.Client.Protocol(); p != "ollama" {
-		man.Ollama.API = p
+		man.Server.API = p
 	}
 	if err := e.describeModels(ctx, man, s); err != nil {
 		return err

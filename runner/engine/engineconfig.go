@@ -162,10 +162,10 @@ func migrateEngine(m *rundir.Manifest) (EngineConfig, error) {
 			*d.out = v
 		}
 	}
-	if m.Ollama.Host != "" {
-		ec.Ollama = m.Ollama.Host
-		if m.Ollama.API == "openai" {
-			ec.Backends = []string{"openai=" + m.Ollama.Host}
+	if m.Server.Host != "" {
+		ec.Ollama = m.Server.Host
+		if m.Server.API == "openai" {
+			ec.Backends = []string{"openai=" + m.Server.Host}
 		}
 	}
 	settings := ec.Settings()

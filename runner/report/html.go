@@ -213,7 +213,7 @@ code{font-size:.9em}nav li{margin:.15em 0}
 <section id="{{.Anchor}}">
 <h2>{{.Name}}</h2>
 {{if .S.TinyModel}}<div class="banner">A toy-sized test model produced numbers in this run: they are meaningless.</div>{{end}}
-<p>Directory <code>{{.Dir}}</code> · status <b>{{.M.Status}}</b> · halu {{.M.HaluVersion}} · Ollama {{.M.Ollama.Version}} at <code>{{.M.Ollama.Host}}</code> · started {{.M.Started.Format "2006-01-02 15:04:05 UTC"}}{{with .M.Ended}} · ended {{.Format "2006-01-02 15:04:05 UTC"}}{{end}}</p>
+<p>Directory <code>{{.Dir}}</code> · status <b>{{.M.Status}}</b> · halu {{.M.HaluVersion}} · Ollama {{.M.Server.Version}} at <code>{{.M.Server.Host}}</code> · started {{.M.Started.Format "2006-01-02 15:04:05 UTC"}}{{with .M.Ended}} · ended {{.Format "2006-01-02 15:04:05 UTC"}}{{end}}</p>
 {{if .Note}}<p class="note">{{.Note}}</p>{{end}}
 <h3>Models</h3>
 <table><tr><th>model</th><th>digest</th><th>family</th><th>parameters</th><th>quantization</th><th>context</th><th>template SHA-256</th></tr>

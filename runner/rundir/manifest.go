@@ -47,7 +47,7 @@ type Manifest struct {
 	// MergedFrom lists the shard runs a merged run was joined from.
 	Shard      *Shard                  `json:"shard,omitempty"`
 	MergedFrom []string                `json:"merged_from,omitempty"`
-	Ollama     OllamaInfo              `json:"ollama"`
+	Server     ServerInfo              `json:"server"`
 	Models     []localmodels.ModelInfo `json:"models"`
 	Serving    Serving                 `json:"serving"`
 	Prompts    map[string]PromptInfo   `json:"prompts,omitempty"`
@@ -83,13 +83,32 @@ type Session struct {
 	Counts Counts `json:"counts"`
 }
 
-// OllamaInfo identifies the server a run talked to.
-type OllamaInfo struct {
+// ServerInfo identifies the model server a run talked to (Ollama, vLLM,
+// llama-server, … or a pool of them).
+type ServerInfo struct {
 	Host    string `json:"host"`
 	Version string `json:"version"`
 	// API is "openai" for a server reached through an OpenAI-compatible
 	// API (empty: Ollama's native API).
 	API string `json:"api,omitempty"`
+}
+
+// UnmarshalJSON reads a manifest, its server under "server" or under
+// "ollama" (run format 1).
+func (m *Manifest) UnmarshalJSON(b []byte) error {
+	type plain Manifest
+	var v struct {
+		plain
+		Ollama *ServerInfo `json:"ollama"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*m = Manifest(v.plain)
+	if m.Server == (ServerInfo{}) && v.Ollama != nil {
+		m.Server = *v.Ollama
+	}
+	return nil
 }
 
 // Serving is how the engine talked to the server: each model's serving
