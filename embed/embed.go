@@ -1,4 +1,4 @@
-// Package embed turns texts into sentence embeddings through the local Ollama
+// Package embed turns texts into sentence embeddings through the local model
 // server and measures how alike they are — HIC-Bench's SimCSE-style fluency
 // (Flu): the mean pairwise cosine similarity of a model's answers to the
 // same question, where lower means more diverse.

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"halu/index/internal/zapv17"
 	"hash/maphash"
 	"slices"
 	"sync/atomic"
@@ -13,6 +12,8 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/registry"
+
+	"halu/index/internal/zapv17"
 )
 
 // analyzerName is halu's English analyzer: bleve's "en" (Unicode word

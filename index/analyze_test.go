@@ -3,7 +3,6 @@ package index
 import (
 	"context"
 	"fmt"
-	"halu/index/internal/zapv17"
 	"math/rand"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/registry"
+
+	"halu/index/internal/zapv17"
 )
 
 func describe(ts analysis.TokenStream) []string {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"halu/index/internal/zapv17"
 	"io"
 	"os"
 	"runtime"
@@ -19,6 +18,8 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/document"
 	bindex "github.com/blevesearch/bleve_index_api"
+
+	"halu/index/internal/zapv17"
 )
 
 // BuildOptions tune a build.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"halu/index/internal/zapv17"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	bindex "github.com/blevesearch/bleve_index_api"
+
+	"halu/index/internal/zapv17"
 )
 
 func readAll(t *testing.T, path string) ([]Op, []Problem, error) {

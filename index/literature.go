@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"halu/index/internal/zapv17"
 	"io/fs"
 	"math"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bindex "github.com/blevesearch/bleve_index_api"
+
+	"halu/index/internal/zapv17"
 )
 
 // Hit is one retrieved article with its BM25 score.

@@ -2,13 +2,14 @@ package index
 
 import (
 	"context"
-	"halu/index/internal/zapv17"
 	"math/rand"
 	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
+
+	"halu/index/internal/zapv17"
 )
 
 // persistedIndex builds an index of n documents (the real PubMedQA

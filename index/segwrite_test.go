@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"halu/index/internal/zapv17"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +11,8 @@ import (
 	"github.com/blevesearch/bleve/v2/document"
 	bindex "github.com/blevesearch/bleve_index_api"
 	zap "github.com/blevesearch/zapx/v17"
+
+	"halu/index/internal/zapv17"
 )
 
 // segmentDocs makes n documents as a build makes them (the real PubMedQA

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"halu/index/internal/zapv17"
 	"math"
 	"math/bits"
 	"runtime"
@@ -17,6 +16,8 @@ import (
 	bindex "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 	"golang.org/x/sync/errgroup"
+
+	"halu/index/internal/zapv17"
 )
 
 // Exact BM25 top k over the postings, with MaxScore pruning (Turtle and

@@ -1,11 +1,15 @@
-// Package localmodels talks to a local Ollama server: chat generation,
+// Package localmodels talks to local model servers: chat generation,
 // schema-constrained judge calls, embeddings, model metadata and model
 // management (list, pull, import of GGUF files, the tiny test model).
+// Backend is the seam the engine uses; its implementations are Client
+// (Ollama's native API, the default), OpenAI (any OpenAI-compatible server:
+// vLLM, llama-server, Ollama's /v1) and Pool (several servers as one).
 //
 // Every model call halu makes goes through this package, so it is the one
-// place that knows Ollama's wire format and its quirks: options are sent as a
-// map (api.Options drops temperature 0), digests come from List, and the HTTP
-// client carries its own timeout (api.ClientFromEnvironment has none).
+// place that knows the servers' wire formats and their quirks. Ollama's:
+// options are sent as a map (api.Options drops temperature 0), digests come
+// from List, and the HTTP client carries its own timeout
+// (api.ClientFromEnvironment has none).
 package localmodels
 
 import (

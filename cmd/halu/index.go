@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -15,7 +17,12 @@ import (
 
 func newIndexCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "index", Short: "Build and query the on-disk BM25 index of PubMed"}
+	cmd.AddCommand(newIndexBuildCmd(g), newIndexSearchCmd(), newIndexStatsCmd())
+	return cmd
+}
 
+// newIndexBuildCmd is halu index build.
+func newIndexBuildCmd(g *globals) *cobra.Command {
 	var out string
 	var batch int
 	var writer string
@@ -47,28 +54,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 					last = n
 				}
 			}})
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "added %d, updated %d, deleted %d\n", info.Added, info.Updated, info.Deleted)
-			failed := 0
-			for _, in := range info.Inputs {
-				var skipped []string
-				for why, n := range in.Skipped {
-					skipped = append(skipped, fmt.Sprintf("%d %s", n, why))
-				}
-				if in.AlreadyIn {
-					fmt.Fprintf(w, "  %s: already in (an earlier run of this build applied it)\n", in.Path)
-					continue
-				}
-				fmt.Fprintf(w, "  %s: %d records, %d deletions", in.Path, in.Records, in.Deletes)
-				if len(skipped) > 0 {
-					fmt.Fprintf(w, "; skipped %s", strings.Join(skipped, ", "))
-				}
-				if in.Error != "" {
-					failed++
-					fmt.Fprintf(w, "; STOPPED: %s", in.Error)
-				}
-				fmt.Fprintln(w)
-			}
+			failed := printBuild(cmd.OutOrStdout(), info)
 			if err != nil {
 				return err
 			}
@@ -81,7 +67,38 @@ func newIndexCmd(g *globals) *cobra.Command {
 	build.Flags().StringVar(&out, "out", "", "index directory (created, or added to)")
 	build.Flags().IntVar(&batch, "batch", 2000, "records per index batch")
 	build.Flags().StringVar(&writer, "segment-writer", "halu", "who writes the index's segments, in bleve's zap v17 format: halu (its own builder, the same bytes, faster) or zap (bleve's)")
+	return build
+}
 
+// printBuild writes what a build applied, input by input, and returns how
+// many inputs stopped on damage.
+func printBuild(w io.Writer, info index.BuildInfo) (failed int) {
+	fmt.Fprintf(w, "added %d, updated %d, deleted %d\n", info.Added, info.Updated, info.Deleted)
+	for _, in := range info.Inputs {
+		var skipped []string
+		for why, n := range in.Skipped {
+			skipped = append(skipped, fmt.Sprintf("%d %s", n, why))
+		}
+		if in.AlreadyIn {
+			fmt.Fprintf(w, "  %s: already in (an earlier run of this build applied it)\n", in.Path)
+			continue
+		}
+		fmt.Fprintf(w, "  %s: %d records, %d deletions", in.Path, in.Records, in.Deletes)
+		if len(skipped) > 0 {
+			sort.Strings(skipped) // map order is random; output is not
+			fmt.Fprintf(w, "; skipped %s", strings.Join(skipped, ", "))
+		}
+		if in.Error != "" {
+			failed++
+			fmt.Fprintf(w, "; STOPPED: %s", in.Error)
+		}
+		fmt.Fprintln(w)
+	}
+	return failed
+}
+
+// newIndexSearchCmd is halu index search.
+func newIndexSearchCmd() *cobra.Command {
 	var k int
 	var minScore float64
 	var maxPMID uint64
@@ -119,8 +136,12 @@ func newIndexCmd(g *globals) *cobra.Command {
 	search.Flags().Float64Var(&minScore, "min-score", 0, "keep only articles scoring at least TAU")
 	search.Flags().Uint64Var(&maxPMID, "max-pmid", 0, "keep only articles with PMID < N (strictly below; 0: no cutoff)")
 	search.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return search
+}
 
-	stats := &cobra.Command{
+// newIndexStatsCmd is halu index stats.
+func newIndexStatsCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "stats DIR",
 		Short: "Documents, size on disk, PMID range and build history",
 		Args:  cobra.ExactArgs(1),
@@ -139,8 +160,6 @@ func newIndexCmd(g *globals) *cobra.Command {
 			return enc.Encode(st)
 		},
 	}
-	cmd.AddCommand(build, search, stats)
-	return cmd
 }
 
 func firstWords(s string, n int) string {

@@ -1,6 +1,7 @@
 // Command halu evaluates open-weight language models for hallucination and
 // scientific creativity, fully offline: every model call goes to a local
-// Ollama server.
+// model server (Ollama by default, any OpenAI-compatible server, or a pool
+// of them), and literature grounding uses an on-disk PubMed index.
 package main
 
 import (

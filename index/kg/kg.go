@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"halu/index"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,6 +25,8 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"halu/index"
 )
 
 // Buckets: edge (head\x00tail\x00relation → PMIDs, delta-varint), adj

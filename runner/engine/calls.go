@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"halu/runner/rundir"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"halu/localmodels"
+	"halu/runner/rundir"
 )
 
 // Calls is an item's handle on the models: every call goes through the

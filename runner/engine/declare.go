@@ -3,8 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"halu/runner/rundir"
 
+	"halu/runner/rundir"
 	"halu/runner/setting"
 )
 

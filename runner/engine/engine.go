@@ -16,9 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"halu/runner/judging"
-	"halu/runner/rundir"
-	"halu/runner/summary"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -33,7 +30,10 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"halu/localmodels"
+	"halu/runner/judging"
+	"halu/runner/rundir"
 	"halu/runner/setting"
+	"halu/runner/summary"
 )
 
 // Item is one unit of work of a suite, identified by a stable ID: the ID is

@@ -3,14 +3,14 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"halu/runner/judging"
-	"halu/runner/rundir"
 	"math"
 	"os"
 	"strings"
 	"time"
 
 	"halu/localmodels"
+	"halu/runner/judging"
+	"halu/runner/rundir"
 	"halu/runner/setting"
 )
 

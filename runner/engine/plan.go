@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"halu/runner/rundir"
 	"io"
 	"sort"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"halu/localmodels"
+	"halu/runner/rundir"
 )
 
 // Plan is what a run would do (halu run … --dry-run): per stage and model,

@@ -3,13 +3,13 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"halu/runner/rundir"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"halu/localmodels"
+	"halu/runner/rundir"
 )
 
 // Rerun makes a run recompute some model calls and reuse the others. Every

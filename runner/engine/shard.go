@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"halu/runner/rundir"
-	"halu/runner/summary"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Of returns the items of the shard (all of them for a nil shard).

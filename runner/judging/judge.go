@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"halu/localmodels"
-	"halu/runner/rundir"
 	"reflect"
 	"strings"
+
+	"halu/localmodels"
+	"halu/runner/rundir"
 )
 
 // Asker is the engine's side of a judgement (engine.Calls is one): the

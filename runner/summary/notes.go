@@ -2,8 +2,9 @@ package summary
 
 import (
 	"fmt"
-	"halu/runner/setting"
 	"strings"
+
+	"halu/runner/setting"
 )
 
 // AssumptionNote lists the values halu chose where the paper is silent.

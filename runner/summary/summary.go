@@ -3,8 +3,6 @@ package summary
 import (
 	"encoding/json"
 	"fmt"
-	"halu/runner/rundir"
-	"halu/runner/setting"
 	"io"
 	"math"
 	"os"
@@ -14,6 +12,8 @@ import (
 	"text/tabwriter"
 
 	"halu/metrics"
+	"halu/runner/rundir"
+	"halu/runner/setting"
 )
 
 // Summary is what a suite makes of a run's records: named figures, tables in
