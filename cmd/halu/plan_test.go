@@ -173,3 +173,22 @@ func planAndRun(t *testing.T, f *fakeServer, suite string, args []string) (plann
 	}
 	return planned, made, dry.stdout
 }
+
+// A dry run after a run finds every call of the run in the cache, those
+// built on an earlier reply included: a judge's request holds the answer,
+// so the plan must build it from the cached answer, as the run will.
+func TestDryRunAfterRunFindsEveryCallCached(t *testing.T) {
+	f := newFake(t)
+	cache := t.TempDir()
+	args := []string{"run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "3"}
+	if r := halu(t, f, cache, append(args, "--out", filepath.Join(t.TempDir(), "run"))...); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	r := halu(t, f, cache, append(args, "--dry-run")...)
+	if r.code != exitOK {
+		t.Fatalf("dry run: exit %d: %s", r.code, r.stderr)
+	}
+	if got := strings.Join(strings.Fields(r.stdout), " "); !strings.Contains(got, "total 0 6") {
+		t.Errorf("dry run after the run should find its 6 calls cached:\n%s", r.stdout)
+	}
+}

@@ -180,7 +180,7 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 	}
 	if c.plan != nil {
 		c.planChat(stage, kind, req, hit)
-		return localmodels.ChatResponse{}, nil
+		return resp, nil // a cached reply, so that the calls built on it are planned as they will be made
 	}
 	shared := false
 	if !hit {
