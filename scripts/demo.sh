@@ -13,7 +13,10 @@ start=$(date +%s)
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 export HALU_NUM_THREAD="${HALU_NUM_THREAD:-$(( cores / 2 > 0 ? cores / 2 : 1 ))}"
 echo "num_thread: $HALU_NUM_THREAD"
-bin/halu with-ollama --bin "${HALU_OLLAMA_BIN:?}" --log "$OUT/ollama.log" -- scripts/demo-steps.sh "$OUT"
+# HALU_DEMO_MODELS keeps the server's models in a directory of your
+# choosing: Ollama's model digests name the directory the models were
+# imported into, so two demos with the same one are byte-comparable.
+bin/halu with-ollama --bin "${HALU_OLLAMA_BIN:?}" --log "$OUT/ollama.log" ${HALU_DEMO_MODELS:+--models "$HALU_DEMO_MODELS"} -- scripts/demo-steps.sh "$OUT"
 
 # The report needs no model: the run directories are enough.
 echo "== report: HTML with charts, Markdown, CSV per table"
