@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -253,4 +254,52 @@ func TestIndexBuildInterrupted(t *testing.T) {
 	if !ok || ee.ExitCode() != 130 {
 		t.Fatalf("index build after SIGINT: %v (want exit 130)\n%s", err, se.String())
 	}
+}
+
+// sickProxy stands for a server of a pool that is up but refuses every
+// chat with 503 (its queue always full): it forwards everything else to
+// a real Ollama, so the pool finds the same version and models on it.
+type sickProxy struct {
+	up      *url.URL
+	refused atomic.Int32
+}
+
+func (p *sickProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/api/chat" {
+		p.refused.Add(1)
+		http.Error(w, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`, http.StatusServiceUnavailable)
+		return
+	}
+	httputil.NewSingleHostReverseProxy(p.up).ServeHTTP(w, r)
+}
+
+// TestPoolWithASickServer: a pool of two servers, one a real Ollama and
+// one that answers every chat with 503, completes every item on the real
+// one, and the manifest counts the sick server's 503s exactly.
+func TestPoolWithASickServer(t *testing.T) {
+	srv := server(t, t.TempDir())
+	importTiny(t, srv.Host, "1", "ta")
+	up, _ := url.Parse("http://" + srv.Host)
+	px := &sickProxy{up: up}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: px}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+
+	dir := filepath.Join(t.TempDir(), "run")
+	pool := ln.Addr().String() + "," + srv.Host
+	mustHalu(t, pool, "run", "smoke", "--models", "ta", "--judges", "ta", "--max-tokens", "40", "--parallel", "2",
+		"--cache", filepath.Join(t.TempDir(), "cache"), "--out", dir)
+	m, err := rundir.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sick := m.Counts.Hosts[ln.Addr().String()]
+	if m.Counts.Failed != 0 || m.Counts.Completed != m.Counts.Items || sick.Unavailable != int(px.refused.Load()) || sick.Calls != 0 {
+		t.Fatalf("counts %+v; the sick server answered 503 %d times", m.Counts, px.refused.Load())
+	}
+	t.Logf("%d items completed; the sick server refused %d calls, the real one answered %d", m.Counts.Items, px.refused.Load(), m.Counts.Hosts[srv.Host].Calls)
 }

@@ -12,15 +12,23 @@ import (
 )
 
 // Pool spreads calls over several servers of one API — several machines
-// each running Ollama, say — as one Backend. Each server has its own
-// parallel slots, halved when it answers 503 (its queue is full) and grown
-// back as its calls succeed; the 503 itself goes to the engine, which
-// backs off and retries. A call goes to a server that serves its model (each is
-// asked once per model), preferring the one that served the model last
-// (it has it loaded) while that one has a free slot, else the least busy.
-// A server that cannot be reached, or whose stream breaks off, is drained
-// for DownFor and the call goes to another at once; with none left the
-// call fails as the last server did, and the engine's retry takes over.
+// each running Ollama, say — as one Backend. A call goes to a server that
+// serves its model (each is asked once per model), preferring the one that
+// served the model last (it has it loaded) while that one is healthy and
+// has a free slot, else the least busy (ties: the faster so far).
+//
+// The pool routes around a sick server, so that a pool with one healthy
+// server finishes at that server's pace. Each server's health is kept per
+// model (health): a call that fails on the server's side — a 503 (its
+// queue is full), another 5xx or a 429 — goes to another server at once,
+// and the server is left out for that model for a back-off that doubles
+// while it keeps failing (SickFor, up to DownFor); once the back-off has
+// passed, one call probes it, and only a success brings it back in. A 503
+// also halves the server's slots, which grow back as its calls succeed. A
+// server that cannot be reached, or whose stream breaks off, is drained
+// for every model for DownFor. With no server left for a model the call
+// fails as the last server did, and the engine's retry takes over. Every
+// server's calls, failures, 503s and time are counted (HostCounts).
 //
 // A pool's results must not depend on which server answered: the servers
 // must report one version, and a model must be the same on every server
@@ -29,8 +37,13 @@ import (
 type Pool struct {
 	members []*poolMember
 	slots   int
-	// DownFor is how long a failed server is left out (default 30s).
+	// DownFor is how long a server that cannot be reached is left out, and
+	// the longest a sick one is (default 30s).
 	DownFor time.Duration
+	// SickFor is how long a server is first left out for a model after a
+	// call of it fails on the server's side; it doubles with every failure
+	// in a row (default 1s).
+	SickFor time.Duration
 	// Logf receives a line when a server is drained. Nil discards it.
 	Logf func(format string, args ...any)
 
@@ -48,17 +61,59 @@ type poolMember struct {
 	// limit is the server's slots now: halved when it answers 503 (its
 	// queue is full), grown back by one after recoverAfter calls succeed.
 	limit, ok int
+	health    map[string]*health // by model
+}
+
+// health is how a server has been doing with one model lately.
+type health struct {
+	// streak is the calls in a row that failed on the server's side; 0 is
+	// healthy.
+	streak int
+	// outUntil is when the server may be tried again for the model.
+	outUntil time.Time
+	// probing is set while the one call that tries a sick server again is
+	// in flight: the others wait for its outcome.
+	probing bool
+}
+
+// usable reports whether a call may go to a server in this health now.
+func (h *health) usable(now time.Time) bool {
+	return h == nil || h.streak == 0 || (!now.Before(h.outUntil) && !h.probing)
+}
+
+func (m *poolMember) healthOf(model string) *health {
+	h := m.health[model]
+	if h == nil {
+		h = &health{}
+		m.health[model] = h
+	}
+	return h
 }
 
 // recoverAfter is how many calls must succeed on a server before its
 // lowered slots grow by one.
 const recoverAfter = 8
 
-// HostCount is what one server of a pool did: calls answered and calls that
-// failed on it (and went elsewhere or were retried).
+// HostCount is what one server of a pool did: calls answered, calls that
+// failed on it (and went elsewhere or were retried), how many of those it
+// refused with 503, and the seconds its answered calls took.
 type HostCount struct {
-	Calls    int `json:"calls"`
-	Failures int `json:"failures,omitempty"`
+	Calls       int     `json:"calls"`
+	Failures    int     `json:"failures,omitempty"`
+	Unavailable int     `json:"unavailable_503,omitempty"`
+	Seconds     float64 `json:"seconds,omitempty"`
+}
+
+// Add is c plus d.
+func (c HostCount) Add(d HostCount) HostCount {
+	return HostCount{Calls: c.Calls + d.Calls, Failures: c.Failures + d.Failures,
+		Unavailable: c.Unavailable + d.Unavailable, Seconds: c.Seconds + d.Seconds}
+}
+
+// Sub is c minus d.
+func (c HostCount) Sub(d HostCount) HostCount {
+	return HostCount{Calls: c.Calls - d.Calls, Failures: c.Failures - d.Failures,
+		Unavailable: c.Unavailable - d.Unavailable, Seconds: c.Seconds - d.Seconds}
 }
 
 // HostCounter is a backend that counts calls per server.
@@ -72,7 +127,7 @@ func NewPool(backends []Backend, slots int) (*Pool, error) {
 	if len(backends) == 0 {
 		return nil, errors.New("a pool needs at least one server")
 	}
-	p := &Pool{slots: max(1, slots), DownFor: 30 * time.Second, wake: make(chan struct{}),
+	p := &Pool{slots: max(1, slots), DownFor: 30 * time.Second, SickFor: time.Second, wake: make(chan struct{}),
 		serves: map[string][]int{}, last: map[string]int{}}
 	seen := map[string]bool{}
 	for _, b := range backends {
@@ -83,7 +138,7 @@ func NewPool(backends []Backend, slots int) (*Pool, error) {
 			return nil, fmt.Errorf("server %s is named twice", b.Host())
 		}
 		seen[b.Host()] = true
-		p.members = append(p.members, &poolMember{b: b, limit: max(1, slots)})
+		p.members = append(p.members, &poolMember{b: b, limit: max(1, slots), health: map[string]*health{}})
 	}
 	return p, nil
 }
@@ -128,6 +183,13 @@ func (p *Pool) HostCounts() map[string]HostCount {
 // at fault: unreachable, or a reply cut off before its end.
 func hostFailure(err error) bool {
 	return err != nil && (IsUnreachable(err) || errors.Is(err, ErrIncomplete) || strings.Contains(err.Error(), "connection reset"))
+}
+
+// sickFailure reports an error that says the server cannot serve the model
+// now, though it answers: a 5xx (503: its queue is full) or a 429.
+func sickFailure(err error) bool {
+	code := StatusCode(err)
+	return code >= 500 || code == http.StatusTooManyRequests
 }
 
 // down drains member i after err.
@@ -296,33 +358,18 @@ func (p *Pool) acquire(ctx context.Context, model string, tried map[int]bool) (i
 	}
 	p.mu.Lock()
 	for {
-		now := time.Now()
-		best, candidates := -1, 0
-		last, hasLast := p.last[model]
-		for _, i := range p.serves[model] {
-			m := p.members[i]
-			if tried[i] || now.Before(m.downUntil) {
-				continue
-			}
-			candidates++
-			if m.inflight >= m.limit {
-				continue
-			}
-			if hasLast && i == last {
-				best = i // it has the model loaded
-				break
-			}
-			if best < 0 || m.inflight < p.members[best].inflight {
-				best = i
-			}
-		}
+		best, waitFor := p.choose(model, tried, time.Now())
 		if best >= 0 {
-			p.members[best].inflight++
+			m := p.members[best]
+			m.inflight++
+			if h := m.health[model]; h != nil && h.streak > 0 {
+				h.probing = true
+			}
 			p.last[model] = best
 			p.mu.Unlock()
 			return best, nil
 		}
-		if candidates == 0 {
+		if !waitFor {
 			p.mu.Unlock()
 			return -1, ErrNoServer
 		}
@@ -338,23 +385,104 @@ func (p *Pool) acquire(ctx context.Context, model string, tried map[int]bool) (i
 	}
 }
 
-func (p *Pool) release(i int, err error) {
+// choose picks the server for a call of model, not one in tried: the one
+// that served the model last while it is healthy and has a free slot, else
+// the least busy usable one (ties: the least time per call so far). With
+// none free, waitFor says whether one may become so (a slot frees, a sick
+// server's back-off ends or its probe ends) rather than none being left.
+func (p *Pool) choose(model string, tried map[int]bool, now time.Time) (best int, waitFor bool) {
+	best = -1
+	last, hasLast := p.last[model]
+	for _, i := range p.serves[model] {
+		m := p.members[i]
+		if tried[i] || now.Before(m.downUntil) {
+			continue
+		}
+		h := m.health[model]
+		if h != nil && h.streak > 0 && p.othersUsable(model, i, tried, now) {
+			// While another server can take the call, a sick one waits
+			// out its back-off unprobed: no call is spent on it.
+			if now.Before(h.outUntil) || h.probing {
+				continue
+			}
+		}
+		waitFor = true
+		if !h.usable(now) || m.inflight >= m.limit {
+			continue
+		}
+		if hasLast && i == last && (h == nil || h.streak == 0) {
+			return i, true // it has the model loaded
+		}
+		if best < 0 || p.before(m, p.members[best]) {
+			best = i
+		}
+	}
+	return best, waitFor
+}
+
+// othersUsable reports whether a server other than i, not in tried, is up
+// and healthy for model.
+func (p *Pool) othersUsable(model string, i int, tried map[int]bool, now time.Time) bool {
+	for _, j := range p.serves[model] {
+		m := p.members[j]
+		if j != i && !tried[j] && !now.Before(m.downUntil) {
+			if h := m.health[model]; h == nil || h.streak == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// before orders two servers for a call: the less busy first, then the
+// faster so far.
+func (p *Pool) before(a, b *poolMember) bool {
+	if a.inflight != b.inflight {
+		return a.inflight < b.inflight
+	}
+	return a.counts.Calls > 0 && b.counts.Calls > 0 &&
+		a.counts.Seconds/float64(a.counts.Calls) < b.counts.Seconds/float64(b.counts.Calls)
+}
+
+// release frees member i's slot after a call of model that took took and
+// ended with err, and updates the server's health and counts.
+func (p *Pool) release(i int, model string, took time.Duration, err error) {
 	p.mu.Lock()
 	m := p.members[i]
 	m.inflight--
+	h := m.healthOf(model)
+	h.probing = false
 	switch {
 	case err == nil:
 		m.counts.Calls++
+		m.counts.Seconds += took.Seconds()
+		h.streak = 0
 		if m.limit < p.slots {
 			if m.ok++; m.ok >= recoverAfter {
 				m.limit, m.ok = m.limit+1, 0
 			}
 		}
-	case StatusCode(err) == http.StatusServiceUnavailable:
-		m.limit, m.ok = max(1, m.limit/2), 0
+	case sickFailure(err):
+		m.counts.Failures++
+		if StatusCode(err) == http.StatusServiceUnavailable {
+			m.counts.Unavailable++
+			m.limit, m.ok = max(1, m.limit/2), 0
+		}
+		h.streak++
+		h.outUntil = time.Now().Add(p.sickFor(h.streak))
 	}
 	p.changed()
 	p.mu.Unlock()
+}
+
+// sickFor is the back-off after streak failures in a row: SickFor,
+// doubling, at most DownFor.
+func (p *Pool) sickFor(streak int) time.Duration {
+	d := p.SickFor
+	for k := 1; k < streak && d < p.DownFor; k++ {
+		d *= 2
+	}
+	return min(d, p.DownFor)
 }
 
 // Slots returns each server's slots now (lowered after a 503).
@@ -381,12 +509,15 @@ func (p *Pool) each(ctx context.Context, model string, call func(b Backend) erro
 			}
 			return err
 		}
+		start := time.Now()
 		err = call(p.members[i].b)
-		p.release(i, err)
-		if !hostFailure(err) || ctx.Err() != nil {
+		p.release(i, model, time.Since(start), err)
+		if ctx.Err() != nil || !hostFailure(err) && !sickFailure(err) {
 			return err
 		}
-		p.down(i, err)
+		if hostFailure(err) {
+			p.down(i, err)
+		}
 		tried[i], lastErr = true, err
 	}
 }

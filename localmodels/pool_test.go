@@ -179,39 +179,115 @@ func TestPoolRefusesUnlikeServers(t *testing.T) {
 	}
 }
 
-// A server that answers 503 has its slots halved, down to one, while the
-// other keeps its own; its slots grow back as its calls succeed.
+// A server that answers 503 has its slots halved, down to one; its slots
+// grow back as its calls succeed. (The model is on that server only, so
+// its 503s reach the caller; TestPoolRoutesAroundASickServer is the pool
+// with somewhere else to go.)
 func TestPoolHalvesABusyServersSlots(t *testing.T) {
 	var busy atomic.Bool
 	busy.Store(true)
+	only := fakeollama.Model{Name: "only-a:latest", Digest: "d9", ParameterCount: 1e9}
 	a := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
 		if busy.Load() {
 			return fakeollama.Reply{Status: 503, Error: "server busy"}
 		}
 		return fakeollama.Reply{Content: "ok"}
-	}, tinyModel)
+	}, tinyModel, only)
 	defer a.Close()
 	b, _ := slowFake(t, tinyModel)
 	p := pool(t, 4, a.Host(), b.Host())
-	if _, err := p.Info(context.Background(), "m"); err != nil {
+	p.SickFor = time.Millisecond // back in at once: this test is about slots
+	if _, err := p.Info(context.Background(), "only-a"); err != nil {
 		t.Fatal(err)
 	}
+	ask := func() error {
+		time.Sleep(3 * time.Millisecond) // past the back-off
+		_, err := p.Chat(context.Background(), localmodels.ChatRequest{Model: "only-a", Messages: []localmodels.Message{{Role: "user", Content: "x"}}}, localmodels.StreamLimits{})
+		return err
+	}
 	for i := 0; i < 3; i++ {
-		_, err := p.Chat(context.Background(), localmodels.ChatRequest{Model: "m", Messages: []localmodels.Message{{Role: "user", Content: "x"}}}, localmodels.StreamLimits{})
-		if localmodels.StatusCode(err) != 503 || !localmodels.IsTransient(err) {
+		if err := ask(); localmodels.StatusCode(err) != 503 || !localmodels.IsTransient(err) {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
 	if s := p.Slots(); s[a.Host()] != 1 || s[b.Host()] != 4 {
 		t.Fatalf("slots after three 503s: %v", s)
 	}
+	if c := p.HostCounts()[a.Host()]; c.Unavailable != 3 || c.Failures != 3 {
+		t.Fatalf("counts after three 503s: %+v", c)
+	}
 	busy.Store(false)
 	for i := 0; i < 8; i++ {
-		if _, err := p.Chat(context.Background(), localmodels.ChatRequest{Model: "m", Messages: []localmodels.Message{{Role: "user", Content: "x"}}}, localmodels.StreamLimits{}); err != nil {
+		if err := ask(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if s := p.Slots(); s[a.Host()] != 2 {
 		t.Fatalf("slots after 8 calls that succeeded: %v", s)
+	}
+}
+
+// A server that answers every call with 503 does not sink a pool: its
+// calls go to the healthy server at once, it is left out for a back-off
+// that grows while it keeps failing (probed once per back-off, not once per
+// call), its 503s are counted exactly, and once it is well a probe brings
+// it back in.
+func TestPoolRoutesAroundASickServer(t *testing.T) {
+	var sick atomic.Bool
+	var refused, answered atomic.Int32
+	sick.Store(true)
+	a := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
+		if sick.Load() {
+			refused.Add(1)
+			return fakeollama.Reply{Status: 503, Error: "server busy"}
+		}
+		answered.Add(1)
+		time.Sleep(30 * time.Millisecond)
+		return fakeollama.Reply{Content: "ok"}
+	}, tinyModel)
+	defer a.Close()
+	b, _ := slowFake(t, tinyModel)
+	p := pool(t, 2, a.Host(), b.Host())
+	p.SickFor, p.DownFor = 20*time.Millisecond, 400*time.Millisecond
+	if _, err := p.Info(context.Background(), "m"); err != nil {
+		t.Fatal(err)
+	}
+	// Many calls at once: every one is answered, by b.
+	for i, err := range chats(t, p, "m", 20) {
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	// Bursts that fill b's slots for a second: with b the one that served
+	// last, a is asked only when b is full, and then once per back-off — a
+	// back-off doubling from 20 ms probes it about 6 times (20, 40, 80, 160,
+	// 320 ms, then 400 ms apart); a fixed one would some 40 times.
+	before := refused.Load()
+	for start := time.Now(); time.Since(start) < time.Second; {
+		for i, err := range chats(t, p, "m", 8) {
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+	}
+	probes := refused.Load() - before
+	c := p.HostCounts()
+	t.Logf("503s: %d in the burst of 20, %d probes in a second of bursts; counts %+v", before, probes, c)
+	if before > 6 || probes < 2 || probes > 12 {
+		t.Errorf("a sick server was asked %d times in a burst of 20 calls and %d times in a second of bursts (want ≤ 6, then 2–12 probes)", before, probes)
+	}
+	if c[a.Host()].Unavailable != int(refused.Load()) || c[a.Host()].Calls != 0 || c[b.Host()].Failures != 0 {
+		t.Errorf("counts %+v; a answered 503 %d times", c, refused.Load())
+	}
+	// Well again: after its back-off a probe succeeds and a takes calls.
+	sick.Store(false)
+	time.Sleep(p.DownFor + 50*time.Millisecond)
+	for i, err := range chats(t, p, "m", 12) {
+		if err != nil {
+			t.Fatalf("call %d after recovery: %v", i, err)
+		}
+	}
+	if answered.Load() == 0 || p.HostCounts()[a.Host()].Calls != int(answered.Load()) {
+		t.Errorf("a recovered but answered %d calls (counted %+v)", answered.Load(), p.HostCounts()[a.Host()])
 	}
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"halu/localmodels/fakeollama"
 	"halu/localmodels/fakeopenai"
 	"halu/runner/engine"
 	"halu/runner/rundir"
@@ -123,4 +126,39 @@ func TestRunOnAPoolOfServers(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errb.String(), "this command works on one server") {
 		t.Fatalf("models list on a pool: exit %d: %s", code, errb.String())
 	}
+}
+
+// A pool with one server answering every call with 503 completes every
+// item on the other, and the manifest and the summary count the sick
+// server's 503s exactly (they once sank 19 of 20 items, and the summary
+// said "503 back-offs: 1" after 95 of them).
+func TestRunOnAPoolWithASickServer(t *testing.T) {
+	a := newFake(t)
+	var refused atomic.Int32
+	b := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
+		refused.Add(1)
+		return fakeollama.Reply{Status: 503, Error: "server busy"}
+	},
+		fakeollama.Model{Name: "gen:latest", Digest: "dg", ParameterCount: 1e9},
+		fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9})
+	t.Cleanup(b.Close)
+	dir := filepath.Join(t.TempDir(), "run")
+	var out, errb bytes.Buffer
+	code := run([]string{"--ollama", b.Host() + "," + a.Host(), "--parallel", "2", "--cache", t.TempDir(),
+		"run", "smoke", "--models", "gen", "--judges", "judge", "--out", dir}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	m, err := rundir.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := m.Counts.Hosts[b.Host()]
+	if m.Counts.Failed != 0 || m.Counts.Completed != m.Counts.Items || hb.Unavailable != int(refused.Load()) || hb.Calls != 0 {
+		t.Fatalf("counts %+v; the sick server answered 503 %d times", m.Counts, refused.Load())
+	}
+	if want := fmt.Sprintf("%d of them 503", refused.Load()); !strings.Contains(out.String(), want) {
+		t.Errorf("the summary does not say %q:\n%s", want, out.String())
+	}
+	t.Logf("%d items, %d 503s from the sick server", m.Counts.Items, refused.Load())
 }

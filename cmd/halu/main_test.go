@@ -207,6 +207,20 @@ func TestRerunStageAndErrors(t *testing.T) {
 	if len(recs) != 2 || len(recs[0].Failures) != 1 {
 		t.Fatalf("bad judge run: %d records, failures %+v", len(recs), recs[0].Failures)
 	}
+	// While a process holds the run, --errors changes nothing: the records
+	// of a live run are not set aside under it (they once were, emptied).
+	held0, _ := os.ReadFile(filepath.Join(bad, rundir.RecordsFile))
+	release, err := rundir.LockDir(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = halu(t, f, cache, "rerun", bad, "--errors")
+	release()
+	after, _ := os.ReadFile(filepath.Join(bad, rundir.RecordsFile))
+	if held, _ := filepath.Glob(filepath.Join(bad, "records.jsonl.before-rerun-*")); r.code == exitOK || !strings.Contains(r.stderr, "held by another halu process") ||
+		!bytes.Equal(held0, after) || len(held) != 0 || strings.Contains(r.stderr, "set aside") {
+		t.Errorf("--errors on a held run: exit %d, records changed %v, set aside %v\n%s", r.code, !bytes.Equal(held0, after), held, r.stderr)
+	}
 	gen, good, badCalls := f.calls("gen"), f.calls("judge"), f.calls("bad")
 	r = halu(t, f, cache, "rerun", bad, "--errors")
 	if r.code != exitOK || f.calls("gen") != gen || f.calls("judge") != good || f.calls("bad") != badCalls+4 {

@@ -92,7 +92,16 @@ func StageRerun(recs []rundir.Record, stage string) (*Rerun, error) {
 // records.jsonl.before-rerun-TIME) so that resuming redoes them, asking
 // their failed stages afresh; items that failed outright are redone by any
 // resume. It returns the plan and how many records were set aside.
+//
+// The run's lock is held while the records are read and rewritten, so a
+// run still going in dir is refused before anything changes (the lock is
+// released before returning: the resume takes it again).
 func ErrorsRerun(dir string) (*Rerun, int, error) {
+	release, err := rundir.LockDir(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer release()
 	path := filepath.Join(dir, rundir.RecordsFile)
 	recs, _, err := rundir.ReadRecords(path)
 	if err != nil {

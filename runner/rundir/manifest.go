@@ -269,7 +269,7 @@ func SubHosts(a, b map[string]localmodels.HostCount) map[string]localmodels.Host
 	}
 	out := map[string]localmodels.HostCount{}
 	for h, c := range a {
-		out[h] = localmodels.HostCount{Calls: c.Calls - b[h].Calls, Failures: c.Failures - b[h].Failures}
+		out[h] = c.Sub(b[h])
 	}
 	return out
 }
@@ -282,8 +282,7 @@ func AddHosts(a, b map[string]localmodels.HostCount) map[string]localmodels.Host
 	out := map[string]localmodels.HostCount{}
 	for _, m := range []map[string]localmodels.HostCount{a, b} {
 		for h, c := range m {
-			o := out[h]
-			out[h] = localmodels.HostCount{Calls: o.Calls + c.Calls, Failures: o.Failures + c.Failures}
+			out[h] = out[h].Add(c)
 		}
 	}
 	return out

@@ -141,7 +141,11 @@ func (s *Summary) Print(w io.Writer) {
 		for _, h := range hosts {
 			part := fmt.Sprintf("%s %d", h, c.Hosts[h].Calls)
 			if f := c.Hosts[h].Failures; f > 0 {
-				part += fmt.Sprintf(" (%d failed there)", f)
+				part += fmt.Sprintf(" (%d failed there", f)
+				if u := c.Hosts[h].Unavailable; u > 0 {
+					part += fmt.Sprintf(", %d of them 503", u)
+				}
+				part += ")"
 			}
 			parts = append(parts, part)
 		}
