@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -53,7 +51,7 @@ Without --md, --csv, --long or --samples, the HTML goes to report.html.`,
 				htmlOut = "report.html"
 			}
 			if htmlOut != "" {
-				if err := writeFileWith(htmlOut, func(w io.Writer) error { return report.HTML(w, runs) }); err != nil {
+				if err := rundir.WriteAtomic(htmlOut, func(w io.Writer) error { return report.HTML(w, runs) }); err != nil {
 					return err
 				}
 				abs, _ := filepath.Abs(htmlOut)
@@ -73,7 +71,7 @@ Without --md, --csv, --long or --samples, the HTML goes to report.html.`,
 				if out.path == "" {
 					continue
 				}
-				if err := writeFileWith(out.path, func(w io.Writer) error { return out.write(w, runs) }); err != nil {
+				if err := rundir.WriteAtomic(out.path, func(w io.Writer) error { return out.write(w, runs) }); err != nil {
 					return fmt.Errorf("report: %s: %w", out.what, err)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "report: %s in %s\n", out.what, out.path)
@@ -177,25 +175,6 @@ func runOutcomes(dir string) (*rundir.Manifest, []summary.Outcome, error) {
 		return nil, nil, fmt.Errorf("run %s: %w", dir, err)
 	}
 	return m, o, nil
-}
-
-// writeFileWith writes path through write, buffered, and reports the first
-// error of writing or closing.
-func writeFileWith(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	if err := write(bw); err != nil {
-		f.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // usageArgs makes an argument check's error a usage error (exit 2).

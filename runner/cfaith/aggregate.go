@@ -172,7 +172,7 @@ func WriteDataset(dir string, ds Dataset, info DatasetInfo) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, infoFile), append(b, '\n'), 0o644)
+	return rundir.WriteFileAtomic(filepath.Join(dir, infoFile), append(b, '\n'))
 }
 
 // ReadDataset reads a dataset directory written by WriteDataset, or one

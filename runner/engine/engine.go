@@ -382,6 +382,7 @@ func (e *Engine) open(s Suite, spec RunSpec) (*run, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	rundir.SweepRunTemps(r.dir) // a killed session's unrenamed writes
 	if spec.Resume {
 		err = e.reopen(r, s, spec)
 	} else {

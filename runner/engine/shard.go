@@ -93,10 +93,23 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("%s is not empty: merge into a new directory", out)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	// The merged run is made in a directory beside out and renamed to it
+	// whole: a merge that is killed leaves no half-merged run (and the
+	// next merge into out removes what it left).
+	parent := filepath.Dir(out)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
 	}
-	release, err := rundir.LockDir(out)
+	rundir.SweepTemps(parent, rundir.TempPrefix(out))
+	tmp, err := os.MkdirTemp(parent, rundir.TempPrefix(out)+"*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp) // after the rename, nothing is there
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	release, err := rundir.LockDir(tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +149,7 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 		}
 		rb.Write(append(b, '\n'))
 	}
-	if err := writeFileSync(filepath.Join(out, rundir.RecordsFile), rb.Bytes()); err != nil {
+	if err := rundir.WriteFileAtomic(filepath.Join(tmp, rundir.RecordsFile), rb.Bytes()); err != nil {
 		return nil, err
 	}
 	var eb bytes.Buffer
@@ -146,19 +159,25 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 			eb.Write(b)
 		}
 	}
-	if err := writeFileSync(filepath.Join(out, rundir.ErrorsFile), eb.Bytes()); err != nil {
+	if err := rundir.WriteFileAtomic(filepath.Join(tmp, rundir.ErrorsFile), eb.Bytes()); err != nil {
 		return nil, err
 	}
-	if err := rundir.WriteManifest(out, &man); err != nil {
+	if err := rundir.WriteManifest(tmp, &man); err != nil {
 		return nil, err
 	}
 	res := &Result{Dir: out, Counts: man.Counts, Manifest: &man}
-	sum, err := summarize(s, &man, recs)
-	if err != nil {
-		return res, err
+	// A summary that cannot be made does not lose the merged records.
+	sum, serr := summarize(s, &man, recs)
+	if serr == nil {
+		if err := summary.WriteSummary(tmp, sum); err != nil {
+			return nil, err
+		}
+		res.Summary = sum
 	}
-	res.Summary = sum
-	return res, summary.WriteSummary(out, sum)
+	if err := os.Rename(tmp, out); err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	return res, serr
 }
 
 // unlike says how two shard runs differ in what they measure ("" when
@@ -194,21 +213,4 @@ func sumCounts(a, b rundir.Counts) rundir.Counts {
 	c.TextFallbacks, c.ReaderDisagreements = a.TextFallbacks+b.TextFallbacks, a.ReaderDisagreements+b.ReaderDisagreements
 	c.Hosts = rundir.AddHosts(a.Hosts, b.Hosts)
 	return c
-}
-
-// writeFileSync writes a file and syncs it.
-func writeFileSync(path string, b []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"halu/localmodels"
+	"halu/runner/rundir"
 	"halu/runner/summary"
 )
 
@@ -139,19 +140,14 @@ func CSV(dir string, runs []*Run) ([]string, error) {
 		}
 		for j, t := range tables {
 			p := filepath.Join(dir, fmt.Sprintf("%02d-%s-%02d-%s.csv", i+1, r.Manifest.Suite, j+1, slug(t.Title)))
-			f, err := os.Create(p)
+			err := rundir.WriteAtomic(p, func(f io.Writer) error {
+				w := csv.NewWriter(f)
+				w.Write(t.Columns)
+				w.WriteAll(t.Rows) // flushes
+				return w.Error()
+			})
 			if err != nil {
-				return nil, err
-			}
-			w := csv.NewWriter(f)
-			w.Write(t.Columns)
-			w.WriteAll(t.Rows) // flushes
-			if err := w.Error(); err != nil {
-				f.Close()
 				return nil, fmt.Errorf("%s: %w", p, err)
-			}
-			if err := f.Close(); err != nil {
-				return nil, err
 			}
 			paths = append(paths, p)
 		}

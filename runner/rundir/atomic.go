@@ -1,32 +1,69 @@
 package rundir
 
 import (
+	"bufio"
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
-// WriteFileAtomic writes b to a temporary file beside path, syncs it and
-// renames it into place.
+// WriteFileAtomic writes b to path atomically (WriteAtomic).
 func WriteFileAtomic(path string, b []byte) error {
-	return WriteFileVia(filepath.Dir(path), ".tmp-", path, b)
+	return WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 }
 
+// WriteAtomic writes path through write: into a temporary file beside it
+// (TempPrefix(path)…), synced, then renamed over path, so that path holds
+// either its previous content or all of the new one whatever happens
+// meanwhile — a kill, a full disk, an error in write. The temporary file
+// is removed when the write fails; those a killed writer left are removed
+// by the next write of path. The file is readable by all (0644), as a
+// report or a run's record is meant to be.
+func WriteAtomic(path string, write func(io.Writer) error) error {
+	dir, prefix := filepath.Dir(path), TempPrefix(path)
+	SweepTemps(dir, prefix)
+	return writeVia(dir, prefix, path, write)
+}
+
+// TempPrefix is the name prefix of WriteAtomic's temporary files for path.
+func TempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
+
 // WriteFileVia writes b to a temporary file in dir (on path's file system)
-// named prefix…, syncs it and renames it to path.
+// named prefix…, syncs it and renames it to path. The caller sweeps dir.
 func WriteFileVia(dir, prefix, path string, b []byte) error {
+	return writeVia(dir, prefix, path, func(w io.Writer) error {
+		_, err := io.Copy(w, bytes.NewReader(b))
+		return err
+	})
+}
+
+func writeVia(dir, prefix, path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(dir, prefix+"*")
 	if err != nil {
 		return err
 	}
-	if _, err := tmp.Write(b); err != nil {
+	fail := func(err error) error {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return err
 	}
+	bw := bufio.NewWriterSize(tmp, 64<<10)
+	if err := write(bw); err != nil {
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fail(err)
+	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
+		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
@@ -37,4 +74,35 @@ func WriteFileVia(dir, prefix, path string, b []byte) error {
 		return err
 	}
 	return nil
+}
+
+// SweepTemps removes the files in dir whose names start with prefix: the
+// temporary files of writers that were killed before their rename. Two
+// processes writing one file at once are not supported (the last rename
+// would win anyway).
+func SweepTemps(dir, prefix string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// SweepRunTemps removes what killed writers left in run directory dir:
+// the temporary files of its manifest, summary, run file and records.
+// Call it holding the run's lock.
+func SweepRunTemps(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if n := e.Name(); strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") {
+			os.RemoveAll(filepath.Join(dir, n))
+		}
+	}
 }

@@ -58,7 +58,7 @@ func WriteJSONL[T any](path string, items []T) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := os.WriteFile(path, b, 0o666); err != nil {
+	if err := WriteFileAtomic(path, b); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
