@@ -154,7 +154,9 @@ func TestKilledMergeLeavesNoRunOrAWholeOne(t *testing.T) {
 	}
 	_, r1, _ := engine.ReadRun(shards[0])
 	_, r2, _ := engine.ReadRun(shards[1])
-	merge := func(out string) *exec.Cmd { return asHalu(dir, append(append([]string{"merge"}, shards...), "--out", out)...) }
+	merge := func(out string) *exec.Cmd {
+		return asHalu(dir, append(append([]string{"merge"}, shards...), "--out", out)...)
+	}
 	start := time.Now()
 	if out, err := merge(filepath.Join(dir, "clean")).CombinedOutput(); err != nil {
 		t.Fatalf("merge: %v\n%s", err, out)
