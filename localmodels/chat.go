@@ -106,6 +106,16 @@ type ChatResponse struct {
 	TotalDuration time.Duration `json:"total_duration_ns,omitempty"`
 }
 
+// Complete reports whether r is a whole reply: one the server ended with
+// a done reason. A reply without one was cut off before the server's final
+// message (ErrIncomplete), and is never cached or read from a cache.
+func (r *ChatResponse) Complete() error {
+	if r.DoneReason == "" {
+		return fmt.Errorf("%w: no done reason", ErrIncomplete)
+	}
+	return nil
+}
+
 // StreamLimits bound a streamed generation. Zero fields are no limit.
 type StreamLimits struct {
 	// Idle fails the call (ErrIdle, a transient error) when no token

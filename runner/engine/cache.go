@@ -117,7 +117,16 @@ func check(b []byte, key string, v any) error {
 	if hex.EncodeToString(sum[:]) != e.Sum {
 		return errors.New("entry's value does not match its checksum")
 	}
-	return json.Unmarshal(e.Value, v)
+	if err := json.Unmarshal(e.Value, v); err != nil {
+		return err
+	}
+	// A checksum proves the value is the one written, not that it was fit
+	// to write: a reply cut off before the server's end (one written by
+	// hand, or by an older halu) is no reply.
+	if c, ok := v.(interface{ Complete() error }); ok {
+		return c.Complete()
+	}
+	return nil
 }
 
 // Put stores v under key.

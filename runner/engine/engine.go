@@ -1000,6 +1000,14 @@ func summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 	}
 	sum.Counts = man.Counts
 	sum.TinyModel = man.TinyModel
+	sum.Readers = man.Readers
+	for _, r := range recs {
+		for _, c := range r.Calls {
+			if c.Kind == "judge" || c.Kind == "repair" {
+				sum.JudgeReplies++
+			}
+		}
+	}
 	sum.Notes = append(sum.Notes, summary.ReadingNotes(recs, man.Readers)...)
 	sum.Notes = append(sum.Notes, summary.ThinkingNotes(recs)...)
 	sum.Notes = append(sum.Notes, identityNotes(man)...)

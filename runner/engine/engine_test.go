@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -604,6 +606,7 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 		func(b []byte) []byte { return b[:len(b)/2] }, // truncated
 		func(b []byte) []byte { return alter(b, 0) },  // the value altered, its checksum not
 		func(b []byte) []byte { return alter(b, 5) },
+		withoutDoneReason, // a cut-off reply with a checksum made for it
 	}
 	for i, f := range damage {
 		b, err := os.ReadFile(entries[i])
@@ -634,6 +637,24 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 	if strings.Join(a, "\n") != strings.Join(b, "\n") {
 		t.Fatal("records after refetching differ from the first run's")
 	}
+}
+
+// withoutDoneReason is a cache entry whose reply lost its done reason,
+// with its checksum recomputed: sound on disk, but not a whole reply.
+func withoutDoneReason(b []byte) []byte {
+	var e struct {
+		Key   string         `json:"key"`
+		Sum   string         `json:"sha256"`
+		Value map[string]any `json:"value"`
+	}
+	if err := json.Unmarshal(b, &e); err != nil || e.Value["done_reason"] == nil {
+		panic(fmt.Sprintf("not a chat entry: %s", b))
+	}
+	delete(e.Value, "done_reason")
+	v, _ := json.Marshal(e.Value)
+	sum := sha256.Sum256(v)
+	out, _ := json.Marshal(map[string]any{"key": e.Key, "sha256": hex.EncodeToString(sum[:]), "value": json.RawMessage(v)})
+	return out
 }
 
 // A cache that cannot be written costs the caching only: every item is

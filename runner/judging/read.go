@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // This file is the one reading discipline every judge and answer reader
@@ -79,14 +80,17 @@ func Fence(text string) string {
 	return FenceOpen + "\n" + strings.TrimSpace(text) + "\n" + FenceClose
 }
 
-// minQuotedLine is the shortest line of an evaluated text (non-space
+// minQuotedLine is the shortest part of an evaluated text (non-space
 // characters) that Unquote removes wherever the judge repeats it: shorter
-// lines ("Yes", "B") are too common to be told from the judge's own words.
+// parts ("Yes", "B", "1") are too common to be told from the judge's own
+// words.
 const minQuotedLine = 6
 
 // Unquote removes from a judge reply what it quotes of the evaluated texts:
-// fenced regions, each evaluated text whole, and each of its lines of
-// minQuotedLine or more non-space characters.
+// fenced regions, each evaluated text whole, each of its lines and each of
+// their sentences — every part long enough to be told from the judge's own
+// words (removable), and only where it stands as words of its own (a
+// quoted "Score: 1" is not cut out of the judge's "Score: 10").
 func Unquote(reply string, evaluated ...string) string {
 	for {
 		i := strings.Index(reply, FenceOpen)
@@ -105,7 +109,7 @@ func Unquote(reply string, evaluated ...string) string {
 		if e = strings.TrimSpace(e); e == "" {
 			continue
 		}
-		reply = strings.ReplaceAll(reply, e, " ")
+		reply = removeQuoted(reply, e)
 		for _, l := range strings.Split(e, "\n") {
 			reply = removeQuoted(reply, l)
 			for _, sent := range sentenceEnd.Split(l, -1) {
@@ -119,14 +123,59 @@ func Unquote(reply string, evaluated ...string) string {
 // sentenceEnd splits a line into sentences (the end mark stays with each).
 var sentenceEnd = regexp.MustCompile(`(?:[.!?。！？])\s+`)
 
-// removeQuoted removes every occurrence of part from reply, when part is
-// long enough to be told from the judge's own words.
+// removeQuoted removes the occurrences of part from reply that stand as
+// words of their own, when part is removable.
 func removeQuoted(reply, part string) string {
 	part = strings.TrimSpace(part)
-	if len([]rune(strings.Join(strings.Fields(part), ""))) < minQuotedLine {
+	if !removable(part) {
 		return reply
 	}
-	return strings.ReplaceAll(reply, part, " ")
+	first, fn := utf8.DecodeRuneInString(part)
+	last, _ := utf8.DecodeLastRuneInString(part)
+	var b strings.Builder
+	for {
+		i := strings.Index(reply, part)
+		if i < 0 {
+			b.WriteString(reply)
+			return b.String()
+		}
+		j := i + len(part)
+		before, _ := utf8.DecodeLastRuneInString(reply[:i])
+		after, _ := utf8.DecodeRuneInString(reply[j:])
+		if i > 0 && joins(before, first) || j < len(reply) && joins(last, after) {
+			// Inside a longer word or number: the judge's, not the quote.
+			b.WriteString(reply[:i+fn])
+			reply = reply[i+fn:]
+			continue
+		}
+		b.WriteString(reply[:i])
+		b.WriteString(" ")
+		reply = reply[j:]
+	}
+}
+
+// removable reports whether a part of an evaluated text can be told from
+// the judge's own words: minQuotedLine non-space characters or more, and
+// more than a bare label ("START:", "Final answer:"), which is what the
+// judge's own verdict begins with.
+func removable(part string) bool {
+	if len([]rune(strings.Join(strings.Fields(part), ""))) < minQuotedLine {
+		return false
+	}
+	return !bareLabel.MatchString(part)
+}
+
+var bareLabel = regexp.MustCompile(`^[^:：\n]{0,40}[:：]$`)
+
+// joins reports whether two adjacent characters belong to one word or
+// number: letters and digits of scripts that separate words by spaces, and
+// digits of any script. (Chinese and Japanese run words together, so a
+// quote of them is removed wherever it occurs.)
+func joins(a, b rune) bool {
+	word := func(r rune) bool {
+		return unicode.IsDigit(r) || unicode.IsLetter(r) && !unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+	}
+	return word(a) && word(b)
 }
 
 // Plain removes markdown emphasis and code marks (*, `, heading and quote

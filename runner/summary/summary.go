@@ -41,6 +41,23 @@ type Summary struct {
 	// out), or were longer than it anyway: a published table shows all of
 	// it, so a run with any is not comparable with one.
 	ContentCut int `json:"content_cut,omitempty"`
+	// Readers is how the run read text judge replies where the authors'
+	// rule and halu's careful reader differ ("paper": the authors' rule
+	// decided; "halu": the careful reading did), and JudgeReplies how many
+	// judge replies it read; Counts.ReaderDisagreements says on how many
+	// the two readings differed. Gates refuse figures the authors' rule
+	// made when it disagrees with the careful reading too often.
+	Readers      string `json:"readers,omitempty"`
+	JudgeReplies int    `json:"judge_replies,omitempty"`
+}
+
+// Disagreement is the share of the judge replies read that the authors'
+// rule read differently from halu's careful reader (0 when none was read).
+func (s *Summary) Disagreement() float64 {
+	if s.JudgeReplies == 0 {
+		return 0
+	}
+	return float64(s.Counts.ReaderDisagreements) / float64(s.JudgeReplies)
 }
 
 // Support is what a metric was computed from: N units scored and Unscored
@@ -156,9 +173,13 @@ func (s *Summary) Print(w io.Writer) {
 // Gate is a quality gate on a summary metric: --fail-under NAME=VALUE fails
 // a run whose metric is below VALUE, --fail-over one whose metric is above.
 // A gate also fails a metric that was not measured (n = 0, or no value at
-// all) and one whose unscored share exceeds MaxUnscored: a bound met by a
-// figure computed from nothing, or from the few replies that happened to
-// parse, is not met.
+// all), one whose unscored share exceeds MaxUnscored, and — in a run whose
+// figures the authors' reading rule decided (Summary.Readers "paper") —
+// every metric when that rule disagreed with halu's careful reading on
+// more than MaxUnscored of the judge replies: a bound met by a figure
+// computed from nothing, from the few replies that happened to parse, or
+// from readings a careful reader rejects, is not met. (Disagreements are
+// counted per run, not per metric: every gate of the run fails.)
 type Gate struct {
 	Metric      string
 	Bound       float64
@@ -233,6 +254,9 @@ func (s *Summary) Check(g Gate) (failed []string, err error) {
 		case hasSup && sup.UnscoredShare() > g.MaxUnscored:
 			failed = append(failed, fmt.Sprintf("%s = %.4g rests on %d of %d units: %d unscored (%.0f%%, over --max-unscored %.0f%%; gate: %s)",
 				k, v, sup.N, sup.N+sup.Unscored, sup.Unscored, 100*sup.UnscoredShare(), 100*g.MaxUnscored, g))
+		case s.Readers == "paper" && s.Disagreement() > g.MaxUnscored:
+			failed = append(failed, fmt.Sprintf("%s = %.4g rests on the authors' reading rule, which read %d of %d judge replies (%.0f%%, over --max-unscored %.0f%%) otherwise than halu's careful reader (each record's readings hold both; --readers halu makes the careful reading decide; gate: %s)",
+				k, v, s.Counts.ReaderDisagreements, s.JudgeReplies, 100*s.Disagreement(), 100*g.MaxUnscored, g))
 		case (g.Over && v > g.Bound) || (!g.Over && v < g.Bound):
 			failed = append(failed, fmt.Sprintf("%s = %.4g (gate: %s)", k, v, g))
 		}
