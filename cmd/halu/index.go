@@ -181,6 +181,11 @@ func newKGCmd(g *globals) *cobra.Command {
 			if out == "" {
 				return usagef("kg import: --out is required")
 			}
+			// A refused file creates no store (an empty one would read
+			// as a graph without edges).
+			if err := kg.CheckFiles(args); err != nil {
+				return usageError{err}
+			}
 			store, err := kg.Open(out, true)
 			if err != nil {
 				return err
@@ -222,6 +227,9 @@ func newKGCmd(g *globals) *cobra.Command {
 			var ids []string
 			for _, a := range args[1:] {
 				nodes := store.Lookup(a)
+				if err := store.Err(); err != nil {
+					return err
+				}
 				if len(nodes) == 0 {
 					return fmt.Errorf("kg %s: no entity named %q", args[0], a)
 				}

@@ -71,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// that a gate failure (3) or an interrupt (130) reads as such.
 		fmt.Fprintf(stderr, "halu: %v\n", err)
 		return ce.code
-	case errors.As(err, &ue), errors.Is(err, localmodels.ErrModelNotFound):
+	case errors.As(err, &ue), errors.Is(err, localmodels.ErrModelNotFound), isInputError(err):
 		// A model the server does not have is fixed before a run, never
 		// by resuming it: a usage error, found before any model call.
 		fmt.Fprintf(stderr, "halu: %v\n", err)
@@ -94,6 +94,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 type usageError struct{ error }
+
+// isInputError reports whether err is in what halu was given to read (a
+// damaged or unreadable input file): packages that read inputs mark such
+// errors with an InputError method, and they exit as usage errors do (2).
+func isInputError(err error) bool {
+	var ie interface{ InputError() bool }
+	return errors.As(err, &ie) && ie.InputError()
+}
 
 // childExit is a command run by halu that exited with code.
 type childExit struct {

@@ -180,7 +180,7 @@ func (g *KG) writeEdges(ctx context.Context, edges *extSorter, tmp string, limit
 		if len(batch) == 0 {
 			return nil
 		}
-		err := g.db.Update(func(tx *bolt.Tx) error {
+		err := g.update(func(tx *bolt.Tx) error {
 			eb, ab, nb := tx.Bucket(bucketEdge), tx.Bucket(bucketAdj), tx.Bucket(bucketNode)
 			// Keys arrive in order: pages are filled, not split in half.
 			eb.FillPercent, ab.FillPercent = 0.95, 0.95
@@ -242,7 +242,7 @@ func (g *KG) writeEdges(ctx context.Context, edges *extSorter, tmp string, limit
 	}
 	var keys [][]byte
 	put := func() error {
-		err := g.db.Update(func(tx *bolt.Tx) error {
+		err := g.update(func(tx *bolt.Tx) error {
 			ab := tx.Bucket(bucketAdj)
 			for _, k := range keys {
 				if err := ab.Put(k, nil); err != nil {

@@ -20,9 +20,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -61,39 +64,131 @@ type Node struct {
 type KG struct {
 	dir string
 	db  *bolt.DB
+	// damage is the first sign that kg.db is damaged (ErrDamaged), kept so
+	// that every later read fails the same way instead of answering.
+	damage atomic.Pointer[error]
 	// sortLimit is the import's sort buffer in bytes (0: sortBuffer); tests
 	// make it small to merge many runs.
 	sortLimit int
 }
 
-// Open opens the store in dir, creating it when create is set.
+// ErrDamaged marks a kg.db that is not whole: empty, cut short, or with
+// pages that are not what the B+tree says they are.
+var ErrDamaged error = inputError("kg.db is damaged")
+
+// inputError is an error in what halu was given to read, not in halu or
+// the machine: the command exits with the usage status (2), as for a
+// wrong flag. (Its InputError method is what the command looks for.)
+type inputError string
+
+func (e inputError) Error() string { return string(e) }
+
+// InputError marks e as an input error.
+func (inputError) InputError() bool { return true }
+
+// buckets are the store's buckets; a kg.db without them is not one halu
+// wrote.
+var buckets = [][]byte{bucketEdge, bucketAdj, bucketNode, bucketName, bucketMeta}
+
+// openTimeout bounds the wait for a kg.db another process holds for writing
+// (an import).
+const openTimeout = 10 * time.Second
+
+// Open opens the store in dir: for reading only (queries, the hypo
+// suite), or — with create — for an import, creating it when there is
+// none. A kg.db that is empty, cut short, not a bbolt file or without the
+// store's buckets is refused (ErrDamaged), never opened as an empty graph;
+// damage found later, in a page a read reaches, fails that read and every
+// later one (Err), never a crash.
 func Open(dir string, create bool) (*KG, error) {
 	p := filepath.Join(dir, kgFile)
-	if _, err := os.Stat(p); err != nil {
-		if !create {
-			return nil, fmt.Errorf("kg %s: no knowledge graph here (import one with `halu kg import --out %s FILE...`)", dir, dir)
-		}
+	st, err := os.Stat(p)
+	switch {
+	case err != nil && !create:
+		return nil, fmt.Errorf("kg %s: no knowledge graph here (import one with `halu kg import --out %s FILE...`)", dir, dir)
+	case err != nil:
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("kg %s: %w", dir, err)
 		}
+	case st.Size() == 0:
+		return nil, fmt.Errorf("%w: kg %s: %s is empty (import the graph again into a new directory)", ErrDamaged, dir, p)
 	}
-	db, err := bolt.Open(p, 0o644, &bolt.Options{NoFreelistSync: true})
+	db, err := bolt.Open(p, 0o644, &bolt.Options{NoFreelistSync: true, ReadOnly: !create, Timeout: openTimeout})
 	if err != nil {
-		return nil, fmt.Errorf("kg %s: %w", dir, err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketEdge, bucketAdj, bucketNode, bucketName, bucketMeta} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("kg %s: held by another process (an import still running?): %w", dir, err)
 		}
-		return nil
-	})
+		return nil, fmt.Errorf("%w: kg %s: %v (import the graph again into a new directory)", ErrDamaged, dir, err)
+	}
+	g := &KG{dir: dir, db: db}
+	if create {
+		err = g.guard(func() error {
+			return db.Update(func(tx *bolt.Tx) error {
+				for _, b := range buckets {
+					if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	} else {
+		err = g.view(func(tx *bolt.Tx) error {
+			for _, b := range buckets {
+				if tx.Bucket(b) == nil {
+					return fmt.Errorf("%w: kg %s: %s has no %q bucket: not a knowledge graph halu wrote", ErrDamaged, dir, p, b)
+				}
+			}
+			if tx.Size() > st.Size() {
+				return fmt.Errorf("%w: kg %s: %s is cut short (%d bytes of %d)", ErrDamaged, dir, p, st.Size(), tx.Size())
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("kg %s: %w", dir, err)
+		return nil, err
 	}
-	return &KG{dir: dir, db: db}, nil
+	return g, nil
+}
+
+// Err is the damage a read of the store found (ErrDamaged), or nil. Reads
+// that return no error (Node, Lookup, EntitiesIn) answer nothing once the
+// store is damaged: a caller checks Err before it trusts their silence.
+func (g *KG) Err() error {
+	if d := g.damage.Load(); d != nil {
+		return *d
+	}
+	return nil
+}
+
+// update runs fn in a write transaction (guard).
+func (g *KG) update(fn func(tx *bolt.Tx) error) error {
+	return g.guard(func() error { return g.db.Update(fn) })
+}
+
+// view runs fn in a read transaction (guard).
+func (g *KG) view(fn func(tx *bolt.Tx) error) error {
+	return g.guard(func() error { return g.db.View(fn) })
+}
+
+// guard runs a transaction of the store, turning what a damaged kg.db does
+// to bbolt — a panic on a page that is not what its parent says, a fault on
+// a page past the file's end — into ErrDamaged, kept for every later read.
+// bbolt rolls the transaction back as the panic passes.
+func (g *KG) guard(fn func() error) (err error) {
+	if d := g.damage.Load(); d != nil {
+		return *d
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: kg %s: %v (import the graph again into a new directory)", ErrDamaged, g.dir, r)
+			g.damage.CompareAndSwap(nil, &err)
+		}
+	}()
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	return fn()
 }
 
 // Close closes the store.
@@ -240,10 +335,8 @@ type mention struct {
 // reported.
 func (g *KG) Import(ctx context.Context, files []string) (ImportInfo, error) {
 	info := ImportInfo{Files: files}
-	for _, f := range files {
-		if _, err := readKGFile(f, sniffLines, func(edgeRow) error { return nil }, func(mention) error { return nil }, func(index.Problem) {}); err != nil {
-			return info, err
-		}
+	if err := CheckFiles(files); err != nil {
+		return info, err
 	}
 	// Edges stream through an external sort and go into the store in key
 	// order: memory stays bounded by the sort's buffer, and the B+tree
@@ -300,7 +393,19 @@ func (g *KG) Import(ctx context.Context, files []string) (ImportInfo, error) {
 }
 
 // ErrFormat marks an input that is not a knowledge-graph file halu reads.
-var ErrFormat = errors.New("not a knowledge-graph file halu reads (PubTator documents, relation2pubtator3, a TSV with pmid, x_id, y_id and a relation column, or an id/name table)")
+var ErrFormat error = inputError("not a knowledge-graph file halu reads (PubTator documents, relation2pubtator3, a TSV with pmid, x_id, y_id and a relation column, or an id/name table)")
+
+// CheckFiles refuses (ErrFormat, naming the file) a file that Import would
+// refuse, reading its first lines only: an import checks its files before
+// it creates or changes a store.
+func CheckFiles(files []string) error {
+	for _, f := range files {
+		if _, err := readKGFile(f, sniffLines, func(edgeRow) error { return nil }, func(mention) error { return nil }, func(index.Problem) {}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // sniffLines is how many lines of a file Import reads to recognise it.
 const sniffLines = 200
@@ -640,7 +745,7 @@ func (g *KG) writeMentions(ments []mention) error {
 	if len(ments) == 0 {
 		return nil
 	}
-	return g.db.Update(func(tx *bolt.Tx) error {
+	return g.update(func(tx *bolt.Tx) error {
 		nb, mb := tx.Bucket(bucketNode), tx.Bucket(bucketName)
 		for _, m := range ments {
 			name := strings.ToLower(strings.Join(strings.Fields(m.name), " "))
@@ -675,7 +780,7 @@ func (g *KG) writeMentions(ments []mention) error {
 func (g *KG) Node(id string) (Node, bool) {
 	var n Node
 	found := false
-	_ = g.db.View(func(tx *bolt.Tx) error {
+	_ = g.view(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketNode).Get([]byte(id)); v != nil {
 			found = json.Unmarshal(v, &n) == nil
 		}
@@ -693,7 +798,7 @@ func (g *KG) Lookup(name string) []Node {
 		n  uint64
 	}
 	var hits []hit
-	_ = g.db.View(func(tx *bolt.Tx) error {
+	_ = g.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketName).Cursor()
 		prefix := []byte(key + "\x00")
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -776,7 +881,7 @@ func (g *KG) EdgesAmong(ids []string, belowPMID uint64) ([]Edge, error) {
 		set[id] = true
 	}
 	var out []Edge
-	err := g.db.View(func(tx *bolt.Tx) error {
+	err := g.view(func(tx *bolt.Tx) error {
 		ac, eb := tx.Bucket(bucketAdj).Cursor(), tx.Bucket(bucketEdge)
 		for _, h := range ids {
 			prefix := []byte(h + "\x00")
@@ -875,7 +980,7 @@ func (g *KG) Incident(id string, belowPMID uint64, limit int) ([]Edge, error) {
 		limit = 2000
 	}
 	var out []Edge
-	err := g.db.View(func(tx *bolt.Tx) error {
+	err := g.view(func(tx *bolt.Tx) error {
 		for _, s := range g.neighbours(tx, id, belowPMID, limit) {
 			out = append(out, s.edge)
 		}
@@ -893,7 +998,7 @@ func (g *KG) Chains(a, b string, hops, maxChains int, belowPMID uint64) ([]Chain
 		hops = 2
 	}
 	var out []Chain
-	err := g.db.View(func(tx *bolt.Tx) error {
+	err := g.view(func(tx *bolt.Tx) error {
 		var walk func(node string, path []step, visited map[string]bool)
 		walk = func(node string, path []step, visited map[string]bool) {
 			if len(path) == hops {
@@ -954,7 +1059,7 @@ type Stats struct {
 // Stats counts edges, nodes and names.
 func (g *KG) Stats() (Stats, error) {
 	var s Stats
-	err := g.db.View(func(tx *bolt.Tx) error {
+	err := g.view(func(tx *bolt.Tx) error {
 		s.Edges = tx.Bucket(bucketEdge).Stats().KeyN
 		s.Nodes = tx.Bucket(bucketNode).Stats().KeyN
 		s.Names = tx.Bucket(bucketName).Stats().KeyN

@@ -276,3 +276,59 @@ func TestKGImportMergesSortedRuns(t *testing.T) {
 		}
 	}
 }
+
+// A damaged kg.db — empty, cut short, bytes overwritten, not a bbolt file
+// — is an ErrDamaged from Open or from the first read that reaches the
+// damage (and every read after it), never a panic and never an empty graph.
+func TestDamagedStoreIsAnErrorNeverAPanic(t *testing.T) {
+	src := t.TempDir()
+	g, err := Open(src, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Import(context.Background(), []string{"../../testdata/kg/biored_train_sample.pubtator"}); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	whole, err := os.ReadFile(filepath.Join(src, kgFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, damage := range map[string]func([]byte) []byte{
+		"empty":     func([]byte) []byte { return nil },
+		"cut short": func(b []byte) []byte { return b[:len(b)/3] },
+		"not bbolt": func([]byte) []byte { return []byte(strings.Repeat("PMID\tx_id\ty_id\n", 400)) },
+		"data pages overwritten": func(b []byte) []byte {
+			b = append([]byte(nil), b...)
+			for i := 4 * 4096; i < len(b); i += 7 {
+				b[i] ^= 0x5a
+			}
+			return b
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, kgFile), damage(whole), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(filepath.Join(dir, kgFile))
+			g, err := Open(dir, false)
+			if err == nil {
+				defer g.Close()
+				nodes := g.Lookup("type II diabetes")
+				_, qerr := g.EdgesAmong([]string{"Disease|MESH:D003924", "Gene|3630"}, 0)
+				if g.Err() == nil || !errors.Is(qerr, ErrDamaged) {
+					t.Fatalf("reads of a damaged store: %d nodes, Err %v, EdgesAmong %v", len(nodes), g.Err(), qerr)
+				}
+				err = g.Err()
+			}
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("Open: %v, want ErrDamaged", err)
+			}
+			if after, _ := os.ReadFile(filepath.Join(dir, kgFile)); string(after) != string(before) {
+				t.Error("a read-only open changed the file")
+			}
+			t.Logf("%v", err)
+		})
+	}
+}

@@ -753,8 +753,14 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 					msg := fmt.Sprintf("item %s: %v", it.ID, err)
 					e.logf("%s\n", msg)
 					_ = ew.Append(rundir.ItemError{Item: it.ID, Error: err.Error(), Time: time.Now().UTC()})
-					if localmodels.IsUnreachable(err) {
+					var input interface{ InputError() bool }
+					switch {
+					case localmodels.IsUnreachable(err):
 						cancel(fmt.Errorf("%s: %w", msg, errUnreachable))
+					case errors.As(err, &input) && input.InputError():
+						// A damaged input (a kg.db) fails every item
+						// after this one too: stop, and say what to fix.
+						cancel(fmt.Errorf("%s: the run stopped: %w", msg, err))
 					}
 					prog.Fail()
 					continue

@@ -753,6 +753,9 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		}
 		res.Knowledge.Nodes = nodes
 		edges, res.Knowledge.KGSource, err = s.kgKnowledge(nodes, background)
+		if err == nil {
+			err = s.kg.Err() // its lookups answer nothing once it is damaged
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -826,6 +829,11 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 	}
 	if len(votes) > 0 {
 		res.Majority, res.MajTie, _ = metrics.Majority(votes, labels)
+	}
+	if s.kg != nil {
+		if err := s.kg.Err(); err != nil {
+			return nil, err // a name or an edge this item used may be missing
+		}
 	}
 	return res, nil
 }
