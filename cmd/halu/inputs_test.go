@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"halu/runner/rundir"
 )
 
 // A file kg import refuses creates no store (an empty one once read as a
@@ -42,5 +44,25 @@ func TestKGInputErrors(t *testing.T) {
 	}
 	if st, err := os.Stat(db); err != nil || st.Size() != 0 {
 		t.Errorf("the empty kg.db was rewritten: %v", err)
+	}
+}
+
+// build cfaith --docs DIR, the documented directory form, runs (it once
+// failed hashing the directory: "is a directory"); the manifest records
+// the directory by a hash of its files.
+func TestBuildFromADocumentsDirectory(t *testing.T) {
+	f := newFake(t)
+	docs := filepath.Join(t.TempDir(), "docs")
+	os.MkdirAll(docs, 0o755)
+	os.WriteFile(filepath.Join(docs, "danube.txt"), []byte("The Danube flows through ten countries and four capitals.\n"), 0o644)
+	os.WriteFile(filepath.Join(docs, "fuji.md"), []byte("Mount Fuji is the highest mountain in Japan.\n"), 0o644)
+	out := filepath.Join(t.TempDir(), "ds")
+	r := halu(t, f, t.TempDir(), "build", "cfaith", "--docs", docs, "--lang", "en", "--agent", "gen", "--types", "EntErr", "--max-questions", "1", "--out", out)
+	if r.code != exitOK {
+		t.Fatalf("build from a directory: exit %d: %s", r.code, r.stderr)
+	}
+	m, err := rundir.ReadManifest(filepath.Join(out, "run"))
+	if err != nil || m.Datasets["docs"].SHA256 == "" {
+		t.Fatalf("manifest datasets: %+v, %v", m, err)
 	}
 }

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"halu/localmodels"
@@ -223,8 +226,31 @@ func HashText(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// HashFile returns the hex SHA-256 of a file's bytes.
+// HashFile returns the hex SHA-256 of a file's bytes; of a directory (a
+// dataset given as one, as cfaith's --docs DIR), the SHA-256 of its
+// files' relative paths and hashes, one "path\tsha256" line each in path
+// order, so that any change to any file changes it.
 func HashFile(path string) (string, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		var lines []string
+		err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			h, err := HashFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(path, p)
+			lines = append(lines, filepath.ToSlash(rel)+"\t"+h)
+			return nil
+		})
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		sort.Strings(lines)
+		return HashText(strings.Join(lines, "\n")), nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
