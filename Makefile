@@ -10,10 +10,12 @@ build:
 	$(GO) build -o $(BIN) ./cmd/halu
 
 # Unit tests: in-process fake Ollama, race detector on; the index's build
-# tests once more on one core (a build must not hang at any CPU count).
+# tests once more on one core (a build must not hang at any CPU count);
+# then a few seconds of fuzzing for every input reader (scripts/fuzz-short.sh).
 test:
 	$(GO) test -race -count=1 $(PKGS)
 	GOMAXPROCS=1 $(GO) test -count=1 -run 'Build|Interrupted' ./index
+	scripts/fuzz-short.sh
 
 # End-to-end: a real Ollama server on a free loopback port with its own
 # models directory, the tiny model imported, every path driven through the

@@ -66,3 +66,35 @@ func TestBuildFromADocumentsDirectory(t *testing.T) {
 		t.Fatalf("manifest datasets: %+v, %v", m, err)
 	}
 }
+
+// Inputs that would skew results are refused before the first model call
+// with exit 2 (usage and input errors), naming file and line: a hypo gold
+// label outside its task's labels, an intent item ID twice (it once exited
+// 1 without the line), a binary keyword.
+func TestBadInputsExitTwoBeforeAnyCall(t *testing.T) {
+	f := newFake(t)
+	dir := t.TempDir()
+	hypo := filepath.Join(dir, "edges.tsv")
+	os.WriteFile(hypo, []byte("x_id\ty_id\tx_type\ty_type\trel_type\trelation\tquestion\n"+
+		"Chemical|MESH:C1\tGene|7\tChemical\tGene\tChemical & Gene\tstimulate\tCan we hypothesize?\n"), 0o644)
+	b, _ := os.ReadFile("../../runner/intent/data/sample.jsonl")
+	first, _, _ := strings.Cut(string(b), "\n")
+	intent := filepath.Join(dir, "faithqa.jsonl")
+	os.WriteFile(intent, []byte(first+"\n"+first+"\n"), 0o644)
+	kw := filepath.Join(dir, "kw.txt")
+	os.WriteFile(kw, []byte("biofilm\n\x89PNG\r\n\x1a\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "hypo", "--models", "gen", "--setting", "parametric", "--data", hypo}, "edges.tsv:2: relation \"stimulate\" is not a label"},
+		{[]string{"run", "intent", "--models", "gen", "--judges", "judge", "--data", intent}, "faithqa.jsonl:2: item"},
+		{[]string{"run", "ideas", "--models", "gen", "--judges", "judge", "--keywords", kw}, "kw.txt:2: keyword is not valid UTF-8"},
+	} {
+		calls := len(f.Chats())
+		r := halu(t, f, t.TempDir(), append(tc.args, "--out", filepath.Join(t.TempDir(), "run"))...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || len(f.Chats()) != calls {
+			t.Errorf("%v: exit %d, %d model calls, want exit 2 saying %q\n%s", tc.args[:2], r.code, len(f.Chats())-calls, tc.want, r.stderr)
+		}
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"halu/index"
 )
 
 func openKG(t *testing.T, files ...string) *KG {
@@ -331,4 +333,68 @@ func TestDamagedStoreIsAnErrorNeverAPanic(t *testing.T) {
 			t.Logf("%v", err)
 		})
 	}
+}
+
+// FuzzReadKGFile: whatever a knowledge-graph input holds, the reader gives
+// edges and mentions, skips lines it reports, or refuses the file
+// (ErrFormat); never a panic.
+func FuzzReadKGFile(f *testing.F) {
+	for _, p := range []string{"../../testdata/kg/biored_train_sample.pubtator"} {
+		b, err := os.ReadFile(p)
+		if err == nil {
+			f.Add(b[:min(len(b), 4000)])
+		}
+	}
+	f.Add([]byte("pmid\tx_id\ty_id\trelation\n1\tGene|1\tGene|2\tAssociation\n"))
+	f.Add([]byte("123|t|Title\n123\t0\t4\tSalt\tChemical\tD012\n123\tAssociation\tD012\t7\n\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "in.txt")
+		os.WriteFile(p, b, 0o644)
+		_, err := readKGFile(p, 0, func(edgeRow) error { return nil }, func(mention) error { return nil }, func(index.Problem) {})
+		if err != nil && !errors.Is(err, ErrFormat) {
+			t.Fatalf("an error that is not ErrFormat: %v", err)
+		}
+	})
+}
+
+// FuzzOpenStore: whatever bytes kg.db holds, Open and a read either work
+// or give ErrDamaged; never a panic, never a crash.
+func FuzzOpenStore(f *testing.F) {
+	src := f.TempDir()
+	g, err := Open(src, true)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := g.Import(context.Background(), []string{"../../testdata/kg/biored_train_sample.pubtator"}); err != nil {
+		f.Fatal(err)
+	}
+	g.Close()
+	whole, _ := os.ReadFile(filepath.Join(src, kgFile))
+	f.Add(whole, 16384, byte(0x5a))
+	f.Add(whole, 0, byte(0xff))
+	f.Add(whole[:8192], 100, byte(1))
+	f.Fuzz(func(t *testing.T, db []byte, at int, x byte) {
+		db = append([]byte(nil), db...)
+		for i := max(0, at); i < len(db) && i < max(0, at)+512; i++ {
+			db[i] ^= x
+		}
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, kgFile), db, 0o644)
+		g, err := Open(dir, false)
+		if err != nil {
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("Open: not ErrDamaged: %v", err)
+			}
+			return
+		}
+		defer g.Close()
+		g.Lookup("type II diabetes")
+		if _, err := g.Stats(); err != nil && !errors.Is(err, ErrDamaged) {
+			t.Fatalf("Stats: %v", err)
+		}
+		if _, err := g.Chains("Disease|MESH:D003924", "Gene|3630", 2, 8, 0); err != nil && !errors.Is(err, ErrDamaged) {
+			t.Fatalf("Chains: %v", err)
+		}
+	})
 }

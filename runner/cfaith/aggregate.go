@@ -1,12 +1,15 @@
 package cfaith
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"halu/runner/rundir"
@@ -190,14 +193,140 @@ func ReadDataset(dir string) (Dataset, DatasetInfo, error) {
 	if err := json.Unmarshal(b, &info); err != nil {
 		return ds, info, fmt.Errorf("%s: %w", filepath.Join(dir, infoFile), err)
 	}
-	if ds.Generative, err = rundir.ReadJSONL[GenItem](filepath.Join(dir, genFile)); err != nil {
-		return ds, info, err
-	}
-	if ds.Choice, err = rundir.ReadJSONL[ChoiceItem](filepath.Join(dir, choiceFile)); err != nil {
-		return ds, info, err
-	}
-	if ds.TrueFalse, err = rundir.ReadJSONL[TFItem](filepath.Join(dir, tfFile)); err != nil {
+	if ds, err = readItems(dir); err != nil {
 		return ds, info, err
 	}
 	return ds, info, nil
+}
+
+// readItems reads a built dataset's three files, checking every value the
+// scores rest on before any model call (an rundir.InputError naming file
+// and line): texts that are text, hallucination types C-FAITH has, four
+// options with four labels, one of them "correct" and the correct option
+// that one, every ID once per file. A dataset without items is refused.
+func readItems(dir string) (Dataset, error) {
+	var ds Dataset
+	ids := rundir.IDs{}
+	p := filepath.Join(dir, genFile)
+	err := scanItems(p, func(line int, it GenItem) error {
+		ds.Generative = append(ds.Generative, it)
+		return firstErr(ids.Add(p, line, "id", "gen/"+it.ID), checkTexts("question", it.Question, "correct_answer", it.CorrectAnswer, "halu_answer", it.HaluAnswer), checkType(it.HaluType))
+	})
+	if err != nil {
+		return ds, err
+	}
+	p = filepath.Join(dir, choiceFile)
+	err = scanItems(p, func(line int, raw choiceLine) error {
+		it, err := raw.item()
+		ds.Choice = append(ds.Choice, it)
+		return firstErr(ids.Add(p, line, "id", "choice/"+it.ID), err)
+	})
+	if err != nil {
+		return ds, err
+	}
+	p = filepath.Join(dir, tfFile)
+	err = scanItems(p, func(line int, it TFItem) error {
+		ds.TrueFalse = append(ds.TrueFalse, it)
+		return firstErr(ids.Add(p, line, "id", "tf/"+it.ID), checkTexts("question", it.Question, "statement", it.Statement), checkType(it.HaluType))
+	})
+	if err != nil {
+		return ds, err
+	}
+	if len(ds.Generative)+len(ds.Choice)+len(ds.TrueFalse) == 0 {
+		return ds, rundir.BadInput(dir, 0, "no items in %s, %s or %s", genFile, choiceFile, tfFile)
+	}
+	return ds, nil
+}
+
+// scanItems decodes each line of the JSONL file at path into a T, its
+// fields as named (an unknown field is a misspelt one), and hands it to fn.
+func scanItems[T any](path string, fn func(line int, it T) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return rundir.BadInput(path, 0, "%v", err)
+	}
+	defer f.Close()
+	return rundir.ScanJSONL(f, path, func(line int, b []byte) error {
+		var it T
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&it); err != nil {
+			return err
+		}
+		return fn(line, it)
+	})
+}
+
+// choiceLine is a single-choice item as its file holds it: options and
+// labels as lists, so that a count other than four is seen.
+type choiceLine struct {
+	ID            string   `json:"id"`
+	Doc           string   `json:"doc"`
+	Question      string   `json:"question"`
+	Prompt        string   `json:"prompt,omitempty"`
+	Options       []string `json:"options"`
+	Labels        []string `json:"labels"`
+	CorrectOption string   `json:"correct_option"`
+	HaluType      string   `json:"halu_type"`
+}
+
+// item checks a single-choice line and makes it an item.
+func (c choiceLine) item() (ChoiceItem, error) {
+	it := ChoiceItem{ID: c.ID, Doc: c.Doc, Question: c.Question, Prompt: c.Prompt, CorrectOption: c.CorrectOption, HaluType: c.HaluType}
+	if len(c.Options) != 4 || len(c.Labels) != 4 {
+		return it, fmt.Errorf("%d options and %d labels: want four of each", len(c.Options), len(c.Labels))
+	}
+	copy(it.Options[:], c.Options)
+	copy(it.Labels[:], c.Labels)
+	if err := checkTexts("question", cmp.Or(c.Prompt, c.Question)); err != nil {
+		return it, err
+	}
+	correct := 0
+	for i, o := range c.Options {
+		if err := rundir.CheckText(fmt.Sprintf("option %c", 'A'+i), o); err != nil {
+			return it, err
+		}
+		if c.Labels[i] == "correct" {
+			correct++
+		} else if err := checkType(c.Labels[i]); err != nil {
+			return it, fmt.Errorf("label of option %c: %w", 'A'+i, err)
+		}
+	}
+	switch {
+	case correct != 1:
+		return it, fmt.Errorf("%d options labelled correct: want one", correct)
+	case len(c.CorrectOption) != 1 || c.CorrectOption[0] < 'A' || c.CorrectOption[0] > 'D':
+		return it, fmt.Errorf("correct_option %q is not one of A, B, C, D", c.CorrectOption)
+	case c.Labels[c.CorrectOption[0]-'A'] != "correct":
+		return it, fmt.Errorf("correct_option %s is labelled %q, not correct", c.CorrectOption, c.Labels[c.CorrectOption[0]-'A'])
+	}
+	return it, checkType(c.HaluType)
+}
+
+// checkType refuses a hallucination type C-FAITH does not have.
+func checkType(code string) error {
+	if !slices.Contains(Types, code) {
+		return fmt.Errorf("halu_type %q is not a C-FAITH type (%s)", code, strings.Join(Types, ", "))
+	}
+	return nil
+}
+
+// checkTexts checks name/value pairs with rundir.CheckText.
+func checkTexts(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if err := rundir.CheckText(pairs[i], pairs[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstErr is the first non-nil error of errs.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -79,6 +79,9 @@ func readReleased(dir string) (Dataset, DatasetInfo, error) {
 		if !ok {
 			return fmt.Errorf("halu_type %q is not one of the seven C-FAITH types", *r.HaluType)
 		}
+		if err := checkTexts("question", *r.Question, "correct_answer", *r.CorrectAnswer, "halu_answer", *r.HaluAnswer); err != nil {
+			return err
+		}
 		id := fmt.Sprintf("gen/L%d", line)
 		ds.Generative = append(ds.Generative, GenItem{ID: id, Doc: r.Ent, Question: *r.Question, CorrectAnswer: *r.CorrectAnswer,
 			Evidence: r.Reason, HaluType: code, HaluAnswer: *r.HaluAnswer})
@@ -112,6 +115,21 @@ func readReleased(dir string) (Dataset, DatasetInfo, error) {
 				}
 			}
 			it.Labels[i] = l
+		}
+		correct := 0
+		for i, o := range it.Options {
+			if err := rundir.CheckText(fmt.Sprintf("answer %c", 'A'+i), o); err != nil {
+				return err
+			}
+			if it.Labels[i] == "correct" {
+				correct++
+			}
+		}
+		if correct != 1 {
+			return fmt.Errorf("%d answers labelled correct: want one", correct)
+		}
+		if err := rundir.CheckText("question", it.Prompt); err != nil {
+			return err
 		}
 		if it.Labels[it.CorrectOption[0]-'A'] != "correct" {
 			return fmt.Errorf("correct_option %s is labelled %q", it.CorrectOption, it.Labels[it.CorrectOption[0]-'A'])

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -43,6 +44,8 @@ type Question struct {
 
 // LoadQuestions reads a CDID-format CSV (ID, Field, Question, Principle,
 // Challenge, Knowledge Base, Source); path "" reads the bundled dataset.
+// A question that is not text, an ID twice or a file without questions is
+// an rundir.InputError naming the line.
 func LoadQuestions(path string) ([]Question, error) {
 	var b []byte
 	var err error
@@ -57,9 +60,10 @@ func LoadQuestions(path string) ([]Question, error) {
 		return nil, fmt.Errorf("hic dataset: %w", err)
 	}
 	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(b, []byte("\ufeff"))))
+	r.FieldsPerRecord = -1 // a short row is named below, by its line
 	header, err := r.Read()
 	if err != nil {
-		return nil, fmt.Errorf("%s: header: %w", name, err)
+		return nil, rundir.BadInput(name, 1, "header: %v", err)
 	}
 	col := map[string]int{}
 	for i, h := range header {
@@ -67,24 +71,39 @@ func LoadQuestions(path string) ([]Question, error) {
 	}
 	for _, need := range []string{"ID", "Field", "Question", "Principle", "Knowledge Base"} {
 		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("%s: no %q column", name, need)
+			return nil, rundir.BadInput(name, 1, "no %q column", need)
 		}
 	}
 	var out []Question
-	for line := 2; ; line++ {
+	seen := rundir.IDs{}
+	for {
 		rec, err := r.Read()
 		if err == io.EOF {
 			break
 		}
+		line := csvLine(r, err)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, rundir.BadInput(name, line, "%v", err)
+		}
+		if len(rec) < len(header) {
+			return nil, rundir.BadInput(name, line, "%d fields, the header has %d", len(rec), len(header))
 		}
 		id, err := strconv.Atoi(strings.TrimSpace(rec[col["ID"]]))
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: ID %q is not a number", name, line, rec[col["ID"]])
+		if err != nil || id < 0 {
+			return nil, rundir.BadInput(name, line, "ID %q is not a number", rec[col["ID"]])
 		}
-		out = append(out, Question{ID: id, Field: rec[col["Field"]], Question: rec[col["Question"]],
-			Principle: rec[col["Principle"]], Knowledge: rec[col["Knowledge Base"]]})
+		if err := seen.Add(name, line, "question ID", strconv.Itoa(id)); err != nil {
+			return nil, err
+		}
+		q := Question{ID: id, Field: rec[col["Field"]], Question: rec[col["Question"]],
+			Principle: rec[col["Principle"]], Knowledge: rec[col["Knowledge Base"]]}
+		if err := rundir.CheckText("question", q.Question); err != nil {
+			return nil, rundir.BadInput(name, line, "%v", err)
+		}
+		out = append(out, q)
+	}
+	if len(out) == 0 {
+		return nil, rundir.BadInput(name, 0, "no questions")
 	}
 	return out, nil
 }
@@ -386,11 +405,28 @@ func New(cfg Config) (*Suite, error) {
 	}
 	s := &Suite{cfg: cfg, questions: qs}
 	if cfg.Human != "" {
-		if s.human, err = loadHuman(cfg.Human); err != nil {
+		if s.human, err = loadHuman(cfg.Human, s.answerPrefixes()); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// answerPrefixes are the answer IDs of the run without their answer index
+// ("MODEL/STRATEGY/T1/q007"): what a human label's ID must begin with.
+func (s *Suite) answerPrefixes() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range s.cfg.Models {
+		for _, st := range s.cfg.Strategies {
+			for _, t := range s.cfg.Temperatures {
+				for _, q := range s.questions {
+					id := AnswerID(m, st, t, q.ID, 0)
+					out[id[:strings.LastIndex(id, "/a")]] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Sample lists the drawn question IDs of a run on a sample (--limit).
@@ -405,31 +441,92 @@ func (s *Suite) Sample() []string {
 	return out
 }
 
-func loadHuman(path string) (map[string]string, error) {
+// loadHuman reads human labels (answer id, label: IH, DH or neutral; an
+// optional header). Each ID must name an answer this run makes — its
+// model, strategy, temperature and question among prefixes, then "/a" and
+// an answer index — and be labelled once: a label that could match no
+// answer would be left out of Table 8 without a word. (Whether the answer
+// with that index exists is known after the run: the summary counts the
+// labels that matched none.)
+func loadHuman(path string, prefixes map[string]bool) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("hic human labels: %w", err)
 	}
 	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
 	out := map[string]string{}
-	for i, r := range rows {
-		if len(r) < 2 {
-			return nil, fmt.Errorf("%s:%d: want answer id and label", path, i+1)
+	seen := rundir.IDs{}
+	for i := 0; ; i++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
 		}
-		lab := strings.ToUpper(strings.TrimSpace(r[1]))
+		line := csvLine(r, err)
+		if err != nil {
+			return nil, rundir.BadInput(path, line, "%v", err)
+		}
+		if len(rec) < 2 {
+			return nil, rundir.BadInput(path, line, "want answer id and label")
+		}
+		lab := strings.ToUpper(strings.TrimSpace(rec[1]))
 		if i == 0 && lab != "IH" && lab != "DH" && lab != "NEUTRAL" {
 			continue // header
 		}
 		if lab != "IH" && lab != "DH" && lab != "NEUTRAL" {
-			return nil, fmt.Errorf("%s:%d: label %q is not IH, DH or neutral", path, i+1, r[1])
+			return nil, rundir.BadInput(path, line, "label %q is not IH, DH or neutral", rec[1])
 		}
-		out[strings.TrimSpace(r[0])] = lab
+		id := strings.TrimSpace(rec[0])
+		if !answerOf(id, prefixes) {
+			return nil, rundir.BadInput(path, line, "%q is no answer of this run (want MODEL/STRATEGY/T<temperature>/q<NNN>/a<index> with the run's models, strategies, temperatures and questions, as %s)", id, exampleID(prefixes))
+		}
+		if err := seen.Add(path, line, "answer id", id); err != nil {
+			return nil, err
+		}
+		out[id] = lab
+	}
+	if len(out) == 0 {
+		return nil, rundir.BadInput(path, 0, "no labels")
 	}
 	return out, nil
+}
+
+// csvLine is the line of the record r just read, or of the error reading
+// it.
+func csvLine(r *csv.Reader, err error) int {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return pe.Line
+	}
+	if err != nil {
+		return 0
+	}
+	line, _ := r.FieldPos(0)
+	return line
+}
+
+// answerOf reports whether id is PREFIX/aN with PREFIX among prefixes.
+func answerOf(id string, prefixes map[string]bool) bool {
+	k := strings.LastIndex(id, "/a")
+	if k < 0 {
+		return false
+	}
+	n, err := strconv.Atoi(id[k+2:])
+	return err == nil && n >= 0 && prefixes[id[:k]]
+}
+
+// exampleID is the first of prefixes with an answer index, for an error.
+func exampleID(prefixes map[string]bool) string {
+	var ps []string
+	for p := range prefixes {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	if len(ps) == 0 {
+		return "none: the run has no answers"
+	}
+	return ps[0] + "/a0"
 }
 
 func (s *Suite) Name() string { return "hic" }

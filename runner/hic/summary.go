@@ -193,7 +193,32 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			over, n, 100*float64(over)/float64(n), s.cfg.MaxTokens))
 	}
 	sum.Notes = append(sum.Notes, summary.PanelWarnings(s.cfg.Models, s.cfg.Judges)...)
+	if n := s.unmatchedHuman(decoded); n > 0 {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("%d of %d human labels (--human) name no answer of this run (an answer index it did not make, or items not run yet): they are not in Table 8.", n, len(s.human)))
+	}
 	return sum, nil
+}
+
+// unmatchedHuman counts the human labels that name no answer of items.
+func (s *Suite) unmatchedHuman(items []ItemResult) int {
+	if len(s.human) == 0 {
+		return 0
+	}
+	made := map[string]bool{}
+	for _, ir := range items {
+		for _, q := range ir.Questions {
+			for _, a := range q.Answers {
+				made[AnswerID(ir.Model, ir.Strategy, ir.Temperature, q.ID, a.Index)] = true
+			}
+		}
+	}
+	n := 0
+	for id := range s.human {
+		if !made[id] {
+			n++
+		}
+	}
+	return n
 }
 
 // addFigures adds a group's figures: Or, Fe, Va (means of 1–5), IH and DH

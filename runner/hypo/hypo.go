@@ -13,6 +13,7 @@ package hypo
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -113,7 +114,12 @@ type TestItem struct {
 }
 
 // LoadTestItems reads edges_test.tsv (x_id, y_id, x_type, y_type, rel_type,
-// relation, question); path "" reads the bundled 2,024 items.
+// relation, question); path "" reads the bundled 2,024 items. Every value
+// the scores depend on is checked (an rundir.InputError naming the line):
+// the task is one of Tasks, its entity types are the task's, the gold
+// relation is one of the task's labels, the IDs are "Type|ID" of those
+// types, the question is text, and no pair of entities is asked twice in
+// one task; a file without items is refused.
 func LoadTestItems(path string) ([]TestItem, error) {
 	var r io.Reader
 	name := path
@@ -131,17 +137,57 @@ func LoadTestItems(path string) ([]TestItem, error) {
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	var out []TestItem
+	seen := rundir.IDs{}
 	for line := 1; s.Scan(); line++ {
-		if line == 1 {
+		if line == 1 || strings.TrimSpace(s.Text()) == "" {
 			continue
 		}
 		c := strings.Split(s.Text(), "\t")
 		if len(c) < 7 {
-			return nil, fmt.Errorf("%s:%d: %d columns, want 7", name, line, len(c))
+			return nil, rundir.BadInput(name, line, "%d columns, want 7 (x_id, y_id, x_type, y_type, rel_type, relation, question)", len(c))
 		}
-		out = append(out, TestItem{c[0], c[1], c[2], c[3], c[4], c[5], c[6]})
+		it := TestItem{c[0], c[1], c[2], c[3], c[4], c[5], c[6]}
+		if err := checkTestItem(it); err != nil {
+			return nil, rundir.BadInput(name, line, "%v", err)
+		}
+		if err := seen.Add(name, line, "entity pair", taskName(it.RelType)+"/"+it.XID+"/"+it.YID); err != nil {
+			return nil, err
+		}
+		out = append(out, it)
 	}
-	return out, s.Err()
+	if err := s.Err(); err != nil {
+		return nil, rundir.BadInput(name, 0, "%v", err)
+	}
+	if len(out) == 0 {
+		return nil, rundir.BadInput(name, 0, "no test items (a header line, then one item per line)")
+	}
+	return out, nil
+}
+
+// taskTypes are the entity types of each task's pair, as the questions
+// name them (x first).
+var taskTypes = map[string][2]string{"Chemical & Gene": {"Chemical", "Gene"}, "Disease & Gene": {"Disease", "Gene"}, "Gene & Gene": {"Gene", "Gene"}}
+
+// checkTestItem refuses an item whose task, types, gold label, IDs or
+// question the suite cannot score as the paper does.
+func checkTestItem(it TestItem) error {
+	types, ok := taskTypes[it.RelType]
+	if !ok {
+		return fmt.Errorf("rel_type %q is not a TruthHypo task (Chemical & Gene, Disease & Gene, Gene & Gene)", it.RelType)
+	}
+	if it.XType != types[0] || it.YType != types[1] {
+		return fmt.Errorf("entity types %s and %s: task %q pairs %s and %s", it.XType, it.YType, it.RelType, types[0], types[1])
+	}
+	if !slices.Contains(Labels(it.RelType), it.Relation) {
+		return fmt.Errorf("relation %q is not a label of task %q (%s)", it.Relation, it.RelType, strings.Join(Labels(it.RelType), ", "))
+	}
+	for _, p := range [][2]string{{it.XID, it.XType}, {it.YID, it.YType}} {
+		typ, id, ok := strings.Cut(p[0], "|")
+		if !ok || typ != p[1] || strings.TrimSpace(id) == "" {
+			return fmt.Errorf("entity ID %q: want %s|ID", p[0], p[1])
+		}
+	}
+	return rundir.CheckText("question", it.Question)
 }
 
 var (
@@ -412,18 +458,8 @@ func New(cfg Config) (*Suite, error) {
 		if err != nil {
 			return nil, fmt.Errorf("hypo --open: %w", err)
 		}
-		for i, l := range strings.Split(string(b), "\n") {
-			if strings.TrimSpace(l) == "" {
-				continue
-			}
-			var in OpenInput
-			if err := json.Unmarshal([]byte(l), &in); err != nil || in.Background == "" {
-				return nil, fmt.Errorf("%s:%d: want {\"id\", \"background\"}", cfg.Open, i+1)
-			}
-			if in.ID == "" {
-				in.ID = fmt.Sprint(i + 1)
-			}
-			s.open = append(s.open, in)
+		if s.open, err = readOpen(cfg.Open, b); err != nil {
+			return nil, err
 		}
 		return s, nil
 	}
@@ -457,7 +493,41 @@ func New(cfg Config) (*Suite, error) {
 		s.items = append(s.items, items...)
 		delete(byTask, Tasks[t]) // a task named twice is run once
 	}
+	if len(s.items) == 0 {
+		return nil, rundir.BadInput(cmp.Or(cfg.Data, "edges_test.tsv (bundled)"), 0, "no test items of the tasks asked for (%s)", strings.Join(cfg.Tasks, ", "))
+	}
 	return s, nil
+}
+
+// readOpen reads open-ended inputs (--open): one {"id", "background"} per
+// line, the background text, every ID once (a line's number when it has
+// none).
+func readOpen(name string, b []byte) ([]OpenInput, error) {
+	var out []OpenInput
+	seen := rundir.IDs{}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		var in OpenInput
+		if err := json.Unmarshal([]byte(l), &in); err != nil {
+			return nil, rundir.BadInput(name, i+1, "want {\"id\", \"background\"}: %v", err)
+		}
+		if err := rundir.CheckText("background", in.Background); err != nil {
+			return nil, rundir.BadInput(name, i+1, "%v", err)
+		}
+		if in.ID == "" {
+			in.ID = fmt.Sprint(i + 1)
+		}
+		if err := seen.Add(name, i+1, "id", in.ID); err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	if len(out) == 0 {
+		return nil, rundir.BadInput(name, 0, "no inputs (one {\"id\", \"background\"} per line)")
+	}
+	return out, nil
 }
 
 // Sample lists the drawn test items (task/x_id/y_id) of a run on a sample.

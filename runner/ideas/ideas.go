@@ -351,18 +351,8 @@ func New(cfg Config) (*Suite, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ideas: --keywords: %w", err)
 		}
-		cat := map[string]string{}
-		for _, k := range all {
-			cat[k.Keyword] = k.Category
-		}
-		all = nil
-		for _, l := range strings.Split(string(b), "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				all = append(all, Keyword{Keyword: l, Category: cat[l]})
-			}
-		}
-		if len(all) == 0 {
-			return nil, fmt.Errorf("ideas: %s holds no keyword", cfg.Keywords)
+		if all, err = readKeywords(cfg.Keywords, b, all); err != nil {
+			return nil, err
 		}
 	}
 	s.keywords = all
@@ -382,6 +372,45 @@ func New(cfg Config) (*Suite, error) {
 	}
 	return s, nil
 }
+
+// readKeywords reads a keyword file (one keyword per line; blank lines
+// skipped), each keyword taking its category from known when the paper's
+// list has it. A keyword must be text a model can be sent — valid UTF-8
+// without control characters, no longer than maxKeyword — and given once
+// (an rundir.InputError naming the line otherwise); a file without one is
+// refused.
+func readKeywords(name string, b []byte, known []Keyword) ([]Keyword, error) {
+	cat := map[string]string{}
+	for _, k := range known {
+		cat[k.Keyword] = k.Category
+	}
+	var out []Keyword
+	seen := rundir.IDs{}
+	for i, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if err := rundir.CheckText("keyword", l); err != nil {
+			return nil, rundir.BadInput(name, i+1, "%v", err)
+		}
+		if n := utf8.RuneCountInString(l); n > maxKeyword {
+			return nil, rundir.BadInput(name, i+1, "a keyword of %d characters (at most %d: one keyword per line)", n, maxKeyword)
+		}
+		if err := seen.Add(name, i+1, "keyword", l); err != nil {
+			return nil, err
+		}
+		out = append(out, Keyword{Keyword: l, Category: cat[l]})
+	}
+	if len(out) == 0 {
+		return nil, rundir.BadInput(name, 0, "no keyword (one per line)")
+	}
+	return out, nil
+}
+
+// maxKeyword is the longest keyword accepted, in characters: the paper's
+// longest has a few dozen; a longer line is a paragraph or a file of
+// another kind.
+const maxKeyword = 200
 
 func loadExternal(path string) (map[string]float64, error) {
 	f, err := os.Open(path)

@@ -122,8 +122,8 @@ func (in Input) validate() error {
 	if d := in.Difficulty; d != "" && d != "easy" && d != "hard" {
 		return fmt.Errorf("difficulty %q (want easy, hard or none)", d)
 	}
-	if strings.TrimSpace(in.Query) == "" {
-		return fmt.Errorf("empty query")
+	if err := rundir.CheckText("query", in.Query); err != nil {
+		return err
 	}
 	missing := 0
 	for i, p := range in.Articles {
@@ -134,6 +134,8 @@ func (in Input) validate() error {
 			missing++
 		} else if strings.TrimSpace(p.Text) == "" {
 			return fmt.Errorf("articles[%d] (%s): no text and not marked missing", i, p.Label)
+		} else if err := rundir.CheckText(fmt.Sprintf("articles[%d] (%s)", i, p.Label), p.Text); err != nil {
+			return err
 		}
 	}
 	if Misinterpretation(in.Task) && missing != 1 {
@@ -174,7 +176,7 @@ func ParseInputs(b []byte, name string) ([]Input, error) {
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no items", name)
+		return nil, rundir.BadInput(name, 0, "no items")
 	}
 	return out, nil
 }

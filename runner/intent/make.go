@@ -25,7 +25,9 @@ type Article struct {
 	Answer   string `json:"answer"`
 }
 
-// ReadArticles reads article JSONL; errors name the file and line.
+// ReadArticles reads article JSONL; errors name the file and line (an
+// rundir.InputError). Every article needs an ID, given once (the items
+// made from it are named by it), and a text that is text.
 func ReadArticles(path string) ([]Article, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -33,7 +35,8 @@ func ReadArticles(path string) ([]Article, error) {
 	}
 	defer f.Close()
 	var out []Article
-	err = rundir.ScanJSONL(f, path, func(_ int, l []byte) error {
+	ids := rundir.IDs{}
+	err = rundir.ScanJSONL(f, path, func(line int, l []byte) error {
 		var raw struct {
 			ID         json.RawMessage `json:"id"`
 			PMID       json.RawMessage `json:"pmid"`
@@ -55,9 +58,22 @@ func ReadArticles(path string) ([]Article, error) {
 		if a.ID == "" || strings.TrimSpace(a.Text) == "" {
 			return errors.New("want an id (or pmid) and a text (or abstract)")
 		}
+		for _, f := range [][2]string{{"text", a.Text}, {"title", a.Title}, {"question", a.Question}, {"answer", a.Answer}} {
+			if f[1] != "" {
+				if err := rundir.CheckText(f[0], f[1]); err != nil {
+					return err
+				}
+			}
+		}
+		if err := ids.Add(path, line, "article id", a.ID); err != nil {
+			return err
+		}
 		out = append(out, a)
 		return nil
 	})
+	if err == nil && len(out) == 0 {
+		err = rundir.BadInput(path, 0, "no articles")
+	}
 	return out, err
 }
 

@@ -3,6 +3,7 @@ package rundir
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,9 +11,9 @@ import (
 )
 
 // ScanJSONL calls fn with each non-blank line of a JSONL stream and its
-// 1-based line number. An error from fn, or from reading, comes back as
-// "name:line: …", so every JSONL input names where it went wrong the same
-// way. Lines may be up to 64 MiB.
+// 1-based line number. An error from fn, or from reading, comes back as an
+// InputError "name:line: …", so every JSONL input names where it went
+// wrong the same way. Lines may be up to 64 MiB.
 func ScanJSONL(r io.Reader, name string, fn func(line int, b []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -24,11 +25,15 @@ func ScanJSONL(r io.Reader, name string, fn func(line int, b []byte) error) erro
 			continue
 		}
 		if err := fn(line, b); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, line, err)
+			var ie *InputError
+			if errors.As(err, &ie) {
+				return err // it names its place already
+			}
+			return &InputError{File: name, Line: line, Err: err}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %w", name, line+1, err)
+		return &InputError{File: name, Line: line + 1, Err: err}
 	}
 	return nil
 }
