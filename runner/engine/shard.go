@@ -40,56 +40,10 @@ var ErrShards = errors.New("these runs cannot be merged")
 // fingerprints, a missing or repeated shard, an unfinished one, and an item
 // in two shards.
 func Merge(s Suite, dirs []string, out string) (*Result, error) {
-	if len(dirs) == 0 {
-		return nil, fmt.Errorf("%w: no run given", ErrShards)
+	mans, recs, err := readShards(s, dirs)
+	if err != nil {
+		return nil, err
 	}
-	var mans []*rundir.Manifest
-	var recs []rundir.Record
-	seenShard := map[int]string{}
-	seenItem := map[string]string{}
-	for _, d := range dirs {
-		m, r, err := ReadRun(d)
-		if err != nil {
-			return nil, err
-		}
-		if m.Shard == nil {
-			return nil, fmt.Errorf("%w: %s is not a shard (run with --shard I/N)", ErrShards, d)
-		}
-		if len(mans) > 0 {
-			if why := unlike(mans[0], m); why != "" {
-				return nil, fmt.Errorf("%w: %s and %s differ: %s", ErrShards, dirs[0], d, why)
-			}
-		}
-		if m.Suite != s.Name() {
-			return nil, fmt.Errorf("%w: %s is a %s run, not %s", ErrShards, d, m.Suite, s.Name())
-		}
-		if prev, ok := seenShard[m.Shard.I]; ok {
-			return nil, fmt.Errorf("%w: shard %s is both %s and %s", ErrShards, m.Shard, prev, d)
-		}
-		seenShard[m.Shard.I] = d
-		if m.Status != "complete" {
-			return nil, fmt.Errorf("%w: shard %s (%s) is %s: finish it first (halu run --resume %s)", ErrShards, m.Shard, d, m.Status, d)
-		}
-		for _, rec := range r {
-			if prev, ok := seenItem[rec.Item]; ok {
-				return nil, fmt.Errorf("%w: item %s is in %s and in %s", ErrShards, rec.Item, prev, d)
-			}
-			seenItem[rec.Item] = d
-		}
-		mans = append(mans, m)
-		recs = append(recs, r...)
-	}
-	n := mans[0].Shard.N
-	var missing []string
-	for i := 1; i <= n; i++ {
-		if _, ok := seenShard[i]; !ok {
-			missing = append(missing, fmt.Sprintf("%d/%d", i, n))
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: shard %s missing", ErrShards, strings.Join(missing, ", "))
-	}
-
 	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("%s is not empty: merge into a new directory", out)
 	}
@@ -178,6 +132,61 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	return res, serr
+}
+
+// readShards reads the shard runs in dirs and checks they are the N
+// shards of one run of s (see Merge).
+func readShards(s Suite, dirs []string) ([]*rundir.Manifest, []rundir.Record, error) {
+	if len(dirs) == 0 {
+		return nil, nil, fmt.Errorf("%w: no run given", ErrShards)
+	}
+	var mans []*rundir.Manifest
+	var recs []rundir.Record
+	seenShard := map[int]string{}
+	seenItem := map[string]string{}
+	for _, d := range dirs {
+		m, r, err := ReadRun(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		if m.Shard == nil {
+			return nil, nil, fmt.Errorf("%w: %s is not a shard (run with --shard I/N)", ErrShards, d)
+		}
+		if len(mans) > 0 {
+			if why := unlike(mans[0], m); why != "" {
+				return nil, nil, fmt.Errorf("%w: %s and %s differ: %s", ErrShards, dirs[0], d, why)
+			}
+		}
+		if m.Suite != s.Name() {
+			return nil, nil, fmt.Errorf("%w: %s is a %s run, not %s", ErrShards, d, m.Suite, s.Name())
+		}
+		if prev, ok := seenShard[m.Shard.I]; ok {
+			return nil, nil, fmt.Errorf("%w: shard %s is both %s and %s", ErrShards, m.Shard, prev, d)
+		}
+		seenShard[m.Shard.I] = d
+		if m.Status != "complete" {
+			return nil, nil, fmt.Errorf("%w: shard %s (%s) is %s: finish it first (halu run --resume %s)", ErrShards, m.Shard, d, m.Status, d)
+		}
+		for _, rec := range r {
+			if prev, ok := seenItem[rec.Item]; ok {
+				return nil, nil, fmt.Errorf("%w: item %s is in %s and in %s", ErrShards, rec.Item, prev, d)
+			}
+			seenItem[rec.Item] = d
+		}
+		mans = append(mans, m)
+		recs = append(recs, r...)
+	}
+	n := mans[0].Shard.N
+	var missing []string
+	for i := 1; i <= n; i++ {
+		if _, ok := seenShard[i]; !ok {
+			missing = append(missing, fmt.Sprintf("%d/%d", i, n))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, nil, fmt.Errorf("%w: shard %s missing", ErrShards, strings.Join(missing, ", "))
+	}
+	return mans, recs, nil
 }
 
 // unlike says how two shard runs differ in what they measure ("" when

@@ -806,27 +806,8 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 	}
 	var edges []string
 	if strings.Contains(p.setting, "kg") {
-		ents, err := s.entities(ctx, c, p.model, fill(s.prompts.Extract[p.setting], map[string]string{"background": background}))
-		if err != nil {
-			return nil, err
-		}
-		res.Knowledge.Entities = ents
-		nodes := s.nodes(ents)
-		if p.open == nil {
-			// The question names both entities by id; they are always nodes
-			// to search from when the graph has them.
-			for _, id := range []string{p.item.XID, p.item.YID} {
-				if _, ok := s.kg.Node(id); ok && !contains(nodes, id) {
-					nodes = append(nodes, id)
-				}
-			}
-		}
-		res.Knowledge.Nodes = nodes
-		edges, res.Knowledge.KGSource, err = s.kgKnowledge(nodes, background)
-		if err == nil {
-			err = s.kg.Err() // its lookups answer nothing once it is damaged
-		}
-		if err != nil {
+		var err error
+		if edges, err = s.kgStep(ctx, c, p, background, &res.Knowledge); err != nil {
 			return nil, err
 		}
 	}
@@ -906,6 +887,35 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		}
 	}
 	return res, nil
+}
+
+// kgStep is an item's knowledge-graph step: the entities the model
+// extracts from the background, the graph's nodes for them (and for the
+// question's two entities), and the KG lines found among them (chains, or
+// the nodes' own edges), all recorded in k.
+func (s *Suite) kgStep(ctx context.Context, c *engine.Calls, p payload, background string, k *Knowledge) ([]string, error) {
+	ents, err := s.entities(ctx, c, p.model, fill(s.prompts.Extract[p.setting], map[string]string{"background": background}))
+	if err != nil {
+		return nil, err
+	}
+	k.Entities = ents
+	nodes := s.nodes(ents)
+	if p.open == nil {
+		// The question names both entities by id; they are always nodes
+		// to search from when the graph has them.
+		for _, id := range []string{p.item.XID, p.item.YID} {
+			if _, ok := s.kg.Node(id); ok && !contains(nodes, id) {
+				nodes = append(nodes, id)
+			}
+		}
+	}
+	k.Nodes = nodes
+	edges, source, err := s.kgKnowledge(nodes, background)
+	k.KGSource = source
+	if err == nil {
+		err = s.kg.Err() // its lookups answer nothing once it is damaged
+	}
+	return edges, err
 }
 
 func contains(xs []string, x string) bool {
