@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -576,4 +577,45 @@ func snapshot(t *testing.T, l *Literature) *scorch.IndexSnapshot {
 		t.Fatal(err)
 	}
 	return r.(*scorch.IndexSnapshot)
+}
+
+// An index whose files are not whole — a segment cut short or emptied,
+// bleve's root or meta file damaged — is ErrDamaged (an input error) naming
+// the file, not bleve's "error parsing mapping JSON".
+func TestDamagedIndexIsNamed(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "ix")
+	build(t, src, 2000, "../testdata/pubmed/pubmedqa_contexts.jsonl").Close()
+	segs, _ := filepath.Glob(filepath.Join(src, bleveDir, "store", "*.zap"))
+	if len(segs) == 0 {
+		t.Fatal("no segment")
+	}
+	seg := filepath.Base(segs[0])
+	for name, tc := range map[string]struct {
+		file string
+		cut  func(b []byte) []byte
+		want string
+	}{
+		"segment cut short": {filepath.Join("store", seg), func(b []byte) []byte { return b[:len(b)/2] }, "segment " + seg},
+		"segment emptied":   {filepath.Join("store", seg), func([]byte) []byte { return nil }, "segment " + seg},
+		"root cut short":    {filepath.Join("store", "root.bolt"), func(b []byte) []byte { return b[:100] }, "root.bolt is cut short"},
+		"meta damaged":      {"index_meta.json", func([]byte) []byte { return []byte("{") }, "index_meta.json is not whole"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ix")
+			if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, bleveDir, tc.file)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, tc.cut(b), 0o644)
+			l, err := OpenLiterature(dir, false)
+			if err == nil {
+				l.Close()
+			}
+			var ie interface{ InputError() bool }
+			if !errors.Is(err, ErrDamaged) || !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrDamaged naming %s", err, tc.want)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -224,6 +226,11 @@ func OpenLiterature(dir string, create bool, opts ...Option) (*Literature, error
 		idx, err = bleve.Open(bd)
 	}
 	if err != nil {
+		if why := damage(bd); why != nil {
+			// bleve says what failed after the damage ("error parsing
+			// mapping JSON" for a segment cut short): say the damage.
+			return nil, fmt.Errorf("%w: index %s: %v (rebuild it: halu index build --out NEWDIR FILE...)", ErrDamaged, dir, why)
+		}
 		return nil, fmt.Errorf("index %s: %w", dir, err)
 	}
 	l := &Literature{dir: dir, idx: idx}
@@ -299,6 +306,39 @@ func (l *Literature) writeMeta() error {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(l.dir, metaFile))
+}
+
+// ErrDamaged marks an index whose files are not whole (a segment cut
+// short or overwritten): an error in an input, as a command reports it
+// (exit 2), and one only a rebuild mends.
+var ErrDamaged error = damagedError{}
+
+type damagedError struct{}
+
+func (damagedError) Error() string    { return "the index is damaged" }
+func (damagedError) InputError() bool { return true }
+
+// damage names the first segment file under bd (bleve's directory) that
+// zap cannot open, or its store's root that bbolt cannot: what made bleve
+// fail to open the index, which bleve's own error does not say.
+func damage(bd string) error {
+	var meta map[string]any // bleve reads the first object (zeros may follow)
+	if b, err := os.ReadFile(filepath.Join(bd, "index_meta.json")); err == nil && json.NewDecoder(bytes.NewReader(b)).Decode(&meta) != nil {
+		return fmt.Errorf("%s is not whole", filepath.Join(bd, "index_meta.json"))
+	}
+	store := filepath.Join(bd, "store")
+	root := filepath.Join(store, "root.bolt")
+	if st, err := os.Stat(root); err == nil && st.Size() < 4096 {
+		return fmt.Errorf("%s is cut short (%d bytes)", root, st.Size())
+	}
+	segs, _ := filepath.Glob(filepath.Join(store, "*.zap"))
+	sort.Strings(segs)
+	for _, p := range segs {
+		if err := zapv17.Check(p); err != nil {
+			return fmt.Errorf("segment %s: %v", filepath.Base(p), err)
+		}
+	}
+	return nil
 }
 
 // ErrUnfinished is returned by a search of an index whose last build did

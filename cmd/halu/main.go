@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"strings"
@@ -47,6 +48,10 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	// bleve reports through the standard logger (a segment it could not
+	// load, say): say whose line it is.
+	log.SetFlags(0)
+	log.SetPrefix("halu: bleve: ")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	g := &globals{eng: engine.DefaultEngineConfig(), stdout: stdout, stderr: stderr}

@@ -44,6 +44,21 @@ import (
 // it; on either it reads through zap's iterator instead. The pruned-equals-
 // exhaustive test holds the two readers to the same documents and scores.
 
+// Check opens the segment file at path as zap does and closes it: the
+// error zap gives for a file cut short or overwritten, or nil.
+func Check(path string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("zap: %v", r)
+		}
+	}()
+	s, err := (&zap.ZapPlugin{}).Open(path) // zap's reader checks the footer and the version
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
 // Dict is a segment's text-field term dictionary, read directly.
 type Dict struct {
 	seg       *zap.Segment
