@@ -619,3 +619,50 @@ func TestDamagedIndexIsNamed(t *testing.T) {
 		})
 	}
 }
+
+// FuzzOpenDamagedIndex: an index whose segment is overwritten anywhere
+// opens and answers a search, or is an error (ErrDamaged when the segment
+// cannot be opened); never a crash.
+func FuzzOpenDamagedIndex(f *testing.F) {
+	src := filepath.Join(f.TempDir(), "ix")
+	l, err := OpenLiterature(src, true)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := l.Build(context.Background(), []string{"../testdata/pubmed/pubmedqa_contexts.jsonl"}, BuildOptions{BatchSize: 2000}); err != nil {
+		f.Fatal(err)
+	}
+	l.Close()
+	segs, _ := filepath.Glob(filepath.Join(src, bleveDir, "store", "*.zap"))
+	if len(segs) == 0 {
+		f.Fatal("no segment")
+	}
+	seg, _ := filepath.Rel(src, segs[0])
+	f.Add(0, 64, byte(0xff), false)
+	f.Add(1<<20, 8, byte(1), false)
+	f.Add(4096, 0, byte(0), true)
+	f.Fuzz(func(t *testing.T, at, n int, x byte, cut bool) {
+		dir := filepath.Join(t.TempDir(), "ix")
+		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, seg)
+		b, _ := os.ReadFile(p)
+		at = max(0, at) % max(1, len(b))
+		if cut {
+			b = b[:at]
+		} else {
+			for i := at; i < len(b) && i < at+min(max(n, 0), 4096); i++ {
+				b[i] ^= x
+			}
+		}
+		os.WriteFile(p, b, 0o644)
+		l, err := OpenLiterature(dir, false)
+		if err != nil {
+			return
+		}
+		defer l.Close()
+		l.Search(context.Background(), "hypertension risk in children", SearchOptions{K: 5})
+		l.Stats(context.Background())
+	})
+}

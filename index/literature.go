@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"sync"
@@ -223,7 +224,7 @@ func OpenLiterature(dir string, create bool, opts ...Option) (*Literature, error
 		}
 		idx, err = bleve.New(bd, newMapping())
 	} else {
-		idx, err = bleve.Open(bd)
+		idx, err = openBleve(bd)
 	}
 	if err != nil {
 		if why := damage(bd); why != nil {
@@ -308,6 +309,19 @@ func (l *Literature) writeMeta() error {
 	return os.Rename(tmp, filepath.Join(l.dir, metaFile))
 }
 
+// openBleve opens the bleve index in bd. zap panics on some damaged
+// segments as it opens them (a bad offset in the footer): that is an error
+// here, explained by damage. (What bleve had opened before the panic stays
+// open until the process ends.)
+func openBleve(bd string) (idx bleve.Index, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			idx, err = nil, fmt.Errorf("bleve: %v", r)
+		}
+	}()
+	return bleve.Open(bd)
+}
+
 // ErrDamaged marks an index whose files are not whole (a segment cut
 // short or overwritten): an error in an input, as a command reports it
 // (exit 2), and one only a rebuild mends.
@@ -379,7 +393,30 @@ func (l *Literature) Search(ctx context.Context, text string, opt SearchOptions)
 // SearchBatch runs Search for every text on one snapshot of the index (a
 // KnowHD item's claims at once): the results are those of one Search each,
 // in order, without opening a reader per query.
-func (l *Literature) SearchBatch(ctx context.Context, texts []string, opt SearchOptions) ([][]Hit, error) {
+func (l *Literature) SearchBatch(ctx context.Context, texts []string, opt SearchOptions) (hits [][]Hit, err error) {
+	// zap reads a damaged segment by offsets it believes: a panic or a
+	// fault, which is an error here (and in each walker, segmentTopK).
+	err = guard(l.dir, func() error {
+		hits, err = l.searchBatch(ctx, texts, opt)
+		return err
+	})
+	return hits, err
+}
+
+// guard runs fn, turning a panic or a memory fault in it — zap reading a
+// segment whose bytes are damaged — into ErrDamaged.
+func guard(dir string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: index %s: %v (rebuild it: halu index build --out NEWDIR FILE...)", ErrDamaged, dir, r)
+		}
+	}()
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	return fn()
+}
+
+func (l *Literature) searchBatch(ctx context.Context, texts []string, opt SearchOptions) ([][]Hit, error) {
 	if why := l.Unfinished(); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUnfinished, why)
 	}
@@ -478,7 +515,15 @@ func num(v any) float64 {
 }
 
 // Stats reports the index's size, documents, PMID range and builds.
-func (l *Literature) Stats(ctx context.Context) (Stats, error) {
+func (l *Literature) Stats(ctx context.Context) (st Stats, err error) {
+	err = guard(l.dir, func() error {
+		st, err = l.stats(ctx)
+		return err
+	})
+	return st, err
+}
+
+func (l *Literature) stats(ctx context.Context) (Stats, error) {
 	st := l.corpus()
 	s := Stats{Dir: l.dir, Docs: st.Docs, AvgLen: st.AvgLen(), Unfinished: l.Unfinished()}
 	n, err := l.idx.DocCount()

@@ -600,19 +600,21 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 	}
 	for range min(parts, len(tasks)) {
 		g.Go(func() error {
-			win := newWindow(size)
-			for {
-				ti := int(nextTask.Add(1) - 1)
-				if ti >= len(tasks) {
-					return nil
+			return guard(l.dir, func() error {
+				win := newWindow(size)
+				for {
+					ti := int(nextTask.Add(1) - 1)
+					if ti >= len(tasks) {
+						return nil
+					}
+					t := tasks[ti]
+					top, err := w.walkRange(gctx, t, segs[t.s].Segment(), lists[t.s], idf, win)
+					if err != nil {
+						return err
+					}
+					tops[ti] = top
 				}
-				t := tasks[ti]
-				top, err := w.walkRange(gctx, t, segs[t.s].Segment(), lists[t.s], idf, win)
-				if err != nil {
-					return err
-				}
-				tops[ti] = top
-			}
+			})
 		})
 	}
 	if err := g.Wait(); err != nil {

@@ -53,11 +53,14 @@ func ReadDocs(path string) ([]Doc, error) {
 				return nil, err
 			}
 			if t := strings.TrimSpace(string(b)); t != "" {
+				if err := rundir.CheckText("document", t); err != nil {
+					return nil, rundir.BadInput(filepath.Join(path, e.Name()), 0, "%v", err)
+				}
 				out = append(out, Doc{ID: strings.TrimSuffix(e.Name(), ext), Knowledge: t})
 			}
 		}
 		if len(out) == 0 {
-			return nil, fmt.Errorf("%s: no .txt or .md document", path)
+			return nil, rundir.BadInput(path, 0, "no .txt or .md document")
 		}
 		return out, nil
 	}
@@ -70,7 +73,7 @@ func ReadDocs(path string) ([]Doc, error) {
 	}
 	defer f.Close()
 	var out []Doc
-	seen := map[string]int{}
+	seen := rundir.IDs{}
 	err = rundir.ScanJSONL(f, path, func(line int, l []byte) error {
 		var raw map[string]any
 		if err := json.Unmarshal(l, &raw); err != nil {
@@ -93,10 +96,12 @@ func ReadDocs(path string) ([]Doc, error) {
 		if d.ID == "" || d.Knowledge == "" {
 			return errors.New("want an id (id, ent or pmid) and a text (knowledge, text or abstract)")
 		}
-		if prev, ok := seen[d.ID]; ok {
-			return fmt.Errorf("document %q already on line %d", d.ID, prev)
+		if err := rundir.CheckText("knowledge", d.Knowledge); err != nil {
+			return err
 		}
-		seen[d.ID] = line
+		if err := seen.Add(path, line, "document", d.ID); err != nil {
+			return err
+		}
 		out = append(out, d)
 		return nil
 	})
@@ -104,7 +109,7 @@ func ReadDocs(path string) ([]Doc, error) {
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no documents", path)
+		return nil, rundir.BadInput(path, 0, "no documents")
 	}
 	return out, nil
 }
@@ -118,12 +123,18 @@ func readCSVDocs(path string) ([]Doc, error) {
 		return nil, err
 	}
 	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(b, []byte("\ufeff"))))
+	r.FieldsPerRecord = -1
 	rows, err := r.ReadAll()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		var pe *csv.ParseError
+		line := 0
+		if errors.As(err, &pe) {
+			line = pe.Line
+		}
+		return nil, rundir.BadInput(path, line, "%v", err)
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("%s: no header", path)
+		return nil, rundir.BadInput(path, 0, "no header")
 	}
 	col := map[string]int{}
 	for i, h := range rows[0] {
@@ -131,9 +142,10 @@ func readCSVDocs(path string) ([]Doc, error) {
 	}
 	kc, ok := col["Knowledge Base"]
 	if !ok {
-		return nil, fmt.Errorf("%s: no \"Knowledge Base\" column", path)
+		return nil, rundir.BadInput(path, 1, "no \"Knowledge Base\" column")
 	}
 	var out []Doc
+	seen := rundir.IDs{}
 	for i, row := range rows[1:] {
 		if kc >= len(row) {
 			continue
@@ -143,8 +155,17 @@ func readCSVDocs(path string) ([]Doc, error) {
 			id = strings.TrimSpace(row[ic])
 		}
 		if k := strings.TrimSpace(row[kc]); k != "" {
+			if err := rundir.CheckText("knowledge", k); err != nil {
+				return nil, rundir.BadInput(path, i+2, "%v", err)
+			}
+			if err := seen.Add(path, i+2, "document", id); err != nil {
+				return nil, err
+			}
 			out = append(out, Doc{ID: id, Knowledge: k})
 		}
+	}
+	if len(out) == 0 {
+		return nil, rundir.BadInput(path, 0, "no documents")
 	}
 	return out, nil
 }

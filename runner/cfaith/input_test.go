@@ -120,3 +120,35 @@ func FuzzReadReleased(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadDocs: knowledge documents (JSONL or CSV) that are text with
+// distinct IDs, or an input error; never a panic.
+func FuzzReadDocs(f *testing.F) {
+	b, _ := os.ReadFile("../../testdata/cfaith/docs_en.jsonl")
+	f.Add(b, false)
+	f.Add([]byte("ID,Knowledge Base\n1,Salt in clouds.\n2,\"Fuji\"\n"), true)
+	f.Add([]byte(`{"pmid": 3, "abstract": "x"}`+"\n"+`{"ent": "3", "text": "y"}`), false)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte, csv bool) {
+		p := filepath.Join(dir, "docs.jsonl")
+		if csv {
+			p = filepath.Join(dir, "docs.csv")
+		}
+		os.WriteFile(p, b, 0o644)
+		docs, err := ReadDocs(p)
+		if err != nil {
+			var ie *rundir.InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("not an input error: %v", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, d := range docs {
+			if seen[d.ID] || rundir.CheckText("", d.Knowledge) != nil {
+				t.Fatalf("accepted %+v", d)
+			}
+			seen[d.ID] = true
+		}
+	})
+}
