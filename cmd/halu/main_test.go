@@ -338,7 +338,7 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "smoke", "--resume", dir, "--judges", "judge2"},
 		{"run", "--resume", dir, "--num-ctx", "8192"},
-		{"run", "--resume", dir, "--readers", "halu"},
+		{"run", "--resume", dir, "--readers", "paper"},
 	} {
 		r := halu(t, f, cache, args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, "differ: --"+args[len(args)-2][2:]) {

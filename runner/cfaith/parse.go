@@ -218,12 +218,64 @@ func taggedVerdict(reply, tag string, words []tagWord) (verdict, reason string, 
 	if len(found) == 0 {
 		return "", "", fmt.Errorf("no %s verdict stated", tag)
 	}
+	concl, err := conclusions(s, words)
+	if err != nil {
+		return "", "", err
+	}
+	found = append(found, concl...)
 	for _, f := range found[1:] {
 		if f != found[0] {
 			return "", "", fmt.Errorf("two different %s verdicts (%s, %s)", tag, found[0], f)
 		}
 	}
 	return found[0], reason, nil
+}
+
+// conclusion is a sentence that draws the verdict ("因此不符合", "so it
+// does not pass: Fail").
+var conclusion = regexp.MustCompile(`(?i)(?:因此|所以|故而|综上所述|综上|总之|\btherefore\b|\bthus\b|\bhence\b|\bso\b)([^。.!！?？\n]*)`)
+
+var negatedEnd = regexp.MustCompile(`(?i)(?:\bnot|n't|\bno)\s*$`)
+
+// conclusions are the verdicts the reply's concluding sentences draw, after
+// its tagged verdict: the last verdict word of each ("符合……因此不符合" is
+// contradicted; "so it does not pass: Fail" concludes Fail). A concluding
+// verdict word that is negated ("so it does not pass.") is ambiguous.
+func conclusions(s string, words []tagWord) ([]string, error) {
+	var out []string
+	for _, m := range conclusion.FindAllStringSubmatchIndex(s, -1) {
+		sent := s[m[2]:m[3]]
+		low := strings.ToLower(sent)
+		if len(low) != len(sent) {
+			low = sent // offsets below index both
+		}
+		last, at := "", 0
+		for i := 0; i < len(low); {
+			matched := 0
+			for _, w := range words {
+				if !strings.HasPrefix(low[i:], w.word) || !wordEnds(sent[i+len(w.word):]) {
+					continue
+				}
+				if r, _ := utf8.DecodeLastRuneInString(low[:i]); i > 0 && (unicode.IsLetter(r) && r < utf8.RuneSelf) {
+					continue // "bypass": not the word
+				}
+				last, at, matched = w.verdict, i, len(w.word)
+				break
+			}
+			if matched == 0 {
+				_, matched = utf8.DecodeRuneInString(low[i:])
+			}
+			i += matched
+		}
+		if last == "" {
+			continue
+		}
+		if negatedEnd.MatchString(sent[:at]) {
+			return nil, fmt.Errorf("a concluding verdict negated (%q)", strings.TrimSpace(sent))
+		}
+		out = append(out, last)
+	}
+	return out, nil
 }
 
 var (

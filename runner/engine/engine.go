@@ -115,8 +115,9 @@ type Engine struct {
 	// them); the fields above and below are what the engine works with.
 	Config EngineConfig
 	// Readers chooses the readers of text-format judge replies where the
-	// authors' code reads differently from halu: ReadersPaper (the
-	// default, also when empty) or ReadersHalu. See Reader.
+	// authors' code reads differently from halu: ReadersHalu (the
+	// default, also when empty: the careful readers make the headline) or
+	// ReadersPaper. See judging.Reader.
 	Readers string
 	// JudgeRepairs is how many times an unparseable judge reply is retried
 	// with a repair turn before the judgement is recorded as unscored.
@@ -177,10 +178,11 @@ type stats struct {
 	cacheWriteFailures                                            atomic.Int64
 }
 
-// readers is the engine's choice of readers, ReadersPaper when unset.
+// readers is the engine's choice of readers, ReadersHalu (the careful
+// readers) when unset.
 func (e *Engine) readers() string {
 	if e.Readers == "" {
-		return judging.ReadersPaper
+		return judging.ReadersHalu
 	}
 	return e.Readers
 }
@@ -246,8 +248,9 @@ var ErrInterrupted = errors.New("run interrupted")
 
 // protocol is the run's protocol, its departures from the paper's and the
 // values halu chose where the paper is silent, from the settings of cfg (a
-// suite's config, when it declares settings) and the engine's own: halu's
-// readers of judge replies depart from the authors'.
+// suite's config, when it declares settings). How judge replies are read is
+// not among them: the protocol is what the judge is asked, and both
+// readings are shown.
 func (e *Engine) protocol(cfg any) (string, []setting.Departure, []setting.Assumption) {
 	c, ok := cfg.(setting.Config)
 	if !ok {
@@ -258,15 +261,7 @@ func (e *Engine) protocol(cfg any) (string, []setting.Departure, []setting.Assum
 	if p == "" {
 		return "", nil, list.Assumptions()
 	}
-	deps := list.Departures()
-	ec := e.Config
-	ec.Readers = e.readers()
-	for _, d := range ec.Settings().Departures() {
-		if d.Setting == "readers" {
-			deps = append(deps, d)
-		}
-	}
-	return p, deps, list.Assumptions()
+	return p, list.Departures(), list.Assumptions()
 }
 
 // ErrSettingsDiffer is returned by a resume whose settings are not the
@@ -651,7 +646,7 @@ func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error)
 	}
 	res := &Result{Dir: r.dir, Counts: man.Counts, Manifest: man}
 	if len(recs) > 0 {
-		sum, err := summarize(s, man, recs)
+		sum, err := Summarize(s, man, recs)
 		if err != nil {
 			return res, err
 		}
@@ -996,17 +991,24 @@ func (e *Engine) hostCounts() map[string]localmodels.HostCount {
 	return nil
 }
 
-// summarize is the run's summary: the suite's tables and metrics over recs,
+// Summarize is the run's summary: the suite's tables and metrics over recs,
 // with the engine's counts and notes (readings, thinking, model identity,
 // protocol, assumptions).
-func summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Summary, error) {
-	sum, err := s.Summarize(sortRecords(recs))
+func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Summary, error) {
+	recs = sortRecords(recs)
+	sum, err := s.Summarize(recs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: summary: %w", s.Name(), err)
 	}
 	sum.Counts = man.Counts
 	sum.TinyModel = man.TinyModel
 	sum.Readers = man.Readers
+	if sum.Readers == "" {
+		sum.Readers = judging.ReadersPaper // runs before the choice was recorded
+	}
+	if err := summary.AddBeside(sum, s, recs, sum.Readers); err != nil {
+		return nil, fmt.Errorf("%s: summary: %w", s.Name(), err)
+	}
 	for _, r := range recs {
 		for _, c := range r.Calls {
 			if c.Kind == "judge" || c.Kind == "repair" {

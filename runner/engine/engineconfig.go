@@ -59,7 +59,7 @@ func DefaultEngineConfig() EngineConfig {
 	}
 	return EngineConfig{Ollama: localmodels.HostFromEnv(), Timeout: 10 * time.Minute, Idle: 3 * time.Minute, Budget: 10 * time.Minute,
 		Repeats: 8, NumCtx: 4096, KeepAlive: 10 * time.Minute, ItemsInFlight: 32, Parallel: parallel, Cache: defaultCacheDir(),
-		Retries: 5, Readers: judging.ReadersPaper}
+		Retries: 5, Readers: judging.ReadersHalu}
 }
 
 func defaultCacheDir() string {
@@ -111,7 +111,7 @@ func (c *EngineConfig) Settings() setting.List {
 		setting.String("cache", &c.Cache, "response cache directory").Conducts(),
 		setting.Bool("no-cache", &c.NoCache, "do not read or write the response cache").Conducts(),
 		setting.Int("retries", &c.Retries, "attempts per model call on transient errors (unreachable server, timeouts, 5xx)").Conducts().Min(1),
-		setting.Choice("readers", &c.Readers, "reading of text-format judge replies: paper (the authors' rule where their code has one) or halu (halu's stricter readers); both readings are made and disagreements counted", judging.ReadersPaper, judging.ReadersHalu).Paper(judging.ReadersPaper),
+		setting.Choice("readers", &c.Readers, "which reading of text-format judge replies makes the headline figures: halu (halu's careful readers) or paper (the authors' rule where their code has one); both readings are made, and the figures under the other are shown beside with the replies read differently counted (not a departure: the protocol is what the judge is asked)", judging.ReadersHalu, judging.ReadersPaper),
 		setting.OptFloat("default-top-p", &c.TopP, "top_p sent with every generation that sets none (server: not sent, the server's default)", "server").Check(func() error {
 			if c.TopP != nil && (*c.TopP <= 0 || *c.TopP > 1) {
 				return fmt.Errorf("want a number in (0, 1], or server")

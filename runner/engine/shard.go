@@ -121,7 +121,7 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	}
 	res := &Result{Dir: out, Counts: man.Counts, Manifest: &man}
 	// A summary that cannot be made does not lose the merged records.
-	sum, serr := summarize(s, &man, recs)
+	sum, serr := Summarize(s, &man, recs)
 	if serr == nil {
 		if err := summary.WriteSummary(tmp, sum); err != nil {
 			return nil, err

@@ -642,6 +642,11 @@ type Judgement struct {
 	Judge   string   `json:"judge"`
 	Scored  bool     `json:"scored"`
 	Verdict *Verdict `json:"verdict,omitempty"`
+	// Other is the verdict the reader that did not decide read in the
+	// same reply (the authors' rule under the default readers), kept only
+	// when the two differ; OtherUnread when it read none.
+	Other       *Verdict `json:"other_verdict,omitempty"`
+	OtherUnread bool     `json:"other_unread,omitempty"`
 }
 
 // Panel is an answer's aggregate over the judges that answered: mean
@@ -795,12 +800,17 @@ func (s *Suite) judge(ctx context.Context, c *engine.Calls, judge, question, ans
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed),
 			NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)},
 	}
+	jd := Judgement{Judge: judge}
 	v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, VerdictSchema), judging.Reader[Verdict]{
 		Text:   ParseVerdictText,
 		Paper:  ParseVerdictPaper,
 		Quoted: []string{answer},
+		Other: func(o Verdict, unread bool) {
+			if jd.OtherUnread = unread; !unread {
+				jd.Other = &o
+			}
+		},
 	})
-	jd := Judgement{Judge: judge}
 	if err != nil {
 		return jd, err
 	}

@@ -709,3 +709,21 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 	}
 	return f, nil
 }
+
+// OtherReading puts in place, in each judgement whose reply the two
+// readers read differently, the verdict of the reader that did not decide
+// (summary.Rereader).
+func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
+	return rundir.MapRecords(recs, func(ir *ItemResult) {
+		for qi := range ir.Questions {
+			for ai := range ir.Questions[qi].Answers {
+				for ji, j := range ir.Questions[qi].Answers[ai].Judgements {
+					if j.Other == nil && !j.OtherUnread {
+						continue
+					}
+					ir.Questions[qi].Answers[ai].Judgements[ji] = Judgement{Judge: j.Judge, Scored: !j.OtherUnread, Verdict: j.Other, Other: j.Verdict, OtherUnread: !j.Scored}
+				}
+			}
+		}
+	})
+}

@@ -966,8 +966,11 @@ func (g *Groundness) Validate() error {
 }
 
 var (
-	groundLabel = judging.NewLabelled("groundness", `groundn?ess|groundedness`, `([01])\b`)
-	listItem    = regexp.MustCompile(`^\s*(?:[-*•]|\d+[.)])\s+(.+)$`)
+	groundLabel = judging.NewLabelled("groundness", `groundn?ess|groundedness`, `([01](?:[.,]\d+)?)\b`)
+	// groundIs is groundness stated in prose ("so groundness is 0"): it
+	// must agree with the labelled statement.
+	groundIs = regexp.MustCompile(`(?i)\bground(?:n?ess|edness)\s+(?:is|would be|should be|of)\s+["']?([01](?:[.,]\d+)?)\b`)
+	listItem = regexp.MustCompile(`^\s*(?:[-*•]|\d+[.)])\s+(.+)$`)
 )
 
 // ParseGroundness is the text reader of a verifier reply whose JSON was not
@@ -981,11 +984,22 @@ func ParseGroundness(reply string) (Groundness, error) {
 		n := int(t[0] - '0')
 		return Groundness{Groundness: &n}, nil
 	}
-	v, err := groundLabel.One(s)
-	if err != nil {
-		return Groundness{}, err
+	vals, _ := groundLabel.All(s)
+	for _, m := range groundIs.FindAllStringSubmatch(s, -1) {
+		vals = append(vals, m[1])
 	}
-	n := int(v[0] - '0')
+	if len(vals) == 0 {
+		return Groundness{}, errors.New("no groundness stated")
+	}
+	for _, v := range vals {
+		if v != "0" && v != "1" {
+			return Groundness{}, fmt.Errorf("groundness %s is not 0 or 1", v)
+		}
+		if v != vals[0] {
+			return Groundness{}, fmt.Errorf("two different groundness values (%s, %s)", vals[0], v)
+		}
+	}
+	n := int(vals[0][0] - '0')
 	return Groundness{Groundness: &n}, nil
 }
 

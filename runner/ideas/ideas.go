@@ -527,6 +527,18 @@ type Critique struct {
 	Feasibility int    `json:"feasibility,omitempty"`
 	Clarity     int    `json:"clarity,omitempty"`
 	Analysis    string `json:"analysis,omitempty"`
+	// Other is the scores the reader that did not decide read in the same
+	// reply (the authors' cascade under the default readers), kept only
+	// when they differ; OtherUnread when it read none.
+	Other       *Scores `json:"other_scores,omitempty"`
+	OtherUnread bool    `json:"other_unread,omitempty"`
+}
+
+// Scores are a critic's three scores.
+type Scores struct {
+	Originality int `json:"originality"`
+	Feasibility int `json:"feasibility"`
+	Clarity     int `json:"clarity"`
 }
 
 // FluencyPair is one fluency grading of two ideas.
@@ -537,6 +549,11 @@ type FluencyPair struct {
 	Scored bool    `json:"scored"`
 	Grade  string  `json:"grade,omitempty"`
 	Score  float64 `json:"score,omitempty"`
+	// OtherGrade is the grade the reader that did not decide read (the
+	// authors' first-letter rule under the default readers), kept only
+	// when the two differ; OtherUnread when it read none.
+	OtherGrade  string `json:"other_grade,omitempty"`
+	OtherUnread bool   `json:"other_unread,omitempty"`
 }
 
 // fluencyGrade is the fluency critic's verdict: structured output
@@ -597,6 +614,11 @@ type CriticScores struct {
 	Originality int    `json:"originality"`
 	Feasibility int    `json:"feasibility"`
 	Clarity     int    `json:"clarity"`
+}
+
+// Scores are the verdict of a critic reply: its three scores.
+func (c CriticScores) Scores() Scores {
+	return Scores{Originality: c.Originality, Feasibility: c.Feasibility, Clarity: c.Clarity}
 }
 
 // Validate rejects scores outside 1..10.
@@ -880,12 +902,21 @@ func (s *Suite) critique(ctx context.Context, c *engine.Calls, judge, idea strin
 		},
 		Options: localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)},
 	}
+	cr := Critique{Judge: judge}
 	sc, ok, err := judging.JudgeWith(ctx, c, "critic", req, judging.Schema(s.cfg.JudgeFormat, CriticSchema), judging.Reader[CriticScores]{
 		Text:   ParseCriticText,
 		Paper:  ParseCriticPaper,
 		Quoted: []string{idea},
+		// The verdict is the three scores: the two readers cut the
+		// analysis prose differently, which is no disagreement.
+		Same: func(a, b CriticScores) bool { return a.Scores() == b.Scores() },
+		Other: func(o CriticScores, unread bool) {
+			if cr.OtherUnread = unread; !unread {
+				v := o.Scores()
+				cr.Other = &v
+			}
+		},
 	})
-	cr := Critique{Judge: judge}
 	if err != nil {
 		return cr, err
 	}
@@ -902,12 +933,17 @@ func (s *Suite) fluency(ctx context.Context, c *engine.Calls, judge, keyword, a,
 		Messages: []localmodels.Message{{Role: "user", Content: prompt}},
 		Options:  localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(20)},
 	}
+	fp := FluencyPair{Judge: judge}
 	g, ok, err := judging.JudgeWith(ctx, c, "fluency", req, judging.Schema(s.cfg.JudgeFormat, FluencySchema), judging.Reader[fluencyGrade]{
 		Text:   parseFluency,
 		Paper:  ParseFluencyPaper,
 		Quoted: []string{a, b},
+		Other: func(o fluencyGrade, unread bool) {
+			if fp.OtherUnread = unread; !unread {
+				fp.OtherGrade = o.Grade
+			}
+		},
 	})
-	fp := FluencyPair{Judge: judge}
 	if err != nil {
 		return fp, err
 	}

@@ -14,6 +14,7 @@ import (
 	"halu/localmodels"
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/judging"
 	"halu/runner/setting"
 )
 
@@ -495,10 +496,13 @@ func TestPaperAndHaluReaders(t *testing.T) {
 	if g, err := ReadFluency("Answer: C"); err != nil || g != "C" {
 		t.Errorf("halu fluency reader on %q: %+v, %v; want C", "Answer: C", g, err)
 	}
+	// The careful reading makes the headline under either protocol (the
+	// protocol is what the judge is asked); the authors' rule's reading is
+	// kept beside it, and decides only when --readers paper is chosen.
 	for _, tc := range []struct {
-		protocol string
-		want     string
-	}{{setting.ProtocolPaper, "A"}, {setting.ProtocolHalu, "C"}} {
+		protocol, readers string
+		want, other       string
+	}{{setting.ProtocolPaper, "", "C", "A"}, {setting.ProtocolPaper, judging.ReadersPaper, "A", "C"}} {
 		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
 			switch {
 			case r.Model == "gen":
@@ -518,7 +522,9 @@ func TestPaperAndHaluReaders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+		e := srv.Engine(t, 1)
+		e.Readers = tc.readers
+		res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 		srv.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -526,8 +532,35 @@ func TestPaperAndHaluReaders(t *testing.T) {
 		_, recs, _ := engine.ReadRun(res.Dir)
 		var ir ItemResult
 		json.Unmarshal(recs[0].Data, &ir)
-		if len(ir.Fluency) == 0 || ir.Fluency[0].Grade != tc.want {
-			t.Errorf("protocol %s: fluency %+v, want grade %s", tc.protocol, ir.Fluency, tc.want)
+		if len(ir.Fluency) == 0 || ir.Fluency[0].Grade != tc.want || ir.Fluency[0].OtherGrade != tc.other {
+			t.Errorf("protocol %s readers %q: fluency %+v, want grade %s, other %s", tc.protocol, tc.readers, ir.Fluency, tc.want, tc.other)
+		}
+		// Identical critic scores are no disagreement, though the two
+		// readers cut the analysis differently.
+		if c := ir.Ideas[0].Critiques; len(c) == 0 || c[0].Other != nil || c[0].OtherUnread {
+			t.Errorf("protocol %s: critic scores read alike counted as a disagreement: %+v", tc.protocol, c)
+		}
+		if len(res.Manifest.Departures) > 0 && tc.protocol == setting.ProtocolPaper {
+			for _, d := range res.Manifest.Departures {
+				if d.Setting == "readers" {
+					t.Errorf("protocol %s readers %q: reading counted as a departure", tc.protocol, tc.readers)
+				}
+			}
+		}
+		b := res.Summary.Beside
+		if b == nil || b.Replies != 1 {
+			t.Fatalf("protocol %s readers %q: no figures under the other reading: %+v", tc.protocol, tc.readers, b)
+		}
+		h, o := res.Summary.Metrics["gen.fluency"], b.Metrics["gen.fluency"]
+		if h == o {
+			t.Errorf("protocol %s readers %q: fluency the same under both readings (%v), though the grade differs; metrics %v", tc.protocol, tc.readers, h, res.Summary.Metrics)
+		}
+		found := false
+		for _, tb := range res.Summary.Tables {
+			found = found || strings.Contains(tb.Title, "1 judge replies read differently")
+		}
+		if !found {
+			t.Errorf("protocol %s readers %q: no table of the figures beside the headline", tc.protocol, tc.readers)
 		}
 	}
 }

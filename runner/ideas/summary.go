@@ -394,3 +394,36 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 	}
 	return f, nil
 }
+
+// OtherReading puts in place, in each critique and fluency grading whose
+// reply the two readers read differently, what the reader that did not
+// decide read (summary.Rereader).
+func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
+	return rundir.MapRecords(recs, func(ir *ItemResult) {
+		for i := range ir.Ideas {
+			for ci, c := range ir.Ideas[i].Critiques {
+				if c.Other == nil && !c.OtherUnread {
+					continue
+				}
+				o := Critique{Judge: c.Judge, Scored: !c.OtherUnread, Analysis: c.Analysis, OtherUnread: !c.Scored}
+				if c.Other != nil {
+					o.Originality, o.Feasibility, o.Clarity = c.Other.Originality, c.Other.Feasibility, c.Other.Clarity
+				}
+				if c.Scored {
+					o.Other = &Scores{Originality: c.Originality, Feasibility: c.Feasibility, Clarity: c.Clarity}
+				}
+				ir.Ideas[i].Critiques[ci] = o
+			}
+		}
+		for fi, f := range ir.Fluency {
+			if f.OtherGrade == "" && !f.OtherUnread {
+				continue
+			}
+			o := FluencyPair{A: f.A, B: f.B, Judge: f.Judge, Scored: !f.OtherUnread, Grade: f.OtherGrade, OtherGrade: f.Grade, OtherUnread: !f.Scored}
+			if o.Scored {
+				o.Score, _ = metrics.FluencyScore(o.Grade)
+			}
+			ir.Fluency[fi] = o
+		}
+	})
+}

@@ -57,10 +57,27 @@ type Reader[T any] struct {
 	// Quoted are the evaluated texts the judge saw: what it repeats of them
 	// is not read (see Unquote).
 	Quoted []string
+	// Same says whether two readings state the same verdict; nil compares
+	// them whole. A reader that also keeps prose (a critic's analysis) says
+	// here what the verdict is, so the two readers' different cuts of the
+	// prose are not counted as a disagreement.
+	Same func(a, b T) bool
+	// Other, when set, receives the reading that did not decide each reply
+	// read by both readers (Text and Paper) on which they disagree — the
+	// authors' rule's under the halu readers, halu's under the paper
+	// readers; unread when that reader read nothing. A suite keeps it in
+	// its record so the run's figures can be shown under the other reading
+	// beside the headline (see summary.Beside). It is called once, after
+	// the judge contract ends, with the last reply's other reading.
+	Other func(v T, unread bool)
 }
 
-// Readers: "paper" (the default) reads text replies by the authors' rule
-// where their code has one; "halu" by halu's stricter readers.
+// Readers: "halu" (the default) reads text replies by halu's careful
+// readers, which make the headline figures; "paper" by the authors' rule
+// where their code has one. Both readings are made either way, and the
+// run's figures under the other are shown beside the headline. Reading is
+// not part of a paper's protocol (the protocol is what the judge is
+// asked), so neither choice is a departure.
 const (
 	ReadersPaper = "paper"
 	ReadersHalu  = "halu"
@@ -81,7 +98,9 @@ func JudgeWith[T any](ctx context.Context, c Asker, stage string, req localmodel
 		req.Format = schema
 		req.Messages = withSchemaNote(req.Messages, schema)
 	}
+	var alt *altRead[T] // the last reply's other reading, when they differed
 	ok, err := c.Judge(ctx, stage, req, func(raw string, cut bool) error {
+		alt = nil
 		answer := StripReasoning(raw)
 		s := Unquote(answer, r.Quoted...) // Clean, keeping answer for the authors' rule
 		if cut {
@@ -90,7 +109,8 @@ func JudgeWith[T any](ctx context.Context, c Asker, stage string, req localmodel
 		if strings.TrimSpace(s) == "" {
 			return errors.New("empty reply (after reasoning and quoted text are removed)")
 		}
-		v, how, other, err := readReply(answer, s, schema != nil, c.Readers(), r)
+		v, how, other, a, err := readReply(answer, s, schema != nil, c.Readers(), r)
+		alt = a
 		if err != nil {
 			return err
 		}
@@ -102,7 +122,16 @@ func JudgeWith[T any](ctx context.Context, c Asker, stage string, req localmodel
 		c.Read(stage, req.Model, raw, v, rd)
 		return nil
 	})
+	if alt != nil && r.Other != nil && err == nil {
+		r.Other(alt.v, alt.unread)
+	}
 	return out, ok, err
+}
+
+// altRead is the reading of a reply that did not decide it.
+type altRead[T any] struct {
+	v      T
+	unread bool
 }
 
 // readReply reads one cleaned reply; how and other describe a reading that
@@ -111,7 +140,7 @@ func JudgeWith[T any](ctx context.Context, c Asker, stage string, req localmodel
 // answer is the reply without its reasoning, s the same without quoted
 // evaluated text: halu's readers read s; the authors' rule reads answer, as
 // their code read the reply whole.
-func readReply[T any](answer, s string, jsonMode bool, readers string, r Reader[T]) (v T, how, other string, err error) {
+func readReply[T any](answer, s string, jsonMode bool, readers string, r Reader[T]) (v T, how, other string, alt *altRead[T], err error) {
 	valid := func(v T, err error) (T, error) {
 		if err != nil {
 			return v, err
@@ -128,13 +157,13 @@ func readReply[T any](answer, s string, jsonMode bool, readers string, r Reader[
 		}
 		v, err = valid(dec(s))
 		if err == nil || r.Text == nil {
-			return v, "", "", err
+			return v, "", "", nil, err
 		}
 		tv, terr := valid(r.Text(s))
 		if terr != nil {
-			return v, "", "", fmt.Errorf("%v; as text: %v", err, terr)
+			return v, "", "", nil, fmt.Errorf("%v; as text: %v", err, terr)
 		}
-		return tv, "fallback", "", nil
+		return tv, "fallback", "", nil, nil
 	}
 	text := r.Text
 	if text == nil {
@@ -142,23 +171,32 @@ func readReply[T any](answer, s string, jsonMode bool, readers string, r Reader[
 	}
 	hv, herr := valid(text(s))
 	if r.Paper == nil {
-		return hv, "", "", herr
+		return hv, "", "", nil, herr
 	}
 	pv, perr := valid(r.Paper(answer))
-	if readers == ReadersHalu {
-		v, err, other = hv, herr, showRead(pv, perr)
-	} else {
+	paper := readers == ReadersPaper
+	if paper {
 		v, err, other = pv, perr, showRead(hv, herr)
+	} else {
+		v, err, other = hv, herr, showRead(pv, perr)
 	}
-	if (herr == nil) != (perr == nil) || herr == nil && !reflect.DeepEqual(hv, pv) {
+	same := r.Same
+	if same == nil {
+		same = func(a, b T) bool { return reflect.DeepEqual(a, b) }
+	}
+	if (herr == nil) != (perr == nil) || herr == nil && !same(hv, pv) {
 		how = "disagree"
+		alt = &altRead[T]{v: pv, unread: perr != nil}
+		if paper {
+			alt = &altRead[T]{v: hv, unread: herr != nil}
+		}
 	}
 	if err != nil && how != "" {
 		// An unread reply is a failure; the other reading is kept in its
 		// reason so the disagreement is not lost.
-		return v, "", "", fmt.Errorf("%v (the other reader: %s)", err, other)
+		return v, "", "", alt, fmt.Errorf("%v (the other reader: %s)", err, other)
 	}
-	return v, how, other, err
+	return v, how, other, alt, err
 }
 
 func decodeStated[T any](s string) (T, error) {

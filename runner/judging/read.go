@@ -53,10 +53,31 @@ func StripReasoning(s string) string {
 }
 
 // Clean is what every judge reader reads: the reply without its reasoning
-// and without what it quotes of the evaluated texts. The engine cleans every
+// and without what it quotes of the evaluated texts, from its last
+// revision on when it revises itself (Revision). The engine cleans every
 // judge reply (JudgeWith) before a suite's reader sees it.
 func Clean(reply string, evaluated ...string) string {
-	return Unquote(StripReasoning(reply), evaluated...)
+	return Revision(Unquote(StripReasoning(reply), evaluated...))
+}
+
+// revisionMark is where a judge takes back what it said: "Correction:",
+// "Revised", "On second thought", "Wait,", "I made a mistake", 更正, 修正,
+// 纠正, "不对，", 重新核对/考虑/评估. Softer words ("However", "Actually")
+// are not: judges use them inside an analysis that ends in the verdict.
+var revisionMark = regexp.MustCompile(`(?i)\b(?:correction|corrected|revised|revision|on (?:second thought|reflection)|wait[,.:!—–-]|i made (?:a|an) (?:mistake|error)|let me (?:correct|revise))|更正|修正|纠正|不对[，,。：:]|重新(?:核对|考虑|评估|判断)`)
+
+// Revision is what a reply states from its last revision on: a judge that
+// revises its verdict ("… Hallucination: No. Correction: … Revised:
+// Hallucination: Yes") answers with the revision. The reader then needs
+// the whole verdict there; a revision that restates only part of it ("On
+// reflection the originality is more like a 6") leaves the reply unread
+// (unscored, counted) rather than read as first stated.
+func Revision(s string) string {
+	locs := revisionMark.FindAllStringIndex(s, -1)
+	if len(locs) == 0 {
+		return s
+	}
+	return strings.TrimSpace(s[locs[len(locs)-1][0]:])
 }
 
 // DropCutWord removes the word a reply ends in when it may have been cut
@@ -461,18 +482,38 @@ type Letters struct {
 	Label          *Labelled
 }
 
+// optionList reports whether s goes through the options line by line ("A.
+// Wrong … B. Correct …", "A：错误\nB：正确"): two or more lines lead with
+// different letters. The first line's letter is then an option's label,
+// not the answer; only a stated answer ("Answer: B") is read.
+func (l Letters) optionList(s string) bool {
+	seen := map[string]bool{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		m := l.Lead.FindStringSubmatch(line)
+		if m == nil {
+			m = l.Bare.FindStringSubmatch(line)
+		}
+		if m != nil {
+			seen[strings.ToUpper(m[1])] = true
+		}
+	}
+	return len(seen) >= 2
+}
+
 // Read reads s, already cleaned (StripReasoning, Unquote, Plain).
 func (l Letters) Read(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	var found []string
 	first, _, _ := strings.Cut(s, "\n")
 	first = strings.TrimSpace(first)
+	list := l.optionList(s)
 	if m := l.Bare.FindStringSubmatch(first); m != nil {
 		found = append(found, m[1])
-	} else if m := l.Lead.FindStringSubmatch(first); m != nil {
+	} else if m := l.Lead.FindStringSubmatch(first); m != nil && !list {
 		found = append(found, m[1])
 	}
-	if i := strings.LastIndex(s, "\n"); i >= 0 {
+	if i := strings.LastIndex(s, "\n"); i >= 0 && !list {
 		if m := l.Bare.FindStringSubmatch(strings.TrimSpace(s[i+1:])); m != nil {
 			found = append(found, m[1])
 		}

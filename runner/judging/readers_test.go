@@ -38,6 +38,9 @@ type replyCase struct {
 	Clarify bool   `yaml:"clarify"`
 	Reply   string `yaml:"reply"`
 	Want    string `yaml:"want"`
+	// Cut: the reply stopped at its token cap (the engine drops the word
+	// the cap may have cut, judging.DropCutWord).
+	Cut bool `yaml:"cut"`
 }
 
 // readReply runs the reader a case names and renders what it read in the
@@ -55,6 +58,9 @@ func readReply(c replyCase) (string, error) {
 	default:
 		// Judge readers see what the engine hands them (judging.JudgeWith).
 		c.Reply = judging.Clean(c.Reply, c.Quoted)
+	}
+	if c.Cut {
+		c.Reply = judging.DropCutWord(c.Reply)
 	}
 	switch c.Reader {
 	case "hic.verdict":

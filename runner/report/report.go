@@ -60,7 +60,7 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 		var sum *summary.Summary
 		if serr == nil {
 			suite = s
-			sum, serr = s.Summarize(recs)
+			sum, serr = engine.Summarize(s, m, recs)
 		}
 		if serr == nil {
 			r.Summary, r.Regenerated = sum, true

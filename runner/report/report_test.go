@@ -220,7 +220,7 @@ func TestProveLabels(t *testing.T) {
 		"default-repeat-penalty": {Value: "1"},
 	}}
 	ref := Reference{File: "t.csv", Published: pub}
-	same := map[string]string{"judges": "gpt-4o", "default-top-p": "1", "default-repeat-penalty": "1"}
+	same := map[string]string{"judges": "gpt-4o", "default-top-p": "1", "default-repeat-penalty": "1", "readers": "paper"}
 	with := func(extra map[string]string) map[string]string {
 		m := map[string]string{}
 		for k, v := range same {
@@ -243,6 +243,9 @@ func TestProveLabels(t *testing.T) {
 		{"other judge", with(map[string]string{"judges": "llama3.1:8b"}), nil, LabelOtherJudges, []string{"--judges llama3.1:8b (published: gpt-4o)"}},
 		{"temperature", with(map[string]string{"temperature": "1.2"}), nil, LabelReference, []string{"--temperature 1.2 (published: 0.7)"}},
 		{"sample", with(map[string]string{"limit": "2"}), nil, LabelReference, []string{"--limit 2 (published: all five)"}},
+		// The default headline is the careful reading; a table the authors'
+		// rule read is not that figure.
+		{"careful reading", with(map[string]string{"readers": "halu"}), nil, LabelReference, []string{"--readers halu (published: paper)"}},
 		{"server defaults", with(map[string]string{"default-top-p": "server"}), nil, LabelReference, []string{"--default-top-p server (published: 1)"}},
 		{"unknown", same, func(f *RunFacts) { pub.Settings["max-tokens"] = Entry{Unknown: "lost"} }, LabelReference, []string{"--max-tokens 48 (published: not known — lost)"}},
 		{"cut", same, func(f *RunFacts) { pub.Settings["max-tokens"] = Entry{Value: "48"}; f.ContentCut = 3 }, LabelReference,

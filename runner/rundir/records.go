@@ -223,3 +223,23 @@ func Show(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// MapRecords returns copies of recs whose data, decoded as T, went through
+// f (a suite putting another reading of its judge replies in place).
+func MapRecords[T any](recs []Record, f func(*T)) ([]Record, error) {
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		v, err := Decode[T](r)
+		if err != nil {
+			return nil, err
+		}
+		f(&v)
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+		}
+		out[i] = r
+		out[i].Data = b
+	}
+	return out, nil
+}

@@ -49,6 +49,9 @@ type Summary struct {
 	// made when it disagrees with the careful reading too often.
 	Readers      string `json:"readers,omitempty"`
 	JudgeReplies int    `json:"judge_replies,omitempty"`
+	// Beside is the run's figures under the reading that did not make the
+	// headline (see AddBeside), for suites with two readers.
+	Beside *Beside `json:"beside,omitempty"`
 }
 
 // Disagreement is the share of the judge replies read that the authors'
