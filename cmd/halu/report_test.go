@@ -166,10 +166,10 @@ func TestPublishedTablesAreProven(t *testing.T) {
 		table string
 		want  []string
 	}{
-		{"ideas first release on 10 keywords", []string{"ideas", "--models", "gen", "--judges", "j1,j2,j3", "--limit", "10", "--scoring", "first-release", "--max-tokens", "100"},
+		{"ideas first release on 10 keywords", []string{"ideas", "--models", "gen", "--judges", "j1,j2,j3", "--limit", "10", "--scoring", "first-release", "--max-tokens", "100", "--judge-max-tokens", "300"},
 			"LiveIdeaBench", []string{"--limit 10 (published: every keyword)", "--max-tokens 100 (published: no cap: the authors' code sends none)",
 				"--judge-max-tokens 300 (published: no cap", "--keywords the 1,180 keywords of the authors' kws.csv (published: not known",
-				"--judges j1,j2,j3 (published: not known — the top 10 LiveBench models", "the fluency judge's reply is capped at 20 tokens"}},
+				"--judges j1,j2,j3 (published: not known — the top 10 LiveBench models"}},
 		{"ideas default", []string{"ideas", "--models", "gen", "--judges", "j1,j2,j3", "--limit", "2"},
 			"LiveIdeaBench", []string{"--scoring current (published: the first release's scales"}},
 		{"intent bundled sample", []string{"intent", "--models", "gen", "--judges", "judge"},

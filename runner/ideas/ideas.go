@@ -213,11 +213,14 @@ type Config struct {
 	// (nil: none sent, the model's own default, as the authors' code).
 	Temperature       *float64
 	CriticTemperature *float64
-	MaxTokens         int
-	JudgeFormat       string // json or text
-	// JudgeMaxTokens caps a critic's reply (analysis under 100 words plus
-	// the scores).
-	JudgeMaxTokens int
+	// MaxTokens caps an idea (num_predict), JudgeMaxTokens a critic's
+	// reply and FluencyMaxTokens a fluency grade; 0 sends no cap, as the
+	// authors' code (a thinking generator capped is cut before its "Final
+	// Idea" and then dropped by the length filter).
+	MaxTokens        int
+	JudgeFormat      string // json or text
+	JudgeMaxTokens   int
+	FluencyMaxTokens int
 	// FinalIdea is where the "Final Idea:" extraction applies: "qwq" (the
 	// authors' code: only to models named qwq, whose prompt then ends with
 	// their instruction to answer after **Final Idea:**; their markers, in
@@ -264,12 +267,13 @@ func (c *Config) Settings() setting.List {
 		setting.Int("seed", &c.Seed, "seed for sampling keywords, critics and generations").As(setting.Draw),
 		setting.OptFloat("temperature", &c.Temperature, "idea generation temperature (none: not sent, the model's default, as the authors' code)", "none").Paper("none").Halu("0.8").Check(nonNegative(&c.Temperature)),
 		setting.OptFloat("critic-temperature", &c.CriticTemperature, "critic and fluency-judge temperature (none: not sent, as the authors' code)", "none").Paper("none").Halu("0").Check(nonNegative(&c.CriticTemperature)),
-		setting.Int("max-tokens", &c.MaxTokens, "idea generation cap (num_predict)").Min(1),
+		setting.Int("max-tokens", &c.MaxTokens, "idea generation cap (num_predict; 0: none sent, as the authors' code)").Paper("0").Halu("600").Min(0),
 		judging.FormatSetting(&c.JudgeFormat, "text (the authors': free text with a JSON block) or json (structured output)").Paper("text").Halu("json"),
 		setting.Choice("final-idea", &c.FinalIdea, `qwq (extract after "Final Idea:" only for qwq models, as the authors) or all (every model, marker lines only)`, "qwq", "all").Paper("qwq").Halu("all"),
 		setting.Choice("scoring", &c.Scoring, "current (the paper: fluency 10/7/4/1, flexibility over 4 dimensions) or first-release (the December 2024 leaderboard's: 10/6.67/3.33/0, 3 dimensions)", "current", "first-release").Paper("current"),
 		setting.String("external", &c.External, "CSV of model,score for a Pearson correlation (the paper uses LiveBench)").As(setting.Beside).Path(),
-		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "critic reply cap").Min(1),
+		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "critic reply cap (0: none sent, as the authors' code)").Paper("0").Halu("300").Min(0),
+		setting.Int("fluency-max-tokens", &c.FluencyMaxTokens, "fluency grade reply cap (0: none sent, as the authors' code)").Paper("0").Halu("20").Min(0),
 	}
 }
 
@@ -291,7 +295,7 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // DefaultConfig is the paper's protocol on a seeded sample of 10 keywords.
 func DefaultConfig() Config {
 	return Config{Limit: 10, Protocol: setting.ProtocolPaper, IdeasPerKeyword: 2, CriticsPerIdea: 3, FamilyCap: 0.2,
-		FluencyPairs: "one", Seed: 1, SameBaseFrom: "metadata", MaxTokens: 600, JudgeFormat: "text", JudgeMaxTokens: 300,
+		FluencyPairs: "one", Seed: 1, SameBaseFrom: "metadata", MaxTokens: 0, JudgeFormat: "text", JudgeMaxTokens: 0,
 		FinalIdea: "qwq", Scoring: "current"}
 }
 
@@ -834,7 +838,7 @@ func (s *Suite) generate(ctx context.Context, c *engine.Calls, p payload, i int)
 			Model:    p.model,
 			Messages: []localmodels.Message{{Role: "user", Content: prompt}},
 			Options: localmodels.Options{Temperature: s.cfg.Temperature, Seed: localmodels.Int(s.cfg.Seed + sample),
-				NumPredict: localmodels.Int(s.cfg.MaxTokens)},
+				NumPredict: capOf(s.cfg.MaxTokens)},
 		}, sample)
 	}
 	resp, err := ask(strings.ReplaceAll(s.prompts.Idea, "{{keywords}}", p.kw.Keyword), i)
@@ -900,7 +904,7 @@ func (s *Suite) critique(ctx context.Context, c *engine.Calls, judge, idea strin
 			{Role: "system", Content: s.prompts.Critic},
 			{Role: "user", Content: strings.ReplaceAll(s.prompts.CriticUser, "{idea}", idea)},
 		},
-		Options: localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)},
+		Options: localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: capOf(s.cfg.JudgeMaxTokens)},
 	}
 	cr := Critique{Judge: judge}
 	sc, ok, err := judging.JudgeWith(ctx, c, "critic", req, judging.Schema(s.cfg.JudgeFormat, CriticSchema), judging.Reader[CriticScores]{
@@ -931,7 +935,7 @@ func (s *Suite) fluency(ctx context.Context, c *engine.Calls, judge, keyword, a,
 	req := localmodels.ChatRequest{
 		Model:    judge,
 		Messages: []localmodels.Message{{Role: "user", Content: prompt}},
-		Options:  localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(20)},
+		Options:  localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: capOf(s.cfg.FluencyMaxTokens)},
 	}
 	fp := FluencyPair{Judge: judge}
 	g, ok, err := judging.JudgeWith(ctx, c, "fluency", req, judging.Schema(s.cfg.JudgeFormat, FluencySchema), judging.Reader[fluencyGrade]{
@@ -952,4 +956,12 @@ func (s *Suite) fluency(ctx context.Context, c *engine.Calls, judge, keyword, a,
 		fp.Score, _ = metrics.FluencyScore(g.Grade)
 	}
 	return fp, nil
+}
+
+// capOf is a reply cap as sent: none for 0 (the authors' code sends none).
+func capOf(n int) *int {
+	if n <= 0 {
+		return nil
+	}
+	return localmodels.Int(n)
 }

@@ -475,7 +475,7 @@ func TestDepartures(t *testing.T) {
 	for _, d := range s.cfg.Settings().Departures() {
 		names = append(names, d.Setting)
 	}
-	if got := strings.Join(names, ","); got != "ideas-per-keyword,fluency-pairs,temperature,critic-temperature,judge-format,final-idea" {
+	if got := strings.Join(names, ","); got != "ideas-per-keyword,fluency-pairs,temperature,critic-temperature,max-tokens,judge-format,final-idea,judge-max-tokens,fluency-max-tokens" {
 		t.Fatalf("halu departures: %s", got)
 	}
 }
@@ -561,6 +561,61 @@ func TestPaperAndHaluReaders(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("protocol %s readers %q: no table of the figures beside the headline", tc.protocol, tc.readers)
+		}
+	}
+}
+
+// The paper protocol sends no reply cap — to the generator, the critics or
+// the fluency judge — as the authors' code sends none; --protocol halu
+// sends halu's caps (600, 300, 20).
+func TestPaperProtocolSendsNoCaps(t *testing.T) {
+	for _, tc := range []struct {
+		protocol string
+		want     map[string]any // stage → num_predict sent (nil: none)
+	}{
+		{setting.ProtocolPaper, map[string]any{"generate": nil, "critic": nil, "fluency": nil}},
+		{setting.ProtocolHalu, map[string]any{"generate": float64(600), "critic": float64(300), "fluency": float64(20)}},
+	} {
+		var mu sync.Mutex
+		got := map[string]any{}
+		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+			stage := "critic"
+			switch {
+			case r.Model == "gen":
+				stage = "generate"
+			case strings.Contains(r.LastUser(), "ONLY ANSWER"):
+				stage = "fluency"
+			}
+			mu.Lock()
+			got[stage] = r.Options["num_predict"]
+			mu.Unlock()
+			switch stage {
+			case "generate":
+				return fakeollama.Reply{Content: fmt.Sprintf("Idea %v: %s", r.Options["seed"], longEnough)}
+			case "fluency":
+				return fakeollama.Reply{Content: "B"}
+			}
+			return fakeollama.Reply{Content: `{"originality": 6, "feasibility": 4, "clarity": 8}`}
+		}, fakeollama.Model{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
+			fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9})
+		cfg := DefaultConfig()
+		cfg.Models, cfg.Judges, cfg.Limit, cfg.CriticsPerIdea, cfg.Protocol = []string{"gen"}, []string{"j1"}, 1, 1, tc.protocol
+		if err := setting.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for stage, want := range tc.want {
+			if v, ok := got[stage]; !ok || v != want {
+				t.Errorf("protocol %s: %s sent num_predict %v (seen %v), want %v", tc.protocol, stage, v, ok, want)
+			}
 		}
 	}
 }
