@@ -25,7 +25,7 @@ func TestHypo(t *testing.T) {
 	mustHalu(t, srv.Host, "index", "build", "--out", ix, "../testdata/pubmed/pubmedqa_contexts.jsonl", "../testdata/pubmed/biopython/pubmed5.xml")
 	mustHalu(t, srv.Host, "kg", "import", "--out", kg, "../testdata/kg/biored_train_sample.pubtator", "../testdata/kg/pubtator3.37026113_240614.pubtator")
 	r := mustHalu(t, srv.Host, "run", "hypo", "--models", "tiny", "--setting", "parametric,kg,lit,kg+lit",
-		"--index", ix, "--kg", kg, "--limit", "5", "--knowhd", "kg,lit,kg+lit", "--candidates", "2",
+		"--index", ix, "--kg", kg, "--limit", "5", "--knowhd", "kg,lit,kg+lit", "--verifier", "self", "--candidates", "2",
 		"--max-tokens", "40", "--verifier-max-tokens", "48", "--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "run"))
 	for _, want := range []string{"TruthHypo Table 2 layout", "Table 3 layout", "Fig. 4 layout", "unparseable"} {
 		if !strings.Contains(r.stdout, want) {

@@ -61,7 +61,7 @@ took
 
 step "hypo suite (TruthHypo + KnowHD): 1 item per task, all four knowledge settings"
 $HALU run hypo --models "$GEN" --setting parametric,kg,lit,kg+lit --index "$OUT/index" --kg "$OUT/kg" --limit 1 \
-  --knowhd kg+lit --candidates 2 --max-tokens 60 --verifier-max-tokens 64 --out "$OUT/runs/hypo" --cache "$CACHE" | tee -a "$OUT/report.txt"
+  --knowhd kg+lit --verifier "$JUDGE" --candidates 2 --max-tokens 60 --verifier-max-tokens 64 --out "$OUT/runs/hypo" --cache "$CACHE" | tee -a "$OUT/report.txt"
 took
 
 step "intent suite (FaithQA): every task type of the bundled sample, Constraint Score beside the 1–10 baseline"

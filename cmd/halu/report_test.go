@@ -185,8 +185,8 @@ func TestPublishedTablesAreProven(t *testing.T) {
 		{"hypo literature at the default window", []string{"hypo", "--models", "gen", "--setting", "lit", "--index", ix, "--limit", "1", "--tasks", "chem-gene"},
 			"TruthHypo (Xiong et al.), Table 2", []string{"prompts lost content to fit the context window", "--index " + ix + " (published: not known — the authors' PubMed corpus",
 				"--tasks chem-gene (published: all three tasks)", "--limit 1 (published: every item)"}},
-		{"hypo KnowHD", []string{"hypo", "--models", "gen", "--setting", "kg+lit", "--index", ix, "--kg", kg, "--knowhd", "kg+lit", "--limit", "1", "--tasks", "chem-gene", "--num-ctx", "32768"},
-			"Table 3: KnowHD", []string{"--verifier the generator itself (published: not known — the paper does not name the model that decomposed and checked the claims)",
+		{"hypo KnowHD", []string{"hypo", "--models", "gen", "--setting", "kg+lit", "--index", ix, "--kg", kg, "--knowhd", "kg+lit", "--verifier", "self", "--limit", "1", "--tasks", "chem-gene", "--num-ctx", "32768"},
+			"Table 3: KnowHD", []string{"--verifier self (published: not known — the paper does not name the model that decomposed and checked the claims)",
 				"claim verdict: the authors count a claim grounded", "claim → KG nodes: the authors take the BM25 top 100 nodes", "--kg " + kg + " (published: not known"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

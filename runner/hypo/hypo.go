@@ -295,7 +295,7 @@ type Config struct {
 	MaxTokens int
 	// KnowHD sources to check groundedness against: kg, lit, kg+lit.
 	KnowHD   []string
-	Verifier string  // default: the model itself
+	Verifier string  // the KnowHD verifier; VerifierSelf: each generator
 	MinScore float64 // τ of eq. 1
 	// Candidates sampled per item for the selection comparison (§4.4).
 	Candidates  int
@@ -351,7 +351,12 @@ func (c *Config) Settings() setting.List {
 		setting.Int("seed", &c.Seed, "seed (candidate i uses seed+i; KG edge sampling; the --limit sample)").As(setting.Draw),
 		setting.Int("max-tokens", &c.MaxTokens, "generation cap (num_predict)").Paper("2048").Min(1),
 		setting.Choices("knowhd", &c.KnowHD, "KnowHD sources: kg, lit, kg+lit", "kg", "lit", "kg+lit").As(setting.Subject),
-		setting.String("verifier", &c.Verifier, "model that splits claims and judges support (default: the generator)").As(setting.Instrument).Models().Unset("the generator itself"),
+		setting.String("verifier", &c.Verifier, "model that splits claims and judges support for KnowHD, the same for every generator as the authors' (self: each generator checks its own claims, named in the run)").As(setting.Instrument).Models().Unset("none").When(func() bool { return len(c.KnowHD) > 0 }).Check(func() error {
+			if len(c.KnowHD) > 0 && c.Verifier == "" {
+				return fmt.Errorf("--knowhd needs a verifier: the authors check every generator's claims with one fixed model; name it (--verifier MODEL), or pass --verifier %s to let each generator check its own claims", VerifierSelf)
+			}
+			return nil
+		}),
 		setting.Float("min-score", &c.MinScore, "τ: keep only documents with BM25 ≥ τ for claim checks (eq. 1)").Min(0).
 			Assumed("eq. 1's τ is not printed").When(knowhdLit),
 		setting.Int("candidates", &c.Candidates, "sampled hypotheses per item beside the greedy one, for the selection comparison (Fig. 4; the paper: 5; 0: greedy only)").Paper("5").Min(0),
@@ -594,7 +599,7 @@ func (s *Suite) MetricNames() []string {
 
 func (s *Suite) Models() []string {
 	m := append([]string(nil), s.cfg.Models...)
-	if s.cfg.Verifier != "" {
+	if s.cfg.Verifier != "" && s.cfg.Verifier != VerifierSelf {
 		m = append(m, s.cfg.Verifier)
 	}
 	return m
@@ -1021,8 +1026,13 @@ func ParseList(reply string) ([]string, error) {
 // GroundSchema is the verifier's structured output.
 const GroundSchema = `{"type":"object","properties":{"groundness":{"type":"integer","enum":[0,1]}},"required":["groundness"]}`
 
+// VerifierSelf as --verifier lets each generator check its own claims
+// (the authors fix one verifier for every generator; a run that does not
+// says so in its notes).
+const VerifierSelf = "self"
+
 func (s *Suite) verifier(model string) string {
-	if s.cfg.Verifier != "" {
+	if s.cfg.Verifier != "" && s.cfg.Verifier != VerifierSelf {
 		return s.cfg.Verifier
 	}
 	return model

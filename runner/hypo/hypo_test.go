@@ -188,7 +188,7 @@ func runWithStores(t *testing.T, ignoresFormat bool) {
 	defer srv.Close()
 	cfg := DefaultConfig()
 	cfg.Models, cfg.Knowledge, cfg.Index, cfg.KG = []string{"m"}, []string{"parametric", "kg", "lit", "kg+lit"}, filepath.Join(dir, "ix"), filepath.Join(dir, "kg")
-	cfg.Tasks, cfg.Limit, cfg.KnowHD, cfg.Candidates = []string{"chem-gene"}, 1, []string{"kg", "lit", "kg+lit"}, 2
+	cfg.Tasks, cfg.Limit, cfg.KnowHD, cfg.Candidates, cfg.Verifier = []string{"chem-gene"}, 1, []string{"kg", "lit", "kg+lit"}, 2, VerifierSelf
 	cfg.Sample = "first" // the file's first item: the stores hold its knowledge
 	s, err := New(cfg)
 	if err != nil {
@@ -279,7 +279,7 @@ func TestOpenEnded(t *testing.T) {
 	}, fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9})
 	defer srv.Close()
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Knowledge, cfg.KG, cfg.KnowHD, cfg.Open = []string{"m"}, []string{"kg"}, filepath.Join(dir, "kg"), []string{"kg"}, open
+	cfg.Models, cfg.Knowledge, cfg.KG, cfg.KnowHD, cfg.Open, cfg.Verifier = []string{"m"}, []string{"kg"}, filepath.Join(dir, "kg"), []string{"kg"}, open, VerifierSelf
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -618,5 +618,35 @@ func TestKGKnowledge(t *testing.T) {
 	}
 	if lines, src, _ := s.kgKnowledge([]string{"Gene|Q"}, "q1"); src != "" || lines != nil {
 		t.Fatalf("unknown node: %s %q", src, lines)
+	}
+}
+
+// KnowHD needs its verifier named: the authors check every generator's
+// claims with one fixed model, so the generator checking itself is never
+// a silent default; --verifier self chooses it and the run says so.
+func TestKnowHDVerifierIsNamed(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Knowledge, cfg.KnowHD = []string{"m"}, []string{"parametric"}, []string{"kg"}
+	cfg.KG = t.TempDir()
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "needs a verifier") {
+		t.Fatalf("KnowHD without a verifier: %v", err)
+	}
+	cfg.Verifier = VerifierSelf
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Models(); len(got) != 1 || got[0] != "m" {
+		t.Errorf("models with --verifier self: %v", got)
+	}
+	if s.verifier("m") != "m" {
+		t.Errorf("--verifier self verifies with %q", s.verifier("m"))
+	}
+	sum, err := s.Summarize(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(sum.Notes, "\n"), "KnowHD verifier = generator") {
+		t.Errorf("notes do not name the verifier choice: %q", sum.Notes)
 	}
 }

@@ -66,6 +66,9 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 	}
 	t.add(sum, len(s.cfg.KnowHD) > 0)
+	if len(s.cfg.KnowHD) > 0 && s.cfg.Verifier == VerifierSelf {
+		sum.Notes = append(sum.Notes, "KnowHD verifier = generator (--verifier self): each generator split and checked its own claims; the authors check every generator's claims with one fixed verifier, so groundedness here also measures each model as a judge of itself.")
+	}
 	sum.Notes = append(sum.Notes,
 		fmt.Sprintf("Knowledge below PMID %d (strictly); literature: BM25 (%s, %s) top %d for the question, %d per claim (τ = %g); KG: ≤ %d lines from chains of ≤ %d hops (%s), or the nodes' own edges when no chain links them; ≤ %d edges per claim; the last %d claims are checked. KG nodes are found by exact id, then by name.",
 			s.cfg.BelowPMID, s.cfg.BM25, s.bm25(), litK, claimK, s.cfg.MinScore, maxKGEdges, maxHops, s.cfg.KGChains, edgeK, maxClaims),
