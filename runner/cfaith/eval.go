@@ -81,7 +81,9 @@ var Declaration = engine.Declare("cfaith", "C-FAITH: hallucination rates on a Ha
 // migrate brings a config of run format 1 up to date: the judge was
 // "judge".
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	engine.Rename(cfg, "judge", "judges")
+	if format < 2 {
+		engine.Rename(cfg, "judge", "judges")
+	}
 	return nil
 }
 

@@ -356,10 +356,12 @@ var Declaration = engine.Declare("hic", "HIC-Bench: intelligent vs defective hal
 // plural, and a run made before DHP's answers were a setting sampled them
 // apart.
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	engine.Rename(cfg, "strategies", "strategy")
-	engine.Rename(cfg, "temperatures", "temperature")
-	engine.DefaultTo(cfg, "protocol", `"paper"`)
-	engine.DefaultTo(cfg, "dhp_answers", `"samples"`)
+	if format < 2 {
+		engine.Rename(cfg, "strategies", "strategy")
+		engine.Rename(cfg, "temperatures", "temperature")
+		engine.DefaultTo(cfg, "protocol", `"paper"`)
+		engine.DefaultTo(cfg, "dhp_answers", `"samples"`)
+	}
 	return nil
 }
 

@@ -315,6 +315,11 @@ type Config struct {
 	// "sampled" (a seeded random sample, as the authors' code) or
 	// "ranked" (by supporting articles).
 	KGChains string
+	// Unreadable is how a hypothesis whose label cannot be read counts in
+	// F1 and accuracy: "wrong" (the paper's measures are over every item:
+	// it matches no relation label and predicts no link) or "unscored"
+	// (halu's: left out, counted).
+	Unreadable string
 }
 
 // uses reports whether a knowledge setting or a KnowHD source of the run
@@ -371,6 +376,8 @@ func (c *Config) Settings() setting.List {
 			Paper("pyserini").Halu("textbook").When(lit),
 		setting.Choice("kg-chains", &c.KGChains, "which 32 KG lines are shown: sampled (a seeded random sample of the chains, the authors' code) or ranked (by supporting articles)", "sampled", "ranked").
 			Paper("sampled").Halu("ranked").When(kg),
+		setting.Choice("unreadable", &c.Unreadable, "how a hypothesis whose label cannot be read counts in F1 and accuracy: wrong (the paper: every item counts; it matches no label and predicts no link) or unscored (left out, counted)", "wrong", "unscored").
+			Paper("wrong").Halu("unscored"),
 	}
 }
 
@@ -383,7 +390,7 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // DefaultConfig is the paper's protocol.
 func DefaultConfig() Config {
 	return Config{Protocol: setting.ProtocolPaper, Knowledge: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
-		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 512, Sample: "stratified", BM25: "pyserini", KGChains: "sampled"}
+		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 512, Sample: "stratified", BM25: "pyserini", KGChains: "sampled", Unreadable: "wrong"}
 }
 
 // Declaration declares the suite to the registry.
@@ -394,11 +401,17 @@ var Declaration = engine.Declare("hypo", "TruthHypo: biomedical hypotheses with 
 // settings were "settings", and empty values were what a run did before
 // those settings existed (the first rows, textbook BM25, chains ranked).
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	engine.Rename(cfg, "settings", "setting")
-	engine.DefaultTo(cfg, "protocol", `"paper"`)
-	engine.DefaultTo(cfg, "sample", `"first"`)
-	engine.DefaultTo(cfg, "bm25", `"textbook"`)
-	engine.DefaultTo(cfg, "kg_chains", `"ranked"`)
+	if format < 2 {
+		engine.Rename(cfg, "settings", "setting")
+		engine.DefaultTo(cfg, "protocol", `"paper"`)
+		engine.DefaultTo(cfg, "sample", `"first"`)
+		engine.DefaultTo(cfg, "bm25", `"textbook"`)
+		engine.DefaultTo(cfg, "kg_chains", `"ranked"`)
+	}
+	if format < 3 {
+		// Format 2 left unreadable hypotheses out of F1 and accuracy.
+		engine.DefaultTo(cfg, "unreadable", `"unscored"`)
+	}
 	return nil
 }
 
@@ -1025,6 +1038,9 @@ func ParseList(reply string) ([]string, error) {
 
 // GroundSchema is the verifier's structured output.
 const GroundSchema = `{"type":"object","properties":{"groundness":{"type":"integer","enum":[0,1]}},"required":["groundness"]}`
+
+// unreadWrong: an unreadable hypothesis counts as wrong (the paper).
+func (c *Config) unreadWrong() bool { return c.Unreadable != "unscored" }
 
 // VerifierSelf as --verifier lets each generator check its own claims
 // (the authors fix one verifier for every generator; a run that does not

@@ -457,16 +457,43 @@ func TestDocumentsFitTheWindow(t *testing.T) {
 	}
 }
 
-// An unparseable hypothesis is unscored: left out of accuracy and F1
-// (not read as wrong, not as "no link"), counted, and in the metric's
-// support.
-func TestUnparseableIsUnscored(t *testing.T) {
+// Under the paper protocol every item counts (§2.3): an unparseable
+// hypothesis matches no label and predicts no link — 2 of 3 right, and a
+// link F1 of 2·1·(2/3)/(1+2/3) = 0.8 — while its count is still shown and
+// in the metric's support, so a gate sees its share.
+func TestUnparseableCountsAsThePaperCountsIt(t *testing.T) {
 	var recs []rundir.Record
 	for i, h := range []Hypothesis{{Label: "positive_correlate", Parsed: true}, {Label: "positive_correlate", Parsed: true}, {Parsed: false}} {
 		b, _ := json.Marshal(Result{Model: "m", Setting: "parametric", Task: "chem-gene", Gold: "positive_correlate", Greedy: &h})
 		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
 	sum, err := (&Suite{cfg: DefaultConfig()}).Summarize(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc, f1 := sum.Metrics["m/parametric/chem-gene.accuracy"], sum.Metrics["m/parametric/chem-gene.f1"]; math.Abs(acc-2.0/3) > 1e-12 || math.Abs(f1-0.8) > 1e-12 {
+		t.Errorf("accuracy %v, F1 %v; want 2/3 and 0.8 (every item counts)", acc, f1)
+	}
+	if sup := sum.Support["m/parametric/chem-gene.accuracy"]; sup.N != 2 || sup.Unscored != 1 {
+		t.Errorf("support %+v, want n 2, unscored 1", sup)
+	}
+	if row := sum.Tables[0].Rows[0]; row[len(row)-1] != "1" || !strings.Contains(sum.Tables[0].Columns[len(row)-1], "counted wrong") {
+		t.Errorf("Table 2: %v %v", sum.Tables[0].Columns, row)
+	}
+}
+
+// With --unreadable unscored an unparseable hypothesis is left out of
+// accuracy and F1 (not read as wrong, not as "no link"), counted, and in
+// the metric's support.
+func TestUnparseableIsUnscored(t *testing.T) {
+	var recs []rundir.Record
+	for i, h := range []Hypothesis{{Label: "positive_correlate", Parsed: true}, {Label: "positive_correlate", Parsed: true}, {Parsed: false}} {
+		b, _ := json.Marshal(Result{Model: "m", Setting: "parametric", Task: "chem-gene", Gold: "positive_correlate", Greedy: &h})
+		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
+	}
+	cfg := DefaultConfig()
+	cfg.Unreadable = "unscored"
+	sum, err := (&Suite{cfg: cfg}).Summarize(recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +508,7 @@ func TestUnparseableIsUnscored(t *testing.T) {
 	// the table, no metric, and support n = 0 so that a gate on it fails as
 	// unmeasured.
 	b, _ := json.Marshal(Result{Model: "m", Setting: "parametric", Task: "dis-gene", Gold: "stimulate", Greedy: &Hypothesis{}})
-	sum, err = (&Suite{cfg: DefaultConfig()}).Summarize(append(recs, rundir.Record{Item: "d", Data: b}))
+	sum, err = (&Suite{cfg: cfg}).Summarize(append(recs, rundir.Record{Item: "d", Data: b}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,12 +559,12 @@ func TestProtocolDepartures(t *testing.T) {
 	if err := setting.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := New(cfg); len(s.cfg.Settings().Departures()) != 0 {
+	if s, _ := New(cfg); names(s.cfg.Settings().Departures()) != "--unreadable unscored (paper: wrong)" {
 		t.Errorf("halu, parametric: %s", names(s.cfg.Settings().Departures()))
 	}
 	cfg.Knowledge, cfg.KG, cfg.Index = []string{"kg+lit"}, "kg", "ix"
 	s, _ = New(cfg)
-	if got := names(s.cfg.Settings().Departures()); got != "--bm25 textbook (paper: pyserini); --kg-chains ranked (paper: sampled)" {
+	if got := names(s.cfg.Settings().Departures()); got != "--bm25 textbook (paper: pyserini); --kg-chains ranked (paper: sampled); --unreadable unscored (paper: wrong)" {
 		t.Errorf("halu, kg+lit: %s", got)
 	}
 	// A flag given keeps its value under either protocol.
@@ -545,7 +572,7 @@ func TestProtocolDepartures(t *testing.T) {
 	cfg.Models, cfg.Protocol, cfg.Candidates, cfg.MaxTokens = []string{"m"}, setting.ProtocolHalu, 0, 1024
 	setting.ApplyProtocol(&cfg, func(f string) bool { return f == "bm25" })
 	s, _ = New(cfg)
-	if got := names(s.cfg.Settings().Departures()); got != "--max-tokens 1024 (paper: 2048); --candidates 0 (paper: 5)" || s.cfg.BM25 != "pyserini" {
+	if got := names(s.cfg.Settings().Departures()); got != "--max-tokens 1024 (paper: 2048); --candidates 0 (paper: 5); --unreadable unscored (paper: wrong)" || s.cfg.BM25 != "pyserini" {
 		t.Errorf("given flags: %s, bm25 %s", got, s.cfg.BM25)
 	}
 	// A run recorded before the settings existed keeps its behaviour.
@@ -554,8 +581,17 @@ func TestProtocolDepartures(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ = New(*oldCfg.(*Config))
-	if s.cfg.BM25 != "textbook" || s.cfg.KGChains != "ranked" || s.cfg.Protocol != setting.ProtocolPaper {
+	if s.cfg.BM25 != "textbook" || s.cfg.KGChains != "ranked" || s.cfg.Protocol != setting.ProtocolPaper || s.cfg.Unreadable != "unscored" {
 		t.Errorf("old run: %+v", s.cfg)
+	}
+	// A format-2 run keeps its settings (format 1's renames are not
+	// applied again) and left unreadable hypotheses out.
+	f2, err := Declaration.Decode([]byte(`{"models":["m"],"setting":["lit"],"index":"ix","tasks":["chem-gene"],"bm25":"pyserini","kg_chains":"sampled","sample":"stratified","protocol":"halu"}`), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f2.(*Config); c.BM25 != "pyserini" || c.KGChains != "sampled" || c.Sample != "stratified" || c.Protocol != setting.ProtocolHalu || c.Unreadable != "unscored" {
+		t.Errorf("format-2 run: %+v", c)
 	}
 }
 

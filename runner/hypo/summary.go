@@ -48,7 +48,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 		return order[keys[i].st] < order[keys[j].st]
 	})
-	t := newTables()
+	t := newTables(s.cfg.unreadWrong())
 	for _, k := range keys {
 		rs := by[k]
 		t.accuracyBar(k.m, k.st, rs)
@@ -72,7 +72,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	sum.Notes = append(sum.Notes,
 		fmt.Sprintf("Knowledge below PMID %d (strictly); literature: BM25 (%s, %s) top %d for the question, %d per claim (τ = %g); KG: ≤ %d lines from chains of ≤ %d hops (%s), or the nodes' own edges when no chain links them; ≤ %d edges per claim; the last %d claims are checked. KG nodes are found by exact id, then by name.",
 			s.cfg.BelowPMID, s.cfg.BM25, s.bm25(), litK, claimK, s.cfg.MinScore, maxKGEdges, maxHops, s.cfg.KGChains, edgeK, maxClaims),
-		"An answer whose hypothesis names none or several of the task's labels (or negates its relation) is unparseable: unscored — counted in its column, left out of F1 and accuracy, never read as wrong or as \"no link\". Majority vote ties go to the label listed first in the question.")
+		unreadableNote(s.cfg.unreadWrong()))
 	return sum, nil
 }
 
@@ -94,18 +94,24 @@ type tables struct {
 	covNotes                 []string
 	accBars, gvsa            summary.Chart
 	accSeries                summary.Series
+	unreadWrong              bool // --unreadable wrong
 }
 
-func newTables() *tables {
+func newTables(unreadWrong bool) *tables {
+	unread, left := "unparseable (unscored)", "greedy unparseable (left out)"
+	if unreadWrong {
+		unread, left = "unparseable (counted wrong)", "greedy unparseable (counted wrong)"
+	}
 	return &tables{
+		unreadWrong: unreadWrong,
 		t2: summary.Table{Title: "TruthHypo Table 2 layout: link-level F1 and relation-level accuracy (%)",
-			Columns: []string{"LLM", "Knowledge", "Chem&Gene F1", "Chem&Gene Acc", "Dis&Gene F1", "Dis&Gene Acc", "Gene&Gene F1", "Gene&Gene Acc", "Avg F1 (mean of tasks)", "Avg Acc (over items)", "unparseable (unscored)"}},
+			Columns: []string{"LLM", "Knowledge", "Chem&Gene F1", "Chem&Gene Acc", "Dis&Gene F1", "Dis&Gene Acc", "Gene&Gene F1", "Gene&Gene Acc", "Avg F1 (mean of tasks)", "Avg Acc (over items)", unread}},
 		tpr: summary.Table{Title: "Link-level precision and recall (%) (paper appendix)", Columns: []string{"LLM", "Knowledge", "task", "precision", "recall", "F1", "items"}},
 		cov: summary.Table{Title: "Knowledge coverage per setting: items whose prompt held any KG chain, any retrieved document",
 			Columns: []string{"LLM", "Knowledge", "items", "with KG knowledge", "of which from chains", "with documents", "documents kept (mean)", "items with documents or KG lines dropped to fit the window", "prompts over the window anyway"}},
 		t3:        summary.Table{Title: "TruthHypo Table 3 layout: KnowHD groundedness (%) of greedy hypotheses, per task and pooled", Columns: []string{"LLM", "Knowledge", "task", "KnowHD source", "groundedness", "hypotheses scored", "claims", "claims supported", "claim-list fallbacks"}},
 		f3:        summary.Table{Title: "Fig. 3 data: accuracy by groundedness level (levels of width 0.1 holding ≥ 10 hypotheses)", Columns: []string{"LLM", "Knowledge", "source", "groundedness", "accuracy", "hypotheses"}},
-		f4:        summary.Table{Title: "Fig. 4 layout: hypothesis selection accuracy (%)", Columns: []string{"LLM", "Knowledge", "greedy", "majority vote", "highest groundedness", "items", "candidates", "greedy unparseable (left out)"}},
+		f4:        summary.Table{Title: "Fig. 4 layout: hypothesis selection accuracy (%)", Columns: []string{"LLM", "Knowledge", "greedy", "majority vote", "highest groundedness", "items", "candidates", left}},
 		accBars:   summary.Chart{Kind: "bars", Title: "Relation-level accuracy of greedy hypotheses, all tasks pooled (95% Wilson CI)", Y: "accuracy"},
 		accSeries: summary.Series{Name: "accuracy"},
 		gvsa:      summary.Chart{Kind: "scatter", Title: "Groundedness vs accuracy (paper Fig. 3; every level of width 0.1 with ≥ 1 hypothesis)", X: "KnowHD groundedness", Y: "accuracy"},
@@ -141,8 +147,8 @@ func (t *tables) add(sum *summary.Summary, knowhd bool) {
 func (t *tables) accuracyBar(model, setting string, rs []Result) {
 	var acc summary.Tally
 	for _, r := range rs {
-		if r.Greedy != nil && r.Gold != "" && r.Greedy.Parsed {
-			acc.Hit(r.Greedy.Label == r.Gold)
+		if r.Greedy != nil && r.Gold != "" && (r.Greedy.Parsed || t.unreadWrong) {
+			acc.Hit(r.Greedy.Parsed && r.Greedy.Label == r.Gold)
 		}
 	}
 	if acc.N() > 0 {
@@ -159,31 +165,49 @@ func (t *tables) table2(sum *summary.Summary, model, setting string, rs []Result
 	row := []string{model, setting}
 	var f1s []float64
 	var pooled summary.Tally
+	allUnread := 0
 	for _, task := range tasks {
 		var pred, gold []string
 		var acc summary.Tally
+		unread := 0
 		for _, r := range rs {
 			if r.Task != task || r.Greedy == nil {
 				continue
 			}
 			if !r.Greedy.Parsed {
-				acc.Skip()
+				unread++
+				if !t.unreadWrong {
+					acc.Skip()
+					continue
+				}
+				// The paper's measures are over every item: no label
+				// read matches none and predicts no link.
+				pred, gold = append(pred, ""), append(gold, r.Gold)
+				acc.Hit(false)
 				continue
 			}
 			pred, gold = append(pred, r.Greedy.Label), append(gold, r.Gold)
 			acc.Hit(r.Greedy.Label == r.Gold)
 		}
 		pooled.Merge(acc)
+		allUnread += unread
 		key := fmt.Sprintf("%s/%s/%s.", model, setting, task)
 		if len(pred) == 0 {
 			// Nothing scored: no figure, and a gate on it fails as
 			// unmeasured rather than naming no metric.
 			row = append(row, "–", "–")
-			if acc.Unscored > 0 {
-				sum.SetSupport(key+"f1", 0, acc.Unscored)
-				sum.SetSupport(key+"accuracy", 0, acc.Unscored)
+			if unread > 0 {
+				sum.SetSupport(key+"f1", 0, unread)
+				sum.SetSupport(key+"accuracy", 0, unread)
 			}
 			continue
+		}
+		// Support: the hypotheses read, and the unreadable ones (left out,
+		// or counted wrong under --unreadable wrong): a gate sees their share
+		// either way.
+		read := len(pred)
+		if t.unreadWrong {
+			read -= unread
 		}
 		ls, _ := metrics.LinkLevel(pred, gold)
 		a, _ := metrics.Accuracy(pred, gold)
@@ -192,14 +216,14 @@ func (t *tables) table2(sum *summary.Summary, model, setting string, rs []Result
 		t.tpr.Rows = append(t.tpr.Rows, []string{model, setting, task, pct(ls.Precision), pct(ls.Recall), pct(ls.F1), fmt.Sprint(len(pred))})
 		sum.Metrics[key+"f1"] = ls.F1
 		sum.Metrics[key+"accuracy"] = a
-		sum.SetSupport(key+"f1", len(pred), acc.Unscored)
-		sum.SetSupport(key+"accuracy", len(pred), acc.Unscored)
+		sum.SetSupport(key+"f1", read, unread)
+		sum.SetSupport(key+"accuracy", read, unread)
 	}
 	// Table 2's Average Acc is over items (the tasks weighted by their
 	// sizes: every published row matches); its Average F1 is not the mean
 	// of the task F1s, nor their weighted mean, and is not reproduced:
 	// halu prints the mean of the task F1s, labelled so.
-	row = append(row, pct(metrics.Mean(f1s)), pct(metrics.Ratio(pooled.Hits(), pooled.N())), fmt.Sprint(pooled.Unscored))
+	row = append(row, pct(metrics.Mean(f1s)), pct(metrics.Ratio(pooled.Hits(), pooled.N())), fmt.Sprint(allUnread))
 	sum.Metrics[fmt.Sprintf("%s/%s.avg_f1", model, setting)] = metrics.Mean(f1s)
 	accFig := pooled.Share(model, setting, "Acc", fmt.Sprintf("%s/%s.avg_accuracy", model, setting))
 	accFig.Headline = true
@@ -275,10 +299,12 @@ func (s *Suite) selectionRow(model, setting string, rs []Result) []string {
 			continue
 		}
 		if !r.Greedy.Parsed {
-			unread++ // unscored: the item leaves the comparison
-			continue
+			unread++
+			if !s.cfg.unreadWrong() {
+				continue // unscored: the item leaves the comparison
+			}
 		}
-		greedy = append(greedy, r.Greedy.Label == r.Gold)
+		greedy = append(greedy, r.Greedy.Parsed && r.Greedy.Label == r.Gold)
 		major = append(major, r.Majority != "" && r.Majority == r.Gold)
 		if src != "" {
 			if best := mostGrounded(r.Candidates, src, true); best != nil {
@@ -465,4 +491,13 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 		}
 	}
 	return f, nil
+}
+
+// unreadableNote says how unparseable hypotheses count (--unreadable).
+func unreadableNote(wrong bool) string {
+	const what = "An answer whose hypothesis names none or several of the task's labels (or negates its relation) is unparseable"
+	if wrong {
+		return what + ": counted in its column and, as the paper's measures are over every item, counted wrong in accuracy and as predicting no link in F1 (--unreadable wrong; --unreadable unscored leaves them out). Majority vote ties go to the label listed first in the question."
+	}
+	return what + ": unscored — counted in its column, left out of F1 and accuracy, never read as wrong or as \"no link\" (--unreadable unscored, halu's choice: the paper's measures are over every item). Majority vote ties go to the label listed first in the question."
 }

@@ -307,26 +307,32 @@ var Declaration = engine.Declare("ideas", "LiveIdeaBench: scientific ideas from 
 // (a sample of the 1,180) or a file, fluency pairs were a switch, two keys
 // had other names, and empty values were the values of the day.
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	var kw string
-	if err := json.Unmarshal(cfg["keywords"], &kw); err == nil {
-		if n, err := strconv.Atoi(kw); err == nil {
-			cfg["limit"], cfg["keywords"] = json.RawMessage(strconv.Itoa(n)), json.RawMessage(`""`)
-		} else {
-			cfg["limit"] = json.RawMessage("0")
+	if format < 2 {
+		var kw string
+		if err := json.Unmarshal(cfg["keywords"], &kw); err == nil {
+			if n, err := strconv.Atoi(kw); err == nil {
+				cfg["limit"], cfg["keywords"] = json.RawMessage(strconv.Itoa(n)), json.RawMessage(`""`)
+			} else {
+				cfg["limit"] = json.RawMessage("0")
+			}
 		}
-	}
-	if b, ok := cfg["fluency_all_pairs"]; ok {
-		cfg["fluency_pairs"] = json.RawMessage(`"one"`)
-		if string(b) == "true" {
-			cfg["fluency_pairs"] = json.RawMessage(`"all"`)
+		if b, ok := cfg["fluency_all_pairs"]; ok {
+			cfg["fluency_pairs"] = json.RawMessage(`"one"`)
+			if string(b) == "true" {
+				cfg["fluency_pairs"] = json.RawMessage(`"all"`)
+			}
+			delete(cfg, "fluency_all_pairs")
 		}
-		delete(cfg, "fluency_all_pairs")
+		engine.Rename(cfg, "critics_per_idea", "critics")
+		engine.Rename(cfg, "organisations", "organisation")
+		engine.DefaultTo(cfg, "protocol", `"paper"`)
+		engine.DefaultTo(cfg, "final_idea", `"all"`)
+		engine.DefaultTo(cfg, "scoring", `"current"`)
 	}
-	engine.Rename(cfg, "critics_per_idea", "critics")
-	engine.Rename(cfg, "organisations", "organisation")
-	engine.DefaultTo(cfg, "protocol", `"paper"`)
-	engine.DefaultTo(cfg, "final_idea", `"all"`)
-	engine.DefaultTo(cfg, "scoring", `"current"`)
+	if format < 3 {
+		// Format 2 sent the fluency judge a 20-token cap.
+		engine.DefaultTo(cfg, "fluency_max_tokens", "20")
+	}
 	return nil
 }
 

@@ -619,3 +619,17 @@ func TestPaperProtocolSendsNoCaps(t *testing.T) {
 		}
 	}
 }
+
+// A format-2 run's keyword file and sample size are kept (format 1's
+// keyword migration is not applied again), and its fluency judge had the
+// 20-token cap format 2 sent.
+func TestFormatTwoConfigKeepsItsSettings(t *testing.T) {
+	c, err := Declaration.Decode([]byte(`{"models":["m"],"judges":["j"],"keywords":"kw.txt","limit":7,"max_tokens":600,"judge_max_tokens":300}`), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.(*Config)
+	if cfg.Keywords != "kw.txt" || cfg.Limit != 7 || cfg.FluencyMaxTokens != 20 || cfg.MaxTokens != 600 {
+		t.Errorf("format-2 config read as %+v", cfg)
+	}
+}

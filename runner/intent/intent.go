@@ -160,9 +160,11 @@ var Declaration = engine.Declare("intent", "FaithQA: intent hallucination (omiss
 // "judge", and a run recorded before protocols (or the sample setting)
 // existed reads as the paper's protocol taking the first N items.
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	engine.Rename(cfg, "judge", "judges")
-	engine.DefaultTo(cfg, "protocol", `"paper"`)
-	engine.DefaultTo(cfg, "sample", `"first"`)
+	if format < 2 {
+		engine.Rename(cfg, "judge", "judges")
+		engine.DefaultTo(cfg, "protocol", `"paper"`)
+		engine.DefaultTo(cfg, "sample", `"first"`)
+	}
 	return nil
 }
 

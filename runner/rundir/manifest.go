@@ -184,8 +184,10 @@ type Counts struct {
 // command-line text (Manifest.Flags); a run of format 1 is read through
 // migrations (engine.Declaration.Decode for its config, engine.Recorded
 // for its engine settings) and written in the current format when
-// resumed.
-const FormatVersion = 2
+// resumed. Format 3 added settings whose absence in a format-2 config means
+// what format 2 did (hypo's unreadable hypotheses left out, ideas' 20-token
+// fluency cap); the suites' migrations fill them in.
+const FormatVersion = 3
 
 // ReadManifest reads dir/manifest.json (a manifest of format 1 keeps it:
 // migrations read the parts that changed, engine.Recorded its engine

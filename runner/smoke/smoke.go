@@ -82,22 +82,24 @@ var Declaration = engine.Declare("smoke", "Built-in smoke suite: a few questions
 // migrate brings a config of run format 1 up to date: the question count
 // was "questions" (0 or too many: all), the judge format a schema switch.
 func migrate(format int, cfg map[string]json.RawMessage) error {
-	engine.Rename(cfg, "questions", "limit")
-	if n, ok := cfg["limit"]; ok {
-		var k int
-		if err := json.Unmarshal(n, &k); err != nil {
-			return err
+	if format < 2 {
+		engine.Rename(cfg, "questions", "limit")
+		if n, ok := cfg["limit"]; ok {
+			var k int
+			if err := json.Unmarshal(n, &k); err != nil {
+				return err
+			}
+			if k < 0 || k >= len(Questions) {
+				cfg["limit"] = json.RawMessage("0")
+			}
 		}
-		if k < 0 || k >= len(Questions) {
-			cfg["limit"] = json.RawMessage("0")
+		if b, ok := cfg["schema"]; ok {
+			cfg["judge_format"] = json.RawMessage(`"text"`)
+			if string(b) == "true" {
+				cfg["judge_format"] = json.RawMessage(`"json"`)
+			}
+			delete(cfg, "schema")
 		}
-	}
-	if b, ok := cfg["schema"]; ok {
-		cfg["judge_format"] = json.RawMessage(`"text"`)
-		if string(b) == "true" {
-			cfg["judge_format"] = json.RawMessage(`"json"`)
-		}
-		delete(cfg, "schema")
 	}
 	return nil
 }
