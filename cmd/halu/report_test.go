@@ -115,10 +115,11 @@ func TestProtocolDepartures(t *testing.T) {
 		args       []string
 		departures string
 	}{
-		{"default", nil, ""},
-		{"first-release", []string{"--scoring", "first-release"}, "--scoring first-release (paper: current)"},
-		{"more ideas", []string{"--scoring", "first-release", "--ideas-per-keyword", "3", "--readers", "halu"},
-			"--ideas-per-keyword 3 (paper: 2); --scoring first-release (paper: current)"},
+		// A sample of the keywords is a departure (the paper: every one).
+		{"default", nil, "--limit 2 (paper: 0)"},
+		{"first-release", []string{"--scoring", "first-release"}, "--limit 2 (paper: 0); --scoring first-release (paper: current)"},
+		{"more ideas", []string{"--scoring", "first-release", "--ideas-per-keyword", "3", "--readers", "paper"},
+			"--limit 2 (paper: 0); --ideas-per-keyword 3 (paper: 2); --scoring first-release (paper: current)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := filepath.Join(dir, tc.name)

@@ -256,7 +256,7 @@ func (c *Config) Settings() setting.List {
 			}
 			return nil
 		}),
-		setting.Int("limit", &c.Limit, "keywords to run: a seeded sample of N of the keyword list (0: every keyword)").As(setting.Data).Min(0),
+		setting.Int("limit", &c.Limit, "keywords to run: a seeded sample of N of the keyword list (0: every keyword, the paper's); the default 10 is a sample, named as a departure").As(setting.Data).Paper("0").Min(0),
 		setting.Int("ideas-per-keyword", &c.IdeasPerKeyword, "ideas per keyword and model (fluency needs 2; the authors' code: 2)").Paper("2").Halu("3").Min(1),
 		setting.Int("critics", &c.CriticsPerIdea, "critics sampled per idea").Paper("3").Min(1),
 		setting.Float("family-cap", &c.FamilyCap, "largest share of the panel from one organisation (0 disables; the paper: 20%)").Paper("0.2").Min(0),

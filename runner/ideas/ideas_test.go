@@ -453,8 +453,13 @@ func TestDepartures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cfg.Settings().ProtocolOf() != setting.ProtocolPaper || len(s.cfg.Settings().Departures()) != 0 {
-		t.Fatalf("defaults: protocol %s, departures %v", s.cfg.Settings().ProtocolOf(), s.cfg.Settings().Departures())
+	// The default 10 keywords are a sample of the paper's 1,180: named.
+	if d := s.cfg.Settings().Departures(); s.cfg.Settings().ProtocolOf() != setting.ProtocolPaper || len(d) != 1 || d[0].String() != "--limit 10 (paper: 0)" {
+		t.Fatalf("defaults: protocol %s, departures %v", s.cfg.Settings().ProtocolOf(), d)
+	}
+	cfg.Limit = 0
+	if s, _ := New(cfg); len(s.cfg.Settings().Departures()) != 0 {
+		t.Fatalf("every keyword: departures %v", s.cfg.Settings().Departures())
 	}
 	cfg.IdeasPerKeyword = 3
 	cfg.Scoring = "first-release"
@@ -475,7 +480,7 @@ func TestDepartures(t *testing.T) {
 	for _, d := range s.cfg.Settings().Departures() {
 		names = append(names, d.Setting)
 	}
-	if got := strings.Join(names, ","); got != "ideas-per-keyword,fluency-pairs,temperature,critic-temperature,max-tokens,judge-format,final-idea,judge-max-tokens,fluency-max-tokens" {
+	if got := strings.Join(names, ","); got != "limit,ideas-per-keyword,fluency-pairs,temperature,critic-temperature,max-tokens,judge-format,final-idea,judge-max-tokens,fluency-max-tokens" {
 		t.Fatalf("halu departures: %s", got)
 	}
 }
