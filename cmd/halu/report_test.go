@@ -221,6 +221,18 @@ func TestPublishedTablesAreProven(t *testing.T) {
 					t.Errorf("verdict lacks %q:\n%s", w, verdict)
 				}
 			}
+			// What halu's method does otherwise than the paper's, whatever
+			// the settings, is named in the run's manifest, summary and
+			// report.
+			if tc.args[0] == "intent" {
+				m, err := rundir.ReadManifest(run)
+				sum, serr := summary.ReadSummary(run)
+				want := "misinterpretation scoring is halu's design"
+				if err != nil || serr != nil || len(m.Methods) == 0 || !strings.Contains(m.Methods[0], want) ||
+					len(sum.Methods) == 0 || !strings.Contains(r.stdout, mdEscaped("method: 2 departures from the paper's method")) {
+					t.Errorf("intent method departures: manifest %v (%v), summary %v (%v), in report %v", m.Methods, err, sum.Methods, serr, strings.Contains(r.stdout, mdEscaped(want)))
+				}
+			}
 			// The leaderboard shows no published row beside a run it is
 			// reference only to, and says why.
 			if board := r.stdout[:strings.Index(r.stdout, "\n## "+tc.args[0]+" — ")]; strings.Contains(board, "| published") {

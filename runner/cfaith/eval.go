@@ -422,3 +422,9 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 	a, err := rundir.Decode[Answer](rec)
 	return summary.Flags{Hallucinated: a.Scored && a.Hallucinated, Unscored: !a.Scored}, err
 }
+
+// MethodDepartures are where the C-FAITH evaluation is not the paper's
+// whatever the settings (engine.Methods).
+func (s *Suite) MethodDepartures() []string {
+	return []string{"the generative judge's prompt and the true/false prompt are halu's: the authors published neither"}
+}

@@ -56,6 +56,14 @@ type Suite interface {
 	Summarize(recs []rundir.Record) (*summary.Summary, error)
 }
 
+// Methods is implemented by suites whose method departs from the paper's
+// in ways no setting turns off: halu's design where the paper gives none,
+// and what the offline setting makes impossible. Every run records them
+// (Manifest.Methods) and its summary and report name them.
+type Methods interface {
+	MethodDepartures() []string
+}
+
 // Describer is implemented by suites that use prompt templates and data
 // files; both are recorded in the manifest by hash (the engine computes the
 // hashes: a suite gives the text and its source).
@@ -489,6 +497,10 @@ func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, sp
 		}
 	}
 	man.Protocol, man.Departures, man.Assumptions = e.protocol(spec.Config)
+	man.Methods = nil
+	if m, ok := s.(Methods); ok {
+		man.Methods = m.MethodDepartures()
+	}
 	man.Sample = nil
 	if sp, ok := s.(Sampled); ok {
 		man.Sample = sp.Sample()
@@ -1022,6 +1034,10 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 	if man.Protocol != "" {
 		sum.Protocol, sum.Departures = man.Protocol, man.Departures
 		sum.Notes = append(sum.Notes, summary.DepartureNote(man.Protocol, man.Departures))
+	}
+	if len(man.Methods) > 0 {
+		sum.Methods = man.Methods
+		sum.Notes = append(sum.Notes, summary.MethodNote(man.Methods))
 	}
 	if len(man.Assumptions) > 0 {
 		sum.Assumptions = man.Assumptions

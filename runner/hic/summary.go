@@ -727,3 +727,9 @@ func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
 		}
 	})
 }
+
+// MethodDepartures are where HIC-Bench's method is not the paper's
+// whatever the settings (engine.Methods).
+func (s *Suite) MethodDepartures() []string {
+	return []string{"Flu: the paper's SimCSE similarity is BERT's pooler output; an embedding model served by Ollama or an OpenAI-compatible server returns pooled token embeddings without BERT's pooler layer, so Flu can be close to the paper's, not equal"}
+}

@@ -501,3 +501,17 @@ func unreadableNote(wrong bool) string {
 	}
 	return what + ": unscored — counted in its column, left out of F1 and accuracy, never read as wrong or as \"no link\" (--unreadable unscored, halu's choice: the paper's measures are over every item). Majority vote ties go to the label listed first in the question."
 }
+
+// MethodDepartures are where KnowHD as halu runs it is not the authors'
+// whatever the settings (engine.Methods); none without --knowhd.
+func (s *Suite) MethodDepartures() []string {
+	if len(s.cfg.KnowHD) == 0 {
+		return nil
+	}
+	return []string{
+		"claim verdict: the authors count a claim grounded when \"1\" appears anywhere in a free reply of up to 2,048 tokens; halu reads the JSON verdict {\"groundness\": 0|1} of a reply capped at 16 tokens",
+		"claim → KG nodes: the authors take the BM25 top 100 nodes per entity (node_k 100); halu looks entity ids up exactly",
+		"KG context: the authors follow edges x→y and show 32 chains, one per line; halu walks edges in both directions and shows 32 edges",
+		"claims: the authors fall back to splitting lines when a reply holds no claim list; halu splits sentences",
+	}
+}

@@ -599,3 +599,12 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 	r, err := rundir.Decode[ItemResult](rec)
 	return summary.Flags{Hallucinated: r.Scored && !r.Perfect, Unscored: !r.Scored}, err
 }
+
+// MethodDepartures are where intent's method is not the paper's whatever
+// its settings (engine.Methods).
+func (s *Suite) MethodDepartures() []string {
+	return []string{
+		"misinterpretation scoring is halu's design (the paper publishes none): the constraints mapped from the task with the withheld part in its place, an added missing-content constraint, halu's own missing-content prompt, and CS = 10 by rule when the model asks for the missing part",
+		"fact checks: Appendix D.2.3's step 1 (Wikipedia retrieval) needs a network and is not done offline; step 0 (self-consistency over the local judge) decides alone",
+	}
+}

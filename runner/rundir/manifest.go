@@ -40,6 +40,10 @@ type Manifest struct {
 	// published numbers are comparable only when there are none.
 	Protocol   string              `json:"protocol,omitempty"`
 	Departures []setting.Departure `json:"departures,omitempty"`
+	// Methods are the ways the suite's method departs from the paper's
+	// whatever its settings: halu's own design where the paper gives none,
+	// and what the offline setting makes impossible (engine.Methods).
+	Methods []string `json:"method_departures,omitempty"`
 	// Assumptions are the values halu chose where the paper and the
 	// authors' code are silent (see Assumption).
 	Assumptions []setting.Assumption `json:"assumptions,omitempty"`

@@ -31,3 +31,10 @@ func DepartureNote(protocol string, deps []setting.Departure) string {
 	return fmt.Sprintf("protocol %s: %d settings depart from the paper's protocol — %s; published numbers are not comparable with this run",
 		protocol, len(deps), strings.Join(parts, ", "))
 }
+
+// MethodNote names the ways a suite's method departs from the paper's
+// whatever its settings (Manifest.Methods).
+func MethodNote(methods []string) string {
+	return fmt.Sprintf("method: %d departures from the paper's method that no setting turns off — %s; published numbers are not comparable with this run",
+		len(methods), strings.Join(methods, "; "))
+}

@@ -33,6 +33,7 @@ type Summary struct {
 	// Protocol and Departures are the run's (see Manifest).
 	Protocol    string               `json:"protocol,omitempty"`
 	Departures  []setting.Departure  `json:"departures,omitempty"`
+	Methods     []string             `json:"method_departures,omitempty"`
 	Assumptions []setting.Assumption `json:"assumptions,omitempty"`
 	Counts      rundir.Counts        `json:"counts"`
 	TinyModel   bool                 `json:"tiny_model,omitempty"`
