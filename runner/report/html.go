@@ -235,7 +235,7 @@ code{font-size:.9em}nav li{margin:.15em 0}
 {{range .References}}<details class="ref"><summary>{{.Source}} — <b>{{.Label}}</b></summary><p class="note">{{.Why}}</p>
 <table><tr>{{range .Table.Columns}}<th>{{.}}</th>{{end}}</tr>
 {{range .Table.Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table><p class="note">Source: {{.Source}} (file reference/{{.File}}). The published models are not the ones run here; the layout is the same.</p></details>
+{{end}}</table>{{range .Notes}}<p class="note"><b>Transcription check:</b> {{.}}</p>{{end}}<p class="note">Source: {{.Source}} (file reference/{{.File}}). The published models are not the ones run here; the layout is the same.</p></details>
 {{end}}{{end}}
 {{if .S.Notes}}<h3>Notes</h3><ul>{{range .S.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <h3>Model calls by stage</h3>

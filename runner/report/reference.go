@@ -25,6 +25,9 @@ type Reference struct {
 	Table     summary.Table
 	Published *Published
 	board     *boardColumns
+	// Notes flag what the printed numbers say about their own
+	// consistency (transcriptionChecks).
+	Notes []string
 }
 
 // boardColumns says how a published table's rows read as leaderboard
@@ -79,6 +82,11 @@ func References(suite string) ([]Reference, error) {
 		}
 		out = append(out, Reference{Suite: suite, File: r.file, Source: r.source, Published: pub, board: r.board,
 			Table: summary.Table{Title: "Published: " + r.source, Columns: rows[0], Rows: rows[1:]}})
+	}
+	for i := range out {
+		if check := transcriptionChecks[out[i].File]; check != nil {
+			out[i].Notes = check(out[i], out)
+		}
 	}
 	return out, nil
 }

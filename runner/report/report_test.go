@@ -413,3 +413,28 @@ func TestBrowserGroupsByPrompt(t *testing.T) {
 		t.Errorf("filter lists %v", counts)
 	}
 }
+
+// C-FAITH Table 5 as printed: GPT-3.5's Gen. 45.69 is 100 − 54.31 and
+// Qwen-2.5-14B's 58.06 is 100 − 41.94 (Table 6's Overall), the other 14
+// equal Table 6; Ova. is the mean of the three formats in 1 of 16 rows
+// (DeepSeek-V3: (24.25 + 11.60 + 16.70)/3 = 17.52), not in the others
+// (Qwen-2.5-72B: (32.63 + 14.40 + 16.40)/3 = 21.14 ≠ 20.82; checked by
+// hand for GPT-4o: (25.17 + 10.40 + 14.30)/3 = 16.62 ≠ 16.53).
+func TestCFaithTable5IsFlagged(t *testing.T) {
+	refs, err := References("cfaith")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, r := range refs {
+		if r.File == "cfaith_table5.csv" {
+			notes = r.Notes
+		}
+	}
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{"2 Gen. cells are almost surely accuracy", "GPT-3.5 Gen. 45.69 = 100 − 54.31", "Qwen-2.5-14B Gen. 58.06 = 100 − 41.94", "in 15 of 16 rows"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("Table 5 notes lack %q:\n%s", want, all)
+		}
+	}
+}

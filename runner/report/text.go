@@ -50,6 +50,9 @@ func Markdown(w io.Writer, runs []*Run) error {
 		for _, ref := range refs {
 			writeMDTable(&b, ref.Table)
 			fmt.Fprintf(&b, "\n%s\n", mdCell(ref.Prove(r.Facts).Why()))
+			for _, n := range ref.Notes {
+				fmt.Fprintf(&b, "\n%s\n", mdCell(n))
+			}
 		}
 		for _, n := range r.Summary.Notes {
 			fmt.Fprintf(&b, "- %s\n", mdCell(n))
