@@ -63,7 +63,7 @@ func cfaithTable5Checks(self Reference, all []Reference) []string {
 		return 0, false
 	}
 	var notes, swapped []string
-	meanOff, rows := 0, 0
+	meanOff, rows, same, missing := 0, 0, 0, 0
 	for _, row := range t5.Rows {
 		g, ok1 := num(row[gen])
 		c, ok2 := num(row[ch])
@@ -76,13 +76,19 @@ func cfaithTable5Checks(self Reference, all []Reference) []string {
 		if math.Abs((g+c+f)/3-o) > 0.01 {
 			meanOff++
 		}
-		if v, ok := table6(row[0]); ok && math.Abs(g-v) > 0.005 && math.Abs(g-(100-v)) <= 0.005 {
+		v, ok := table6(row[0])
+		switch {
+		case !ok:
+			missing++
+		case math.Abs(g-v) <= 0.005:
+			same++
+		case math.Abs(g-(100-v)) <= 0.005:
 			swapped = append(swapped, fmt.Sprintf("%s Gen. %s = 100 − %.2f", row[0], row[gen], v))
 		}
 	}
 	if len(swapped) > 0 {
-		notes = append(notes, fmt.Sprintf("As printed, %d Gen. cells are almost surely accuracy, not hallucination rate: they equal 100 minus Table 6's Overall generative hallucination rate for the same model (%s); the others equal it.",
-			len(swapped), strings.Join(swapped, "; ")))
+		notes = append(notes, fmt.Sprintf("As printed, %d Gen. cells are almost surely accuracy, not hallucination rate: they equal 100 minus Table 6's Overall generative hallucination rate for the same model (%s); %d others equal it, %d not found there by name.",
+			len(swapped), strings.Join(swapped, "; "), same, missing))
 	}
 	if meanOff > 0 {
 		notes = append(notes, fmt.Sprintf("As printed, Ova. is not the mean of Gen., Choice. and True/False. in %d of %d rows (by more than 0.01): the paper does not say how it is formed.", meanOff, rows))
