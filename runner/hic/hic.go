@@ -123,7 +123,7 @@ func prompt(name string) string {
 func Templates() map[string]string {
 	out := map[string]string{}
 	for _, n := range []string{"scp_prompt", "cot_prompt", "rag_prompt", "rcp_prompt", "dhp_prompt",
-		"dhp_positive_example", "dhp_negative_example", "evaluation_system_prompt", "evaluation_user_prompt"} {
+		"dhp_positive_example", "dhp_negative_example", "evaluation_system_prompt", "dhp_evaluation_system_prompt", "evaluation_user_prompt"} {
 		out[n] = prompt(n)
 	}
 	return out
@@ -287,7 +287,12 @@ type Config struct {
 	// or "samples" (Answers replies, each judged whole, as the other
 	// strategies).
 	DHPAnswers string
-	EmbedModel string
+	// DHPPositive is which answer DHP's positive example is: "running"
+	// (Algorithm 1: the best total so far, over all the run's questions)
+	// or "question" (the authors' dhp.py: the best of the latest question
+	// that had one meeting Or ≥ 4, Fe ≥ 3, Va ≥ 4).
+	DHPPositive string
+	EmbedModel  string
 	// Human is an optional CSV of human labels (answer id, IH/DH/neutral).
 	Human string
 	// Data is a CDID-format CSV; empty uses the bundled dataset.
@@ -329,6 +334,8 @@ func (c *Config) Settings() setting.List {
 			Paper("knowledge").When(has(func(s string) bool { return s == "rag" })),
 		setting.Choice("dhp-answers", &c.DHPAnswers, "split (one DHP reply per question cut at blank lines, the authors' code) or samples (--answers replies, each judged whole)", "split", "samples").
 			Paper("split").Halu("samples").When(has(isDHP)),
+		setting.Choice("dhp-positive", &c.DHPPositive, "DHP's positive example: running (the best answer so far over all questions, Algorithm 1 of the paper) or question (the best of the latest question that had a qualifying one, the authors' dhp.py)", "running", "question").
+			Paper("running").When(has(isDHP)),
 		setting.String("embed-model", &c.EmbedModel, "embedding model for Flu (the paper: SimCSE sup-simcse-bert-base-uncased)").As(setting.Instrument).Models().Required(),
 		setting.String("human", &c.Human, "CSV of human labels: answer id (model/strategy/T<t>/q<id>/a<i>), IH|DH|neutral").As(setting.Beside).Path(),
 		setting.String("data", &c.Data, "CDID-format CSV (default: the bundled 100 questions)").As(setting.Data).Path().Unset("the bundled CDID.csv (the authors' 100 questions)"),
@@ -345,7 +352,7 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // (the paper's SimCSE is not an Ollama model).
 func DefaultConfig() Config {
 	return Config{Protocol: setting.ProtocolPaper, Strategies: []string{"scp"}, Answers: 10, Temperatures: []float64{1.0}, Seed: 1, MaxTokens: 700,
-		JudgeFormat: "text", JudgeMaxTokens: 200, TieHallucinated: true, RAGSource: "knowledge", DHPAnswers: "split", EmbedModel: "all-minilm"}
+		JudgeFormat: "text", JudgeMaxTokens: 200, TieHallucinated: true, RAGSource: "knowledge", DHPAnswers: "split", DHPPositive: "running", EmbedModel: "all-minilm"}
 }
 
 // Declaration declares the suite to the registry.
@@ -708,7 +715,12 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		if isDHP(p.strategy) {
 			// Algorithm 1: the positive example is the best answer so far by
 			// Or+Fe+Va among those with Or ≥ 4, Fe ≥ 3, Va ≥ 4; the negative
-			// the latest answer judged hallucinated.
+			// the latest answer judged hallucinated. The authors' dhp.py
+			// starts the best afresh at each question (--dhp-positive
+			// question).
+			if s.cfg.DHPPositive == "question" {
+				bestTotal = 0
+			}
 			for _, a := range qr.Answers {
 				pan := Aggregate(a.Judgements, s.cfg.TieHallucinated)
 				if !pan.Scored {
@@ -769,7 +781,7 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 			}
 			a := Answer{Index: len(qr.Answers), Text: answer, TokensCL100K: ntok, EvalCount: gen.EvalCount, DoneReason: gen.DoneReason}
 			for _, j := range s.cfg.Judges {
-				jd, err := s.judge(ctx, c, j, q.Question, answer)
+				jd, err := s.judge(ctx, c, j, isDHP(p.strategy), q.Question, answer)
 				if err != nil {
 					return qr, err
 				}
@@ -792,11 +804,19 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 	return qr, nil
 }
 
-func (s *Suite) judge(ctx context.Context, c *engine.Calls, judge, question, answer string) (Judgement, error) {
+// judge asks one judge for its verdict on an answer, with the system
+// prompt the authors' code sends for the strategy: DHP's own (dhp.py's
+// words without line breaks) for DHP answers, EVALUATION_SYSTEM_PROMPT for
+// the others.
+func (s *Suite) judge(ctx context.Context, c *engine.Calls, judge string, dhp bool, question, answer string) (Judgement, error) {
+	system := prompt("evaluation_system_prompt")
+	if dhp {
+		system = prompt("dhp_evaluation_system_prompt")
+	}
 	req := localmodels.ChatRequest{
 		Model: judge,
 		Messages: []localmodels.Message{
-			{Role: "system", Content: prompt("evaluation_system_prompt")},
+			{Role: "system", Content: system},
 			{Role: "user", Content: engine.Fill(prompt("evaluation_user_prompt"), map[string]string{"question": question, "answer": answer})},
 		},
 		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed),

@@ -518,3 +518,64 @@ func judgeByAnswer(scores map[string]string) func(prompt string) string {
 		return "nothing"
 	}
 }
+
+// DHP's positive example where Algorithm 1 and the authors' dhp.py differ:
+// q1's best (5,4,5 = 14) is followed by q2's only qualifying answer
+// (4,3,4 = 11). Algorithm 1 keeps the best so far (Q1A0 in q3's prompt);
+// dhp.py starts afresh at each question (Q2A1). DHP answers are judged
+// with dhp.py's own system prompt.
+func TestDHPPositiveRunningOrPerQuestion(t *testing.T) {
+	scores := map[string]string{
+		"Q1A0": "Originality: 5 Feasibility: 4 Value: 5 Hallucination: No",
+		"Q1A1": "Originality: 1 Feasibility: 1 Value: 1 Hallucination: No",
+		"Q2A0": "Originality: 2 Feasibility: 2 Value: 2 Hallucination: No",
+		"Q2A1": "Originality: 4 Feasibility: 3 Value: 4 Hallucination: No",
+		"Q3A0": "Originality: 1 Feasibility: 1 Value: 1 Hallucination: No",
+		"Q3A1": "Originality: 1 Feasibility: 1 Value: 1 Hallucination: No",
+	}
+	for _, tc := range []struct{ positive, want string }{{"running", "Q1A0"}, {"question", "Q2A1"}} {
+		var mu sync.Mutex
+		var third string
+		systems := map[string]bool{}
+		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Model == "judge" {
+				systems[r.Messages[0].Content] = true
+				return fakeollama.Reply{Content: judgeByAnswer(scores)(r.LastUser())}
+			}
+			p := r.LastUser()
+			if strings.Contains(p, "QUESTION 3?") {
+				third = p
+			}
+			for i := 1; i <= 3; i++ {
+				if strings.Contains(p, fmt.Sprintf("QUESTION %d?", i)) {
+					return fakeollama.Reply{Content: fmt.Sprintf("Q%dA0\n\nQ%dA1", i, i)}
+				}
+			}
+			return fakeollama.Reply{Content: "?"}
+		}, fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9},
+			fakeollama.Model{Name: "emb:latest", Digest: "e", ParameterCount: 1e9})
+		cfg := DefaultConfig()
+		cfg.Models, cfg.Judges, cfg.Strategies, cfg.EmbedModel, cfg.DHPPositive = []string{"gen"}, []string{"judge"}, []string{"dhp"}, "emb", tc.positive
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.questions = []Question{{ID: 1, Field: "F", Question: "QUESTION 1?"}, {ID: 2, Field: "F", Question: "QUESTION 2?"}, {ID: 3, Field: "F", Question: "QUESTION 3?"}}
+		res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(third, "Positive Example:\n"+tc.want+"\n") {
+			t.Errorf("--dhp-positive %s: third prompt %q, want %s as the positive example", tc.positive, third, tc.want)
+		}
+		if len(systems) != 1 || !systems[prompt("dhp_evaluation_system_prompt")] {
+			t.Errorf("--dhp-positive %s: DHP judge system prompts %d, not dhp.py's", tc.positive, len(systems))
+		}
+		if !strings.Contains(strings.Join(res.Summary.Notes, "\n"), "--dhp-positive "+tc.positive+")") {
+			t.Errorf("--dhp-positive %s: the run does not name its choice: %q", tc.positive, res.Summary.Notes)
+		}
+	}
+}

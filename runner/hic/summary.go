@@ -3,6 +3,7 @@ package hic
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -191,6 +192,9 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	if n, over := overCap(rows); n > 0 && over > 0 {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("%d of %d answers (%.1f%%) exceed the prompt's 70-token limit (cl100k tokens); the generation cap is %d tokens, as the authors' code, so the limit is the model's to keep.",
 			over, n, 100*float64(over)/float64(n), s.cfg.MaxTokens))
+	}
+	if slices.ContainsFunc(s.cfg.Strategies, isDHP) {
+		sum.Notes = append(sum.Notes, dhpNote(s.cfg.DHPPositive))
 	}
 	sum.Notes = append(sum.Notes, summary.PanelWarnings(s.cfg.Models, s.cfg.Judges)...)
 	if n := s.unmatchedHuman(decoded); n > 0 {
@@ -732,4 +736,14 @@ func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
 // whatever the settings (engine.Methods).
 func (s *Suite) MethodDepartures() []string {
 	return []string{"Flu: the paper's SimCSE similarity is BERT's pooler output; an embedding model served by Ollama or an OpenAI-compatible server returns pooled token embeddings without BERT's pooler layer, so Flu can be close to the paper's, not equal"}
+}
+
+// dhpNote names how DHP's examples were chosen, where the paper and the
+// authors' code differ.
+func dhpNote(positive string) string {
+	const judge = " DHP answers are judged with dhp.py's own system prompt (EVALUATION_SYSTEM_PROMPT's words without line breaks), as the authors' DHP code."
+	if positive == "question" {
+		return "DHP: the positive example is the best answer (Or ≥ 4, Fe ≥ 3, Va ≥ 4, by Or+Fe+Va) of the latest question that had one, as the authors' dhp.py (--dhp-positive question); Algorithm 1 of the paper keeps the best so far over all questions (--dhp-positive running)." + judge
+	}
+	return "DHP: the positive example is the best answer so far over all questions (Or ≥ 4, Fe ≥ 3, Va ≥ 4, by Or+Fe+Va), as Algorithm 1 of the paper reads (--dhp-positive running); the authors' dhp.py starts afresh at each question (--dhp-positive question)." + judge
 }
