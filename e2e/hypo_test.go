@@ -24,8 +24,24 @@ func TestHypo(t *testing.T) {
 	ix, kg := filepath.Join(work, "ix"), filepath.Join(work, "kg")
 	mustHalu(t, srv.Host, "index", "build", "--out", ix, "../testdata/pubmed/pubmedqa_contexts.jsonl", "../testdata/pubmed/biopython/pubmed5.xml")
 	mustHalu(t, srv.Host, "kg", "import", "--out", kg, "../testdata/kg/biored_train_sample.pubtator", "../testdata/kg/pubtator3.37026113_240614.pubtator")
+	// The paper's literature prompts show 32 documents: the tiny model's
+	// 2,048-token window cannot hold them, and a default run says so before
+	// its first generation.
+	refused := filepath.Join(work, "refused")
+	if r := halu(t, srv.Host, "run", "hypo", "--models", "tiny", "--setting", "lit", "--index", ix, "--limit", "1", "--tasks", "chem-gene",
+		"--max-tokens", "40", "--cache", filepath.Join(work, "cache"), "--out", refused); r.code != 2 ||
+		!strings.Contains(r.stderr, "tiny's trained context is 2048 tokens") || !strings.Contains(r.stderr, "--knowledge-fit drop") {
+		t.Errorf("a default literature run on a 2,048-token model: exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(refused, "records.jsonl")); err == nil {
+		if _, recs, _ := engine.ReadRun(refused); len(recs) > 0 {
+			t.Errorf("the refused run recorded %d items", len(recs))
+		}
+	}
+	// With --knowledge-fit drop (a named departure) it runs, leaving out
+	// what does not fit.
 	r := mustHalu(t, srv.Host, "run", "hypo", "--models", "tiny", "--setting", "parametric,kg,lit,kg+lit",
-		"--index", ix, "--kg", kg, "--limit", "5", "--knowhd", "kg,lit,kg+lit", "--verifier", "self", "--candidates", "2",
+		"--index", ix, "--kg", kg, "--limit", "5", "--knowhd", "kg,lit,kg+lit", "--verifier", "self", "--candidates", "2", "--knowledge-fit", "drop",
 		"--max-tokens", "40", "--verifier-max-tokens", "48", "--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "run"))
 	for _, want := range []string{"TruthHypo Table 2 layout", "Table 3 layout", "Fig. 4 layout", "unparseable"} {
 		if !strings.Contains(r.stdout, want) {
@@ -44,7 +60,7 @@ func TestHypo(t *testing.T) {
 	for _, d := range m.Departures {
 		deps = append(deps, d.String())
 	}
-	if m.Protocol != "paper" || strings.Join(deps, "; ") != "--max-tokens 40 (paper: 2048); --candidates 2 (paper: 5)" {
+	if m.Protocol != "paper" || strings.Join(deps, "; ") != "--max-tokens 40 (paper: 2048); --candidates 2 (paper: 5); --knowledge-fit drop (paper: all)" {
 		t.Errorf("protocol %q, departures %q", m.Protocol, deps)
 	}
 	if len(m.Sample) != 15 {

@@ -21,7 +21,7 @@ func TestIdeas(t *testing.T) {
 	importTiny(t, srv.Host, "3", "judge-c")
 	work := t.TempDir()
 	r := mustHalu(t, srv.Host, "run", "ideas", "--models", "stories", "--judges", "judge-a,judge-b,judge-c",
-		"--limit", "3", "--ideas-per-keyword", "3", "--max-tokens", "60", "--judge-max-tokens", "120",
+		"--limit", "3", "--ideas-per-keyword", "3", "--max-tokens", "60", "--judge-max-tokens", "120", "--fluency-max-tokens", "20",
 		"--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "run"))
 	for _, want := range []string{"LiveIdeaBench leaderboard layout", "Fluency", "Flexibility", "Per category", "refused", "too small to honour"} {
 		if !strings.Contains(r.stdout, want) {

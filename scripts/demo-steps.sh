@@ -52,16 +52,16 @@ if [ -z "${HALU_DEMO_GEN:-}" ] && [ -f "$STORIES" ]; then
     $HALU models import "$OUT/tiny$s.gguf" --name halu-tiny$s --template '{{ .Prompt }}' >/dev/null
   done
   $HALU run ideas --models stories --judges "$JUDGE,halu-tiny2,halu-tiny3" --limit 3 --ideas-per-keyword 3 --judge-format json \
-    --max-tokens 60 --judge-max-tokens 120 --out "$OUT/runs/ideas" --cache "$CACHE" | tee -a "$OUT/report.txt"
+    --max-tokens 60 --judge-max-tokens 120 --fluency-max-tokens 20 --out "$OUT/runs/ideas" --cache "$CACHE" | tee -a "$OUT/report.txt"
 else
   $HALU run ideas --models "$GEN" --judges "$JUDGE" --same-base-from declared --critics 1 --limit 3 --ideas-per-keyword 3 --judge-format json \
-    --max-tokens 60 --judge-max-tokens 120 --out "$OUT/runs/ideas" --cache "$CACHE" | tee -a "$OUT/report.txt"
+    --max-tokens 60 --judge-max-tokens 120 --fluency-max-tokens 20 --out "$OUT/runs/ideas" --cache "$CACHE" | tee -a "$OUT/report.txt"
 fi
 took
 
 step "hypo suite (TruthHypo + KnowHD): 1 item per task, all four knowledge settings"
 $HALU run hypo --models "$GEN" --setting parametric,kg,lit,kg+lit --index "$OUT/index" --kg "$OUT/kg" --limit 1 \
-  --knowhd kg+lit --verifier "$JUDGE" --candidates 2 --max-tokens 60 --verifier-max-tokens 64 --out "$OUT/runs/hypo" --cache "$CACHE" | tee -a "$OUT/report.txt"
+  --knowhd kg+lit --verifier "$JUDGE" --knowledge-fit drop --candidates 2 --max-tokens 60 --verifier-max-tokens 64 --out "$OUT/runs/hypo" --cache "$CACHE" | tee -a "$OUT/report.txt"
 took
 
 step "intent suite (FaithQA): every task type of the bundled sample, Constraint Score beside the 1–10 baseline"

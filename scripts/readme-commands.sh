@@ -8,7 +8,9 @@
 #     under the README's names, in a scratch directory the commands run in;
 #   - "..." in a command stands for flags the reader fills in: a small set;
 #   - sizes: flags appended after the README's own (the last value of a flag
-#     wins) keep each run small, e.g. `--questions 1 --answers 2` for hic.
+#     wins) keep each run small, e.g. `--questions 1 --answers 2` for hic;
+#     hypo's `--knowledge-fit drop`, because the tiny model's 2,048-token
+#     window cannot hold the paper's 32 documents (a default run refuses).
 #   - cfaith-ds: when the tiny model's build keeps no item (its items never
 #     pass the verifier), the bundled dataset of the same layout stands in.
 # Not run: `halu models pull` (needs the network: the tiny model is imported
@@ -75,8 +77,8 @@ small() {
   case "$1" in
     *"run hic"*) echo "--questions 1 --answers 2 --max-tokens 40 --judge-max-tokens 40" ;;
     *"run smoke"*) echo "--limit 2 --max-tokens 40" ;;
-    *"run ideas"*) echo "--limit 1 --max-tokens 60 --judge-max-tokens 60" ;;
-    *"run hypo"*) echo "--limit 1 --tasks chem-gene --max-tokens 40 --verifier-max-tokens 48 --candidates 1" ;;
+    *"run ideas"*) echo "--limit 1 --max-tokens 60 --judge-max-tokens 60 --fluency-max-tokens 20" ;;
+    *"run hypo"*) echo "--limit 1 --tasks chem-gene --max-tokens 40 --verifier-max-tokens 48 --candidates 1 --knowledge-fit drop" ;;
     *"run intent"*) echo "--limit 1 --max-tokens 40 --judge-max-tokens 80 --baseline-samples 1 --fact-samples 1" ;;
     *"run cfaith"*) echo "--limit 1 --max-tokens 40" ;;
     *"build cfaith"*) echo "--max-questions 1 --responses 1 --types FactFab --train 1 --val 1 --rounds 1 --candidates 1 --max-tokens 120" ;;

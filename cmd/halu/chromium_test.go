@@ -239,7 +239,7 @@ func TestReportEscapesKeywordsAndTitles(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	hypo := filepath.Join(dir, "hypo")
-	if r := halu(t, f, cache, "run", "hypo", "--models", "gen", "--setting", "lit", "--knowhd", "lit", "--verifier", "self", "--index", ix, "--limit", "1", "--out", hypo); r.code != exitOK {
+	if r := halu(t, f, cache, "run", "hypo", "--models", "gen", "--setting", "lit", "--knowhd", "lit", "--verifier", "self", "--knowledge-fit", "drop", "--index", ix, "--limit", "1", "--out", hypo); r.code != exitOK {
 		t.Fatalf("hypo: exit %d: %s", r.code, r.stderr)
 	}
 	kw := filepath.Join(dir, "keywords.txt")

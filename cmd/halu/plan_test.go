@@ -80,7 +80,7 @@ func TestDryRunCountsReplyDependentCalls(t *testing.T) {
 	if r := halu(t, f, t.TempDir(), "kg", "import", "--out", kg, "../../testdata/kg/biored_train_sample.pubtator"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	hypo := []string{"--models", "gen", "--setting", "parametric,kg+lit", "--index", ix, "--kg", kg, "--limit", "1", "--knowhd", "lit,kg+lit", "--verifier", "self", "--candidates", "2"}
+	hypo := []string{"--models", "gen", "--setting", "parametric,kg+lit", "--index", ix, "--kg", kg, "--limit", "1", "--knowhd", "lit,kg+lit", "--verifier", "self", "--knowledge-fit", "drop", "--candidates", "2"}
 	for _, tc := range []struct {
 		suite  string
 		args   []string

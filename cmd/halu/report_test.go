@@ -183,10 +183,10 @@ func TestPublishedTablesAreProven(t *testing.T) {
 			"HIC-Bench", []string{"--temperature 0.2 (published: 1.0 (§4.1: generation temperature 1.0))",
 				"--questions 1 (published: all 100 questions)", "--judges judge (published: gpt-4o and deepseek-v3, scores averaged (Appendix A.2))",
 				"--embed-model gen (published: SimCSE sup-simcse-bert-base-uncased (pooler output))", "Flu: the paper's SimCSE similarity is BERT's pooler output"}},
-		{"hypo literature at the default window", []string{"hypo", "--models", "gen", "--setting", "lit", "--index", ix, "--limit", "1", "--tasks", "chem-gene"},
+		{"hypo literature at the default window", []string{"hypo", "--models", "gen", "--setting", "lit", "--index", ix, "--limit", "1", "--tasks", "chem-gene", "--knowledge-fit", "drop"},
 			"TruthHypo (Xiong et al.), Table 2", []string{"prompts lost content to fit the context window", "--index " + ix + " (published: not known — the authors' PubMed corpus",
 				"--tasks chem-gene (published: all three tasks)", "--limit 1 (published: every item)"}},
-		{"hypo KnowHD", []string{"hypo", "--models", "gen", "--setting", "kg+lit", "--index", ix, "--kg", kg, "--knowhd", "kg+lit", "--verifier", "self", "--limit", "1", "--tasks", "chem-gene", "--num-ctx", "32768"},
+		{"hypo KnowHD", []string{"hypo", "--models", "gen", "--setting", "kg+lit", "--index", ix, "--kg", kg, "--knowhd", "kg+lit", "--verifier", "self", "--limit", "1", "--tasks", "chem-gene", "--num-ctx", "32768", "--knowledge-fit", "drop"},
 			"Table 3: KnowHD", []string{"--verifier self (published: not known — the paper does not name the model that decomposed and checked the claims)",
 				"claim verdict: the authors count a claim grounded", "claim → KG nodes: the authors take the BM25 top 100 nodes", "--kg " + kg + " (published: not known"}},
 	} {

@@ -328,6 +328,13 @@ var ErrIncomplete = errors.New("run incomplete")
 // into the manifest and the summary written.
 func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error) {
 	e.init()
+	if c, ok := s.(io.Closer); ok {
+		// Stores a suite opened (index, knowledge graph) close on every
+		// way out, a refusal before the first item and a dry run
+		// included: a library caller's next run on the same files would
+		// otherwise wait on their locks.
+		defer c.Close()
+	}
 	if spec.DryRun {
 		p, err := e.dryRun(ctx, s, spec.Shard)
 		return &Result{Plan: p, Dir: spec.Dir}, err
@@ -474,6 +481,9 @@ func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, sp
 	man.Server = rundir.ServerInfo{Host: e.Client.Host(), Version: ver}
 	if p := e.Client.Protocol(); p != "ollama" {
 		man.Server.API = p
+	}
+	if err := e.sizeWindow(ctx, s); err != nil {
+		return err
 	}
 	if err := e.describeModels(ctx, man, s); err != nil {
 		return err

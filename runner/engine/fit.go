@@ -132,3 +132,62 @@ func (c *Calls) Fit(ctx context.Context, model, fixed string, parts []string, nu
 	}
 	return len(parts), true, nil
 }
+
+// Need is the context window a prompt to model needs to hold fixed (every
+// message's text but the parts) and every one of parts whole, leaving
+// numPredict tokens for the reply: the estimate Fit makes, summed.
+func (c *Calls) Need(ctx context.Context, model, fixed string, parts []string, numPredict int) (int, error) {
+	ratio, err := c.tokenRatio(ctx, model)
+	if err != nil {
+		return 0, err
+	}
+	e := c.e
+	est := func(s string) (int, error) {
+		k, err := e.Tokens().Count(s)
+		t := max(float64(k)*ratio.perCL100K, float64(len(s))*ratio.perByte)
+		return int(math.Ceil(t * fitMargin)), err
+	}
+	need, err := est(fixed)
+	if err != nil {
+		return 0, err
+	}
+	need += fitTemplate + numPredict
+	for _, p := range parts {
+		k, err := est(p + "\n")
+		if err != nil {
+			return 0, err
+		}
+		need += k
+	}
+	return need, nil
+}
+
+// Windowed is a suite whose prompts must hold content the paper shows
+// whole (hypo's 32 documents): Window returns the context window its
+// prompts need (0: none beyond the engine's), or an error, before the
+// first item, when a model cannot hold them. The engine asks for that
+// window (num_ctx) on every call of the run — one window, so the server
+// does not reload the model between calls.
+type Windowed interface {
+	Window(ctx context.Context, c *Calls) (int, error)
+}
+
+// sizeWindow raises the run's context window to what a Windowed suite's
+// prompts need, before any model is described (fingerprints and the
+// serving record carry the window the run uses).
+func (e *Engine) sizeWindow(ctx context.Context, s Suite) error {
+	w, ok := s.(Windowed)
+	if !ok {
+		return nil
+	}
+	need, err := w.Window(ctx, e.NewCalls("window"))
+	if err != nil {
+		return err
+	}
+	if need > e.NumCtx {
+		fmt.Fprintf(e.Log, "%s: the paper's prompts need a context window of %d tokens: num_ctx %d for the run (was %d)\n", s.Name(), need, need, e.NumCtx)
+		e.NumCtx = need
+		e.Config.NumCtx = need
+	}
+	return nil
+}

@@ -315,6 +315,12 @@ type Config struct {
 	// "sampled" (a seeded random sample, as the authors' code) or
 	// "ranked" (by supporting articles).
 	KGChains string
+	// KnowledgeFit is how the hypothesis prompts meet the context window:
+	// "all" (the paper: the run's window is sized to show every document
+	// and KG line; a model that cannot hold them is refused before the
+	// first call) or "drop" (what does not fit the window asked is left
+	// out, counted).
+	KnowledgeFit string
 	// Unreadable is how a hypothesis whose label cannot be read counts in
 	// F1 and accuracy: "wrong" (the paper's measures are over every item:
 	// it matches no relation label and predicts no link) or "unscored"
@@ -376,6 +382,8 @@ func (c *Config) Settings() setting.List {
 			Paper("pyserini").Halu("textbook").When(lit),
 		setting.Choice("kg-chains", &c.KGChains, "which 32 KG lines are shown: sampled (a seeded random sample of the chains, the authors' code) or ranked (by supporting articles)", "sampled", "ranked").
 			Paper("sampled").Halu("ranked").When(kg),
+		setting.Choice("knowledge-fit", &c.KnowledgeFit, "all (the paper: the run's context window is sized to show the 32 documents and KG lines whole; a model whose context cannot hold them is refused before the first call) or drop (leave out what does not fit --num-ctx, counted)", "all", "drop").
+			Paper("all").When(func() bool { return kg() || lit() }),
 		setting.Choice("unreadable", &c.Unreadable, "how a hypothesis whose label cannot be read counts in F1 and accuracy: wrong (the paper: every item counts; it matches no label and predicts no link) or unscored (left out, counted)", "wrong", "unscored").
 			Paper("wrong").Halu("unscored"),
 	}
@@ -390,7 +398,7 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // DefaultConfig is the paper's protocol.
 func DefaultConfig() Config {
 	return Config{Protocol: setting.ProtocolPaper, Knowledge: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
-		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 512, Sample: "stratified", BM25: "pyserini", KGChains: "sampled", Unreadable: "wrong"}
+		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 512, Sample: "stratified", BM25: "pyserini", KGChains: "sampled", Unreadable: "wrong", KnowledgeFit: "all"}
 }
 
 // Declaration declares the suite to the registry.
@@ -409,8 +417,10 @@ func migrate(format int, cfg map[string]json.RawMessage) error {
 		engine.DefaultTo(cfg, "kg_chains", `"ranked"`)
 	}
 	if format < 3 {
-		// Format 2 left unreadable hypotheses out of F1 and accuracy.
+		// Format 2 left unreadable hypotheses out of F1 and accuracy, and
+		// left out the knowledge that did not fit --num-ctx.
 		engine.DefaultTo(cfg, "unreadable", `"unscored"`)
+		engine.DefaultTo(cfg, "knowledge_fit", `"drop"`)
 	}
 	return nil
 }
@@ -587,12 +597,15 @@ func (s *Suite) stores() error {
 }
 
 // Close closes the index and the knowledge graph.
+// Close closes the stores the suite opened; a second Close does nothing.
 func (s *Suite) Close() error {
 	if s.lit != nil {
 		s.lit.Close()
+		s.lit = nil
 	}
 	if s.kg != nil {
 		s.kg.Close()
+		s.kg = nil
 	}
 	return nil
 }

@@ -235,8 +235,10 @@ func runWithStores(t *testing.T, ignoresFormat bool) {
 	if len(recs) != 4 || res.Summary == nil || res.Summary.Metrics["m/kg+lit/chem-gene.accuracy"] != 1 {
 		t.Fatalf("%d records; metrics %v", len(recs), res.Summary.Metrics)
 	}
-	if !strings.Contains(prompts[0], "### User Input\nCan we hypothesize the potential relation between Chemical cyclopamine") {
-		t.Errorf("first prompt %q", prompts[0])
+	// The window is sized before the first item (a calibration of the
+	// model's tokenizer, then the items' prompts).
+	if !strings.HasPrefix(prompts[0], "Calibration passage.") || !strings.Contains(prompts[1], "### User Input\nCan we hypothesize the potential relation between Chemical cyclopamine") {
+		t.Errorf("first prompts %q, %q", prompts[0], prompts[1])
 	}
 }
 

@@ -1,0 +1,94 @@
+package hypo
+
+import (
+	"context"
+	"strings"
+
+	"halu/index"
+	"halu/runner/engine"
+	"halu/runner/rundir"
+)
+
+// kgLineBound stands in, when the window is sized, for one KG line the
+// entity step has not found yet (it needs a model call): the authors'
+// rendering with long mentions and ids. Real lines that are longer are
+// still fitted, and any left out recorded.
+const kgLineBound = `Chemical 2,3,7,8-tetrachlorodibenzo-para-dioxin derivative (MESH:D000000000) has the relation "positive_correlate" with Gene aryl hydrocarbon receptor nuclear translocator like 2 (Gene:000000000)`
+
+// Window is the context window the run's hypothesis prompts need to show
+// what the paper shows — the 32 retrieved documents whole, and room for 32
+// KG lines — beside the instructions and the reply's cap (engine.Windowed).
+// A model whose trained context cannot hold them is refused before the
+// first item; --knowledge-fit drop (a named departure) instead leaves out
+// what does not fit the window asked.
+func (s *Suite) Window(ctx context.Context, c *engine.Calls) (int, error) {
+	if s.cfg.KnowledgeFit == "drop" {
+		return 0, nil
+	}
+	items, err := s.Items(ctx)
+	if err != nil {
+		return 0, err
+	}
+	docs := map[string][]string{} // by background: the documents, rendered one by one
+	need := map[string]int{}      // by model
+	why := map[string]string{}    // by model: the item that needs the most
+	for _, it := range items {
+		p := it.Payload.(payload)
+		lit, kg := strings.Contains(p.setting, "lit"), strings.Contains(p.setting, "kg")
+		if !lit && !kg {
+			continue
+		}
+		background := p.item.Question
+		if p.open != nil {
+			background = p.open.Background
+		}
+		var parts []string
+		if lit {
+			d, ok := docs[background]
+			if !ok {
+				hits, err := s.lit.Search(ctx, background, index.SearchOptions{K: litK, BelowPMID: s.cfg.BelowPMID, BM25: s.bm25()})
+				if err != nil {
+					return 0, err
+				}
+				for i := range hits {
+					d = append(d, renderDocs(hits[i:i+1]))
+				}
+				docs[background] = d
+			}
+			parts = append(parts, d...)
+		}
+		if kg {
+			for range maxKGEdges {
+				parts = append(parts, kgLineBound)
+			}
+		}
+		fixed := s.prompts.System + "\n" + fill(s.prompts.User[p.setting], map[string]string{"background": background, "knowledge": "", "document": ""})
+		n, err := c.Need(ctx, p.model, fixed, parts, s.cfg.MaxTokens)
+		if err != nil {
+			return 0, err
+		}
+		if n > need[p.model] {
+			need[p.model], why[p.model] = n, it.ID
+		}
+	}
+	most := 0
+	for model, n := range need {
+		info, err := c.Engine().ModelInfo(ctx, model)
+		if err != nil {
+			return 0, err
+		}
+		if limit := info.ContextLength; limit > 0 && n > limit {
+			what := "context window"
+			if !info.FixedContext {
+				what = "trained context"
+			}
+			return 0, rundir.BadInput("--models", 0, "%s's %s is %d tokens, but the paper's prompts need up to %d (item %s: the instructions, %d retrieved documents and %d KG lines whole, and --max-tokens %d for the reply): choose a model with a longer context, lower --max-tokens, or pass --knowledge-fit drop to leave out what does not fit (a named departure)",
+				model, what, limit, n, why[model], litK, maxKGEdges, s.cfg.MaxTokens)
+		}
+		most = max(most, n)
+	}
+	if most == 0 {
+		return 0, nil
+	}
+	return (most + 1023) / 1024 * 1024, nil
+}
