@@ -55,6 +55,32 @@ type ModelInfo struct {
 	// DefaultsSHA256 is the hash of the model's default parameters and
 	// system prompt: what a request that does not set them gets.
 	DefaultsSHA256 string `json:"defaults_sha256,omitempty"`
+	// Defaults are those parameters by name (its Modelfile's PARAMETER
+	// lines, "stop" left out): top_k, top_p, repeat_penalty and the like
+	// that the server applies to every call that does not set them.
+	Defaults map[string]string `json:"defaults,omitempty"`
+}
+
+// parseParameters reads show's parameters text ("top_k    20" per line;
+// a name given twice, as "stop" is, keeps its values joined), leaving out
+// the stop sequences.
+func parseParameters(text string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] == "stop" {
+			continue
+		}
+		v := strings.Join(f[1:], " ")
+		if old, ok := out[f[0]]; ok {
+			v = old + ", " + v
+		}
+		out[f[0]] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Thinks reports whether the model can think (Ollama's "thinking"
@@ -154,6 +180,7 @@ func (c *Client) Info(ctx context.Context, name string) (ModelInfo, error) {
 	info.Blobs = modelfileBlobs(show.Modelfile)
 	sum = sha256.Sum256([]byte(show.Parameters + "\x00" + show.System))
 	info.DefaultsSHA256 = hex.EncodeToString(sum[:])
+	info.Defaults = parseParameters(show.Parameters)
 	for k, v := range show.ModelInfo {
 		if strings.HasSuffix(k, ".context_length") {
 			if f, ok := v.(float64); ok {

@@ -1002,6 +1002,49 @@ func identityNotes(man *rundir.Manifest) []string {
 			out = append(out, fmt.Sprintf("%s: its server fixes the context window and does not report it: prompts were not fitted to it, and a server may cut a long prompt.", m.Name))
 		}
 	}
+	return append(out, defaultsNotes(man)...)
+}
+
+// defaultsNotes say, per model, which of its Modelfile's parameters the
+// server applied because the run's calls left them unset: the papers'
+// code sends only what it names (a temperature, a reply cap), so the rest
+// is whatever the serving side defaults to — here the Modelfile's.
+func defaultsNotes(man *rundir.Manifest) []string {
+	ec, err := Recorded(man)
+	if err != nil {
+		return nil
+	}
+	always := map[string]bool{"num_ctx": ec.NumCtx > 0, "num_thread": ec.NumThread > 0,
+		"top_p": ec.TopP != nil, "top_k": ec.TopK != nil, "repeat_penalty": ec.RepeatPenalty != nil}
+	perCall := map[string]bool{"temperature": true, "seed": true, "num_predict": true}
+	var out []string
+	for _, m := range man.Models {
+		var applied, unless []string
+		for k, v := range m.Defaults {
+			switch {
+			case always[k]:
+			case perCall[k]:
+				unless = append(unless, k+" "+v)
+			default:
+				applied = append(applied, k+" "+v)
+			}
+		}
+		if len(applied)+len(unless) == 0 {
+			continue
+		}
+		sort.Strings(applied)
+		sort.Strings(unless)
+		note := fmt.Sprintf("%s: its Modelfile's parameters applied by the server to every call:", m.Name)
+		if len(applied) == 0 {
+			note = fmt.Sprintf("%s: its Modelfile's parameters applied by the server", m.Name)
+		} else {
+			note += " " + strings.Join(applied, ", ")
+		}
+		if len(unless) > 0 {
+			note += "; and where a call sets none: " + strings.Join(unless, ", ")
+		}
+		out = append(out, note+" (halu sends what the suite's protocol names, and --default-top-p/--default-top-k/--default-repeat-penalty when given).")
+	}
 	return out
 }
 
