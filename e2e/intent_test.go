@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"halu/localmodels"
 	"halu/runner/engine"
 	"halu/runner/intent"
 )
@@ -18,7 +19,12 @@ import (
 func TestIntent(t *testing.T) {
 	srv := server(t, t.TempDir())
 	importStories(t, srv.Host, "stories")
-	importTiny(t, srv.Host, "5", "judge")
+	// The judge's prompts hold the whole query and Table 7's instructions,
+	// over 2,048 tokens of the tiny model's byte-level vocabulary: its
+	// judge is written with an 8,192-token trained context.
+	long := filepath.Join(t.TempDir(), "tiny-long.gguf")
+	mustHalu(t, srv.Host, "models", "tiny", "--out", long, "--seed", "5", "--context", "8192")
+	mustHalu(t, srv.Host, "models", "import", long, "--name", "judge", "--template", localmodels.TinyTemplate)
 	work := t.TempDir()
 
 	made := filepath.Join(work, "made.jsonl")
@@ -28,8 +34,11 @@ func TestIntent(t *testing.T) {
 	for _, tc := range []struct{ name, data string }{{"sample", ""}, {"made", made}} {
 		// halu's protocol (JSON judges): a toy judge cannot write Table 7's
 		// reasoned listings, and the run must say it departs.
+		// Queries whose prompts the toy models' 2,048-token windows cannot
+		// hold whole are left out (--too-long skip), never cut by the
+		// server.
 		args := []string{"run", "intent", "--protocol", "halu", "--models", "stories", "--judges", "judge", "--max-tokens", "60",
-			"--judge-max-tokens", "3000", "--baseline-samples", "2", "--fact-samples", "3",
+			"--judge-max-tokens", "3000", "--too-long", "skip", "--baseline-samples", "2", "--fact-samples", "3",
 			"--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, tc.name)}
 		if tc.data != "" {
 			args = append(args, "--data", tc.data)
@@ -51,17 +60,25 @@ func TestIntent(t *testing.T) {
 		for _, d := range m.Departures {
 			deps = append(deps, d.Setting)
 		}
-		if m.Protocol != "halu" || strings.Join(deps, ",") != "fact-samples,judge-format,code-checks" || len(m.Assumptions) == 0 {
+		if m.Protocol != "halu" || strings.Join(deps, ",") != "fact-samples,judge-format,too-long,code-checks" || len(m.Assumptions) == 0 {
 			t.Errorf("%s: protocol %q, departures %v, assumptions %v", tc.name, m.Protocol, m.Departures, m.Assumptions)
 		}
 		tasks := map[string]int{}
-		unscored, scored := 0, 0
+		unscored, scored, skipped := 0, 0, 0
 		for _, rec := range recs {
 			var r intent.ItemResult
 			if err := json.Unmarshal(rec.Data, &r); err != nil {
 				t.Fatal(err)
 			}
 			tasks[r.Task]++
+			if strings.Contains(r.Unscorable, "--too-long skip") {
+				skipped++
+				t.Logf("%s: %s", r.ID, r.Unscorable)
+				if len(rec.Calls) > 0 {
+					t.Errorf("%s: skipped as too long, yet %d calls made", r.ID, len(rec.Calls))
+				}
+				continue
+			}
 			if r.Response == "" && r.EvalCount == 0 {
 				t.Errorf("%s: no response", r.ID)
 			}
@@ -92,6 +109,6 @@ func TestIntent(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%s: %d records %v, %d unscored; judge failures %d; model calls %d", tc.name, len(recs), tasks, unscored, m.Counts.JudgeFailures, m.Counts.ModelCalls)
+		t.Logf("%s: %d records %v, %d unscored, %d too long for the toy models' windows (left out); judge failures %d; model calls %d", tc.name, len(recs), tasks, unscored, skipped, m.Counts.JudgeFailures, m.Counts.ModelCalls)
 	}
 }

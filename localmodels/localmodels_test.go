@@ -302,6 +302,14 @@ func TestTinyGGUFLayout(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, g.kv[k], v)
 		}
 	}
+	// --context writes another trained context, and nothing else changes.
+	var long bytes.Buffer
+	if err := localmodels.WriteTinyGGUFContext(&long, 1, 8192); err != nil {
+		t.Fatal(err)
+	}
+	if gl := parseGGUF(t, long.Bytes()); gl.kv["llama.context_length"] != uint32(8192) || len(gl.tensors) != 21 || long.Len() != buf.Len() {
+		t.Errorf("context 8192: %v, %d tensors, %d bytes (2048: %d)", gl.kv["llama.context_length"], len(gl.tensors), long.Len(), buf.Len())
+	}
 	toks := g.kv["tokenizer.ggml.tokens"].([]string)
 	types := g.kv["tokenizer.ggml.token_type"].([]int32)
 	if len(toks) != 354 || toks[0] != "<unk>" || toks[3] != "<0x00>" || toks[258] != "<0xFF>" || toks[259] != "\u2581" || toks[260] != "!" || toks[353] != "~" {

@@ -56,9 +56,16 @@ type ggufTensor struct {
 // always gives the same bytes. The model can be served by Ollama but knows
 // nothing: every score it produces is meaningless.
 func WriteTinyGGUF(w io.Writer, seed uint64) error {
+	return WriteTinyGGUFContext(w, seed, tinyContext)
+}
+
+// WriteTinyGGUFContext is WriteTinyGGUF with a trained context of context
+// tokens (the metadata a server sizes its window by): a test whose
+// prompts are longer than 2,048 tokens needs a model that holds them.
+func WriteTinyGGUFContext(w io.Writer, seed uint64, context int) error {
 	tokens, types, scores := tinyVocab()
 	nVocab := uint64(len(tokens))
-	return writeGGUF(w, tinyMetadata(tokens, types, scores), tinyTensors(seed, nVocab))
+	return writeGGUF(w, tinyMetadata(tokens, types, scores, context), tinyTensors(seed, nVocab))
 }
 
 // tinyVocab is the tiny model's vocabulary: its tokens, their types and
@@ -85,11 +92,11 @@ func tinyVocab() (tokens []string, types []int32, scores []float32) {
 }
 
 // tinyMetadata is the tiny model's GGUF metadata.
-func tinyMetadata(tokens []string, types []int32, scores []float32) []ggufKV {
+func tinyMetadata(tokens []string, types []int32, scores []float32, context int) []ggufKV {
 	return []ggufKV{
 		{"general.architecture", ggufString, "llama"},
 		{"general.name", ggufString, TinyModelName},
-		{"llama.context_length", ggufUint32, uint32(tinyContext)},
+		{"llama.context_length", ggufUint32, uint32(context)},
 		{"llama.embedding_length", ggufUint32, uint32(tinyEmbd)},
 		{"llama.block_count", ggufUint32, uint32(tinyLayers)},
 		{"llama.feed_forward_length", ggufUint32, uint32(tinyFF)},
@@ -216,11 +223,17 @@ func writeGGUF(w io.Writer, kvs []ggufKV, tensors []ggufTensor) error {
 
 // WriteTinyGGUFFile writes the tiny model to path.
 func WriteTinyGGUFFile(path string, seed uint64) error {
+	return WriteTinyGGUFFileContext(path, seed, tinyContext)
+}
+
+// WriteTinyGGUFFileContext writes the tiny model with a trained context of
+// context tokens to path.
+func WriteTinyGGUFFileContext(path string, seed uint64, context int) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := WriteTinyGGUF(f, seed); err != nil {
+	if err := WriteTinyGGUFContext(f, seed, context); err != nil {
 		f.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}

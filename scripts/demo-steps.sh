@@ -65,11 +65,19 @@ $HALU run hypo --models "$GEN" --setting parametric,kg,lit,kg+lit --index "$OUT/
 took
 
 step "intent suite (FaithQA): every task type of the bundled sample, Constraint Score beside the 1–10 baseline"
-INTENT_GEN="$GEN"
+INTENT_GEN="$GEN" INTENT_JUDGE="$JUDGE"
 if [ -z "${HALU_DEMO_GEN:-}" ] && [ -f "$STORIES" ]; then INTENT_GEN=stories; fi
+if [ -z "${HALU_DEMO_JUDGE:-}" ]; then
+  # The judge's prompts hold the whole query and Table 7's instructions:
+  # more than the tiny model's 2,048 tokens, so its judge holds 8,192 (a
+  # query the generator cannot hold is left out, counted: --too-long skip).
+  $HALU models tiny --out "$OUT/tiny-8k.gguf" --seed 1 --context 8192 >/dev/null
+  $HALU models import "$OUT/tiny-8k.gguf" --name halu-tiny-8k --template '{{ .Prompt }}' >/dev/null
+  INTENT_JUDGE=halu-tiny-8k
+fi
 $HALU intent make --articles testdata/intent/pubmedqa_articles.jsonl --out "$OUT/intent-made.jsonl" --groups 1 --response-eval 1 --topic health | tee -a "$OUT/report.txt"
 # --protocol halu: JSON judges — a toy judge cannot write the paper's reasoned Table 7 listings
-$HALU run intent --protocol halu --models "$INTENT_GEN" --judges "$JUDGE" --max-tokens 60 --judge-max-tokens 1500 --baseline-samples 2 --fact-samples 3 \
+$HALU run intent --protocol halu --models "$INTENT_GEN" --judges "$INTENT_JUDGE" --max-tokens 60 --judge-max-tokens 1500 --too-long skip --baseline-samples 2 --fact-samples 3 \
   --out "$OUT/runs/intent" --cache "$CACHE" | tee -a "$OUT/report.txt"
 took
 

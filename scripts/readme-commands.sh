@@ -10,7 +10,8 @@
 #   - sizes: flags appended after the README's own (the last value of a flag
 #     wins) keep each run small, e.g. `--questions 1 --answers 2` for hic;
 #     hypo's `--knowledge-fit drop`, because the tiny model's 2,048-token
-#     window cannot hold the paper's 32 documents (a default run refuses).
+#     window cannot hold the paper's 32 documents (a default run refuses),
+#     and intent's `--too-long skip` for a query longer than a model holds.
 #   - cfaith-ds: when the tiny model's build keeps no item (its items never
 #     pass the verifier), the bundled dataset of the same layout stands in.
 # Not run: `halu models pull` (needs the network: the tiny model is imported
@@ -38,7 +39,10 @@ awk '/^```sh/{f=1;next} /^```/{f=0} f' README.md |
 
 cd "$WORK"
 echo "== inputs under the README's names"
-halu models tiny --out tiny.gguf --seed 1 >/dev/null
+# 16,384 tokens of trained context: FaithQA's judge prompts hold a whole
+# query and Table 7's instructions, more than 2,048 of the tiny model's
+# byte-level tokens, and a run refuses a model that cannot hold them.
+halu models tiny --out tiny.gguf --seed 1 --context 16384 >/dev/null
 for m in qwen2.5:0.5b qwen2.5:1.5b qwen2.5:7b llama3.2:3b gemma2:2b phi3:mini llama3.1:8b all-minilm; do
   halu models import tiny.gguf --name "$m" --template '{{ .Prompt }}' >/dev/null
 done
@@ -79,7 +83,7 @@ small() {
     *"run smoke"*) echo "--limit 2 --max-tokens 40" ;;
     *"run ideas"*) echo "--limit 1 --max-tokens 60 --judge-max-tokens 60 --fluency-max-tokens 20" ;;
     *"run hypo"*) echo "--limit 1 --tasks chem-gene --max-tokens 40 --verifier-max-tokens 48 --candidates 1 --knowledge-fit drop" ;;
-    *"run intent"*) echo "--limit 1 --max-tokens 40 --judge-max-tokens 80 --baseline-samples 1 --fact-samples 1" ;;
+    *"run intent"*) echo "--limit 1 --max-tokens 40 --judge-max-tokens 80 --baseline-samples 1 --fact-samples 1 --too-long skip" ;;
     *"run cfaith"*) echo "--limit 1 --max-tokens 40" ;;
     *"build cfaith"*) echo "--max-questions 1 --responses 1 --types FactFab --train 1 --val 1 --rounds 1 --candidates 1 --max-tokens 120" ;;
     *"rerun"*"--stage"*) echo "--judge-max-tokens 40" ;;

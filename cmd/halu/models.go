@@ -106,6 +106,7 @@ func newModelsCmd(g *globals) *cobra.Command {
 
 	var out string
 	var seed uint64
+	var tinyCtx int
 	tiny := &cobra.Command{
 		Use:   "tiny --out FILE.gguf",
 		Short: "Write the deterministic random-weight test model (scores it produces are meaningless)",
@@ -114,7 +115,10 @@ func newModelsCmd(g *globals) *cobra.Command {
 			if out == "" {
 				return usagef("models tiny: --out is required")
 			}
-			if err := localmodels.WriteTinyGGUFFile(out, seed); err != nil {
+			if tinyCtx < 64 {
+				return usagef("models tiny: --context %d: want at least 64", tinyCtx)
+			}
+			if err := localmodels.WriteTinyGGUFFileContext(out, seed, tinyCtx); err != nil {
 				return err
 			}
 			st, err := os.Stat(out)
@@ -128,6 +132,7 @@ func newModelsCmd(g *globals) *cobra.Command {
 	}
 	tiny.Flags().StringVar(&out, "out", "", "output GGUF file")
 	tiny.Flags().Uint64Var(&seed, "seed", 1, "random seed for the weights")
+	tiny.Flags().IntVar(&tinyCtx, "context", 2048, "trained context length written in its metadata (tokens)")
 
 	cmd.AddCommand(list, pull, imp, tiny)
 	return cmd

@@ -90,3 +90,72 @@ func TestLiteraturePromptsShowEveryDocument(t *testing.T) {
 		t.Errorf("short drop: departures %v, %d dropped", m.Departures, res.Knowledge.Fit.DocsDropped)
 	}
 }
+
+// A FaithQA query is never left for the server to cut (its articles come
+// first and are what a server cuts): a model whose context cannot hold a
+// query whole is refused before its first call, or, with --too-long skip,
+// those items are left out — unscored, counted, no call made — as a named
+// departure.
+func TestIntentQueriesAreNeverCut(t *testing.T) {
+	var mu sync.Mutex
+	gens := 0
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "short" && !strings.HasPrefix(r.LastUser(), "Calibration passage.") {
+			mu.Lock()
+			gens++
+			mu.Unlock()
+		}
+		if r.Model == "short" {
+			return fakeollama.Reply{Content: "A short answer."}
+		}
+		return fakeollama.Reply{Content: "START: mandatory: 1/1"}
+	}, fakeollama.Model{Name: "short:latest", Digest: "s", ParameterCount: 1e9, ContextLength: 400},
+		fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9, ContextLength: 131072})
+	t.Cleanup(srv.Close)
+	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	dir, cache := t.TempDir(), t.TempDir()
+	base := []string{"run", "intent", "--models", "short", "--judges", "judge", "--max-tokens", "64", "--baseline-samples", "0", "--fact-samples", "0"}
+
+	r := halu(t, f, cache, append(base, "--out", filepath.Join(dir, "refused"))...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "short's trained context is 400 tokens") || !strings.Contains(r.stderr, "--too-long skip") {
+		t.Errorf("refuse: exit %d: %s", r.code, r.stderr)
+	}
+	if gens != 0 {
+		t.Errorf("refuse: %d generations before the refusal", gens)
+	}
+
+	run := filepath.Join(dir, "skip")
+	r = halu(t, f, cache, append(base, "--too-long", "skip", "--out", run)...)
+	if r.code != exitOK {
+		t.Fatalf("skip: exit %d: %s", r.code, r.stderr)
+	}
+	m, recs, err := engine.ReadRun(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped, ran := 0, 0
+	for _, rec := range recs {
+		var res struct {
+			Unscorable string `json:"unscored_reason"`
+		}
+		json.Unmarshal(rec.Data, &res)
+		if strings.Contains(res.Unscorable, "--too-long skip") {
+			skipped++
+			if len(rec.Calls) != 0 {
+				t.Errorf("%s: skipped, yet %d calls", rec.Item, len(rec.Calls))
+			}
+		} else {
+			ran++
+		}
+	}
+	if skipped == 0 || ran == 0 {
+		t.Errorf("skip: %d items left out, %d run; want some of each (the sample's long articles do not fit 400 tokens, its short queries do)", skipped, ran)
+	}
+	found := false
+	for _, d := range m.Departures {
+		found = found || d.String() == "--too-long skip (paper: refuse)"
+	}
+	if !found {
+		t.Errorf("skip: departures %v", m.Departures)
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 
 	"halu/localmodels"
+	"halu/runner/rundir"
 )
 
 // calibrationText is what the engine sends a model once to learn how many
@@ -190,4 +192,48 @@ func (e *Engine) sizeWindow(ctx context.Context, s Suite) error {
 		e.Config.NumCtx = need
 	}
 	return nil
+}
+
+// WindowNeed is what one model's prompts need of the context window: the
+// most tokens any of them needs, the item that needs them, what the prompt
+// holds whole there, and what a user can do when the model's context is
+// too short.
+type WindowNeed struct {
+	Tokens      int
+	Item, Holds string
+	Remedy      string
+}
+
+// WindowFor is the run's one context window for needs (by model): the
+// largest need rounded up to a multiple of 1,024 tokens; or, before any
+// item, an input error naming a model whose context (its trained context,
+// or the window its server fixes) cannot hold its need. A model whose
+// context is not known is not refused.
+func WindowFor(ctx context.Context, c *Calls, needs map[string]WindowNeed) (int, error) {
+	most := 0
+	models := make([]string, 0, len(needs))
+	for m := range needs {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	for _, model := range models {
+		n := needs[model]
+		info, err := c.e.ModelInfo(ctx, model)
+		if err != nil {
+			return 0, err
+		}
+		if limit := info.ContextLength; limit > 0 && n.Tokens > limit {
+			what := "trained context"
+			if info.FixedContext {
+				what = "context window (fixed by its server)"
+			}
+			return 0, rundir.BadInput("--models", 0, "%s's %s is %d tokens, but the paper's prompts need up to %d (item %s: %s): %s",
+				model, what, limit, n.Tokens, n.Item, n.Holds, n.Remedy)
+		}
+		most = max(most, n.Tokens)
+	}
+	if most == 0 {
+		return 0, nil
+	}
+	return (most + 1023) / 1024 * 1024, nil
 }

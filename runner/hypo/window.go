@@ -2,11 +2,11 @@ package hypo
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"halu/index"
 	"halu/runner/engine"
-	"halu/runner/rundir"
 )
 
 // kgLineBound stands in, when the window is sized, for one KG line the
@@ -30,8 +30,7 @@ func (s *Suite) Window(ctx context.Context, c *engine.Calls) (int, error) {
 		return 0, err
 	}
 	docs := map[string][]string{} // by background: the documents, rendered one by one
-	need := map[string]int{}      // by model
-	why := map[string]string{}    // by model: the item that needs the most
+	needs := map[string]engine.WindowNeed{}
 	for _, it := range items {
 		p := it.Payload.(payload)
 		lit, kg := strings.Contains(p.setting, "lit"), strings.Contains(p.setting, "kg")
@@ -67,28 +66,11 @@ func (s *Suite) Window(ctx context.Context, c *engine.Calls) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if n > need[p.model] {
-			need[p.model], why[p.model] = n, it.ID
+		if n > needs[p.model].Tokens {
+			needs[p.model] = engine.WindowNeed{Tokens: n, Item: it.ID,
+				Holds:  fmt.Sprintf("the instructions, %d retrieved documents and %d KG lines whole, and --max-tokens %d for the reply", litK, maxKGEdges, s.cfg.MaxTokens),
+				Remedy: "choose a model with a longer context, lower --max-tokens, or pass --knowledge-fit drop to leave out what does not fit (a named departure)"}
 		}
 	}
-	most := 0
-	for model, n := range need {
-		info, err := c.Engine().ModelInfo(ctx, model)
-		if err != nil {
-			return 0, err
-		}
-		if limit := info.ContextLength; limit > 0 && n > limit {
-			what := "context window"
-			if !info.FixedContext {
-				what = "trained context"
-			}
-			return 0, rundir.BadInput("--models", 0, "%s's %s is %d tokens, but the paper's prompts need up to %d (item %s: the instructions, %d retrieved documents and %d KG lines whole, and --max-tokens %d for the reply): choose a model with a longer context, lower --max-tokens, or pass --knowledge-fit drop to leave out what does not fit (a named departure)",
-				model, what, limit, n, why[model], litK, maxKGEdges, s.cfg.MaxTokens)
-		}
-		most = max(most, n)
-	}
-	if most == 0 {
-		return 0, nil
-	}
-	return (most + 1023) / 1024 * 1024, nil
+	return engine.WindowFor(ctx, c, needs)
 }

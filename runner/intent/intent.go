@@ -87,6 +87,11 @@ type Config struct {
 	// listing and Table 7's "[Priority]: X/Y" ratios, read leniently).
 	JudgeFormat    string
 	JudgeMaxTokens int
+	// TooLong is what a query a model's context cannot hold does: "refuse"
+	// (the run stops before its first call) or "skip" (the item is left
+	// out, unscored and counted). Never is it left to the server, which
+	// cuts a prompt's beginning — the query.
+	TooLong string
 	// CodeChecks lets code decide countable constraints (countable.go).
 	CodeChecks bool
 	// Protocol is setting.ProtocolPaper (the default) or
@@ -134,6 +139,7 @@ func (c *Config) Settings() setting.List {
 			Assumed(lost).When(func() bool { return c.FactSamples > 0 }),
 		judging.FormatSetting(&c.JudgeFormat, "text (the paper: Tables 6 and 7, reasoning then a START: listing of X/Y ratios) or json (one structured verdict per constraint)").Paper("text").Halu("json"),
 		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "judge reply cap").Min(1).Assumed("the paper states no judge cap"),
+		setting.Choice("too-long", &c.TooLong, "a query a model's context cannot hold whole (with the reply's cap): refuse (the paper: every query whole; the run stops before its first call) or skip (those items are left out, unscored and counted)", "refuse", "skip").Paper("refuse"),
 		setting.Bool("code-checks", &c.CodeChecks, "let code decide countable constraints (word/line/stanza counts, required or forbidden words); the paper's judge decides all").Paper("false").Halu("true"),
 		setting.Protocol(&c.Protocol, "JSON judges, code checks"),
 	}
@@ -149,7 +155,7 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 func DefaultConfig() Config {
 	return Config{Protocol: setting.ProtocolPaper, Seed: 1, Temperature: 0, MaxTokens: 512, Weights: "default", MapSamples: 1, MapTemperature: 0.7,
 		BaselineSamples: 5, BaselineTemperature: 0.7, FactSamples: 5, FactTemperature: 0.7,
-		JudgeFormat: "text", JudgeMaxTokens: 1024, CodeChecks: false, Sample: "stratified"}
+		JudgeFormat: "text", JudgeMaxTokens: 1024, CodeChecks: false, Sample: "stratified", TooLong: "refuse"}
 }
 
 // Declaration declares the suite to the registry.
@@ -185,6 +191,10 @@ type Suite struct {
 	cfg     Config
 	inputs  []Input
 	weights metrics.Weights
+	// tooLong are the items (by ID) whose prompts a model's context cannot
+	// hold, with why, under --too-long skip (set by Window before the
+	// first item, read-only after).
+	tooLong map[string]string
 }
 
 // New checks cfg and loads the items.
@@ -361,6 +371,10 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 	in := p.in
 	res := ItemResult{Model: p.model, ID: in.ID, Task: in.Task, Difficulty: in.Difficulty, Topic: in.Topic,
 		Missing: in.MissingPart(), HumanScore: in.HumanScore}
+	if why, ok := s.tooLong[it.ID]; ok {
+		res.Unscorable = why // --too-long skip: no call is made
+		return res, nil
+	}
 	task := in.Prompt()
 
 	gen, err := c.Chat(ctx, "generate", localmodels.ChatRequest{
