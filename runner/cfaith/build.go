@@ -189,6 +189,13 @@ type BuildConfig struct {
 	// "text" (the authors' formats, parsed leniently).
 	Format    string
 	MaxTokens int
+	// VerifierDecoding is how the verification module decodes: "sampled"
+	// (the authors' code: the agents' settings, temperature 0.7, top_p
+	// 0.7, top_k 50, frequency penalty 0.5) or "greedy" (temperature 0: a
+	// judgement that does not change between runs).
+	VerifierDecoding string
+	// Protocol is "paper" (the authors' construction) or "halu".
+	Protocol string
 	// EmbedModel embeds single-choice options for near-duplicate removal;
 	// empty compares normalised text only.
 	EmbedModel string
@@ -210,7 +217,10 @@ func (c *BuildConfig) Settings() setting.List {
 		setting.Int("responses", &c.Responses, "hallucinated responses per question").Min(1),
 		setting.Int("seed", &c.Seed, "seed for sampling, the train/validation split and option shuffling").As(setting.Draw),
 		setting.Choice("format", &c.Format, "json (structured output) or text (the authors' formats)", "json", "text"),
-		setting.Int("max-tokens", &c.MaxTokens, "reply cap for agents and verifier").Min(1),
+		setting.Int("max-tokens", &c.MaxTokens, "reply cap for agents and verifier").Min(1).Assumed("the authors' code sets no cap we could read"),
+		setting.Choice("verifier-decoding", &c.VerifierDecoding, "sampled (the authors' code: the agents' temperature 0.7, top_p 0.7, top_k 50, frequency penalty 0.5) or greedy (temperature 0)", "sampled", "greedy").
+			Paper("sampled").Halu("greedy"),
+		setting.Protocol(&c.Protocol, "a greedy verifier"),
 		setting.String("embed-model", &c.EmbedModel, "embedding model for near-duplicate single-choice options (default: exact text only)").As(setting.Instrument).Models(),
 		setting.Record("only-docs", &c.OnlyDocs, "the documents an optimisation round's run is restricted to"),
 	}
@@ -224,13 +234,23 @@ func (c *BuildConfig) UnmarshalJSON(b []byte) error { return c.Settings().Unmars
 
 // DefaultBuildConfig has the authors' code's settings.
 func DefaultBuildConfig() BuildConfig {
-	return BuildConfig{Lang: "zh", Types: DefaultTypes, MaxQuestions: 0, Responses: 3, Seed: 1, Format: "json", MaxTokens: 768}
+	return BuildConfig{Lang: "zh", Types: DefaultTypes, MaxQuestions: 0, Responses: 3, Seed: 1, Format: "json", MaxTokens: 768,
+		VerifierDecoding: "sampled", Protocol: setting.ProtocolPaper}
 }
 
 // BuildDeclaration declares the construction, run by `halu build cfaith`,
 // to the registry.
 var BuildDeclaration = engine.Declare("cfaith-build", "HaluAgent: build a C-FAITH-style QA hallucination dataset from knowledge documents",
-	DefaultBuildConfig, NewBuilder, nil).NotRun()
+	DefaultBuildConfig, NewBuilder, migrateBuild).NotRun()
+
+// migrateBuild brings a construction's config of an older run format up
+// to date: format 2's verifier decoded greedily.
+func migrateBuild(format int, cfg map[string]json.RawMessage) error {
+	if format < 3 {
+		engine.DefaultTo(cfg, "verifier_decoding", `"greedy"`)
+	}
+	return nil
+}
 
 // BuildOptions are the settings of `halu build cfaith` beyond the
 // construction's own: the rules to start from, the optimisation of the
@@ -470,9 +490,13 @@ func (b *Builder) Process(ctx context.Context, c *engine.Calls, it engine.Item) 
 }
 
 func (b *Builder) verify(ctx context.Context, c *engine.Calls, check, content string) (*Verdict, error) {
-	// Verification is a judgement: greedy, not the agents' sampling.
-	req := localmodels.ChatRequest{Model: b.cfg.Verifier, Messages: []localmodels.Message{{Role: "user", Content: content}},
-		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(b.cfg.Seed), NumPredict: localmodels.Int(b.cfg.MaxTokens)}}
+	// The authors' verifier samples as their agents do; --verifier-decoding
+	// greedy makes it a judgement that does not change between runs.
+	opts := b.opts(b.cfg.Seed)
+	if b.cfg.VerifierDecoding == "greedy" {
+		opts = localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(b.cfg.Seed), NumPredict: localmodels.Int(b.cfg.MaxTokens)}
+	}
+	req := localmodels.ChatRequest{Model: b.cfg.Verifier, Messages: []localmodels.Message{{Role: "user", Content: content}}, Options: opts}
 	v, ok, err := judging.JudgeAs(ctx, c, "verify", req, judging.Schema(b.cfg.Format, verdictSchema), func(raw string) (Verdict, error) { return ParseVerdict(b.cfg.Lang, check, raw) })
 	if err != nil || !ok {
 		return nil, err
@@ -723,4 +747,14 @@ func PassRates(docs []DocResult) Rates {
 		r.Halu, r.Label, r.Overall = float64(halu)/float64(r.Responses), float64(label)/float64(r.Responses), float64(all)/float64(r.Responses)
 	}
 	return r
+}
+
+// MethodDepartures are where the construction is not the authors' whatever
+// its settings (engine.Methods).
+func (b *Builder) MethodDepartures() []string {
+	return []string{
+		"hallucinated responses: the authors ask for three in one call; halu asks once per response (--responses calls)",
+		"a knowledge document longer than the model's context window is cut by the server, not chunked",
+		"rule optimisation (--optimize): the authors' corrector (corrector/qa_corrector.py) publishes its own instructions; halu's optimisation agent uses its own prompt",
+	}
 }

@@ -29,8 +29,13 @@ type Config struct {
 	Models  []string
 	Judge   string
 	Formats []string
-	// Limit keeps the first N items of each format (0: all).
-	Limit int
+	// Limit draws N items of each format (0: all): a seeded sample that
+	// keeps each hallucination type's share (Sample "stratified") or the
+	// file's first N (Sample "first", run format 2's only way).
+	Limit  int
+	Sample string
+	// Protocol is "paper" (the paper's decoding) or "halu".
+	Protocol string
 	// Temperature and TopP are the paper's decoding settings (1, 0.7).
 	Temperature    float64
 	TopP           float64
@@ -53,13 +58,15 @@ func (c *Config) Settings() setting.List {
 			return nil
 		}),
 		setting.Choices("formats", &c.Formats, "formats: generative, choice, truefalse", Formats...).As(setting.Subject).Required(),
-		setting.Int("limit", &c.Limit, "items per format (0: all)").As(setting.Data).Min(0),
-		setting.Float("temperature", &c.Temperature, "decoding temperature (the paper: 1)").Min(0),
-		setting.Float("top-p", &c.TopP, "decoding top_p (the paper: 0.7)").Min(0),
-		setting.Int("max-tokens", &c.MaxTokens, "answer cap (num_predict)").Min(1),
-		setting.Int("seed", &c.Seed, "sampling seed").As(setting.Draw),
-		judging.FormatSetting(&c.JudgeFormat, "json (structured output) or text"),
+		setting.Int("limit", &c.Limit, "items per format (0: all, the paper's)").As(setting.Data).Paper("0").Min(0),
+		setting.Choice("sample", &c.Sample, "how --limit draws: stratified (seeded, each hallucination type keeps its share) or first (the files' first items)", "stratified", "first").As(setting.Data),
+		setting.Float("temperature", &c.Temperature, "decoding temperature (the paper: 1)").Paper("1").Min(0),
+		setting.Float("top-p", &c.TopP, "decoding top_p (the paper: 0.7)").Paper("0.7").Min(0),
+		setting.Int("max-tokens", &c.MaxTokens, "answer cap (num_predict)").Min(1).Assumed("the paper states no answer cap"),
+		setting.Int("seed", &c.Seed, "sampling seed (answers, and the --limit sample)").As(setting.Draw),
+		judging.FormatSetting(&c.JudgeFormat, "json (structured output) or text; the generative judge's prompt is halu's (the authors published none)"),
 		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "judge reply cap").Min(1),
+		setting.Protocol(&c.Protocol, "the same decoding; halu's additions are the judge and its format"),
 	}
 }
 
@@ -71,7 +78,8 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 
 // DefaultConfig has the paper's decoding settings.
 func DefaultConfig() Config {
-	return Config{Formats: Formats, Temperature: 1, TopP: 0.7, MaxTokens: 256, Seed: 1, JudgeFormat: "json", JudgeMaxTokens: 200}
+	return Config{Formats: Formats, Temperature: 1, TopP: 0.7, MaxTokens: 256, Seed: 1, JudgeFormat: "json", JudgeMaxTokens: 200,
+		Sample: "stratified", Protocol: setting.ProtocolPaper}
 }
 
 // Declaration declares the evaluation to the registry.
@@ -83,6 +91,10 @@ var Declaration = engine.Declare("cfaith", "C-FAITH: hallucination rates on a Ha
 func migrate(format int, cfg map[string]json.RawMessage) error {
 	if format < 2 {
 		engine.Rename(cfg, "judge", "judges")
+	}
+	if format < 3 {
+		// Format 2 took the first items and had no protocol.
+		engine.DefaultTo(cfg, "sample", `"first"`)
 	}
 	return nil
 }
@@ -158,11 +170,35 @@ type evalPayload struct {
 	tf            *TFItem
 }
 
-func limit[T any](xs []T, n int) []T {
-	if n > 0 && len(xs) > n {
-		return xs[:n]
+// draw is the --limit sample of one format's items: every item with no
+// limit, the first n (--sample first), or a seeded sample keeping each
+// hallucination type's share.
+func draw[T any](xs []T, cfg Config, typeOf func(T) string) []T {
+	switch {
+	case cfg.Limit <= 0 || len(xs) <= cfg.Limit:
+		return xs
+	case cfg.Sample == "first":
+		return xs[:cfg.Limit]
 	}
-	return xs
+	return engine.StratifiedSample(xs, cfg.Limit, cfg.Seed, typeOf)
+}
+
+// Sample lists the drawn items of a run on a sample (--limit).
+func (s *Suite) Sample() []string {
+	if s.cfg.Limit <= 0 {
+		return nil
+	}
+	var out []string
+	for _, it := range draw(s.ds.Generative, s.cfg, func(g GenItem) string { return g.HaluType }) {
+		out = append(out, "gen/"+it.ID)
+	}
+	for _, it := range draw(s.ds.Choice, s.cfg, func(c ChoiceItem) string { return c.HaluType }) {
+		out = append(out, "choice/"+it.ID)
+	}
+	for _, it := range draw(s.ds.TrueFalse, s.cfg, func(t TFItem) string { return t.HaluType }) {
+		out = append(out, "tf/"+it.ID)
+	}
+	return out
 }
 
 func (s *Suite) Items(context.Context) ([]engine.Item, error) {
@@ -171,17 +207,17 @@ func (s *Suite) Items(context.Context) ([]engine.Item, error) {
 		for _, f := range s.cfg.Formats {
 			switch f {
 			case "generative":
-				for _, it := range limit(s.ds.Generative, s.cfg.Limit) {
+				for _, it := range draw(s.ds.Generative, s.cfg, func(g GenItem) string { return g.HaluType }) {
 					it := it
 					items = append(items, engine.Item{ID: m + "/gen/" + it.ID, Payload: evalPayload{model: m, format: f, gen: &it}})
 				}
 			case "choice":
-				for _, it := range limit(s.ds.Choice, s.cfg.Limit) {
+				for _, it := range draw(s.ds.Choice, s.cfg, func(c ChoiceItem) string { return c.HaluType }) {
 					it := it
 					items = append(items, engine.Item{ID: m + "/choice/" + it.ID, Payload: evalPayload{model: m, format: f, choice: &it}})
 				}
 			case "truefalse":
-				for _, it := range limit(s.ds.TrueFalse, s.cfg.Limit) {
+				for _, it := range draw(s.ds.TrueFalse, s.cfg, func(t TFItem) string { return t.HaluType }) {
 					it := it
 					items = append(items, engine.Item{ID: m + "/tf/" + it.ID, Payload: evalPayload{model: m, format: f, tf: &it}})
 				}
