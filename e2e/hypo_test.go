@@ -60,7 +60,7 @@ func TestHypo(t *testing.T) {
 	for _, d := range m.Departures {
 		deps = append(deps, d.String())
 	}
-	if m.Protocol != "paper" || strings.Join(deps, "; ") != "--max-tokens 40 (paper: 2048); --candidates 2 (paper: 5); --knowledge-fit drop (paper: all)" {
+	if m.Protocol != "paper" || strings.Join(deps, "; ") != "--max-tokens 40 (paper: 2048); --candidates 2 (paper: 5); --verifier-max-tokens 48 (paper: 2048); --knowledge-fit drop (paper: all)" {
 		t.Errorf("protocol %q, departures %q", m.Protocol, deps)
 	}
 	if len(m.Sample) != 15 {

@@ -302,8 +302,15 @@ type Config struct {
 	Temperature float64
 	Data        string
 	Open        string // open-ended backgrounds (§5)
-	// VerifierMaxTokens caps entity extraction and claim decomposition.
+	// VerifierMaxTokens caps the verifier's replies: entity extraction,
+	// claim decomposition and, in text form, its support verdicts (the
+	// authors' call_llm: 2,048 for every call).
 	VerifierMaxTokens int
+	// VerdictFormat is how KnowHD asks for a support verdict: "text" (the
+	// authors: their prompt as it is, a free reply; the authors' rule, "1"
+	// anywhere in it, is read beside the careful reading) or "json"
+	// (structured output capped at 16 tokens).
+	VerdictFormat string
 	// Protocol is setting.ProtocolPaper (the default: the authors' code's
 	// values) or setting.ProtocolHalu (textbook BM25, KG chains ranked by
 	// their supporting articles).
@@ -375,8 +382,10 @@ func (c *Config) Settings() setting.List {
 			Assumed("the authors' code samples candidates at a temperature above 0 it does not record").When(func() bool { return c.Candidates > 0 || c.Open != "" }),
 		setting.String("data", &c.Data, "TruthHypo-format TSV (default: the bundled 2,024 test items)").As(setting.Data).Path().Unset("the bundled edges_test.tsv (the authors' 2,024 test items)"),
 		setting.String("open", &c.Open, "open-ended mode: JSONL of {id, background}; 5 hypotheses each, ranked by groundedness").As(setting.Data).Path().Unset("none"),
-		setting.Int("verifier-max-tokens", &c.VerifierMaxTokens, "cap for entity extraction and claim decomposition replies").Min(1).
-			Assumed("the verifier's reply cap is not recorded").When(func() bool { return len(c.KnowHD) > 0 }),
+		setting.Int("verifier-max-tokens", &c.VerifierMaxTokens, "cap for the verifier's replies (entity extraction, claim decomposition, text verdicts)").Min(1).
+			Paper("2048").Halu("512").When(func() bool { return len(c.KnowHD) > 0 }),
+		setting.Choice("verdict-format", &c.VerdictFormat, "KnowHD support verdicts: text (the authors' prompt, a free reply; their rule — \"1\" anywhere — read beside the careful reading) or json (structured output, 16 tokens)", "text", "json").
+			Paper("text").Halu("json").When(func() bool { return len(c.KnowHD) > 0 }),
 		setting.Protocol(&c.Protocol, "textbook BM25, KG chains ranked by support"),
 		setting.Choice("bm25", &c.BM25, "BM25 parameters: pyserini (k1 0.9, b 0.4: the authors' retriever) or textbook (k1 1.2, b 0.75); τ is on this scale", "pyserini", "textbook").
 			Paper("pyserini").Halu("textbook").When(lit),
@@ -398,7 +407,7 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // DefaultConfig is the paper's protocol.
 func DefaultConfig() Config {
 	return Config{Protocol: setting.ProtocolPaper, Knowledge: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
-		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 512, Sample: "stratified", BM25: "pyserini", KGChains: "sampled", Unreadable: "wrong", KnowledgeFit: "all"}
+		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 2048, VerdictFormat: "text", Sample: "stratified", BM25: "pyserini", KGChains: "sampled", Unreadable: "wrong", KnowledgeFit: "all"}
 }
 
 // Declaration declares the suite to the registry.
@@ -421,6 +430,8 @@ func migrate(format int, cfg map[string]json.RawMessage) error {
 		// left out the knowledge that did not fit --num-ctx.
 		engine.DefaultTo(cfg, "unreadable", `"unscored"`)
 		engine.DefaultTo(cfg, "knowledge_fit", `"drop"`)
+		// and asked for JSON support verdicts.
+		engine.DefaultTo(cfg, "verdict_format", `"json"`)
 	}
 	return nil
 }
@@ -808,6 +819,11 @@ type ClaimCheck struct {
 	Edges     int      `json:"edges"`
 	Scored    bool     `json:"scored"`
 	Supported bool     `json:"supported"`
+	// Other is the verdict the reader that did not decide read in the
+	// same reply (the authors' rule under the default readers), kept only
+	// when they differ; OtherUnread when it read none.
+	Other       *bool `json:"other_supported,omitempty"`
+	OtherUnread bool  `json:"other_unread,omitempty"`
 	// Fit is what of the claim's evidence the verifier's prompt held.
 	Fit Fit `json:"fit"`
 }
@@ -1047,6 +1063,17 @@ func ParseList(reply string) ([]string, error) {
 		return nil, errors.New("no bulleted or numbered list")
 	}
 	return out, nil
+}
+
+// ParseGroundnessPaper is the authors' reading of a support verdict: the
+// claim is grounded when the character "1" appears anywhere in the reply
+// (their code), else not. It reads every reply.
+func ParseGroundnessPaper(reply string) (Groundness, error) {
+	n := 0
+	if strings.Contains(reply, "1") {
+		n = 1
+	}
+	return Groundness{Groundness: &n}, nil
 }
 
 // GroundSchema is the verifier's structured output.
@@ -1295,8 +1322,12 @@ func (s *Suite) knowHD(ctx context.Context, c *engine.Calls, model, output, src 
 				lines = append(lines, EdgeSentence(s.kg, e))
 			}
 		}
+		replyCap, schema := verifyMaxTokens, json.RawMessage(GroundSchema)
+		if s.cfg.VerdictFormat == "text" {
+			replyCap, schema = s.cfg.VerifierMaxTokens, nil
+		}
 		lines, hits, fit, err := s.fitKnowledge(ctx, c, vm, []string{s.prompts.VerifySys[src]}, s.prompts.Verify[src], vals,
-			"edge_text", lines, "document_text", hits, verifyMaxTokens)
+			"edge_text", lines, "document_text", hits, replyCap)
 		if err != nil {
 			return nil, err
 		}
@@ -1308,8 +1339,14 @@ func (s *Suite) knowHD(ctx context.Context, c *engine.Calls, model, output, src 
 			Model: vm,
 			Messages: []localmodels.Message{{Role: "system", Content: s.prompts.VerifySys[src]},
 				{Role: "user", Content: fill(s.prompts.Verify[src], vals)}},
-			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(verifyMaxTokens)},
-		}, json.RawMessage(GroundSchema), judging.Reader[Groundness]{Text: ParseGroundness, Quoted: []string{claim}})
+			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(replyCap)},
+		}, schema, judging.Reader[Groundness]{Text: ParseGroundness, Paper: ParseGroundnessPaper, Quoted: []string{claim},
+			Other: func(o Groundness, unread bool) {
+				if cc.OtherUnread = unread; !unread && o.Groundness != nil {
+					v := *o.Groundness == 1
+					cc.Other = &v
+				}
+			}})
 		if err != nil {
 			return nil, err
 		}

@@ -688,3 +688,40 @@ func TestKnowHDVerifierIsNamed(t *testing.T) {
 		t.Errorf("notes do not name the verifier choice: %q", sum.Notes)
 	}
 }
+
+// KnowHD's support verdicts are asked as the authors ask them (their
+// prompt, a free reply capped at 2,048 tokens); the careful reading makes
+// the headline and the authors' rule — "1" anywhere in the reply — is read
+// beside it: "supported by document 1 … groundness: 0" is 0 carefully, 1
+// by their rule. OtherReading puts that reading in place and recomputes
+// groundedness (here 1/2 → 2/2).
+func TestKnowHDAuthorsRuleBeside(t *testing.T) {
+	reply := "Document 1 mentions the chemical but not this effect.\nGroundness: 0"
+	if g, err := ParseGroundness(reply); err != nil || *g.Groundness != 0 {
+		t.Errorf("careful reading of %q: %v %v", reply, g.Groundness, err)
+	}
+	if g, _ := ParseGroundnessPaper(reply); *g.Groundness != 1 {
+		t.Errorf("the authors' rule on %q: %v, want 1", reply, *g.Groundness)
+	}
+	cfg := DefaultConfig()
+	if cfg.VerdictFormat != "text" || cfg.VerifierMaxTokens != 2048 {
+		t.Errorf("default verdicts: %s, cap %d", cfg.VerdictFormat, cfg.VerifierMaxTokens)
+	}
+	yes := true
+	h := Hypothesis{Label: "positive_correlate", Parsed: true, Grounding: map[string]*Grounding{"kg": {
+		Claims:       []ClaimCheck{{Claim: "a", Scored: true, Supported: false, Other: &yes}, {Claim: "b", Scored: true, Supported: true}},
+		Groundedness: 0.5, Scored: true}}}
+	b, _ := json.Marshal(Result{Model: "m", Setting: "kg", Task: "chem-gene", Gold: "positive_correlate", Greedy: &h})
+	recs := []rundir.Record{{Item: "1", Data: b}}
+	s := &Suite{cfg: cfg}
+	alt, err := s.OtherReading(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	json.Unmarshal(alt[0].Data, &r)
+	g := r.Greedy.Grounding["kg"]
+	if g.Groundedness != 1 || !g.Claims[0].Supported || g.Claims[0].Other == nil || *g.Claims[0].Other {
+		t.Errorf("other reading: %+v", g)
+	}
+}

@@ -509,9 +509,43 @@ func (s *Suite) MethodDepartures() []string {
 		return nil
 	}
 	return []string{
-		"claim verdict: the authors count a claim grounded when \"1\" appears anywhere in a free reply of up to 2,048 tokens; halu reads the JSON verdict {\"groundness\": 0|1} of a reply capped at 16 tokens",
 		"claim → KG nodes: the authors take the BM25 top 100 nodes per entity (node_k 100); halu looks entity ids up exactly",
 		"KG context: the authors follow edges x→y and show 32 chains, one per line; halu walks edges in both directions and shows 32 edges",
 		"claims: the authors fall back to splitting lines when a reply holds no claim list; halu splits sentences",
 	}
+}
+
+// OtherReading puts in place, in each claim check whose verifier reply the
+// two readers read differently, the verdict of the reader that did not
+// decide, and recomputes each groundedness (summary.Rereader).
+func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
+	swap := func(h *Hypothesis) {
+		for _, g := range h.Grounding {
+			var entailed []bool
+			for i, cc := range g.Claims {
+				if cc.Other != nil || cc.OtherUnread {
+					o := cc
+					o.Scored, o.OtherUnread = !cc.OtherUnread, !cc.Scored
+					o.Supported, o.Other = cc.Other != nil && *cc.Other, nil
+					if cc.Scored {
+						v := cc.Supported
+						o.Other = &v
+					}
+					g.Claims[i] = o
+				}
+				if g.Claims[i].Scored {
+					entailed = append(entailed, g.Claims[i].Supported)
+				}
+			}
+			g.Groundedness, g.Scored = metrics.Groundedness(entailed)
+		}
+	}
+	return rundir.MapRecords(recs, func(r *Result) {
+		if r.Greedy != nil {
+			swap(r.Greedy)
+		}
+		for i := range r.Candidates {
+			swap(&r.Candidates[i])
+		}
+	})
 }
