@@ -105,14 +105,9 @@ func (c *Calls) Fit(ctx context.Context, model, fixed string, parts []string, nu
 	if window <= 0 {
 		return len(parts), true, nil
 	}
-	ratio, err := c.tokenRatio(ctx, model)
+	est, err := c.estimator(ctx, model)
 	if err != nil {
 		return 0, false, err
-	}
-	est := func(s string) (int, error) {
-		k, err := e.Tokens().Count(s)
-		t := max(float64(k)*ratio.perCL100K, float64(len(s))*ratio.perByte)
-		return int(math.Ceil(t * fitMargin)), err
 	}
 	used, err := est(fixed)
 	if err != nil {
@@ -135,19 +130,28 @@ func (c *Calls) Fit(ctx context.Context, model, fixed string, parts []string, nu
 	return len(parts), true, nil
 }
 
+// estimator estimates a text's tokens for model: its cl100k count and its
+// bytes, each scaled by the model's measured ratio, the larger taken, with
+// a margin.
+func (c *Calls) estimator(ctx context.Context, model string) (func(string) (int, error), error) {
+	ratio, err := c.tokenRatio(ctx, model)
+	if err != nil {
+		return nil, err
+	}
+	return func(s string) (int, error) {
+		k, err := c.e.Tokens().Count(s)
+		t := max(float64(k)*ratio.perCL100K, float64(len(s))*ratio.perByte)
+		return int(math.Ceil(t * fitMargin)), err
+	}, nil
+}
+
 // Need is the context window a prompt to model needs to hold fixed (every
 // message's text but the parts) and every one of parts whole, leaving
 // numPredict tokens for the reply: the estimate Fit makes, summed.
 func (c *Calls) Need(ctx context.Context, model, fixed string, parts []string, numPredict int) (int, error) {
-	ratio, err := c.tokenRatio(ctx, model)
+	est, err := c.estimator(ctx, model)
 	if err != nil {
 		return 0, err
-	}
-	e := c.e
-	est := func(s string) (int, error) {
-		k, err := e.Tokens().Count(s)
-		t := max(float64(k)*ratio.perCL100K, float64(len(s))*ratio.perByte)
-		return int(math.Ceil(t * fitMargin)), err
 	}
 	need, err := est(fixed)
 	if err != nil {

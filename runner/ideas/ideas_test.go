@@ -508,7 +508,7 @@ func TestPaperAndHaluReaders(t *testing.T) {
 		protocol, readers string
 		want, other       string
 	}{{setting.ProtocolPaper, "", "C", "A"}, {setting.ProtocolPaper, judging.ReadersPaper, "A", "C"}} {
-		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		res := runOneKeyword(t, tc.protocol, tc.readers, func(r fakeollama.ChatRequest) fakeollama.Reply {
 			switch {
 			case r.Model == "gen":
 				return fakeollama.Reply{Content: fmt.Sprintf("Idea %v: %s", r.Options["seed"], longEnough)}
@@ -516,24 +516,7 @@ func TestPaperAndHaluReaders(t *testing.T) {
 				return fakeollama.Reply{Content: "Answer: C"}
 			}
 			return fakeollama.Reply{Content: `{"originality": 6, "feasibility": 4, "clarity": 8}`}
-		}, fakeollama.Model{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
-			fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9})
-		cfg := DefaultConfig()
-		cfg.Models, cfg.Judges, cfg.Limit, cfg.CriticsPerIdea, cfg.Protocol = []string{"gen"}, []string{"j1"}, 1, 1, tc.protocol
-		if err := setting.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := srv.Engine(t, 1)
-		e.Readers = tc.readers
-		res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
-		srv.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		})
 		_, recs, _ := engine.ReadRun(res.Dir)
 		var ir ItemResult
 		json.Unmarshal(recs[0].Data, &ir)
@@ -583,7 +566,7 @@ func TestPaperProtocolSendsNoCaps(t *testing.T) {
 	} {
 		var mu sync.Mutex
 		got := map[string]any{}
-		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		runOneKeyword(t, tc.protocol, "", func(r fakeollama.ChatRequest) fakeollama.Reply {
 			stage := "critic"
 			switch {
 			case r.Model == "gen":
@@ -601,22 +584,7 @@ func TestPaperProtocolSendsNoCaps(t *testing.T) {
 				return fakeollama.Reply{Content: "B"}
 			}
 			return fakeollama.Reply{Content: `{"originality": 6, "feasibility": 4, "clarity": 8}`}
-		}, fakeollama.Model{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
-			fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9})
-		cfg := DefaultConfig()
-		cfg.Models, cfg.Judges, cfg.Limit, cfg.CriticsPerIdea, cfg.Protocol = []string{"gen"}, []string{"j1"}, 1, 1, tc.protocol
-		if err := setting.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
-		srv.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		})
 		for stage, want := range tc.want {
 			if v, ok := got[stage]; !ok || v != want {
 				t.Errorf("protocol %s: %s sent num_predict %v (seen %v), want %v", tc.protocol, stage, v, ok, want)
@@ -637,4 +605,29 @@ func TestFormatTwoConfigKeepsItsSettings(t *testing.T) {
 	if cfg.Keywords != "kw.txt" || cfg.Limit != 7 || cfg.FluencyMaxTokens != 20 || cfg.MaxTokens != 600 {
 		t.Errorf("format-2 config read as %+v", cfg)
 	}
+}
+
+// runOneKeyword runs one keyword for model gen with one critic j1 under
+// protocol on a fake server answering with reply, and returns the result.
+func runOneKeyword(t *testing.T, protocol, readers string, reply func(fakeollama.ChatRequest) fakeollama.Reply) *engine.Result {
+	t.Helper()
+	srv := fakeollama.New(reply, fakeollama.Model{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
+		fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9})
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Judges, cfg.Limit, cfg.CriticsPerIdea, cfg.Protocol = []string{"gen"}, []string{"j1"}, 1, 1, protocol
+	if err := setting.ApplyProtocol(&cfg, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := srv.Engine(t, 1)
+	e.Readers = readers
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
