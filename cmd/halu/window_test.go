@@ -159,3 +159,22 @@ func TestIntentQueriesAreNeverCut(t *testing.T) {
 		t.Errorf("skip: departures %v", m.Departures)
 	}
 }
+
+// The summary says how many items were left out as too long, and that no
+// call was made for them (no raw reply to look for).
+func TestTooLongItemsAreCountedInTheSummary(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "short" {
+			return fakeollama.Reply{Content: "A short answer."}
+		}
+		return fakeollama.Reply{Content: "START: mandatory: 1/1"}
+	}, fakeollama.Model{Name: "short:latest", Digest: "s", ParameterCount: 1e9, ContextLength: 400},
+		fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9, ContextLength: 131072})
+	t.Cleanup(srv.Close)
+	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	r := halu(t, f, t.TempDir(), "run", "intent", "--models", "short", "--judges", "judge", "--max-tokens", "64", "--baseline-samples", "0",
+		"--fact-samples", "0", "--too-long", "skip", "--out", filepath.Join(t.TempDir(), "r"))
+	if r.code != exitOK || !strings.Contains(r.stdout, "items left out, no call made") || strings.Contains(r.stdout, "--too-long skip) (excluded from CS and Perfect; raw replies") {
+		t.Errorf("exit %d; summary:\n%s", r.code, r.stdout)
+	}
+}

@@ -457,8 +457,16 @@ func (s *Suite) notes(sum *summary.Summary, rs []ItemResult) {
 		rk = append(rk, k)
 	}
 	sort.Strings(rk)
+	tooLong := 0
 	for _, k := range rk {
+		if strings.HasSuffix(k, "--too-long skip)") {
+			tooLong += reasons[k]
+			continue
+		}
 		sum.Notes = append(sum.Notes, fmt.Sprintf("%d responses unscored: %s (excluded from CS and Perfect; raw replies in the records)", reasons[k], k))
+	}
+	if tooLong > 0 {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("%d items left out, no call made: their query (or a judge's prompt holding it) does not fit a model's context window whole (--too-long skip; each record says which and by how much); excluded from CS and Perfect", tooLong))
 	}
 	if mapFail > 0 {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("%d constraint-mapping samples never parsed (abstained from the majority)", mapFail))

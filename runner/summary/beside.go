@@ -72,7 +72,7 @@ func AddBeside(sum *Summary, s Summarizer, recs []rundir.Record, readers string)
 				b.Metrics[k] = v
 			}
 		}
-		sum.Notes = append(sum.Notes, fmt.Sprintf("reading: the %s and the %s read every judge reply alike: each figure is the same under both", ReadingName(readers), ReadingName(other)))
+		sum.Notes = append(sum.Notes, fmt.Sprintf("reading: no judge reply was read otherwise by the %s and the %s (the authors' rule reads text-format replies only): each figure is the same under both", ReadingName(readers), ReadingName(other)))
 		return nil
 	}
 	alt, err := rr.OtherReading(recs)

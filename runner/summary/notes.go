@@ -35,6 +35,10 @@ func DepartureNote(protocol string, deps []setting.Departure) string {
 // MethodNote names the ways a suite's method departs from the paper's
 // whatever its settings (Manifest.Methods).
 func MethodNote(methods []string) string {
-	return fmt.Sprintf("method: %d departures from the paper's method that no setting turns off — %s; published numbers are not comparable with this run",
-		len(methods), strings.Join(methods, "; "))
+	what := "departures"
+	if len(methods) == 1 {
+		what = "departure"
+	}
+	return fmt.Sprintf("method: %d %s from the paper's method that no setting turns off — %s; published numbers are not comparable with this run",
+		len(methods), what, strings.Join(methods, "; "))
 }
