@@ -482,6 +482,29 @@ func TestUnparseableCountsAsThePaperCountsIt(t *testing.T) {
 	if row := sum.Tables[0].Rows[0]; row[len(row)-1] != "1" || !strings.Contains(sum.Tables[0].Columns[len(row)-1], "counted wrong") {
 		t.Errorf("Table 2: %v %v", sum.Tables[0].Columns, row)
 	}
+	// A task none of whose hypotheses was read has no figure, though the
+	// paper's rule would count it 0: a number that rests on no reply is
+	// "–", and a gate on it fails as unmeasured.
+	b, _ := json.Marshal(Result{Model: "m", Setting: "parametric", Task: "dis-gene", Gold: "stimulate", Greedy: &Hypothesis{}})
+	only := []rundir.Record{{Item: "d", Data: b}}
+	sum, err = (&Suite{cfg: DefaultConfig()}).Summarize(only)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := sum.Metrics["m/parametric/dis-gene.accuracy"]; ok {
+		t.Errorf("an accuracy (%v) from no hypothesis read", v)
+	}
+	if sup := sum.Support["m/parametric/dis-gene.accuracy"]; sup.N != 0 || sup.Unscored != 1 {
+		t.Errorf("dis-gene support %+v", sup)
+	}
+	if row := sum.Tables[0].Rows[0]; row[4] != "–" || row[5] != "–" || row[9] != "–" {
+		t.Errorf("Table 2 row %v: dis-gene and the average should read –", row)
+	}
+	for _, f := range sum.Figures {
+		if f.Headline && f.N > 0 {
+			t.Errorf("headline figure %+v from no hypothesis read", f)
+		}
+	}
 }
 
 // With --unreadable unscored an unparseable hypothesis is left out of

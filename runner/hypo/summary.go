@@ -192,9 +192,10 @@ func (t *tables) table2(sum *summary.Summary, model, setting string, rs []Result
 		pooled.Merge(acc)
 		allUnread += unread
 		key := fmt.Sprintf("%s/%s/%s.", model, setting, task)
-		if len(pred) == 0 {
-			// Nothing scored: no figure, and a gate on it fails as
-			// unmeasured rather than naming no metric.
+		if len(pred) == unreadIn(t.unreadWrong, unread) {
+			// Nothing read (under --unreadable wrong too: a figure of
+			// hypotheses all counted wrong rests on no reply): no figure,
+			// and a gate on it fails as unmeasured.
 			row = append(row, "–", "–")
 			if unread > 0 {
 				sum.SetSupport(key+"f1", 0, unread)
@@ -223,12 +224,25 @@ func (t *tables) table2(sum *summary.Summary, model, setting string, rs []Result
 	// sizes: every published row matches); its Average F1 is not the mean
 	// of the task F1s, nor their weighted mean, and is not reproduced:
 	// halu prints the mean of the task F1s, labelled so.
+	if pooled.N() == unreadIn(t.unreadWrong, allUnread) {
+		// No hypothesis read in any task: "–", and no headline figure.
+		pooled = summary.Tally{Unscored: allUnread}
+	}
 	row = append(row, pct(metrics.Mean(f1s)), pct(metrics.Ratio(pooled.Hits(), pooled.N())), fmt.Sprint(allUnread))
 	sum.Metrics[fmt.Sprintf("%s/%s.avg_f1", model, setting)] = metrics.Mean(f1s)
 	accFig := pooled.Share(model, setting, "Acc", fmt.Sprintf("%s/%s.avg_accuracy", model, setting))
 	accFig.Headline = true
 	sum.AddFigure(accFig)
 	t.t2.Rows = append(t.t2.Rows, row)
+}
+
+// unreadIn is how many of a tally's units are unread hypotheses counted
+// wrong (--unreadable wrong), none when they are left out.
+func unreadIn(wrong bool, unread int) int {
+	if wrong {
+		return unread
+	}
+	return 0
 }
 
 // groundedness adds a model's KnowHD groundedness in one setting against
