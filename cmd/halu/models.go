@@ -104,6 +104,12 @@ func newModelsCmd(g *globals) *cobra.Command {
 	imp.Flags().StringVar(&template, "template", "", "prompt template (Go template, as in a Modelfile); default: the GGUF file's own")
 	imp.Flags().StringVar(&system, "system", "", "default system prompt")
 
+	cmd.AddCommand(list, pull, imp, newTinyCmd())
+	return cmd
+}
+
+// newTinyCmd is `halu models tiny`: it writes the random-weight test model.
+func newTinyCmd() *cobra.Command {
 	var out string
 	var seed uint64
 	var tinyCtx int
@@ -134,6 +140,5 @@ func newModelsCmd(g *globals) *cobra.Command {
 	tiny.Flags().Uint64Var(&seed, "seed", 1, "random seed for the weights")
 	tiny.Flags().IntVar(&tinyCtx, "context", 2048, "trained context length written in its metadata (tokens)")
 
-	cmd.AddCommand(list, pull, imp, tiny)
-	return cmd
+	return tiny
 }
