@@ -363,20 +363,54 @@ func poly(c []float64, x float64) float64 {
 
 // KrippendorffInterval is α with the interval metric δ² = (v − v')².
 func KrippendorffInterval(data [][]float64) (float64, error) {
-	return krippendorff(data, func(a, b float64) float64 { return (a - b) * (a - b) })
+	return krippendorff(data, func(map[float64]float64) func(a, b float64) float64 {
+		return func(a, b float64) float64 { return (a - b) * (a - b) }
+	})
 }
 
 // KrippendorffNominal is α with the nominal metric δ = [v ≠ v'].
 func KrippendorffNominal(data [][]float64) (float64, error) {
-	return krippendorff(data, func(a, b float64) float64 {
-		if a == b {
-			return 0
+	return krippendorff(data, func(map[float64]float64) func(a, b float64) float64 {
+		return func(a, b float64) float64 {
+			if a == b {
+				return 0
+			}
+			return 1
 		}
-		return 1
 	})
 }
 
-func krippendorff(data [][]float64, delta func(a, b float64) float64) (float64, error) {
+// KrippendorffOrdinal is α with the ordinal metric: for ranked values
+// c < k, δ² = (Σ_{g=c..k} n_g − (n_c + n_k)/2)², n_g being how often
+// value g was given among the pairable values (Krippendorff 2011, §C). A
+// score scale (1–5 ratings) whose steps are ranks but not equal distances
+// is ordinal.
+func KrippendorffOrdinal(data [][]float64) (float64, error) {
+	return krippendorff(data, func(nv map[float64]float64) func(a, b float64) float64 {
+		values := make([]float64, 0, len(nv))
+		for v := range nv {
+			values = append(values, v)
+		}
+		sort.Float64s(values)
+		cum := map[float64]float64{} // Σ n_g for g ≤ v
+		var run float64
+		for _, v := range values {
+			run += nv[v]
+			cum[v] = run
+		}
+		return func(a, b float64) float64 {
+			if a > b {
+				a, b = b, a
+			}
+			d := cum[b] - cum[a] + nv[a] - (nv[a]+nv[b])/2
+			return d * d
+		}
+	})
+}
+
+// krippendorff computes α = 1 − D_o/D_e; metric makes δ² from the values'
+// counts n_v (the ordinal metric needs them).
+func krippendorff(data [][]float64, metric func(nv map[float64]float64) func(a, b float64) float64) (float64, error) {
 	// Coincidences o[v][v'] accumulated as a map over value pairs.
 	type pair struct{ a, b float64 }
 	o := map[pair]float64{}
@@ -406,6 +440,7 @@ func krippendorff(data [][]float64, delta func(a, b float64) float64) (float64, 
 	if n < 2 {
 		return math.NaN(), errors.New("krippendorff: no pairable values")
 	}
+	delta := metric(nv)
 	var do, de float64
 	for p, c := range o {
 		do += c * delta(p.a, p.b)

@@ -146,7 +146,7 @@ func TestShapiroWilk(t *testing.T) {
 func TestKrippendorff(t *testing.T) {
 	// Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability",
 	// example C: 4 observers × 12 units, missing values as NaN. Published:
-	// α nominal = 0.743, α interval = 0.849.
+	// α nominal = 0.743, α ordinal = 0.815, α interval = 0.849.
 	n := math.NaN()
 	obs := [][]float64{ // observers A, B, C, D per unit
 		{1, 1, n, 1}, {2, 2, 3, 2}, {3, 3, 3, 3}, {3, 3, 3, 3}, {2, 2, 2, 2}, {1, 2, 3, 4},
@@ -159,6 +159,8 @@ func TestKrippendorff(t *testing.T) {
 	near(t, "alpha nominal", a, 0.743, 0.0005)
 	a, _ = KrippendorffInterval(obs)
 	near(t, "alpha interval", a, 0.849, 0.0005)
+	a, _ = KrippendorffOrdinal(obs)
+	near(t, "alpha ordinal", a, 0.815, 0.0005)
 }
 
 func TestMajority(t *testing.T) {

@@ -1,0 +1,195 @@
+package metrics
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// How far a judge can be trusted: its agreement with people's labels
+// (accuracy, Cohen's κ, the rates at which it calls a labelled unit
+// "hallucinated"), and headline figures corrected for its errors by
+// prediction-powered inference.
+
+// CohenKappa is Cohen's κ for two raters' labels of the same units
+// (Cohen 1960): κ = (p_o − p_e)/(1 − p_e), p_o the share of units they
+// label alike, p_e the share expected by chance from each rater's own
+// label frequencies. The interval uses Cohen's large-sample standard error
+// √(p_o(1 − p_o)/(n(1 − p_e)²)) with the normal quantile of (1+level)/2.
+// κ is NaN (with NaN bounds) when there are no units or p_e = 1 (both
+// raters always give one and the same label: agreement beyond chance is
+// not defined). a and b must have the same length.
+func CohenKappa(a, b []string, level float64) Interval {
+	n := len(a)
+	nan := Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), N: n}
+	if n == 0 || len(b) != n {
+		return nan
+	}
+	ca, cb := map[string]float64{}, map[string]float64{}
+	agree := 0.0
+	for i := range a {
+		ca[a[i]]++
+		cb[b[i]]++
+		if a[i] == b[i] {
+			agree++
+		}
+	}
+	nf := float64(n)
+	po := agree / nf
+	pe := 0.0
+	for l, c := range ca {
+		pe += c / nf * cb[l] / nf
+	}
+	if pe >= 1 {
+		return nan
+	}
+	k := (po - pe) / (1 - pe)
+	z := distuv.UnitNormal.Quantile((1 + level) / 2)
+	se := math.Sqrt(po * (1 - po) / (nf * (1 - pe) * (1 - pe)))
+	return Interval{Estimate: k, Low: math.Max(-1, k-z*se), High: math.Min(1, k+z*se), N: n}
+}
+
+// LabelledVerdict is a judge's verdict on a unit people labelled: Judged is
+// the judge's "hallucinated" (meaningless when Unscored: its reply stated
+// no verdict), Human the people's label.
+type LabelledVerdict struct {
+	Judged, Unscored, Human bool
+}
+
+// Validity is how a judge's verdicts agree with people's labels. Every
+// share carries its Wilson interval and the count it rests on; n = 0 gives
+// NaN. Unscored verdicts are counted in Unscored and left out of the rest
+// (a judge that never states a verdict is not thereby accurate).
+type Validity struct {
+	// Units the judge was asked about, and how many it gave no verdict on.
+	Units    int      `json:"units"`
+	Unscored Interval `json:"unscored"`
+	// Accuracy is the share of scored units where judge and people agree.
+	Accuracy Interval `json:"accuracy"`
+	// Kappa is Cohen's κ between judge and people on the scored units.
+	Kappa Interval `json:"kappa"`
+	// TPR is the share of units people call hallucinated that the judge
+	// calls hallucinated too (sensitivity); FPR the share of units people
+	// call faithful that the judge calls hallucinated.
+	TPR Interval `json:"tpr"`
+	FPR Interval `json:"fpr"`
+	// Confusion counts: judge × people.
+	TP, FP, TN, FN int
+}
+
+// Agreement measures one judge against people's labels at level (0.95).
+func Agreement(vs []LabelledVerdict, level float64) Validity {
+	var out Validity
+	out.Units = len(vs)
+	var unscored int
+	var ja, hu []string
+	for _, v := range vs {
+		if v.Unscored {
+			unscored++
+			continue
+		}
+		ja, hu = append(ja, yes(v.Judged)), append(hu, yes(v.Human))
+		switch {
+		case v.Judged && v.Human:
+			out.TP++
+		case v.Judged && !v.Human:
+			out.FP++
+		case !v.Judged && v.Human:
+			out.FN++
+		default:
+			out.TN++
+		}
+	}
+	scored := len(ja)
+	out.Unscored = WilsonCI(unscored, len(vs), level)
+	out.Accuracy = WilsonCI(out.TP+out.TN, scored, level)
+	out.Kappa = CohenKappa(ja, hu, level)
+	out.TPR = WilsonCI(out.TP, out.TP+out.FN, level)
+	out.FPR = WilsonCI(out.FP, out.FP+out.TN, level)
+	return out
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// PPIMean is the prediction-powered estimate of a mean (Angelopoulos et
+// al., "Prediction-powered inference", Science 2023, §2 and Algorithm 1
+// for the mean): with a judge's predictions f on N units nobody labelled
+// and, on n other units, both its predictions f_i and people's labels y_i,
+//
+//	θ̂ = mean(f over the N) − mean(f_i − y_i over the n)
+//
+// — the judge's figure minus its measured bias (the rectifier) — and the
+// interval θ̂ ± z·√(σ̂²_f/N + σ̂²_Δ/n), σ̂² the sample variances of the
+// predictions and of the rectifier. Its coverage holds whatever the judge's
+// error rates, provided the n labelled units are a random sample. NaN when
+// either side has fewer than two units.
+func PPIMean(unlabelled, labelledPred, labels []float64, level float64) Interval {
+	N, n := len(unlabelled), len(labelledPred)
+	out := Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), N: n}
+	if N < 2 || n < 2 || len(labels) != n {
+		return out
+	}
+	rect := make([]float64, n)
+	for i := range rect {
+		rect[i] = labelledPred[i] - labels[i]
+	}
+	theta := Mean(unlabelled) - Mean(rect)
+	vf, vr := SampleSD(unlabelled), SampleSD(rect)
+	z := distuv.UnitNormal.Quantile((1 + level) / 2)
+	half := z * math.Sqrt(vf*vf/float64(N)+vr*vr/float64(n))
+	out.Estimate, out.Low, out.High = theta, theta-half, theta+half
+	return out
+}
+
+// NaiveMean is the uncorrected figure PPIMean is set beside: the mean of
+// the judge's predictions over every unit with its normal interval,
+// as if the judge made no errors.
+func NaiveMean(pred []float64, level float64) Interval {
+	n := len(pred)
+	out := Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), N: n}
+	if n < 2 {
+		return out
+	}
+	m, sd := Mean(pred), SampleSD(pred)
+	half := distuv.UnitNormal.Quantile((1+level)/2) * sd / math.Sqrt(float64(n))
+	out.Estimate, out.Low, out.High = m, m-half, m+half
+	return out
+}
+
+// EffectiveJudges is how many independent judges a panel of k is worth
+// when their scores correlate r̄ on average (Spearman–Brown, solved for
+// the number of items): k / (1 + (k − 1)·r̄). Judges that always agree
+// (r̄ = 1) are worth one; independent judges (r̄ = 0) are worth k. r̄ below
+// 0 is taken as 0. NaN for k < 1 or a NaN r̄.
+func EffectiveJudges(k int, meanR float64) float64 {
+	if k < 1 || math.IsNaN(meanR) {
+		return math.NaN()
+	}
+	r := math.Min(1, math.Max(0, meanR))
+	return float64(k) / (1 + float64(k-1)*r)
+}
+
+// PanelMajority is the panel's verdict on each unit: hallucinated when more
+// than half of the judges that stated a verdict say so (a tie counts as
+// hallucinated, HIC-Bench's rule), unscored when none stated one.
+// verdicts[u] holds each judge's verdict on unit u.
+func PanelMajority(verdicts [][]LabelledVerdict) []LabelledVerdict {
+	out := make([]LabelledVerdict, len(verdicts))
+	for u, vs := range verdicts {
+		var votes []string
+		for _, v := range vs {
+			out[u].Human = v.Human
+			if !v.Unscored {
+				votes = append(votes, yes(v.Judged))
+			}
+		}
+		w, _, ok := Majority(votes, []string{"yes"})
+		out[u].Unscored, out[u].Judged = !ok, w == "yes"
+	}
+	return out
+}
