@@ -159,51 +159,58 @@ func newRunCmd(g *globals) *cobra.Command {
 		if !def.Command {
 			continue
 		}
-		def := def
-		var out string
-		sub := &cobra.Command{
-			Use:   def.Name,
-			Short: def.Short,
-			Args:  cobra.NoArgs,
-		}
-		cfg := def.Config()
-		cfg.Settings().Bind(sub.Flags())
-		bindRunOut(sub.Flags(), &out)
-		sub.RunE = func(cmd *cobra.Command, args []string) error {
-			gates, err := rc.settle(cmd)
-			if err != nil {
-				return err
-			}
-			if resume != "" {
-				return resumeDir(cmd, g, resume, gates, cfg.Settings())
-			}
-			cfg, err := suiteConfig(cmd.Flags(), cfg)
-			if err != nil {
-				return err
-			}
-			s, err := newSuite(def, cfg)
-			if err != nil {
-				return err
-			}
-			shard, err := rc.shardSpec()
-			if err != nil {
-				return err
-			}
-			if out == "" {
-				out = filepath.Join("runs", def.Name+"-"+time.Now().Format("20060102-150405"))
-				if shard != nil {
-					out += fmt.Sprintf("-shard%dof%d", shard.I, shard.N)
-				}
-			}
-			file, err := repeatFile(def.Name, cfg, g.eng)
-			if err != nil {
-				return err
-			}
-			return execute(cmd, g, s, engine.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd), Invocation: os.Args[1:], Shard: shard, RunFile: file}, gates)
-		}
-		cmd.AddCommand(sub)
+		cmd.AddCommand(suiteCmd(g, def, def.Name, def.Short, &rc, &resume))
 	}
 	return cmd
+}
+
+// suiteCmd is the command that runs the suite def (use and short its
+// name and help): its settings as flags, --out, and resume through
+// resume's DIR when set. `halu run SUITE` and `halu judges validate` are
+// made by it.
+func suiteCmd(g *globals, def engine.Declaration, use, short string, rc *runControl, resume *string) *cobra.Command {
+	var out string
+	sub := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+	}
+	cfg := def.Config()
+	cfg.Settings().Bind(sub.Flags())
+	bindRunOut(sub.Flags(), &out)
+	sub.RunE = func(cmd *cobra.Command, args []string) error {
+		gates, err := rc.settle(cmd)
+		if err != nil {
+			return err
+		}
+		if *resume != "" {
+			return resumeDir(cmd, g, *resume, gates, cfg.Settings())
+		}
+		cfg, err := suiteConfig(cmd.Flags(), cfg)
+		if err != nil {
+			return err
+		}
+		s, err := newSuite(def, cfg)
+		if err != nil {
+			return err
+		}
+		shard, err := rc.shardSpec()
+		if err != nil {
+			return err
+		}
+		if out == "" {
+			out = filepath.Join("runs", def.Name+"-"+time.Now().Format("20060102-150405"))
+			if shard != nil {
+				out += fmt.Sprintf("-shard%dof%d", shard.I, shard.N)
+			}
+		}
+		file, err := repeatFile(def.Name, cfg, g.eng)
+		if err != nil {
+			return err
+		}
+		return execute(cmd, g, s, engine.RunSpec{Dir: out, Args: os.Args[1:], Config: cfg, DryRun: rc.dryRun, Flags: effectiveFlags(cmd), Invocation: os.Args[1:], Shard: shard, RunFile: file}, gates)
+	}
+	return sub
 }
 
 // resumeDir resumes the run in dir with its own settings: every setting

@@ -804,13 +804,31 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 	return qr, nil
 }
 
-// judge asks one judge for its verdict on an answer, with the system
-// prompt the authors' code sends for the strategy: DHP's own (dhp.py's
-// words without line breaks) for DHP answers, EVALUATION_SYSTEM_PROMPT for
-// the others.
+// judge asks one judge for its verdict on an answer (Judge, with the
+// run's settings).
 func (s *Suite) judge(ctx context.Context, c *engine.Calls, judge string, dhp bool, question, answer string) (Judgement, error) {
+	return Judge(ctx, c, JudgeSpec{Seed: s.cfg.Seed, MaxTokens: s.cfg.JudgeMaxTokens, Format: s.cfg.JudgeFormat, DHP: dhp}, judge, question, answer)
+}
+
+// JudgeSpec is how HIC-Bench's judge is asked: the sampling seed, the
+// reply cap, the verdict format (text, the paper's one line, or json) and
+// whether the answer is a DHP answer (judged with DHP's own system prompt).
+type JudgeSpec struct {
+	Seed, MaxTokens int
+	Format          string
+	DHP             bool
+}
+
+// Judge asks one judge for its verdict on an answer to a question, greedy,
+// with the system prompt the authors' code sends for the strategy: DHP's
+// own (dhp.py's words without line breaks) for DHP answers,
+// EVALUATION_SYSTEM_PROMPT for the others. The verdict is read carefully
+// (the headline) and by the authors' rule (beside it). Judge validation
+// (package judgeval) asks its judges through this too, so a judge is
+// measured with the very prompt and reading a HIC run uses.
+func Judge(ctx context.Context, c *engine.Calls, spec JudgeSpec, judge, question, answer string) (Judgement, error) {
 	system := prompt("evaluation_system_prompt")
-	if dhp {
+	if spec.DHP {
 		system = prompt("dhp_evaluation_system_prompt")
 	}
 	req := localmodels.ChatRequest{
@@ -819,11 +837,11 @@ func (s *Suite) judge(ctx context.Context, c *engine.Calls, judge string, dhp bo
 			{Role: "system", Content: system},
 			{Role: "user", Content: engine.Fill(prompt("evaluation_user_prompt"), map[string]string{"question": question, "answer": answer})},
 		},
-		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed),
-			NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)},
+		Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(spec.Seed),
+			NumPredict: localmodels.Int(spec.MaxTokens)},
 	}
 	jd := Judgement{Judge: judge}
-	v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, VerdictSchema), judging.Reader[Verdict]{
+	v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(spec.Format, VerdictSchema), judging.Reader[Verdict]{
 		Text:   ParseVerdictText,
 		Paper:  ParseVerdictPaper,
 		Quoted: []string{answer},

@@ -11,6 +11,7 @@ import (
 	"halu/runner/hypo"
 	"halu/runner/ideas"
 	"halu/runner/intent"
+	"halu/runner/judgeval"
 	"halu/runner/smoke"
 )
 
@@ -24,6 +25,7 @@ func All() []engine.Declaration {
 		intent.Declaration,
 		cfaith.Declaration,
 		cfaith.BuildDeclaration,
+		judgeval.Declaration,
 	}
 }
 

@@ -1,0 +1,53 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"halu/runner/engine"
+)
+
+// TestJudgesValidate: `halu judges validate` on the real server, two tiny
+// judges (numbers meaningless, pipeline real) over a sample of the shipped
+// HaluEval set and of a FELM file read from its path; the figures reach
+// the report, and a rerun is served from the cache.
+func TestJudgesValidate(t *testing.T) {
+	srv := server(t, t.TempDir())
+	importTiny(t, srv.Host, "1", "tiny")
+	importTiny(t, srv.Host, "2", "tiny2")
+	work := t.TempDir()
+	args := []string{"judges", "validate", "--judges", "tiny,tiny2", "--limit", "6", "--judge-max-tokens", "24",
+		"--cache", filepath.Join(work, "cache")}
+	r := mustHalu(t, srv.Host, append(args, "--out", filepath.Join(work, "he"))...)
+	for _, want := range []string{"Can these judges be trusted?", "panel majority", "HaluEval general", "6 of its 4507 units drawn", "Krippendorff"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	m, recs, err := engine.ReadRun(filepath.Join(work, "he"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 6 || m.Status != "complete" || m.Counts.ModelCalls == 0 {
+		t.Fatalf("%d records, status %s, %d calls", len(recs), m.Status, m.Counts.ModelCalls)
+	}
+	rep := mustHalu(t, "", "report", filepath.Join(work, "he"), "--md")
+	if !strings.Contains(rep.stdout, "Can these judges be trusted?") || !strings.Contains(rep.stdout, "Cohen's κ") {
+		t.Errorf("report lacks the validation table:\n%s", rep.stdout)
+	}
+	again := mustHalu(t, srv.Host, append(args, "--out", filepath.Join(work, "he2"))...)
+	m2, _, _ := engine.ReadRun(filepath.Join(work, "he2"))
+	if m2.Counts.ModelCalls != 0 {
+		t.Errorf("rerun made %d model calls\n%s", m2.Counts.ModelCalls, again.stdout)
+	}
+	felm := filepath.Join(os.Getenv("HALU_SHARED"), "data", "judge-validation", "felm_science.jsonl")
+	r = mustHalu(t, srv.Host, "judges", "validate", "--judges", "tiny", "--set", felm, "--limit", "4", "--judge-max-tokens", "24",
+		"--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "felm"))
+	if !strings.Contains(r.stdout, "FELM") || !strings.Contains(r.stdout, "4 of its") {
+		t.Errorf("FELM run summary:\n%s", r.stdout)
+	}
+}
