@@ -19,9 +19,14 @@ func TestHIC(t *testing.T) {
 	work := t.TempDir()
 	args := []string{"run", "hic", "--models", "tiny", "--judges", "tiny", "--embed-model", "tiny",
 		"--strategy", "scp,cot,rag,rcp,dhp,rcp+dhp", "--answers", "2", "--questions", "1,11", "--max-tokens", "60",
-		"--cache", filepath.Join(work, "cache")}
+		"--judge-checks", "0.5", "--cache", filepath.Join(work, "cache")}
+	// The judge card's extra calls are in the plan.
+	plan := mustHalu(t, srv.Host, append(args, "--out", filepath.Join(work, "plan"), "--dry-run")...)
+	if !strings.Contains(plan.stdout, "judge-retest") {
+		t.Errorf("the plan does not count the judge card's checks:\n%s", plan.stdout)
+	}
 	r := mustHalu(t, srv.Host, append(args, "--out", filepath.Join(work, "a"))...)
-	for _, want := range []string{"HIC-Bench Table 2 layout", "RCP+DHP", "IFS presets", "Table 9 layout", "Per domain", "meaningless"} {
+	for _, want := range []string{"HIC-Bench Table 2 layout", "RCP+DHP", "IFS presets", "Table 9 layout", "Per domain", "meaningless", "Can these judges be trusted?"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("summary lacks %q", want)
 		}

@@ -20,10 +20,16 @@ func TestIdeas(t *testing.T) {
 	importTiny(t, srv.Host, "2", "judge-b")
 	importTiny(t, srv.Host, "3", "judge-c")
 	work := t.TempDir()
-	r := mustHalu(t, srv.Host, "run", "ideas", "--models", "stories", "--judges", "judge-a,judge-b,judge-c",
+	args := []string{"run", "ideas", "--models", "stories", "--judges", "judge-a,judge-b,judge-c",
 		"--limit", "3", "--ideas-per-keyword", "3", "--max-tokens", "60", "--judge-max-tokens", "120", "--fluency-max-tokens", "20",
-		"--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "run"))
-	for _, want := range []string{"LiveIdeaBench leaderboard layout", "Fluency", "Flexibility", "Per category", "refused", "too small to honour"} {
+		"--judge-checks", "0.5", "--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "run")}
+	// The judge card's extra calls are in the plan.
+	plan := mustHalu(t, srv.Host, append(args, "--dry-run")...)
+	if !strings.Contains(plan.stdout, "critic-retest") {
+		t.Errorf("the plan does not count the judge card's checks:\n%s", plan.stdout)
+	}
+	r := mustHalu(t, srv.Host, args...)
+	for _, want := range []string{"LiveIdeaBench leaderboard layout", "Fluency", "Flexibility", "Per category", "refused", "too small to honour", "Can these judges be trusted?"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, r.stdout)
 		}

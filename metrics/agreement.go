@@ -193,3 +193,35 @@ func PanelMajority(verdicts [][]LabelledVerdict) []LabelledVerdict {
 	}
 	return out
 }
+
+// Slope is the least-squares slope of y on x with its t interval at level:
+// b = Σ(x−x̄)(y−ȳ)/Σ(x−x̄)², se = √(Σr²/(n−2) / Σ(x−x̄)²), b ± t_{n−2}·se.
+// The judge card's length bias is the slope of a judge's score on the
+// length of the text it judged. NaN under three points or with no spread
+// in x.
+func Slope(x, y []float64, level float64) Interval {
+	n := len(x)
+	out := Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), N: n}
+	if n < 3 || len(y) != n {
+		return out
+	}
+	mx, my := Mean(x), Mean(y)
+	var sxx, sxy float64
+	for i := range x {
+		sxx += (x[i] - mx) * (x[i] - mx)
+		sxy += (x[i] - mx) * (y[i] - my)
+	}
+	if sxx == 0 {
+		return out
+	}
+	b := sxy / sxx
+	var ss float64
+	for i := range x {
+		r := y[i] - my - b*(x[i]-mx)
+		ss += r * r
+	}
+	se := math.Sqrt(ss / float64(n-2) / sxx)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 2)}.Quantile((1 + level) / 2)
+	out.Estimate, out.Low, out.High = b, b-t*se, b+t*se
+	return out
+}

@@ -160,3 +160,17 @@ func TestPanelMajority(t *testing.T) {
 		}
 	}
 }
+
+func TestSlope(t *testing.T) {
+	// x 1,2,3,4; y 2,4,5,8: x̄ 2.5, ȳ 4.75; Sxx = 5; Sxy = 9.5; b = 1.9.
+	// Residuals: 2−(4.75−2.85)=0.1, 4−3.8=0.2, 5−5.7=−0.7, 8−7.6=0.4;
+	// Σr² = 0.01+0.04+0.49+0.16 = 0.7; se = √(0.35/5) = 0.264575;
+	// t_{0.975, 2} = 4.302653: 1.9 ± 1.138382.
+	iv := Slope([]float64{1, 2, 3, 4}, []float64{2, 4, 5, 8}, 0.95)
+	near(t, "slope", iv.Estimate, 1.9, 1e-12)
+	near(t, "low", iv.Low, 1.9-1.138382, 1e-5)
+	near(t, "high", iv.High, 1.9+1.138382, 1e-5)
+	if !math.IsNaN(Slope([]float64{1, 1, 1}, []float64{1, 2, 3}, 0.95).Estimate) {
+		t.Error("no spread in x must be NaN")
+	}
+}

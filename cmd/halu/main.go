@@ -214,6 +214,7 @@ func (g *globals) engine() (*engine.Engine, error) {
 	e := &engine.Engine{
 		Config:       ec,
 		Readers:      ec.Readers,
+		JudgeChecks:  ec.JudgeChecks,
 		Client:       c,
 		Parallel:     parallel,
 		Retry:        engine.Retry{Attempts: ec.Retries, Base: time.Second, Max: 20 * time.Second},

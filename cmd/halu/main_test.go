@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -561,10 +562,21 @@ func TestDryRunCountsTheCallsARunMakes(t *testing.T) {
 		{"hic", []string{"--models", "gen", "--judges", "j1", "--embed-model", "j3", "--questions", "1,11", "--answers", "2", "--strategy", "dhp,rcp+dhp", "--protocol", "halu"}},
 		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--limit", "3"}},
 		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--limit", "2", "--fluency-pairs", "all", "--ideas-per-keyword", "3"}},
+		// The judge card's checks on half the judgements: retests, and
+		// swapped fluency pairs, planned as the run makes them.
+		{"hic", []string{"--models", "gen", "--judges", "j1,j2", "--embed-model", "j3", "--questions", "1,11", "--answers", "2", "--strategy", "scp,rag", "--judge-checks", "0.5"}},
+		{"ideas", []string{"--models", "gen", "--judges", "j1,j2,j3", "--limit", "3", "--fluency-pairs", "all", "--ideas-per-keyword", "3", "--judge-checks", "0.5"}},
 	} {
 		planned, made, _ := planAndRun(t, f, tc.suite, tc.args)
 		if fmt.Sprint(planned) != fmt.Sprint(made) {
 			t.Errorf("%s %v: planned %v, made %v", tc.suite, tc.args, planned, made)
+		}
+		if slices.Contains(tc.args, "--judge-checks") {
+			for _, st := range map[string][]string{"hic": {"judge-retest"}, "ideas": {"critic-retest", "fluency-retest", "fluency-swap"}}[tc.suite] {
+				if planned[st] == 0 {
+					t.Errorf("%s %v: no %s call planned: %v", tc.suite, tc.args, st, planned)
+				}
+			}
 		}
 	}
 }

@@ -78,6 +78,9 @@ func commandOf(t *testing.T, d engine.Declaration) []string {
 	if d.Name == "cfaith-build" {
 		return []string{"build", "cfaith"}
 	}
+	if d.Name == "judges" {
+		return []string{"judges", "validate"}
+	}
 	t.Fatalf("%s: no command runs it", d.Name)
 	return nil
 }

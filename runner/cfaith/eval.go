@@ -268,8 +268,10 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 			Messages: []localmodels.Message{{Role: "user", Content: JudgePrompt(lang, p.gen.Question, p.gen.CorrectAnswer, a.Response)}},
 			Options:  localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)}}
 		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, conflictSchema), judging.Reader[Conflict]{
-			Text:   func(raw string) (Conflict, error) { return ParseConflict(lang, raw) },
-			Quoted: []string{a.Response},
+			Text:    func(raw string) (Conflict, error) { return ParseConflict(lang, raw) },
+			Quoted:  []string{a.Response},
+			Check:   true,
+			Subject: p.model,
 		})
 		if err != nil {
 			return nil, err

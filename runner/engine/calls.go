@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,8 @@ type Calls struct {
 	log     []rundir.CallLog
 	fail    []rundir.Failure
 	reads   []rundir.Reading
+	verdict []rundir.Verdict
+	ordinal map[string]int    // stage, judge → judgements so far (Checked)
 	prompts map[string]string // SHA-256 → a generation's messages (Record.Prompts)
 }
 
@@ -477,6 +480,45 @@ func (c *Calls) Read(stage, model, raw string, v any, r *rundir.Reading) {
 		c.mu.Unlock()
 	}
 	c.parsed(stage, model, raw, v)
+}
+
+// Verdict records one judge verdict for the judge card (judging.Asker).
+func (c *Calls) Verdict(v rundir.Verdict) {
+	c.mu.Lock()
+	c.verdict = append(c.verdict, v)
+	c.mu.Unlock()
+}
+
+func (c *Calls) verdicts() []rundir.Verdict {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]rundir.Verdict(nil), c.verdict...)
+}
+
+// Checked reports whether a judge's next judgement at stage is in the
+// judge card's sample (judging.Asker): a share JudgeChecks, drawn by a
+// hash of the item, the stage and the judgement's place among that
+// judge's judgements at that stage in the item. The k-th judgement of
+// every judge is the same unit wherever a suite has each judge judge the
+// same texts in turn, so every judge of a drawn unit is checked; and the
+// draw does not depend on what was said, so a dry run plans exactly the
+// checks the run makes, and a rerun or resumed run draws the same.
+func (c *Calls) Checked(stage, judge string) bool {
+	p := c.e.JudgeChecks
+	if p <= 0 {
+		return false
+	}
+	c.mu.Lock()
+	if c.ordinal == nil {
+		c.ordinal = map[string]int{}
+	}
+	k := c.ordinal[stage+"\x00"+judge]
+	c.ordinal[stage+"\x00"+judge]++
+	c.mu.Unlock()
+	// SHA-256, not FNV: FNV's high bits hardly move when only the last
+	// character (the ordinal) does.
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", c.item, stage, k)))
+	return float64(binary.BigEndian.Uint64(h[:8])>>11)/float64(1<<53) < p
 }
 
 func (c *Calls) readings() []rundir.Reading {

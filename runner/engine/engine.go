@@ -127,6 +127,10 @@ type Engine struct {
 	// default, also when empty: the careful readers make the headline) or
 	// ReadersPaper. See judging.Reader.
 	Readers string
+	// JudgeChecks is the share of judged units (0–1) the judge card checks
+	// with extra calls: the same request with another seed (test–retest),
+	// and a pairwise judgement with its texts swapped. 0: none.
+	JudgeChecks float64
 	// JudgeRepairs is how many times an unparseable judge reply is retried
 	// with a repair turn before the judgement is recorded as unscored.
 	JudgeRepairs int
@@ -787,7 +791,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 					cancel(fmt.Errorf("item %s: encode record: %w", it.ID, err))
 					continue
 				}
-				rec := rundir.Record{Format: rundir.FormatVersion, Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Prompts: calls.promptTexts()}
+				rec := rundir.Record{Format: rundir.FormatVersion, Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Verdicts: calls.verdicts(), Prompts: calls.promptTexts()}
 				if err := w.Append(rec); err != nil {
 					cancel(fmt.Errorf("write record: %w", err))
 					continue
@@ -1081,6 +1085,19 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 			}
 		}
 	}
+	families := map[string]string{}
+	for _, m := range man.Models {
+		if m.Family != "" {
+			// Judges and subjects are named as the run names them:
+			// "tiny" for "tiny:latest".
+			families[m.Name] = m.Family
+			families[localmodels.CanonicalName(m.Name)] = m.Family
+			families[strings.TrimSuffix(m.Name, ":latest")] = m.Family
+		}
+	}
+	card, notes := summary.JudgeCard(recs, families)
+	sum.Tables = append(sum.Tables, card...)
+	sum.Notes = append(sum.Notes, notes...)
 	sum.Notes = append(sum.Notes, summary.ReadingNotes(recs, man.Readers)...)
 	sum.Notes = append(sum.Notes, summary.ThinkingNotes(recs)...)
 	sum.Notes = append(sum.Notes, identityNotes(man)...)

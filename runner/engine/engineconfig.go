@@ -35,6 +35,7 @@ type EngineConfig struct {
 	NoCache       bool
 	Retries       int
 	Readers       string
+	JudgeChecks   float64
 	// TopP, TopK and RepeatPenalty are sent with every generation that
 	// does not set its own; nil leaves the server's default (Ollama: the
 	// model's Modelfile, else its built-in values).
@@ -59,7 +60,7 @@ func DefaultEngineConfig() EngineConfig {
 	}
 	return EngineConfig{Ollama: localmodels.HostFromEnv(), Timeout: 10 * time.Minute, Idle: 3 * time.Minute, Budget: 10 * time.Minute,
 		Repeats: 8, NumCtx: 4096, KeepAlive: 10 * time.Minute, ItemsInFlight: 32, Parallel: parallel, Cache: defaultCacheDir(),
-		Retries: 5, Readers: judging.ReadersHalu}
+		Retries: 5, Readers: judging.ReadersHalu, JudgeChecks: DefaultJudgeChecks}
 }
 
 func defaultCacheDir() string {
@@ -77,6 +78,11 @@ func defaultCacheDir() string {
 // It is read from the environment only: never a setting, the manifest or
 // a log line.
 const APIKeyEnv = "HALU_API_KEY"
+
+// DefaultJudgeChecks is the judge card's default sample: 5% of judged
+// units, so its extra calls stay within 10% of a run's judge calls (a
+// retest, and a swap for pairwise judgements, per drawn unit).
+const DefaultJudgeChecks = 0.05
 
 // ServerSettings are the settings of which server to talk to: every
 // command that calls one takes them.
@@ -112,6 +118,12 @@ func (c *EngineConfig) Settings() setting.List {
 		setting.Bool("no-cache", &c.NoCache, "do not read or write the response cache").Conducts(),
 		setting.Int("retries", &c.Retries, "attempts per model call on transient errors (unreachable server, timeouts, 5xx)").Conducts().Min(1),
 		setting.Choice("readers", &c.Readers, "which reading of text-format judge replies makes the headline figures: halu (halu's careful readers) or paper (the authors' rule where their code has one); both readings are made, and the figures under the other are shown beside with the replies read differently counted (not a departure: the protocol is what the judge is asked)", judging.ReadersHalu, judging.ReadersPaper),
+		setting.Float("judge-checks", &c.JudgeChecks, "share of judged units the judge card checks with extra calls: judged again with another seed (test–retest) and, for pairwise judgements, with the two texts swapped; 0: none (the card then rests on the panel's own verdicts)").Conducts().Check(func() error {
+			if c.JudgeChecks < 0 || c.JudgeChecks > 1 {
+				return fmt.Errorf("want a share from 0 to 1")
+			}
+			return nil
+		}),
 		setting.OptFloat("default-top-p", &c.TopP, "top_p sent with every generation that sets none (server: not sent, the server's default)", "server").Check(func() error {
 			if c.TopP != nil && (*c.TopP <= 0 || *c.TopP > 1) {
 				return fmt.Errorf("want a number in (0, 1], or server")

@@ -781,7 +781,7 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 			}
 			a := Answer{Index: len(qr.Answers), Text: answer, TokensCL100K: ntok, EvalCount: gen.EvalCount, DoneReason: gen.DoneReason}
 			for _, j := range s.cfg.Judges {
-				jd, err := s.judge(ctx, c, j, isDHP(p.strategy), q.Question, answer)
+				jd, err := s.judge(ctx, c, j, p.model, isDHP(p.strategy), q.Question, answer)
 				if err != nil {
 					return qr, err
 				}
@@ -806,8 +806,8 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 
 // judge asks one judge for its verdict on an answer (Judge, with the
 // run's settings).
-func (s *Suite) judge(ctx context.Context, c *engine.Calls, judge string, dhp bool, question, answer string) (Judgement, error) {
-	return Judge(ctx, c, JudgeSpec{Seed: s.cfg.Seed, MaxTokens: s.cfg.JudgeMaxTokens, Format: s.cfg.JudgeFormat, DHP: dhp}, judge, question, answer)
+func (s *Suite) judge(ctx context.Context, c *engine.Calls, judge, model string, dhp bool, question, answer string) (Judgement, error) {
+	return Judge(ctx, c, JudgeSpec{Seed: s.cfg.Seed, MaxTokens: s.cfg.JudgeMaxTokens, Format: s.cfg.JudgeFormat, DHP: dhp, Subject: model}, judge, question, answer)
 }
 
 // JudgeSpec is how HIC-Bench's judge is asked: the sampling seed, the
@@ -817,6 +817,9 @@ type JudgeSpec struct {
 	Seed, MaxTokens int
 	Format          string
 	DHP             bool
+	// Subject is the model whose answer is judged (the judge card's
+	// self-preference check); empty when none made it (people's texts).
+	Subject string
 }
 
 // Judge asks one judge for its verdict on an answer to a question, greedy,
@@ -842,9 +845,11 @@ func Judge(ctx context.Context, c *engine.Calls, spec JudgeSpec, judge, question
 	}
 	jd := Judgement{Judge: judge}
 	v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(spec.Format, VerdictSchema), judging.Reader[Verdict]{
-		Text:   ParseVerdictText,
-		Paper:  ParseVerdictPaper,
-		Quoted: []string{answer},
+		Text:    ParseVerdictText,
+		Paper:   ParseVerdictPaper,
+		Quoted:  []string{answer},
+		Check:   true,
+		Subject: spec.Subject,
 		Other: func(o Verdict, unread bool) {
 			if jd.OtherUnread = unread; !unread {
 				jd.Other = &o

@@ -579,3 +579,82 @@ func TestDHPPositiveRunningOrPerQuestion(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeCardFindsAKnownBias: a judge of generator A's family gives A's
+// answers originality 5 and the others 2, and answers feasibility by the
+// parity of its seed; two fair judges of other families give 2 and 3
+// whatever they see. With every judgement checked, the judge card shows
+// the biased judge's self-preference (+3: own +2 above the panel's 2 vs 0
+// on B's... own: 5 − 2 = +3, others: 2 − 2 = 0), its feasibility unstable
+// under another seed (retest α below 0.667, warned), and the fair judges
+// stable (every retest pair identical).
+func TestJudgeCardFindsAKnownBias(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		p := r.LastUser()
+		switch r.Model {
+		case "genA", "genB":
+			return fakeollama.Reply{Content: fmt.Sprintf("An answer written by %s for %v.", r.Model, r.Options["seed"])}
+		case "biased":
+			or, fe := 2, 2
+			if strings.Contains(p, "written by genA") {
+				or = 5
+			}
+			if int(r.Options["seed"].(float64))%2 == 0 {
+				fe = 4
+			}
+			return fakeollama.Reply{Content: fmt.Sprintf("Originality: %d Feasibility: %d Value: 3 Hallucination: No", or, fe)}
+		}
+		return fakeollama.Reply{Content: "Originality: 2 Feasibility: 3 Value: 3 Hallucination: No"}
+	}, fakeollama.Model{Name: "genA:latest", Digest: "a", Family: "famA", ParameterCount: 1e9},
+		fakeollama.Model{Name: "genB:latest", Digest: "b", Family: "famB", ParameterCount: 1e9},
+		fakeollama.Model{Name: "biased:latest", Digest: "x", Family: "famA", ParameterCount: 1e9},
+		fakeollama.Model{Name: "fair1:latest", Digest: "f1", Family: "famC", ParameterCount: 1e9},
+		fakeollama.Model{Name: "fair2:latest", Digest: "f2", Family: "famD", ParameterCount: 1e9},
+		fakeollama.Model{Name: "emb:latest", Digest: "e", ParameterCount: 1e9})
+	t.Cleanup(srv.Close)
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Judges, cfg.Strategies, cfg.Answers, cfg.EmbedModel = []string{"genA", "genB"}, []string{"biased", "fair1", "fair2"}, []string{"scp"}, 2, "emb"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.questions = []Question{{ID: 1, Field: "F", Question: "Q1?"}, {ID: 2, Field: "F", Question: "Q2?"}, {ID: 3, Field: "F", Question: "Q3?"}}
+	e := srv.Engine(t, 2)
+	e.JudgeChecks = 1
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		res.Summary.Print(os.Stdout)
+	}
+	var card *summary.Table
+	for i, tb := range res.Summary.Tables {
+		if tb.Title == summary.CardJudgeTitle {
+			card = &res.Summary.Tables[i]
+		}
+	}
+	if card == nil {
+		t.Fatalf("no judge card in %d tables", len(res.Summary.Tables))
+	}
+	cells := map[string][]string{}
+	for _, row := range card.Rows {
+		cells[row[0]+" "+row[2]] = row
+	}
+	if c := cells["biased originality"][6]; !strings.HasPrefix(c, "+3.00: own +3.00") || !strings.Contains(c, "others +0.00") {
+		t.Errorf("self-preference of the biased judge: %q", c)
+	}
+	if c := cells["fair1 originality"][6]; !strings.Contains(c, "no text of its family") {
+		t.Errorf("fair judge, no text of its family: %q", c)
+	}
+	if c := cells["biased feasibility"][3]; !strings.Contains(c, "pairs") || strings.HasPrefix(c, "all") {
+		t.Errorf("biased retest: %q", c)
+	}
+	if c := cells["fair1 feasibility"][3]; !strings.HasPrefix(c, "all ") || !strings.Contains(c, "pairs identical") {
+		t.Errorf("fair retest: %q", c)
+	}
+	notes := strings.Join(res.Summary.Notes, "\n")
+	if !strings.Contains(notes, "biased on judge feasibility: retest α") {
+		t.Errorf("no warning on the unstable judge:\n%s", notes)
+	}
+}

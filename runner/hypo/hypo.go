@@ -1340,7 +1340,7 @@ func (s *Suite) knowHD(ctx context.Context, c *engine.Calls, model, output, src 
 			Messages: []localmodels.Message{{Role: "system", Content: s.prompts.VerifySys[src]},
 				{Role: "user", Content: fill(s.prompts.Verify[src], vals)}},
 			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(replyCap)},
-		}, schema, judging.Reader[Groundness]{Text: ParseGroundness, Paper: ParseGroundnessPaper, Quoted: []string{claim},
+		}, schema, judging.Reader[Groundness]{Text: ParseGroundness, Paper: ParseGroundnessPaper, Quoted: []string{claim}, Check: true, Subject: model,
 			Other: func(o Groundness, unread bool) {
 				if cc.OtherUnread = unread; !unread && o.Groundness != nil {
 					v := *o.Groundness == 1

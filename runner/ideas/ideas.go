@@ -572,6 +572,16 @@ type fluencyGrade struct {
 	Grade string `json:"grade"`
 }
 
+// Quantities is the grade as the score it stands for (the judge card's
+// quantity: A–D are ranked).
+func (g fluencyGrade) Quantities() map[string]float64 {
+	v, err := metrics.FluencyScore(g.Grade)
+	if err != nil {
+		return nil
+	}
+	return map[string]float64{"fluency": v}
+}
+
 // Validate requires one grade letter, A–D.
 func (g *fluencyGrade) Validate() error {
 	g.Grade = strings.ToUpper(strings.TrimSpace(g.Grade))
@@ -781,7 +791,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		if idea.Excluded == "" && len(eligible) > 0 {
 			for _, j := range pickCritics(eligible, used, s.cfg.CriticsPerIdea, seeded(s.cfg.Seed, "critics", p.kw.Keyword, p.model, strconv.Itoa(i))) {
 				used[j] = true
-				cr, err := s.critique(ctx, c, j, idea.Text)
+				cr, err := s.critique(ctx, c, j, p.model, idea.Text)
 				if err != nil {
 					return nil, err
 				}
@@ -811,7 +821,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 			pairs = pairs[k : k+1]
 		}
 		for _, pr := range pairs {
-			fp, err := s.fluency(ctx, c, judge, p.kw.Keyword, res.Ideas[pr[0]].Text, res.Ideas[pr[1]].Text)
+			fp, err := s.fluency(ctx, c, judge, p.model, p.kw.Keyword, res.Ideas[pr[0]].Text, res.Ideas[pr[1]].Text)
 			if err != nil {
 				return nil, err
 			}
@@ -903,7 +913,7 @@ func LengthExclusion(text string) string {
 	return ""
 }
 
-func (s *Suite) critique(ctx context.Context, c *engine.Calls, judge, idea string) (Critique, error) {
+func (s *Suite) critique(ctx context.Context, c *engine.Calls, judge, model, idea string) (Critique, error) {
 	req := localmodels.ChatRequest{
 		Model: judge,
 		Messages: []localmodels.Message{
@@ -914,9 +924,11 @@ func (s *Suite) critique(ctx context.Context, c *engine.Calls, judge, idea strin
 	}
 	cr := Critique{Judge: judge}
 	sc, ok, err := judging.JudgeWith(ctx, c, "critic", req, judging.Schema(s.cfg.JudgeFormat, CriticSchema), judging.Reader[CriticScores]{
-		Text:   ParseCriticText,
-		Paper:  ParseCriticPaper,
-		Quoted: []string{idea},
+		Text:    ParseCriticText,
+		Paper:   ParseCriticPaper,
+		Quoted:  []string{idea},
+		Check:   true,
+		Subject: model,
 		// The verdict is the three scores: the two readers cut the
 		// analysis prose differently, which is no disagreement.
 		Same: func(a, b CriticScores) bool { return a.Scores() == b.Scores() },
@@ -936,18 +948,28 @@ func (s *Suite) critique(ctx context.Context, c *engine.Calls, judge, idea strin
 	return cr, nil
 }
 
-func (s *Suite) fluency(ctx context.Context, c *engine.Calls, judge, keyword, a, b string) (FluencyPair, error) {
-	prompt := strings.NewReplacer("{{keyword}}", keyword, "{{A}}", a, "{{B}}", b).Replace(s.prompts.Fluency)
+func (s *Suite) fluency(ctx context.Context, c *engine.Calls, judge, model, keyword, a, b string) (FluencyPair, error) {
+	prompt := func(a, b string) string {
+		return strings.NewReplacer("{{keyword}}", keyword, "{{A}}", a, "{{B}}", b).Replace(s.prompts.Fluency)
+	}
 	req := localmodels.ChatRequest{
 		Model:    judge,
-		Messages: []localmodels.Message{{Role: "user", Content: prompt}},
+		Messages: []localmodels.Message{{Role: "user", Content: prompt(a, b)}},
 		Options:  localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: capOf(s.cfg.FluencyMaxTokens)},
 	}
 	fp := FluencyPair{Judge: judge}
 	g, ok, err := judging.JudgeWith(ctx, c, "fluency", req, judging.Schema(s.cfg.JudgeFormat, FluencySchema), judging.Reader[fluencyGrade]{
-		Text:   parseFluency,
-		Paper:  ParseFluencyPaper,
-		Quoted: []string{a, b},
+		Text:    parseFluency,
+		Paper:   ParseFluencyPaper,
+		Quoted:  []string{a, b},
+		Check:   true,
+		Subject: model,
+		// The grade says how alike the two ideas are: it must not depend
+		// on which is shown first.
+		Swap: func(r localmodels.ChatRequest) localmodels.ChatRequest {
+			r.Messages = []localmodels.Message{{Role: "user", Content: prompt(b, a)}}
+			return r
+		},
 		Other: func(o fluencyGrade, unread bool) {
 			if fp.OtherUnread = unread; !unread {
 				fp.OtherGrade = o.Grade

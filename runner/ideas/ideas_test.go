@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"halu/runner/engine"
 	"halu/runner/judging"
 	"halu/runner/setting"
+	"halu/runner/summary"
 )
 
 func TestPromptRendering(t *testing.T) {
@@ -630,4 +633,88 @@ func runOneKeyword(t *testing.T, protocol, readers string, reply func(fakeollama
 		t.Fatal(err)
 	}
 	return res
+}
+
+// TestJudgeCardFindsOrderAndLengthBias: a fluency judge that grades by
+// which idea it is shown first (A when the lower-numbered idea comes
+// first, D otherwise) and a critic whose originality grows with the
+// idea's length. With every judgement checked, the card shows the
+// fluency grades flip under the swap (α below 0.667, warned) and j1's
+// length bias (interval above 0) where j2's slope is 0.
+func TestJudgeCardFindsOrderAndLengthBias(t *testing.T) {
+	ideaRE := regexp.MustCompile(`Idea (\d+) about`)
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		last := r.LastUser()
+		switch {
+		case r.Model == "gen":
+			seed := int(r.Options["seed"].(float64))
+			return fakeollama.Reply{Content: fmt.Sprintf("Idea %d about the keyword: %s", seed, strings.Repeat(longEnough+" ", 1+seed%4))}
+		case strings.Contains(last, "ONLY ANSWER"):
+			m := ideaRE.FindAllStringSubmatch(last, -1)
+			if len(m) >= 2 {
+				a, _ := strconv.Atoi(m[0][1])
+				b, _ := strconv.Atoi(m[1][1])
+				if a < b {
+					return fakeollama.Reply{Content: "A"}
+				}
+			}
+			return fakeollama.Reply{Content: "D"}
+		case r.Model == "j1":
+			or := 1 + min(9, len(last)/150)
+			return fakeollama.Reply{Content: fmt.Sprintf("Originality: %d\nFeasibility: 5\nClarity: 5", or)}
+		}
+		return fakeollama.Reply{Content: "Originality: 5\nFeasibility: 5\nClarity: 5"}
+	}, fakeollama.Model{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
+		fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9},
+		fakeollama.Model{Name: "j2:latest", Digest: "2", Family: "gemma", ParameterSize: "9B", ParameterCount: 9e9},
+		fakeollama.Model{Name: "j3:latest", Digest: "3", Family: "phi3", ParameterSize: "4B", ParameterCount: 4e9})
+	defer srv.Close()
+	kwFile := filepath.Join(t.TempDir(), "kw.txt")
+	os.WriteFile(kwFile, []byte("meteorology\nbotany\ngeology\noceanography\n"), 0o644)
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Judges, cfg.Keywords, cfg.Limit, cfg.IdeasPerKeyword, cfg.FluencyPairs = []string{"gen"}, []string{"j1", "j2", "j3"}, kwFile, 0, 3, "all"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := srv.Engine(t, 2)
+	e.JudgeChecks = 1
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		res.Summary.Print(os.Stdout)
+	}
+	cells := map[string][]string{}
+	for _, tb := range res.Summary.Tables {
+		if tb.Title == summary.CardJudgeTitle {
+			for _, row := range tb.Rows {
+				cells[row[0]+" "+row[1]+" "+row[2]] = row
+			}
+		}
+	}
+	swapped := 0
+	for _, j := range []string{"j1", "j2", "j3"} {
+		row, ok := cells[j+" fluency fluency"]
+		if !ok {
+			continue
+		}
+		swapped++
+		if c := row[4]; !strings.Contains(c, "pairs)") || strings.HasPrefix(c, "all") {
+			t.Errorf("%s swap: %q", j, c)
+		}
+	}
+	if swapped == 0 {
+		t.Fatalf("no fluency judge in the card: %v", cells)
+	}
+	if !strings.Contains(strings.Join(res.Summary.Notes, "\n"), "fluency fluency: swap α") {
+		t.Errorf("no warning on the order-biased fluency judge:\n%s", strings.Join(res.Summary.Notes, "\n"))
+	}
+	if c := cells["j1 critic originality"][5]; !strings.HasSuffix(c, "(≠ 0)") || !strings.HasPrefix(c, "+") {
+		t.Errorf("j1 length bias: %q", c)
+	}
+	if c := cells["j2 critic originality"][5]; !strings.HasPrefix(c, "+0.00 [+0.00, +0.00]") {
+		t.Errorf("j2 length bias: %q", c)
+	}
 }

@@ -35,8 +35,6 @@ type Config struct {
 	Set    string
 	Limit  int
 	Seed   int
-	// Prompt names the suite prompt the judges are asked with.
-	Prompt         string
 	JudgeFormat    string
 	JudgeMaxTokens int
 }
@@ -48,7 +46,6 @@ func (c *Config) Settings() setting.List {
 		setting.String("set", &c.Set, "labelled set: halueval (shipped) or a JSONL file (HaluEval, FELM, or {id, question, response, hallucinated})").As(setting.Data),
 		setting.Int("limit", &c.Limit, "units drawn from the set, stratified by label and seeded (0: all)").As(setting.Data).Min(0),
 		setting.Int("seed", &c.Seed, "sampling seed (the draw and the judges' seed)").As(setting.Draw),
-		setting.Choice("prompt", &c.Prompt, "the suite prompt the judges are asked with: hic (HIC-Bench's judge, its hallucination flag)", "hic"),
 		judging.FormatSetting(&c.JudgeFormat, "text (HIC-Bench's one-line format, as a hic run asks) or json (structured output)"),
 		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "judge reply cap (a hic run's value: 200)").Min(1),
 	}
@@ -63,7 +60,7 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // DefaultConfig holds the defaults: 200 HaluEval units, HIC-Bench's judge
 // as a default hic run asks it.
 func DefaultConfig() Config {
-	return Config{Set: HaluEval, Limit: 200, Seed: 1, Prompt: "hic", JudgeFormat: "text", JudgeMaxTokens: 200}
+	return Config{Set: HaluEval, Limit: 200, Seed: 1, JudgeFormat: "text", JudgeMaxTokens: 200}
 }
 
 // Declaration declares the suite; `halu judges validate` runs it.

@@ -2,11 +2,14 @@ package judging
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"halu/localmodels"
 	"halu/runner/rundir"
@@ -25,6 +28,12 @@ type Asker interface {
 	// Read records v as what the reply raw of stage was read as, and r
 	// (when not nil) a reading that was not the plain one.
 	Read(stage, model, raw string, v any, r *rundir.Reading)
+	// Verdict records a verdict read, as the judge card measures it.
+	Verdict(v rundir.Verdict)
+	// Checked reports whether judge's next judgement at stage is in the
+	// judge card's sample: judged again with another seed, and swapped
+	// when pairwise. It is asked once per judgement that may be checked.
+	Checked(stage, judge string) bool
 }
 
 // Validator is implemented by judgements that check their own ranges after
@@ -70,6 +79,18 @@ type Reader[T any] struct {
 	// beside the headline (see summary.Beside). It is called once, after
 	// the judge contract ends, with the last reply's other reading.
 	Other func(v T, unread bool)
+	// Subject is the model whose text is judged, where the suite knows it
+	// (the judge card's self-preference check).
+	Subject string
+	// Check marks a judgement the judge card checks on its sample (judged
+	// again with another seed; swapped when pairwise). Structured
+	// generations read through the judge contract (claims, entities, a
+	// constraint mapping) leave it unset.
+	Check bool
+	// Swap, for a pairwise judgement, is the request with its two texts
+	// in the other order: on the judge card's sample the judgement is
+	// asked that way too (order swap).
+	Swap func(req localmodels.ChatRequest) localmodels.ChatRequest
 }
 
 // Readers: "halu" (the default) reads text replies by halu's careful
@@ -91,8 +112,56 @@ const (
 // r.Paper under the paper readers. Every reply has its reasoning and its
 // quotes of r.Quoted removed before any reader sees it. A T with a Validate
 // method is validated; a reply that fails follows the judge contract
-// (repair turns, then unscored).
+// (repair turns, then unscored). Each verdict read is recorded for the
+// judge card, and with r.Check a unit in the card's sample (Asker.Checked) is judged
+// again with the seed after the request's (stage "STAGE-retest") and,
+// when r.Swap is set, with its texts swapped ("STAGE-swap"); those
+// checks never change the verdict returned.
 func JudgeWith[T any](ctx context.Context, c Asker, stage string, req localmodels.ChatRequest, schema json.RawMessage, r Reader[T]) (T, bool, error) {
+	unit := UnitKey(stage, req.Messages)
+	out, ok, err := judgeOnce(ctx, c, stage, "", unit, req, schema, r)
+	if err != nil || !r.Check || !c.Checked(stage, req.Model) {
+		return out, ok, err
+	}
+	// The judge card's checks: the other reading and r.Other belong to the
+	// judgement itself, not to its checks.
+	check := r
+	check.Other = nil
+	again := req
+	seed := 1
+	if req.Options.Seed != nil {
+		seed = *req.Options.Seed + 1
+	}
+	again.Options.Seed = &seed
+	if _, _, err := judgeOnce(ctx, c, stage+"-retest", "retest", unit, again, schema, check); err != nil {
+		return out, ok, err
+	}
+	if r.Swap != nil {
+		if _, _, err := judgeOnce(ctx, c, stage+"-swap", "swap", unit, r.Swap(req), schema, check); err != nil {
+			return out, ok, err
+		}
+	}
+	return out, ok, nil
+}
+
+// UnitKey names what a judge is shown at stage, without the judge: the
+// hash of the stage and the messages' roles and texts. Judges of one
+// unit share it.
+func UnitKey(stage string, msgs []localmodels.Message) string {
+	h := sha256.New()
+	h.Write([]byte(stage))
+	for _, m := range msgs {
+		h.Write([]byte{0})
+		h.Write([]byte(m.Role))
+		h.Write([]byte{0})
+		h.Write([]byte(m.Content))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// judgeOnce is one judgement under the judge contract; a verdict read is
+// recorded for the judge card under check ("" for the judgement itself).
+func judgeOnce[T any](ctx context.Context, c Asker, stage, check, unit string, req localmodels.ChatRequest, schema json.RawMessage, r Reader[T]) (T, bool, error) {
 	var out T
 	if schema != nil {
 		req.Format = schema
@@ -125,7 +194,56 @@ func JudgeWith[T any](ctx context.Context, c Asker, stage string, req localmodel
 	if alt != nil && r.Other != nil && err == nil {
 		r.Other(alt.v, alt.unread)
 	}
+	if ok && err == nil {
+		if vals := Quantities(out); len(vals) > 0 {
+			chars := 0
+			for _, q := range r.Quoted {
+				chars += utf8.RuneCountInString(q)
+			}
+			c.Verdict(rundir.Verdict{Stage: strings.TrimSuffix(strings.TrimSuffix(stage, "-retest"), "-swap"), Judge: req.Model, Unit: unit, Check: check,
+				Subject: r.Subject, Chars: chars, Values: vals})
+		}
+	}
 	return out, ok, err
+}
+
+// Quantifier is implemented by verdicts that say themselves what they
+// measure (a fluency grade letter is the score it stands for).
+type Quantifier interface {
+	Quantities() map[string]float64
+}
+
+// Quantities are a verdict's measured quantities for the judge card: its
+// Quantities when it has them, else its top-level JSON numbers and yes/no
+// fields (1 for yes), by field name. Text fields (a critic's analysis)
+// are not quantities.
+func Quantities(v any) map[string]float64 {
+	if q, ok := v.(Quantifier); ok {
+		return q.Quantities()
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for k, raw := range m {
+		var f float64
+		var yes bool
+		switch {
+		case json.Unmarshal(raw, &f) == nil:
+			out[k] = f
+		case json.Unmarshal(raw, &yes) == nil:
+			out[k] = 0
+			if yes {
+				out[k] = 1
+			}
+		}
+	}
+	return out
 }
 
 // altRead is the reading of a reply that did not decide it.

@@ -10,6 +10,7 @@ import (
 
 	"halu/localmodels"
 	"halu/runner/rundir"
+	"halu/runner/setting"
 	"halu/runner/summary"
 )
 
@@ -74,11 +75,15 @@ func Boards(runs []*Run) ([]Board, error) {
 		}
 		bySuite[s] = append(bySuite[s], r)
 	}
+	validated := validatedJudges(bySuite["judges"])
 	var out []Board
 	for _, s := range suites {
 		b, err := board(s, bySuite[s])
 		if err != nil {
 			return nil, err
+		}
+		if s != "judges" {
+			b.markUnvalidated(bySuite[s], validated)
 		}
 		if len(b.Rows) > 0 {
 			out = append(out, b)
@@ -157,6 +162,68 @@ func board(suite string, runs []*Run) (Board, error) {
 		b.Sorts = append(b.Sorts, BoardSort{Metric: m.Name, Rows: idx})
 	}
 	return b, nil
+}
+
+// validatedJudges are the digests of the judges that a judge validation
+// run among runs measured against people's labels.
+func validatedJudges(runs []*Run) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range runs {
+		for _, m := range r.Manifest.Models {
+			out[localmodels.ShortDigest(m.Digest)] = true
+		}
+	}
+	return out
+}
+
+// judgesOf are the models a run measures with (its instrument settings:
+// judges, critics, verifiers).
+func judgesOf(r *Run) []string {
+	var out []string
+	for _, s := range Facts(r.Manifest, nil).Settings {
+		if s.Role != setting.Instrument || !s.Applies() {
+			continue
+		}
+		for _, m := range strings.Split(strings.Trim(s.Value.String(), "[]"), ",") {
+			if m = strings.TrimSpace(m); m != "" && m != "self" && m != "none" {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// markUnvalidated marks "‡" the rows of runs whose judges were not all
+// validated against people's labels by a judge validation run among the
+// runs given, and says which.
+func (b *Board) markUnvalidated(runs []*Run, validated map[string]bool) {
+	var never []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		miss := false
+		for _, j := range judgesOf(r) {
+			d := digestOf(r.Manifest, j)
+			if d != "" && validated[d] {
+				continue
+			}
+			miss = true
+			if !seen[j] {
+				seen[j] = true
+				never = append(never, j)
+			}
+		}
+		if !miss {
+			continue
+		}
+		for i := range b.Rows {
+			if b.Rows[i].Run == r.Name() && b.Rows[i].Published == "" {
+				b.Rows[i].Mark += "‡"
+			}
+		}
+	}
+	if len(never) > 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("‡ judged by models that no judge validation run among these runs measured against people's labels (halu judges validate): %s — these figures carry their judges' unknown error.", strings.Join(never, ", ")))
+	}
 }
 
 // figureCell is a run's cell: "–" with the reason when nothing was

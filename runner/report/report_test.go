@@ -2,13 +2,16 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
 
+	"halu/localmodels"
 	"halu/runner/engine"
 	"halu/runner/registry"
 	"halu/runner/rundir"
+	"halu/runner/smoke"
 	"halu/runner/summary"
 )
 
@@ -437,5 +440,36 @@ func TestCFaithTable5IsFlagged(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("Table 5 notes lack %q:\n%s", want, all)
 		}
+	}
+}
+
+// A leaderboard marks the rows of runs whose judges no judge validation
+// run among the runs given measured, and names those judges.
+func TestBoardMarksUnvalidatedJudges(t *testing.T) {
+	cfg := smoke.DefaultConfig()
+	cfg.Models, cfg.Judges = []string{"gen"}, []string{"j1", "j2"}
+	raw, _ := json.Marshal(cfg)
+	models := []localmodels.ModelInfo{{Name: "gen:latest", Digest: "sha256:aaaaaaaaaaaaaaaa"}, {Name: "j1:latest", Digest: "sha256:1111111111111111"}, {Name: "j2:latest", Digest: "sha256:2222222222222222"}}
+	fig := summary.Figure{Model: "gen", Metric: "hallucination rate", Key: "gen.hallucination_rate", Estimate: 0.2, N: 10, Percent: true, Headline: true}
+	run := &Run{Dir: "s", Manifest: &rundir.Manifest{Suite: "smoke", Format: rundir.FormatVersion, Config: raw, Models: models},
+		Summary: &summary.Summary{Figures: []summary.Figure{fig}}}
+	val := &Run{Dir: "v", Manifest: &rundir.Manifest{Suite: "judges", Models: models[1:2]}, Summary: &summary.Summary{}}
+	boards, err := Boards([]*Run{run, val})
+	if err != nil || len(boards) != 1 {
+		t.Fatalf("boards: %v, %d", err, len(boards))
+	}
+	b := boards[0]
+	if b.Rows[0].Mark != "‡" {
+		t.Errorf("row mark %q, want ‡ (j2 never validated)", b.Rows[0].Mark)
+	}
+	notes := strings.Join(b.Notes, "\n")
+	if !strings.Contains(notes, "‡ judged by models that no judge validation run") || !strings.Contains(notes, ": j2 —") {
+		t.Errorf("notes: %s", notes)
+	}
+	// Both judges validated: no mark.
+	val.Manifest.Models = models[1:]
+	boards, _ = Boards([]*Run{run, val})
+	if boards[0].Rows[0].Mark != "" {
+		t.Errorf("validated judges still marked %q", boards[0].Rows[0].Mark)
 	}
 }

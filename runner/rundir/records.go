@@ -28,6 +28,9 @@ type Record struct {
 	// Readings are the judge replies that were not read the plain way
 	// (a text fallback in JSON mode, or readers that disagree).
 	Readings []Reading `json:"readings,omitempty"`
+	// Verdicts are the item's judge verdicts as measured quantities, for
+	// the judge card (how far the run's judges can be trusted).
+	Verdicts []Verdict `json:"verdicts,omitempty"`
 	// Prompts are the generation prompts of the item's calls as sent,
 	// by SHA-256 (CallLog.Prompt): one copy however many samples used it.
 	Prompts map[string]string `json:"prompts,omitempty"`
@@ -215,6 +218,24 @@ type Reading struct {
 	How   string `json:"how"`
 	Used  string `json:"used"`
 	Other string `json:"other,omitempty"`
+}
+
+// Verdict is one judge verdict read, as the judge card uses it: the
+// judge, the unit judged (Unit: a hash of what the judge was shown,
+// without the judge, so that judges of one unit pair up), the check it
+// belongs to ("" the judgement itself; "retest" the same request with
+// another seed; "swap" a pairwise judgement with its two texts in the
+// other order), the model whose text was judged and that text's length
+// where the suite gives them, and the verdict's quantities: its numbers
+// and yes/no fields (1/0) by name.
+type Verdict struct {
+	Stage   string             `json:"stage"`
+	Judge   string             `json:"judge"`
+	Unit    string             `json:"unit"`
+	Check   string             `json:"check,omitempty"`
+	Subject string             `json:"subject,omitempty"`
+	Chars   int                `json:"chars,omitempty"`
+	Values  map[string]float64 `json:"values"`
 }
 
 // Show is v in JSON: how a verdict as read is kept in a record

@@ -249,7 +249,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 			},
 			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(64)},
 		}
-		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, VerdictSchema), judging.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{gen.Content}})
+		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, VerdictSchema), judging.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{gen.Content}, Check: true, Subject: p.Model})
 		if err != nil {
 			return nil, err
 		}
