@@ -31,10 +31,10 @@ import (
 
 // Config is the suite's settings (declared in Settings).
 type Config struct {
-	Judges []string
-	Set    string
-	Limit  int
-	Seed   int
+	Judges         []string
+	Set            string
+	Limit          int
+	Seed           int
 	JudgeFormat    string
 	JudgeMaxTokens int
 }
