@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/csv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,7 @@ func TestJudgesValidate(t *testing.T) {
 	importTiny(t, srv.Host, "1", "tiny")
 	importTiny(t, srv.Host, "2", "tiny2")
 	work := t.TempDir()
-	args := []string{"judges", "validate", "--judges", "tiny,tiny2", "--limit", "6", "--judge-max-tokens", "24",
+	args := []string{"judges", "validate", "--judges", "tiny,tiny2", "--limit", "6", "--judge-max-tokens", "80", "--judge-format", "json",
 		"--cache", filepath.Join(work, "cache")}
 	r := mustHalu(t, srv.Host, append(args, "--out", filepath.Join(work, "he"))...)
 	for _, want := range []string{"Can these judges be trusted?", "panel majority", "HaluEval general", "6 of its 4507 units drawn", "Krippendorff"} {
@@ -43,6 +44,37 @@ func TestJudgesValidate(t *testing.T) {
 	m2, _, _ := engine.ReadRun(filepath.Join(work, "he2"))
 	if m2.Counts.ModelCalls != 0 {
 		t.Errorf("rerun made %d model calls\n%s", m2.Counts.ModelCalls, again.stdout)
+	}
+	// People's labels of the run's own texts: a sheet, filled in, read
+	// back; the report shows the judges' accuracy and corrected figures.
+	he := filepath.Join(work, "he")
+	// JSON mode: the server's grammar makes even the tiny model state a
+	// readable verdict, so there are judged units to label.
+	mustHalu(t, "", "judges", "sheet", he, "--n", "4")
+	{
+		b, err := os.ReadFile(filepath.Join(he, "labels", "sheet.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+		if err != nil || len(rows) < 2 {
+			t.Fatalf("sheet: %d rows, %v", len(rows), err)
+		}
+		for i := range rows[1:] {
+			rows[i+1][len(rows[0])-1] = []string{"yes", "no"}[i%2]
+		}
+		var out strings.Builder
+		csv.NewWriter(&out).WriteAll(rows)
+		lf := filepath.Join(work, "labels.csv")
+		os.WriteFile(lf, []byte(out.String()), 0o644)
+		im := mustHalu(t, "", "judges", "import", he, lf)
+		if !strings.Contains(im.stdout, "corrected for its judges' errors") {
+			t.Errorf("import:\n%s", im.stdout)
+		}
+		rep := mustHalu(t, "", "report", he, "--md")
+		if !strings.Contains(rep.stdout, "on this run's own texts") {
+			t.Errorf("report lacks the imported labels:\n%s", rep.stdout)
+		}
 	}
 	felm := filepath.Join(os.Getenv("HALU_SHARED"), "data", "judge-validation", "felm_science.jsonl")
 	r = mustHalu(t, srv.Host, "judges", "validate", "--judges", "tiny", "--set", felm, "--limit", "4", "--judge-max-tokens", "24",

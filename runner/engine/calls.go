@@ -485,8 +485,17 @@ func (c *Calls) Read(stage, model, raw string, v any, r *rundir.Reading) {
 // Verdict records one judge verdict for the judge card (judging.Asker).
 func (c *Calls) Verdict(v rundir.Verdict) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v.Body != "" {
+		text := ClipText(v.Body, PromptKeep)
+		sum := sha256.Sum256([]byte(text))
+		v.Text, v.Body = hex.EncodeToString(sum[:]), ""
+		if c.prompts == nil {
+			c.prompts = map[string]string{}
+		}
+		c.prompts[v.Text] = text
+	}
 	c.verdict = append(c.verdict, v)
-	c.mu.Unlock()
 }
 
 func (c *Calls) verdicts() []rundir.Verdict {

@@ -200,8 +200,12 @@ func judgeOnce[T any](ctx context.Context, c Asker, stage, check, unit string, r
 			for _, q := range r.Quoted {
 				chars += utf8.RuneCountInString(q)
 			}
-			c.Verdict(rundir.Verdict{Stage: strings.TrimSuffix(strings.TrimSuffix(stage, "-retest"), "-swap"), Judge: req.Model, Unit: unit, Check: check,
-				Subject: r.Subject, Chars: chars, Values: vals})
+			v := rundir.Verdict{Stage: strings.TrimSuffix(strings.TrimSuffix(stage, "-retest"), "-swap"), Judge: req.Model, Unit: unit, Check: check,
+				Subject: r.Subject, Chars: chars, Values: vals}
+			if check == "" {
+				v.Body = strings.Join(r.Quoted, "\n\n---\n\n")
+			}
+			c.Verdict(v)
 		}
 	}
 	return out, ok, err

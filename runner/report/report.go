@@ -17,6 +17,7 @@ import (
 
 	"halu/localmodels"
 	"halu/runner/engine"
+	"halu/runner/judgeval"
 	"halu/runner/rundir"
 	"halu/runner/summary"
 )
@@ -92,8 +93,30 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	}
 	r.Summary.Counts = m.Counts
 	r.Summary.TinyModel = r.Summary.TinyModel || m.TinyModel
+	if err := addLabels(dir, r.Summary); err != nil {
+		return nil, err
+	}
 	r.Facts = Facts(m, r.Summary)
 	return r, nil
+}
+
+// addLabels appends to sum what people's labels of the run's own texts
+// showed (halu judges import), when there are any.
+func addLabels(dir string, sum *summary.Summary) error {
+	b, err := os.ReadFile(filepath.Join(dir, judgeval.LabelsDir, judgeval.ImportFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var l summary.Summary
+	if err := json.Unmarshal(b, &l); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, judgeval.LabelsDir, judgeval.ImportFile), err)
+	}
+	sum.Tables = append(sum.Tables, l.Tables...)
+	sum.Notes = append(sum.Notes, l.Notes...)
+	return nil
 }
 
 // LoadAll loads every directory in dirs, in the order given.

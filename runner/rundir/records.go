@@ -236,6 +236,11 @@ type Verdict struct {
 	Subject string             `json:"subject,omitempty"`
 	Chars   int                `json:"chars,omitempty"`
 	Values  map[string]float64 `json:"values"`
+	// Text is the SHA-256 of the judged text, kept once per record in
+	// the record's Prompts (what people label on a judges sheet); Body is
+	// that text on its way there, not written.
+	Text string `json:"text,omitempty"`
+	Body string `json:"-"`
 }
 
 // Show is v in JSON: how a verdict as read is kept in a record

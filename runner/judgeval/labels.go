@@ -1,0 +1,518 @@
+package judgeval
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"halu/metrics"
+	"halu/runner/engine"
+	"halu/runner/rundir"
+	"halu/runner/summary"
+)
+
+// Labels from a run's own data: a sheet of judged units for people to
+// label (Sheet), and the labels read back (Import) to measure the run's
+// judges on that run's own texts and to correct its figures for their
+// errors by prediction-powered inference (metrics.PPIMean).
+
+// RunUnit is one unit a run's judges judged at one stage: the text they
+// judged, the generation prompt of the item's subject (context for the
+// people labelling it), and each judge's quantities.
+type RunUnit struct {
+	Item, Stage, Unit, Subject string
+	Text, Context              string
+	// Values[judge][quantity] are the judges' first verdicts.
+	Values map[string]map[string]float64
+}
+
+// Panel is the panel's value of quantity q on the unit: the majority for
+// a yes/no quantity (a tie counts as yes, HIC-Bench's rule), else the
+// mean; ok is false when no judge gave one.
+func (u RunUnit) Panel(q string, binary bool) (float64, bool) {
+	var xs []float64
+	for _, v := range u.Values {
+		if x, ok := v[q]; ok {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) == 0 {
+		return 0, false
+	}
+	m := metrics.Mean(xs)
+	if binary {
+		if m >= 0.5 {
+			return 1, true
+		}
+		return 0, true
+	}
+	return m, true
+}
+
+// RunUnits gathers a run's judged units from its records, in record order.
+func RunUnits(recs []rundir.Record) []RunUnit {
+	var out []RunUnit
+	at := map[string]int{}
+	for _, r := range recs {
+		for _, v := range r.Verdicts {
+			if v.Check != "" {
+				continue
+			}
+			k := v.Stage + "\x00" + v.Unit
+			i, ok := at[k]
+			if !ok {
+				i = len(out)
+				at[k] = i
+				u := RunUnit{Item: r.Item, Stage: v.Stage, Unit: v.Unit, Subject: v.Subject, Text: r.Prompts[v.Text], Values: map[string]map[string]float64{}}
+				for _, c := range r.Calls {
+					if c.Kind == "chat" && c.Prompt != "" && (v.Subject == "" || c.Model == v.Subject) {
+						u.Context = r.Prompts[c.Prompt]
+						break
+					}
+				}
+				out = append(out, u)
+			}
+			if _, seen := out[i].Values[v.Judge]; !seen {
+				out[i].Values[v.Judge] = v.Values
+			}
+		}
+	}
+	return out
+}
+
+// Quantity names what a sheet asks people to label: a judged quantity at
+// a stage, yes/no or a score.
+type Quantity struct {
+	Stage  string `json:"stage"`
+	Name   string `json:"quantity"`
+	Binary bool   `json:"binary"`
+}
+
+// quantities lists the run's judged quantities, yes/no ones first.
+func quantities(units []RunUnit) []Quantity {
+	vals := map[[2]string][]float64{}
+	for _, u := range units {
+		for _, v := range u.Values {
+			for q, x := range v {
+				k := [2]string{u.Stage, q}
+				vals[k] = append(vals[k], x)
+			}
+		}
+	}
+	var out []Quantity
+	for k, xs := range vals {
+		bin := true
+		for _, x := range xs {
+			bin = bin && (x == 0 || x == 1)
+		}
+		out = append(out, Quantity{Stage: k[0], Name: k[1], Binary: bin})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Binary != out[j].Binary {
+			return out[i].Binary
+		}
+		if out[i].Stage != out[j].Stage {
+			return out[i].Stage < out[j].Stage
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// pick is the quantity named "stage/quantity" or "quantity" (empty: the
+// first yes/no quantity).
+func pick(units []RunUnit, name string) (Quantity, error) {
+	qs := quantities(units)
+	if len(qs) == 0 {
+		return Quantity{}, errors.New("the run recorded no judge verdict (runs of this version record them; rerun or resume to add them)")
+	}
+	var names []string
+	for _, q := range qs {
+		names = append(names, q.Stage+"/"+q.Name)
+		if name == "" || name == q.Stage+"/"+q.Name || name == q.Name {
+			return q, nil
+		}
+	}
+	return Quantity{}, fmt.Errorf("no judged quantity %q in the run; it has %s", name, strings.Join(names, ", "))
+}
+
+// SheetFile is the record of a sheet, kept beside it in the run.
+type SheetFile struct {
+	Quantity
+	Seed  int         `json:"seed"`
+	Shown bool        `json:"verdicts_shown"`
+	Rows  []SheetUnit `json:"rows"`
+}
+
+// SheetUnit is one row of a sheet: its id and the unit it stands for.
+type SheetUnit struct {
+	ID    string `json:"sheet_id"`
+	Stage string `json:"stage"`
+	Unit  string `json:"unit"`
+}
+
+// LabelsDir is where a run keeps its sheets and imported labels.
+const LabelsDir = "labels"
+
+// SheetOptions choose a sheet's units.
+type SheetOptions struct {
+	N           int
+	Seed        int
+	Quantity    string // "stage/quantity" or "quantity"; empty: the first yes/no one
+	ShowVerdict bool
+}
+
+// Sheet writes a seeded sample of n of the run's judged units,
+// stratified by judged model and the panel's value, as
+// DIR/labels/sheet.csv and sheet.jsonl for people to label, and
+// sheet.json recording which unit each row is. The judges' verdict is
+// left out unless ShowVerdict (people who see it tend to agree with it).
+func Sheet(dir string, opt SheetOptions) (SheetFile, error) {
+	_, recs, err := engine.ReadRun(dir)
+	if err != nil {
+		return SheetFile{}, err
+	}
+	units := RunUnits(recs)
+	q, err := pick(units, opt.Quantity)
+	if err != nil {
+		return SheetFile{}, fmt.Errorf("%s: %w", dir, err)
+	}
+	var cand []RunUnit
+	for _, u := range units {
+		if _, ok := u.Panel(q.Name, q.Binary); ok && u.Stage == q.Stage {
+			cand = append(cand, u)
+		}
+	}
+	sample := engine.StratifiedSample(cand, opt.N, opt.Seed, func(u RunUnit) string {
+		p, _ := u.Panel(q.Name, q.Binary)
+		return fmt.Sprintf("%s|%.0f", u.Subject, p)
+	})
+	sf := SheetFile{Quantity: q, Seed: opt.Seed, Shown: opt.ShowVerdict}
+	var csvBuf, jsonBuf bytes.Buffer
+	w := csv.NewWriter(&csvBuf)
+	header := []string{"sheet_id", "item", "stage", "model", "text", "context"}
+	if opt.ShowVerdict {
+		header = append(header, "judges_said")
+	}
+	header = append(header, "label")
+	w.Write(header)
+	for i, u := range sample {
+		id := fmt.Sprintf("s%04d", i+1)
+		sf.Rows = append(sf.Rows, SheetUnit{ID: id, Stage: u.Stage, Unit: u.Unit})
+		row := []string{id, u.Item, u.Stage, u.Subject, u.Text, u.Context}
+		obj := map[string]any{"sheet_id": id, "item": u.Item, "stage": u.Stage, "model": u.Subject, "text": u.Text, "context": u.Context, "label": nil}
+		if opt.ShowVerdict {
+			p, _ := u.Panel(q.Name, q.Binary)
+			said := strconv.FormatFloat(p, 'f', -1, 64)
+			row, obj["judges_said"] = append(row, said), p
+		}
+		w.Write(append(row, ""))
+		b, _ := json.Marshal(obj)
+		jsonBuf.Write(append(b, '\n'))
+	}
+	w.Flush()
+	ld := filepath.Join(dir, LabelsDir)
+	if err := os.MkdirAll(ld, 0o755); err != nil {
+		return sf, err
+	}
+	meta, _ := json.MarshalIndent(sf, "", "  ")
+	for name, b := range map[string][]byte{"sheet.csv": csvBuf.Bytes(), "sheet.jsonl": jsonBuf.Bytes(), "sheet.json": meta} {
+		if err := os.WriteFile(filepath.Join(ld, name), b, 0o644); err != nil {
+			return sf, err
+		}
+	}
+	return sf, nil
+}
+
+// readLabels reads people's labels (a filled-in sheet, CSV or JSONL) by
+// sheet id: yes/no/true/false/1/0 for a yes/no quantity, a number for a
+// score; a blank label is a unit not labelled. Errors name file and line.
+func readLabels(path string, sf SheetFile) (map[string]float64, int, error) {
+	known := map[string]bool{}
+	for _, r := range sf.Rows {
+		known[r.ID] = true
+	}
+	out := map[string]float64{}
+	blank := 0
+	line := map[string]int{}
+	add := func(n int, id, label string) error {
+		id, label = strings.TrimSpace(id), strings.TrimSpace(label)
+		if !known[id] {
+			return fmt.Errorf("%s:%d: sheet_id %q is not on the run's sheet", path, n, id)
+		}
+		if first, dup := line[id]; dup {
+			return fmt.Errorf("%s:%d: sheet_id %s already labelled on line %d", path, n, id, first)
+		}
+		line[id] = n
+		if label == "" {
+			blank++
+			return nil
+		}
+		v, err := labelValue(label, sf.Binary)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %s: %w", path, n, id, err)
+		}
+		out[id] = v
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	if strings.HasSuffix(path, ".csv") {
+		r := csv.NewReader(f)
+		head, err := r.Read()
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s:1: %w", path, err)
+		}
+		col := map[string]int{}
+		for i, h := range head {
+			col[strings.TrimSpace(h)] = i
+		}
+		ic, ok1 := col["sheet_id"]
+		lc, ok2 := col["label"]
+		if !ok1 || !ok2 {
+			return nil, 0, fmt.Errorf("%s:1: a labels CSV needs the columns sheet_id and label", path)
+		}
+		for {
+			rec, err := r.Read()
+			if err == io.EOF {
+				break
+			}
+			ln, _ := r.FieldPos(0)
+			if err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", path, err)
+			}
+			if err := add(ln, rec[ic], rec[lc]); err != nil {
+				return nil, 0, err
+			}
+		}
+		return out, blank, nil
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var row struct {
+			ID    string          `json:"sheet_id"`
+			Label json.RawMessage `json:"label"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return nil, 0, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		label := strings.Trim(string(row.Label), `"`)
+		if label == "null" {
+			label = ""
+		}
+		if err := add(n, row.ID, label); err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, blank, sc.Err()
+}
+
+func labelValue(s string, binary bool) (float64, error) {
+	if binary {
+		switch strings.ToLower(s) {
+		case "yes", "y", "true", "1", "hallucinated":
+			return 1, nil
+		case "no", "n", "false", "0", "faithful":
+			return 0, nil
+		}
+		return 0, fmt.Errorf("label %q is not yes or no", s)
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("label %q is not a number", s)
+	}
+	return v, nil
+}
+
+// ImportFile is where Import keeps its findings in the run (the report
+// shows them with the run).
+const ImportFile = "import.json"
+
+// Import reads people's labels of a run's sheet and measures the run's
+// judges on them: per judge (and the panel), agreement with people
+// (yes/no: accuracy, κ, TPR, FPR; scores: α and the mean difference), and
+// per judged model the panel's figure over all judged units corrected for
+// the judges' errors by prediction-powered inference, beside the
+// uncorrected figure. The findings are written to DIR/labels/import.json.
+func Import(dir, path string) (*summary.Summary, error) {
+	b, err := os.ReadFile(filepath.Join(dir, LabelsDir, "sheet.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: no sheet to import labels for (halu judges sheet %s first): %w", dir, dir, err)
+	}
+	var sf SheetFile
+	if err := json.Unmarshal(b, &sf); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, LabelsDir, "sheet.json"), err)
+	}
+	labels, blank, err := readLabels(path, sf)
+	if err != nil {
+		return nil, err
+	}
+	_, recs, err := engine.ReadRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	sum := Measure(RunUnits(recs), sf, labels)
+	sum.Notes = append(sum.Notes, fmt.Sprintf("labels: %s — %d of the sheet's %d rows labelled, %d left blank", path, len(labels), len(sf.Rows), blank))
+	out, _ := json.MarshalIndent(sum, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, LabelsDir, ImportFile), out, 0o644); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// Measure compares the judges with people's labels (by sheet id) on the
+// sheet's quantity and corrects the panel's figure per judged model.
+func Measure(units []RunUnit, sf SheetFile, labels map[string]float64) *summary.Summary {
+	byUnit := map[string]RunUnit{}
+	for _, u := range units {
+		byUnit[u.Stage+"\x00"+u.Unit] = u
+	}
+	human := map[string]float64{} // stage, unit → label
+	for _, r := range sf.Rows {
+		if y, ok := labels[r.ID]; ok {
+			human[r.Stage+"\x00"+r.Unit] = y
+		}
+	}
+	q := sf.Quantity
+	sum := &summary.Summary{Suite: "judges", Metrics: map[string]float64{}}
+	judges := map[string]bool{}
+	for _, u := range units {
+		if u.Stage == q.Stage {
+			for j := range u.Values {
+				judges[j] = true
+			}
+		}
+	}
+	js := make([]string, 0, len(judges))
+	for j := range judges {
+		js = append(js, j)
+	}
+	sort.Strings(js)
+	sum.Tables = append(sum.Tables, agreementTable(byUnit, human, q, js))
+	sum.Tables = append(sum.Tables, ppiTable(units, human, q))
+	sum.Notes = append(sum.Notes,
+		fmt.Sprintf("quantity: %s at stage %s (%s); the panel's value of a unit is its judges' %s", q.Name, q.Stage, map[bool]string{true: "yes/no", false: "a score"}[q.Binary], map[bool]string{true: "majority (a tie counts as yes)", false: "mean"}[q.Binary]),
+		"corrected: prediction-powered inference (Angelopoulos et al., Science 2023): the panel's mean over the units nobody labelled, minus its mean error on the labelled ones, with a 95% interval that carries the judges' error; it is valid when the labelled units are a random sample of the judged ones (the sheet's draw is stratified in proportion to each stratum's size, so it is self-weighting). Uncorrected: the panel's mean over every judged unit, as if it made no error")
+	return sum
+}
+
+func agreementTable(byUnit map[string]RunUnit, human map[string]float64, q Quantity, js []string) summary.Table {
+	keys := make([]string, 0, len(human))
+	for k := range human {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if q.Binary {
+		t := summary.Table{Title: "The judges on this run's own texts: agreement with people's labels (95% intervals)",
+			Columns: []string{"judge", "units labelled", "no verdict", "accuracy", "Cohen's κ", "TPR", "FPR"}}
+		for _, j := range append(append([]string(nil), js...), "panel") {
+			var vs []metrics.LabelledVerdict
+			for _, k := range keys {
+				u := byUnit[k]
+				v := metrics.LabelledVerdict{Human: human[k] == 1}
+				var x float64
+				var ok bool
+				if j == "panel" {
+					x, ok = u.Panel(q.Name, true)
+				} else {
+					x, ok = u.Values[j][q.Name]
+				}
+				v.Unscored, v.Judged = !ok, x == 1
+				vs = append(vs, v)
+			}
+			a := metrics.Agreement(vs, 0.95)
+			t.Rows = append(t.Rows, []string{j, fmt.Sprint(a.Units), fmt.Sprint(a.Units - a.Accuracy.N), cell(a.Accuracy, true), cell(a.Kappa, false), cell(a.TPR, true), cell(a.FPR, true)})
+		}
+		return t
+	}
+	t := summary.Table{Title: "The judges on this run's own texts: agreement with people's scores (95% intervals)",
+		Columns: []string{"judge", "units labelled", "α (interval) with people", "mean difference (judge − people)"}}
+	for _, j := range append(append([]string(nil), js...), "panel") {
+		var data [][]float64
+		var diff []float64
+		for _, k := range keys {
+			u := byUnit[k]
+			var x float64
+			var ok bool
+			if j == "panel" {
+				x, ok = u.Panel(q.Name, false)
+			} else {
+				x, ok = u.Values[j][q.Name]
+			}
+			if ok {
+				data = append(data, []float64{x, human[k]})
+				diff = append(diff, x-human[k])
+			}
+		}
+		al := "–"
+		if a, err := metrics.KrippendorffInterval(data); err == nil {
+			al = fmt.Sprintf("%.2f (%d units)", a, len(data))
+		}
+		t.Rows = append(t.Rows, []string{j, fmt.Sprint(len(data)), al, cell(metrics.MeanCI(diff, 0.95), false)})
+	}
+	return t
+}
+
+func ppiTable(units []RunUnit, human map[string]float64, q Quantity) summary.Table {
+	t := summary.Table{Title: fmt.Sprintf("The panel's %s corrected for its judges' errors (prediction-powered, 95%% intervals)", q.Name),
+		Columns: []string{"model judged", "units", "labelled", "uncorrected", "corrected"}}
+	by := map[string][]RunUnit{}
+	var models []string
+	for _, u := range units {
+		if u.Stage != q.Stage {
+			continue
+		}
+		if _, ok := by[u.Subject]; !ok {
+			models = append(models, u.Subject)
+		}
+		by[u.Subject] = append(by[u.Subject], u)
+	}
+	sort.Strings(models)
+	if len(models) > 1 {
+		models = append(models, "all")
+		by["all"] = nil
+		for _, m := range models[:len(models)-1] {
+			by["all"] = append(by["all"], by[m]...)
+		}
+	}
+	for _, m := range models {
+		var all, unl, lp, ly []float64
+		for _, u := range by[m] {
+			f, ok := u.Panel(q.Name, q.Binary)
+			if !ok {
+				continue
+			}
+			all = append(all, f)
+			if y, ok := human[u.Stage+"\x00"+u.Unit]; ok {
+				lp, ly = append(lp, f), append(ly, y)
+			} else {
+				unl = append(unl, f)
+			}
+		}
+		name := m
+		if name == "" {
+			name = "(not named)"
+		}
+		t.Rows = append(t.Rows, []string{name, fmt.Sprint(len(all)), fmt.Sprint(len(lp)),
+			cell(metrics.NaiveMean(all, 0.95), q.Binary), cell(metrics.PPIMean(unl, lp, ly, 0.95), q.Binary)})
+	}
+	return t
+}

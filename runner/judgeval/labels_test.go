@@ -1,0 +1,118 @@
+package judgeval
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"halu/localmodels/fakeollama"
+	"halu/runner/engine"
+	"halu/runner/smoke"
+)
+
+// TestSheetAndImport: a smoke run of two models × 5 questions whose two
+// judges flag every answer of genA hallucinated and none of genB's. People
+// label three of each model's five units: genA yes, no, no; genB no, no,
+// yes. By hand, for genA: the panel says 1 on all five (uncorrected
+// 100%); the rectifier on the labelled three is 0, 1, 1 (mean 2/3,
+// variance 1/3), the two unlabelled say 1 (variance 0), so the corrected
+// figure is 1 − 2/3 = 33.3% with half-width 1.959964·√(1/3/3) = 65.3
+// points; genB the same from the other side (0 + 1/3). The panel's
+// accuracy on the six labelled units is 3/6 (genA's yes, genB's two no).
+func TestSheetAndImport(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		switch r.Model {
+		case "genA", "genB":
+			return fakeollama.Reply{Content: "Answer by " + r.Model + "."}
+		}
+		h := strings.Contains(r.LastUser(), "Answer by genA")
+		return fakeollama.Reply{Content: fmt.Sprintf(`{"score": 3, "hallucination": %v}`, h)}
+	}, fakeollama.Model{Name: "genA:latest", Digest: "a", ParameterCount: 1e9}, fakeollama.Model{Name: "genB:latest", Digest: "b", ParameterCount: 1e9},
+		fakeollama.Model{Name: "j1:latest", Digest: "1", ParameterCount: 1e9}, fakeollama.Model{Name: "j2:latest", Digest: "2", ParameterCount: 1e9})
+	t.Cleanup(srv.Close)
+	cfg := smoke.DefaultConfig()
+	cfg.Models, cfg.Judges = []string{"genA", "genB"}, []string{"j1", "j2"}
+	s, err := smoke.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, err := srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	sf, err := Sheet(dir, SheetOptions{N: 10, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sf.Stage != "judge" || sf.Name != "hallucination" || !sf.Binary || len(sf.Rows) != 10 {
+		t.Fatalf("sheet %+v", sf.Quantity)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, LabelsDir, "sheet.csv"))
+	rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rows[0], ",") != "sheet_id,item,stage,model,text,context,label" {
+		t.Errorf("header %v (the judges' verdict must be hidden)", rows[0])
+	}
+	labels := map[string][]string{"genA": {"yes", "no", "no"}, "genB": {"no", "no", "yes"}}
+	var out strings.Builder
+	w := csv.NewWriter(&out)
+	w.Write(rows[0])
+	for _, row := range rows[1:] {
+		if !strings.HasPrefix(row[4], "Answer by "+row[3]) {
+			t.Errorf("row %v: the judged text is not the model's answer", row)
+		}
+		if l := labels[row[3]]; len(l) > 0 {
+			row[6], labels[row[3]] = l[0], l[1:]
+		}
+		w.Write(row)
+	}
+	w.Flush()
+	lf := filepath.Join(t.TempDir(), "labels.csv")
+	os.WriteFile(lf, []byte(out.String()), 0o644)
+	sum, err := Import(dir, lf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ppi, agree [][]string
+	for _, tb := range sum.Tables {
+		switch {
+		case strings.Contains(tb.Title, "corrected"):
+			ppi = tb.Rows
+		case strings.Contains(tb.Title, "agreement"):
+			agree = tb.Rows
+		}
+	}
+	want := map[string][2]string{
+		"genA": {"100.0% [100.0%, 100.0%] n=5", "33.3% [-32.0%, 98.7%] n=3"},
+		"genB": {"0.0% [0.0%, 0.0%] n=5", "33.3% [-32.0%, 98.7%] n=3"},
+	}
+	for _, r := range ppi {
+		if w, ok := want[r[0]]; ok && (r[3] != w[0] || r[4] != w[1]) {
+			t.Errorf("%s: uncorrected %q corrected %q, want %q %q", r[0], r[3], r[4], w[0], w[1])
+		}
+	}
+	if len(ppi) != 3 {
+		t.Errorf("rows %v: want genA, genB and all", ppi)
+	}
+	for _, r := range agree {
+		if r[0] == "panel" && !strings.HasPrefix(r[3], "50.0%") {
+			t.Errorf("panel accuracy %q, want 3/6", r[3])
+		}
+	}
+	// A label that is no label, and an id not on the sheet, name the line.
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"sheet_id": "s0001", "label": "yes"}`+"\n"+`{"sheet_id": "s0002", "label": "perhaps"}`+"\n"), 0o644)
+	if _, err := Import(dir, bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2: s0002: label \"perhaps\" is not yes or no") {
+		t.Errorf("bad label: %v", err)
+	}
+	os.WriteFile(bad, []byte(`{"sheet_id": "s9999", "label": "yes"}`+"\n"), 0o644)
+	if _, err := Import(dir, bad); err == nil || !strings.Contains(err.Error(), `bad.jsonl:1: sheet_id "s9999" is not on the run's sheet`) {
+		t.Errorf("unknown id: %v", err)
+	}
+}
