@@ -364,3 +364,42 @@ func TestServerStopsMidRunMessage(t *testing.T) {
 		t.Fatalf("err %v, stderr:\n%s", err, se.String())
 	}
 }
+
+// TestCachedRerunWithNoServer: a finished run repeated into a new
+// directory with the server stopped works from the cache alone — no call,
+// the same records, the manifest saying offline — where it used to exit 1
+// after its connection retries, leaving a directory holding only a lock.
+func TestCachedRerunWithNoServer(t *testing.T) {
+	srv := server(t, t.TempDir())
+	importTiny(t, srv.Host, "1", "tiny")
+	work := t.TempDir()
+	args := []string{"run", "smoke", "--models", "tiny", "--judges", "tiny", "--limit", "3", "--max-tokens", "16", "--judge-format", "json",
+		"--cache", filepath.Join(work, "cache")}
+	mustHalu(t, srv.Host, append(args, "--out", filepath.Join(work, "a"))...)
+	host := srv.Host
+	srv.Stop()
+	start := time.Now()
+	r := mustHalu(t, host, append(args, "--out", filepath.Join(work, "b"))...)
+	t.Logf("offline rerun of 3 items: %s", time.Since(start))
+	m, recs, err := engine.ReadRun(filepath.Join(work, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recsA, _ := engine.ReadRun(filepath.Join(work, "a"))
+	if !m.Server.Offline || m.Counts.ModelCalls != 0 || len(recs) != len(recsA) {
+		t.Fatalf("offline %v, %d calls, %d records (first run %d)\n%s", m.Server.Offline, m.Counts.ModelCalls, len(recs), len(recsA), r.stderr)
+	}
+	for i := range recs {
+		if string(recs[i].Data) != string(recsA[i].Data) {
+			t.Errorf("record %d differs offline", i)
+		}
+	}
+	// Nothing cached for another model: refused, and no directory left.
+	bad := halu(t, host, "run", "smoke", "--models", "other", "--judges", "tiny", "--limit", "1", "--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "c"))
+	if bad.code == 0 {
+		t.Fatal("a run of a model the cache never saw ran with no server")
+	}
+	if _, err := os.Stat(filepath.Join(work, "c")); err == nil {
+		t.Errorf("the refused run left its directory")
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +86,50 @@ func TestEmbedVsPairwiseFigures(t *testing.T) {
 	pairTime := time.Since(t0)
 	t.Logf("n=1000: embedding %v (tiny model, 64 dims), pairwise %v over %d pairs; ratio pairwise/embedding %.3f",
 		embedTime.Round(time.Millisecond), pairTime.Round(time.Millisecond), s.Pairs, pairTime.Seconds()/embedTime.Seconds())
+}
+
+// TestEmbedBetweenChatsNoReload: chat, embed, chat, embed on one model
+// file through the real server load its runner once — the embedding calls
+// carry the chats' num_ctx, num_thread and keep_alive (a call with other
+// options makes Ollama reload the model).
+func TestEmbedBetweenChatsNoReload(t *testing.T) {
+	srv, logPath := serverWithLog(t, t.TempDir())
+	importTiny(t, srv.Host, "1", "tiny")
+	e := realEngine(t, srv.Host)
+	e.NumCtx, e.NumThread, e.KeepAlive = 2048, 1, 5*time.Minute
+	c := e.NewCalls("reload-check")
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := c.Chat(ctx, "generate", localmodels.ChatRequest{Model: "tiny", Messages: []localmodels.Message{{Role: "user", Content: fmt.Sprint("hello ", i)}},
+			Options: localmodels.Options{Temperature: localmodels.Float(0), NumPredict: localmodels.Int(4)}}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Embed(ctx, "embed", "tiny", []string{fmt.Sprint("text ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := 0 // model runners started ("starting runner … --model …"; the first one without --model discovers devices)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, `msg="starting runner"`) && strings.Contains(l, "--model") {
+			starts++
+		}
+	}
+	if starts != 1 {
+		t.Errorf("the model's runner started %d times over 2 chats and 2 embeddings, want 1; log:\n%s", starts, grepLines(string(b), "start"))
+	}
+}
+
+// grepLines are the lines of s holding sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -51,30 +51,28 @@ func TestJudgesValidate(t *testing.T) {
 	// JSON mode: the server's grammar makes even the tiny model state a
 	// readable verdict, so there are judged units to label.
 	mustHalu(t, "", "judges", "sheet", he, "--n", "4")
-	{
-		b, err := os.ReadFile(filepath.Join(he, "labels", "sheet.csv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
-		if err != nil || len(rows) < 2 {
-			t.Fatalf("sheet: %d rows, %v", len(rows), err)
-		}
-		for i := range rows[1:] {
-			rows[i+1][len(rows[0])-1] = []string{"yes", "no"}[i%2]
-		}
-		var out strings.Builder
-		csv.NewWriter(&out).WriteAll(rows)
-		lf := filepath.Join(work, "labels.csv")
-		os.WriteFile(lf, []byte(out.String()), 0o644)
-		im := mustHalu(t, "", "judges", "import", he, lf)
-		if !strings.Contains(im.stdout, "corrected for its judges' errors") {
-			t.Errorf("import:\n%s", im.stdout)
-		}
-		rep := mustHalu(t, "", "report", he, "--md")
-		if !strings.Contains(rep.stdout, "on this run's own texts") {
-			t.Errorf("report lacks the imported labels:\n%s", rep.stdout)
-		}
+	b, err := os.ReadFile(filepath.Join(he, "labels", "sheet.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("sheet: %d rows, %v", len(rows), err)
+	}
+	for i := range rows[1:] {
+		rows[i+1][len(rows[0])-1] = []string{"yes", "no"}[i%2]
+	}
+	var out strings.Builder
+	csv.NewWriter(&out).WriteAll(rows)
+	lf := filepath.Join(work, "labels.csv")
+	os.WriteFile(lf, []byte(out.String()), 0o644)
+	im := mustHalu(t, "", "judges", "import", he, lf)
+	if !strings.Contains(im.stdout, "corrected for its judges' errors") {
+		t.Errorf("import:\n%s", im.stdout)
+	}
+	rep = mustHalu(t, "", "report", he, "--md")
+	if !strings.Contains(rep.stdout, "on this run's own texts") {
+		t.Errorf("report lacks the imported labels:\n%s", rep.stdout)
 	}
 	felm := filepath.Join(os.Getenv("HALU_SHARED"), "data", "judge-validation", "felm_science.jsonl")
 	r = mustHalu(t, srv.Host, "judges", "validate", "--judges", "tiny", "--set", felm, "--limit", "4", "--judge-max-tokens", "24",

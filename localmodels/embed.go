@@ -4,20 +4,56 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/ollama/ollama/api"
 )
 
-// Embed returns one embedding per text, sending at most batch texts per
-// /api/embed call (batch <= 0 sends them all at once).
-func (c *Client) Embed(ctx context.Context, model string, texts []string, batch int) ([][]float32, error) {
+// EmbedRequest is texts to embed with model, at most Batch per call
+// (Batch <= 0: all at once), with the serving settings the run's chat
+// calls carry. Ollama reloads a model's runner when a request's num_ctx
+// or num_thread differs from the loaded runner's, so an embedding call
+// without them between chats to the same model file reloads it twice;
+// KeepAlive keeps it loaded as the chats do.
+type EmbedRequest struct {
+	Model     string
+	Texts     []string
+	Batch     int
+	NumCtx    int
+	NumThread int
+	KeepAlive time.Duration
+}
+
+// options is the request's serving settings as Ollama's options map.
+func (r EmbedRequest) options() map[string]any {
+	m := map[string]any{}
+	if r.NumCtx > 0 {
+		m["num_ctx"] = r.NumCtx
+	}
+	if r.NumThread > 0 {
+		m["num_thread"] = r.NumThread
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// Embed returns one embedding per text, sending at most req.Batch texts
+// per /api/embed call, each with the request's options and keep_alive.
+func (c *Client) Embed(ctx context.Context, req EmbedRequest) ([][]float32, error) {
+	model, texts, batch := req.Model, req.Texts, req.Batch
 	if batch <= 0 {
 		batch = len(texts)
+	}
+	var keep *api.Duration
+	if req.KeepAlive > 0 {
+		keep = &api.Duration{Duration: req.KeepAlive}
 	}
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += batch {
 		end := min(start+batch, len(texts))
-		resp, err := c.api.Embed(ctx, &api.EmbedRequest{Model: model, Input: texts[start:end]})
+		resp, err := c.api.Embed(ctx, &api.EmbedRequest{Model: model, Input: texts[start:end], Options: req.options(), KeepAlive: keep})
 		if err != nil {
 			return nil, c.wrap("embed "+model, err)
 		}

@@ -157,7 +157,7 @@ func TestEmbedRejectsBrokenVectors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.Embed(context.Background(), "m", []string{"a", "b"}, 0)
+		_, err = c.Embed(context.Background(), localmodels.EmbedRequest{Model: "m", Texts: []string{"a", "b"}})
 		srv.Close()
 		if err == nil {
 			t.Errorf("%s: accepted", body)
@@ -203,7 +203,7 @@ func TestInfoTakesDigestFromList(t *testing.T) {
 func TestEmbedBatches(t *testing.T) {
 	s, c := fake(t, nil)
 	texts := []string{"a", "b", "c", "d", "e"}
-	vecs, err := c.Embed(context.Background(), "m", texts, 2)
+	vecs, err := c.Embed(context.Background(), localmodels.EmbedRequest{Model: "m", Texts: texts, Batch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

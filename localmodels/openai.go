@@ -26,7 +26,7 @@ import (
 // Ollama's own /v1).
 type Backend interface {
 	Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (ChatResponse, error)
-	Embed(ctx context.Context, model string, texts []string, batch int) ([][]float32, error)
+	Embed(ctx context.Context, req EmbedRequest) ([][]float32, error)
 	Info(ctx context.Context, name string) (ModelInfo, error)
 	List(ctx context.Context) ([]ModelInfo, error)
 	// Version says which server and version answers ("0.17.4" for Ollama's
@@ -492,9 +492,11 @@ func (o *OpenAI) chat(ctx context.Context, req ChatRequest, lim StreamLimits, wi
 	}, func(err error) error { return o.wrap("chat "+req.Model, err) })
 }
 
-// Embed returns one embedding per text from /v1/embeddings, at most batch
-// texts per request (batch <= 0: all at once).
-func (o *OpenAI) Embed(ctx context.Context, model string, texts []string, batch int) ([][]float32, error) {
+// Embed returns one embedding per text from /v1/embeddings, at most
+// req.Batch texts per request (<= 0: all at once). The API has no
+// serving options: the server was started with its own.
+func (o *OpenAI) Embed(ctx context.Context, req EmbedRequest) ([][]float32, error) {
+	model, texts, batch := req.Model, req.Texts, req.Batch
 	if batch <= 0 {
 		batch = len(texts)
 	}

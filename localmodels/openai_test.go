@@ -162,7 +162,7 @@ func TestOpenAIModels(t *testing.T) {
 func TestOpenAIEmbeddings(t *testing.T) {
 	f := newFake(t, "vllm")
 	o, _ := localmodels.NewOpenAI(f.URL, time.Minute, "")
-	vecs, err := o.Embed(context.Background(), "bge-m3", []string{"a", "bbb", "cc"}, 2)
+	vecs, err := o.Embed(context.Background(), localmodels.EmbedRequest{Model: "bge-m3", Texts: []string{"a", "bbb", "cc"}, Batch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

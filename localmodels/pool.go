@@ -534,11 +534,11 @@ func (p *Pool) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (Cha
 }
 
 // Embed embeds texts on a server that serves model.
-func (p *Pool) Embed(ctx context.Context, model string, texts []string, batch int) ([][]float32, error) {
+func (p *Pool) Embed(ctx context.Context, req EmbedRequest) ([][]float32, error) {
 	var out [][]float32
-	err := p.each(ctx, model, func(b Backend) error {
+	err := p.each(ctx, req.Model, func(b Backend) error {
 		var err error
-		out, err = b.Embed(ctx, model, texts, batch)
+		out, err = b.Embed(ctx, req)
 		return err
 	})
 	return out, err

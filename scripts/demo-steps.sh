@@ -87,3 +87,16 @@ $HALU build cfaith --docs testdata/cfaith/docs_en.jsonl --lang en --agent "$GEN"
 $HALU run cfaith --data testdata/cfaith/sample_en --models "$GEN" --judges "$JUDGE" --max-tokens 60 \
   --out "$OUT/runs/cfaith" --cache "$CACHE" | tee -a "$OUT/report.txt"
 took
+
+step "judges: the hic judge against people's labels (20 HaluEval responses), and the hic run's own texts labelled"
+$HALU judges validate --judges "$JUDGE" --limit 20 --judge-format json --judge-max-tokens 80 \
+  --out "$OUT/runs/judges" --cache "$CACHE" | tee -a "$OUT/report.txt"
+$HALU judges sheet "$OUT/runs/hic" --n 8 | tee -a "$OUT/report.txt"
+# Stand-in labels (the demo has no annotators): yes and no in turn.
+/usr/bin/python3 -c 'import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+for i, r in enumerate(rows[1:]):
+    r[-1] = ("yes", "no")[i % 2]
+csv.writer(open(sys.argv[2], "w", newline="")).writerows(rows)' "$OUT/runs/hic/labels/sheet.csv" "$OUT/labels.csv"
+$HALU judges import "$OUT/runs/hic" "$OUT/labels.csv" | tee -a "$OUT/report.txt"
+took

@@ -11,7 +11,11 @@
 #     wins) keep each run small, e.g. `--questions 1 --answers 2` for hic;
 #     hypo's `--knowledge-fit drop`, because the tiny model's 2,048-token
 #     window cannot hold the paper's 32 documents (a default run refuses),
-#     and intent's `--too-long skip` for a query longer than a model holds.
+#     and intent's `--too-long skip` for a query longer than a model holds;
+#     hic's `--judge-format json` and a cap its byte-level tokens can hold (the tiny judge cannot write the paper's
+#     one-line verdict, and `halu judges sheet` samples verdicts);
+#   - labels.csv: the sheet `halu judges sheet` wrote, filled in yes/no;
+#   - felm_science.jsonl: the FELM file from ../shared (not shipped).
 #   - cfaith-ds: when the tiny model's build keeps no item (its items never
 #     pass the verifier), the bundled dataset of the same layout stands in.
 # Not run: `halu models pull` (needs the network: the tiny model is imported
@@ -66,6 +70,7 @@ mkdir -p BioRED runs
 cp "$ROOT/testdata/kg/biored_train_sample.pubtator" BioRED/Train.PubTator
 cp "$ROOT/runner/intent/data/sample.jsonl" faithqa.jsonl
 cp "$ROOT/testdata/intent/pubmedqa_articles.jsonl" abstracts.jsonl
+cp "${HALU_SHARED:-$ROOT/../shared}/data/judge-validation/felm_science.jsonl" felm_science.jsonl
 head -n 2 "$ROOT/testdata/cfaith/docs_zh.jsonl" >docs.jsonl
 cat >hic.yaml <<'EOF'
 suite: hic
@@ -79,7 +84,10 @@ EOF
 # small: flags appended to a command by what it runs.
 small() {
   case "$1" in
-    *"run hic"*) echo "--questions 1 --answers 2 --max-tokens 40 --judge-max-tokens 40" ;;
+    # JSON judges for hic: the tiny judge cannot write the paper's one-line
+    # verdict, and `halu judges sheet` needs verdicts to sample.
+    *"run hic"*) echo "--questions 1 --answers 2 --max-tokens 40 --judge-max-tokens 160 --judge-format json" ;;
+    *"judges validate"*) echo "--limit 6 --judge-max-tokens 40" ;;
     *"run smoke"*) echo "--limit 2 --max-tokens 40" ;;
     *"run ideas"*) echo "--limit 1 --max-tokens 60 --judge-max-tokens 60 --fluency-max-tokens 20" ;;
     *"run hypo"*) echo "--limit 1 --tasks chem-gene --max-tokens 40 --verifier-max-tokens 48 --candidates 1 --knowledge-fit drop" ;;
@@ -147,6 +155,14 @@ while IFS= read -r cmd; do
         halu run hic --models "$m" --judges gemma2:2b --embed-model all-minilm --questions 1,11,21 --answers 2 \
           --max-tokens 40 --judge-format json --out "runs/hic-${m%%[0-9.]*}" >/dev/null 2>&1
       done ;;
+    *"judges sheet runs/hic-1"*)
+      # People's labels: the sheet filled in, yes and no in turn.
+      # (Its texts span lines: a CSV reader, not awk, fills it.)
+      /usr/bin/python3 -c 'import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+for i, r in enumerate(rows[1:]):
+    r[-1] = ("yes", "no")[i % 2]
+csv.writer(open(sys.argv[2], "w", newline="")).writerows(rows)' runs/hic-1/labels/sheet.csv labels.csv ;;
     *"build cfaith"*"--out cfaith-ds"*)
       # The tiny model's items never pass the verifier: the next line
       # evaluates the bundled dataset of the same layout instead.

@@ -90,15 +90,16 @@ type Model struct {
 type Server struct {
 	*httptest.Server
 
-	mu       sync.Mutex
-	models   []Model
-	blobs    map[string][]byte
-	chat     func(ChatRequest) Reply
-	chats    []ChatRequest
-	embeds   int
-	embedIn  int
-	embedDim int
-	version  string
+	mu        sync.Mutex
+	models    []Model
+	blobs     map[string][]byte
+	chat      func(ChatRequest) Reply
+	chats     []ChatRequest
+	embeds    int
+	embedIn   int
+	embedReqs []EmbedRequest
+	embedDim  int
+	version   string
 }
 
 // New starts a fake serving models; chat answers every chat request.
@@ -147,6 +148,20 @@ func (s *Server) Chats() []ChatRequest {
 }
 
 // EmbedCalls returns how many /api/embed calls and inputs arrived.
+// EmbedRequest is what an /api/embed request asked besides its texts.
+type EmbedRequest struct {
+	Model     string
+	Options   map[string]any
+	KeepAlive any
+}
+
+// EmbedRequests are the embedding requests received, in order.
+func (s *Server) EmbedRequests() []EmbedRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]EmbedRequest(nil), s.embedReqs...)
+}
+
 func (s *Server) EmbedCalls() (calls, inputs int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -292,8 +307,10 @@ func (s *Server) chatHandler(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) embed(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Model string `json:"model"`
-		Input any    `json:"input"`
+		Model     string         `json:"model"`
+		Input     any            `json:"input"`
+		Options   map[string]any `json:"options"`
+		KeepAlive any            `json:"keep_alive"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
 	var inputs []string
@@ -309,6 +326,7 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.embeds++
 	s.embedIn += len(inputs)
+	s.embedReqs = append(s.embedReqs, EmbedRequest{Model: req.Model, Options: req.Options, KeepAlive: req.KeepAlive})
 	dim := s.embedDim
 	s.mu.Unlock()
 	var out [][]float32

@@ -83,8 +83,13 @@ func (c *Cache) tmpDir() string { return filepath.Join(c.dir, cacheFormat, "tmp"
 
 // Get decodes the entry for key into v and reports whether there was a
 // sound one. A damaged entry is removed and counted, and reads as a miss.
-func (c *Cache) Get(key string, v any) (bool, error) {
-	p := c.path(key)
+func (c *Cache) Get(key string, v any) (bool, error) { return c.get(c.path(key), key, v) }
+
+// servedPath is where a model's served record lives: beside the replies,
+// not among them (it is a record of the server, not a reply).
+func (c *Cache) servedPath(key string) string { return filepath.Join(c.dir, "served", key+".json") }
+
+func (c *Cache) get(p, key string, v any) (bool, error) {
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -130,7 +135,9 @@ func check(b []byte, key string, v any) error {
 }
 
 // Put stores v under key.
-func (c *Cache) Put(key string, v any) error {
+func (c *Cache) Put(key string, v any) error { return c.put(c.path(key), key, v) }
+
+func (c *Cache) put(p, key string, v any) error {
 	val, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("cache: %w", err)
@@ -140,7 +147,6 @@ func (c *Cache) Put(key string, v any) error {
 	if err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}
-	p := c.path(key)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("cache %s: %w", c.dir, err)
 	}

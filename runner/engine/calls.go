@@ -186,6 +186,9 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 		return resp, nil // a cached reply, so that the calls built on it are planned as they will be made
 	}
 	shared := false
+	if !hit && c.e.Offline() {
+		return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, ErrOffline)
+	}
 	if !hit {
 		if resp, shared, err = c.e.ask(ctx, stage, kind, req, key); err != nil {
 			return resp, err
@@ -362,6 +365,14 @@ func (e *Engine) serving(req localmodels.ChatRequest) localmodels.ChatRequest {
 		req.KeepAlive = e.KeepAlive
 	}
 	return req
+}
+
+// embedRequest is an embedding call for texts with the serving settings
+// a chat to model gets (see serving): the same num_ctx, num_thread and
+// keep_alive, so that switching between chat and embedding calls on one
+// model file does not reload its runner.
+func (e *Engine) embedRequest(model string, texts []string) localmodels.EmbedRequest {
+	return localmodels.EmbedRequest{Model: model, Texts: texts, Batch: 64, NumCtx: e.NumCtx, NumThread: e.NumThread, KeepAlive: e.KeepAlive}
 }
 
 // EffectiveNumCtx is the context window a request to a model gets: its
@@ -580,11 +591,14 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 		}
 		return out, nil
 	}
+	if len(missTexts) > 0 && e.Offline() {
+		return nil, fmt.Errorf("%s: embed %s: %d texts: %w", stage, model, len(missTexts), ErrOffline)
+	}
 	if len(missTexts) > 0 {
 		var vecs [][]float32
 		err := e.call(ctx, stage, model, e.CallTimeout, func(ctx context.Context) error {
 			var err error
-			vecs, err = e.Client.Embed(ctx, model, missTexts, 64)
+			vecs, err = e.Client.Embed(ctx, e.embedRequest(model, missTexts))
 			return err
 		})
 		if err != nil {

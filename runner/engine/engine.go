@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -157,6 +158,9 @@ type Engine struct {
 
 	verMu      sync.Mutex
 	serverVers string
+	// offline is set when no server answered and the cache holds every
+	// model's served record: the run works from the cache alone.
+	offline atomic.Bool
 }
 
 // logf writes a log line; while a run's progress is shown, above it.
@@ -343,11 +347,23 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		p, err := e.dryRun(ctx, s, spec.Shard)
 		return &Result{Plan: p, Dir: spec.Dir}, err
 	}
+	_, statErr := os.Stat(spec.Dir)
+	fresh := !spec.Resume && errors.Is(statErr, fs.ErrNotExist)
 	r, release, err := e.open(s, spec)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	started := false
+	defer func() {
+		release()
+		if fresh && !started {
+			// Refused before its first item (no server, a model
+			// missing, a bad input): the directory this run made holds
+			// only its lock, and goes.
+			_ = os.Remove(filepath.Join(spec.Dir, rundir.LockFile))
+			_ = os.Remove(spec.Dir)
+		}
+	}()
 	if err := e.describe(ctx, r.man, s, spec); err != nil {
 		return nil, err
 	}
@@ -357,6 +373,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	if err := e.start(r, spec); err != nil {
 		return nil, err
 	}
+	started = true
 	failed, runErr := e.workInto(ctx, r, s, spec.Rerun)
 	return e.finish(r, s, spec, failed, runErr)
 }
@@ -475,14 +492,15 @@ func (e *Engine) create(r *run, s Suite, spec RunSpec) error {
 // the config (a resumed run of an older format in this one), the engine's
 // settings, the protocol with its departures and assumptions, the sample.
 func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, spec RunSpec) error {
-	ver, err := e.ServerVersion(ctx)
+	ver, err := e.reach(ctx, man, uniqueSorted(s.Models()))
 	if err != nil {
 		return err
 	}
-	if !e.Client.IsLoopback() {
+	if !e.Client.IsLoopback() && !e.Offline() {
 		fmt.Fprintf(e.Log, "warning: Ollama host %s is not on this machine: prompts and answers cross the network\n", e.Client.Host())
 	}
-	man.Server = rundir.ServerInfo{Host: e.Client.Host(), Version: ver}
+	offline, seen := man.Server.Offline, man.Server.Seen
+	man.Server = rundir.ServerInfo{Host: e.Client.Host(), Version: ver, Offline: offline, Seen: seen}
 	if p := e.Client.Protocol(); p != "ollama" {
 		man.Server.API = p
 	}
@@ -544,6 +562,9 @@ func (e *Engine) describeModels(ctx context.Context, man *rundir.Manifest, s Sui
 		}
 		man.Serving.Fingerprints = append(man.Serving.Fingerprints, fp)
 		man.Models = append(man.Models, info)
+		if !e.Offline() {
+			e.remember(name, info, fp.ServerVersion)
+		}
 		if info.Tiny {
 			man.TinyModel = true
 		}
@@ -749,7 +770,8 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.RecordWriter, ew *rundir.RecordWriter, rerun *Rerun) (int, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	prog := newProgress(e.Log, e.Interactive, e.Columns, s.Name(), len(todo), e.estimateCalls(ctx, s, todo), e)
+	estimate, cached := e.estimateCalls(ctx, s, todo)
+	prog := newProgress(e.Log, e.Interactive, e.Columns, s.Name(), len(todo), estimate, cached, e)
 	e.prog.Store(prog)
 	defer func() {
 		e.prog.Store(nil)
@@ -1101,6 +1123,13 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 	sum.Notes = append(sum.Notes, summary.ReadingNotes(recs, man.Readers)...)
 	sum.Notes = append(sum.Notes, summary.ThinkingNotes(recs)...)
 	sum.Notes = append(sum.Notes, identityNotes(man)...)
+	if man.Server.Offline {
+		seen := "when a server last served them"
+		if man.Server.Seen != nil {
+			seen = "as of " + man.Server.Seen.Format(time.RFC3339)
+		}
+		sum.Notes = append(sum.Notes, fmt.Sprintf("offline: no server was reachable; every call of the session came from the response cache, with the models' fingerprints and the server's version (%s) as the cache recorded them %s, not checked against a server", man.Server.Version, seen))
+	}
 	if man.Protocol != "" {
 		sum.Protocol, sum.Departures = man.Protocol, man.Departures
 		sum.Notes = append(sum.Notes, summary.DepartureNote(man.Protocol, man.Departures))

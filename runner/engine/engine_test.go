@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -455,6 +456,34 @@ func TestEmbedCachesPerText(t *testing.T) {
 	}
 }
 
+// An embedding call carries the serving settings a chat call to the same
+// model carries — num_ctx, num_thread and keep_alive — so that Ollama does
+// not reload the model's runner between the two kinds of call.
+func TestEmbedCarriesChatServingSettings(t *testing.T) {
+	srv := server(t, goodJudge)
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.NumCtx, e.NumThread, e.KeepAlive = 8192, 1, 7*time.Minute
+	c := e.NewCalls("x")
+	if _, err := c.Chat(context.Background(), "g", localmodels.ChatRequest{Model: "gen", Messages: []localmodels.Message{{Role: "user", Content: "hi"}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Embed(context.Background(), "s", "gen", []string{"alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	chats, embeds := srv.Chats(), srv.EmbedRequests()
+	if len(chats) != 1 || len(embeds) != 1 {
+		t.Fatalf("%d chats, %d embeds", len(chats), len(embeds))
+	}
+	for _, k := range []string{"num_ctx", "num_thread"} {
+		if fmt.Sprint(embeds[0].Options[k]) != fmt.Sprint(chats[0].Options[k]) || embeds[0].Options[k] == nil {
+			t.Errorf("%s: embed %v, chat %v", k, embeds[0].Options[k], chats[0].Options[k])
+		}
+	}
+	if fmt.Sprint(embeds[0].KeepAlive) != "7m0s" {
+		t.Errorf("embed keep_alive %v, want 7m0s as the chat's", embeds[0].KeepAlive)
+	}
+}
+
 // Identical requests in flight at once make one model call; the others
 // share its reply and count as cache hits.
 func TestConcurrentIdenticalCallsShareOne(t *testing.T) {
@@ -590,7 +619,7 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 		t.Fatal(err)
 	}
 	var entries []string
-	filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+	filepath.WalkDir(filepath.Join(cache, "v2"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
 			entries = append(entries, p)
 		}
@@ -836,5 +865,64 @@ func TestJudgeCutOnEveryAttemptIsUnscored(t *testing.T) {
 	})
 	if n != 2 {
 		t.Fatalf("%d cache entries, want the 2 generations", n)
+	}
+}
+
+// A run whose every call is cached needs no server: with the server gone,
+// the same run into a new directory works from the cache alone — the
+// fingerprints the cache recorded when the server served the models —
+// makes no call, records the same data, and says it was offline. A run
+// that needs a call the cache lacks fails those items at once (no
+// retries); with no cache record of a model it fails as before, and the
+// directory it made is removed.
+func TestCachedRunNeedsNoServer(t *testing.T) {
+	srv := server(t, goodJudge)
+	host := srv.Host()
+	cache := t.TempDir()
+	dir1 := filepath.Join(t.TempDir(), "r1")
+	if _, err := newEngine(t, host, cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir1}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	var log strings.Builder
+	e := newEngine(t, host, cache)
+	e.Log = &log
+	dir2 := filepath.Join(t.TempDir(), "r2")
+	res, err := e.Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir2})
+	if err != nil {
+		t.Fatalf("offline rerun: %v\n%s", err, log.String())
+	}
+	if res.Counts.ModelCalls != 0 || res.Counts.Completed != 5 {
+		t.Fatalf("counts %+v", res.Counts)
+	}
+	m, recs2, _ := engine.ReadRun(dir2)
+	_, recs1, _ := engine.ReadRun(dir1)
+	for i := range recs1 {
+		if string(recs1[i].Data) != string(recs2[i].Data) {
+			t.Errorf("record %d: %s, want %s", i, recs2[i].Data, recs1[i].Data)
+		}
+	}
+	if !m.Server.Offline || m.Server.Seen == nil || !strings.Contains(log.String(), "working from the response cache alone") {
+		t.Errorf("offline not recorded: %+v\n%s", m.Server, log.String())
+	}
+	if !strings.Contains(strings.Join(res.Summary.Notes, "\n"), "offline: no server was reachable") {
+		t.Errorf("summary does not say it was offline: %v", res.Summary.Notes)
+	}
+	// More items than were cached: the new ones fail at once.
+	e = newEngine(t, host, cache)
+	e.Log = &log
+	res, err = e.Run(context.Background(), &testSuite{n: 7}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r3")})
+	if res == nil || res.Counts.Completed != 5 || res.Counts.Failed != 2 || res.Counts.Retries != 0 {
+		t.Fatalf("partly cached: %v, %+v", err, res)
+	}
+	// A cache that never saw the models: no server, no run, no directory.
+	e = newEngine(t, host, t.TempDir())
+	e.Log = &log
+	dir4 := filepath.Join(t.TempDir(), "r4")
+	if _, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir4}); err == nil {
+		t.Fatal("a run with no server and an empty cache ran")
+	}
+	if _, err := os.Stat(dir4); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused run left its directory: %v", err)
 	}
 }

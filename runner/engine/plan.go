@@ -126,7 +126,7 @@ func (c *Calls) planChat(stage, kind string, req localmodels.ChatRequest, hit bo
 // The server is still asked for its models: a missing one is an error
 // before a real run too.
 func (e *Engine) dryRun(ctx context.Context, s Suite, shard *rundir.Shard) (*Plan, error) {
-	if _, err := e.ServerVersion(ctx); err != nil {
+	if _, err := e.reach(ctx, &rundir.Manifest{}, uniqueSorted(s.Models())); err != nil {
 		return nil, err
 	}
 	for _, name := range uniqueSorted(s.Models()) {

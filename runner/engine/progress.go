@@ -68,7 +68,7 @@ const lineEvery = 10 * time.Second
 // barWidth is the bar's own width in columns; the description gets the rest.
 const barWidth = 12
 
-func newProgress(w io.Writer, interactive bool, width int, name string, total int, estimate map[[2]string]int, e *Engine) *progress {
+func newProgress(w io.Writer, interactive bool, width int, name string, total int, estimate map[[2]string]int, cached int, e *Engine) *progress {
 	p := &progress{log: w, name: name, width: width, total: total, started: time.Now(), last: time.Now(), e: e,
 		tokens0: e.stats.evalTokens.Load(), stop: make(chan struct{}), calls: map[[2]string]int{}}
 	if len(estimate) > 0 {
@@ -99,7 +99,12 @@ func newProgress(w io.Writer, interactive bool, width int, name string, total in
 		_ = p.bar.RenderBlank()
 	} else {
 		line := fmt.Sprintf("%s: %d items to do", name, total)
-		if p.plannedAll > 0 {
+		switch {
+		case p.plannedAll > 0 && cached >= p.plannedAll:
+			line += fmt.Sprintf(", about %d calls, every one in the cache", p.plannedAll)
+		case p.plannedAll > 0 && cached > 0:
+			line += fmt.Sprintf(", about %d calls (about %d of them in the cache)", p.plannedAll, cached)
+		case p.plannedAll > 0:
 			line += fmt.Sprintf(", about %d model calls", p.plannedAll)
 		}
 		fmt.Fprintln(w, line)
@@ -317,9 +322,9 @@ const estimateSample = 16
 // run of up to estimateSample items spread over the list (items come model
 // by model), scaled to all of them. Calls that depend on what a model
 // says are estimated as the plan counts them.
-func (e *Engine) estimateCalls(ctx context.Context, s Suite, todo []Item) map[[2]string]int {
+func (e *Engine) estimateCalls(ctx context.Context, s Suite, todo []Item) (map[[2]string]int, int) {
 	if len(todo) == 0 {
-		return nil
+		return nil, 0
 	}
 	n := min(len(todo), estimateSample)
 	p := &planner{rows: map[[3]string]*PlanRow{}, noTokens: true}
@@ -327,12 +332,14 @@ func (e *Engine) estimateCalls(ctx context.Context, s Suite, todo []Item) map[[2
 		it := todo[i*len(todo)/n]
 		c := &Calls{e: e, item: it.ID, plan: p}
 		if planItem(ctx, s, c, it) != nil && ctx.Err() != nil {
-			return nil
+			return nil, 0
 		}
 	}
 	out := map[[2]string]int{}
+	cached := 0
 	for _, r := range p.rows {
 		out[[2]string{r.Stage, localmodels.CanonicalName(r.Model)}] += (r.Calls + r.Cached) * len(todo) / n
+		cached += r.Cached * len(todo) / n
 	}
-	return out
+	return out, cached
 }

@@ -17,7 +17,7 @@ func TestProgressLine(t *testing.T) {
 	e.init()
 	e.stats.evalTokens.Store(500) // tokens of an earlier run: not this one's
 	var log bytes.Buffer
-	p := newProgress(&log, false, 0, "hic", 3, nil, e)
+	p := newProgress(&log, false, 0, "hic", 3, nil, 0, e)
 	p.started = time.Now().Add(-10 * time.Second)
 	e.calling("judge", "qwen2.5:0.5b")
 	e.stats.evalTokens.Add(200)
@@ -60,7 +60,7 @@ func TestProgressByCalls(t *testing.T) {
 	e.init()
 	var log bytes.Buffer
 	est := map[[2]string]int{{"generate", "gen:latest"}: 4, {"judge", "j1:latest"}: 8}
-	p := newProgress(&log, false, 0, "hic", 4, est, e)
+	p := newProgress(&log, false, 0, "hic", 4, est, 0, e)
 	p.started = time.Now().Add(-10 * time.Second)
 	e.prog.Store(p)
 	e.calling("judge", "j1")
@@ -100,7 +100,7 @@ func TestProgressBarKeepsLogLinesApart(t *testing.T) {
 	e := &Engine{}
 	e.init()
 	var log bytes.Buffer
-	p := newProgress(&log, true, 80, "hic", 2, map[[2]string]int{{"judge", "a-model-with-a-rather-long-name:latest"}: 40}, e)
+	p := newProgress(&log, true, 80, "hic", 2, map[[2]string]int{{"judge", "a-model-with-a-rather-long-name:latest"}: 40}, 0, e)
 	e.prog.Store(p)
 	e.calling("judge", "a-model-with-a-rather-long-name:latest")
 	e.called("judge", "a-model-with-a-rather-long-name:latest")
@@ -129,5 +129,24 @@ func TestRetryCause(t *testing.T) {
 	}
 	if c := retryCause(errors.New("ollama h: chat m: 503 Service Unavailable: server busy")); c != "server busy" {
 		t.Errorf("503: %q", c)
+	}
+}
+
+// A session whose calls are all in the cache says so, rather than
+// promising model calls it will not make.
+func TestProgressLineSaysCached(t *testing.T) {
+	e := &Engine{}
+	e.init()
+	var log bytes.Buffer
+	p := newProgress(&log, false, 0, "smoke", 10, map[[2]string]int{{"judge", "j:latest"}: 20}, 20, e)
+	p.Finish()
+	if !strings.HasPrefix(log.String(), "smoke: 10 items to do, about 20 calls, every one in the cache\n") {
+		t.Errorf("line %q", log.String())
+	}
+	log.Reset()
+	p = newProgress(&log, false, 0, "smoke", 10, map[[2]string]int{{"judge", "j:latest"}: 20}, 5, e)
+	p.Finish()
+	if !strings.HasPrefix(log.String(), "smoke: 10 items to do, about 20 calls (about 5 of them in the cache)\n") {
+		t.Errorf("line %q", log.String())
 	}
 }

@@ -432,7 +432,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 	if mis {
 		req := s.judgeReq(engine.Fill(prompt("missing_content_check"), map[string]string{
 			"missing": in.MissingPart(), "task": task, "response": res.Response}), 0, s.cfg.Seed)
-		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, s.schema(missingSchema), judging.Reader[MissingVerdict]{Text: ParseMissingText, Quoted: []string{res.Response}})
+		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, s.schema(missingSchema), judging.Reader[MissingVerdict]{Text: ParseMissingText, Quoted: []string{res.Response}, Check: true, Subject: res.Model})
 		if err != nil {
 			return nil, err
 		}
@@ -582,7 +582,7 @@ func (s *Suite) baseline(ctx context.Context, c *engine.Calls, res *ItemResult, 
 	content := prompt("judge_baseline") + "\n" + engine.Fill(prompt("baseline_scale"), map[string]string{"query": task, "response": res.Response})
 	for i := 0; i < s.cfg.BaselineSamples; i++ {
 		req := s.judgeReq(content, s.cfg.BaselineTemperature, s.cfg.Seed+i)
-		v, ok, err := judging.JudgeWith(ctx, c, "baseline", req, s.schema(baselineSchema), judging.Reader[BaselineVerdict]{Text: ParseBaselineText, Quoted: []string{res.Response}})
+		v, ok, err := judging.JudgeWith(ctx, c, "baseline", req, s.schema(baselineSchema), judging.Reader[BaselineVerdict]{Text: ParseBaselineText, Quoted: []string{res.Response}, Check: true, Subject: res.Model})
 		if err != nil {
 			return err
 		}
@@ -606,7 +606,7 @@ func (s *Suite) factCheck(ctx context.Context, c *engine.Calls, res *ItemResult,
 	content := engine.Fill(prompt("fact_check"), map[string]string{"query": task, "response": res.Response})
 	for i := 0; i < s.cfg.FactSamples; i++ {
 		req := s.judgeReq(content, s.cfg.FactTemperature, s.cfg.Seed+i)
-		v, ok, err := judging.JudgeWith(ctx, c, "factcheck", req, s.schema(factSchema), judging.Reader[FactVerdict]{Text: ParseFactText, Quoted: []string{res.Response}})
+		v, ok, err := judging.JudgeWith(ctx, c, "factcheck", req, s.schema(factSchema), judging.Reader[FactVerdict]{Text: ParseFactText, Quoted: []string{res.Response}, Check: true, Subject: res.Model})
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // lockFile is the file in a run directory a live run holds locked.
-const lockFile = ".lock"
+const lockFile = LockFile
 
 // ErrRunLocked is returned when another process holds a run directory.
 var ErrRunLocked = errors.New("run directory in use")

@@ -98,6 +98,12 @@ type ServerInfo struct {
 	// API is "openai" for a server reached through an OpenAI-compatible
 	// API (empty: Ollama's native API).
 	API string `json:"api,omitempty"`
+	// Offline is set on a run made with no server reachable: every call
+	// came from the response cache, and each model's fingerprint (and the
+	// server's version) is the one the cache recorded when a server last
+	// served it, at Seen, not checked against a server.
+	Offline bool       `json:"offline,omitempty"`
+	Seen    *time.Time `json:"fingerprints_seen,omitempty"`
 }
 
 // UnmarshalJSON reads a manifest, its server under "server" or under

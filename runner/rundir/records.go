@@ -89,6 +89,8 @@ const (
 	ManifestFile = "manifest.json"
 	SummaryFile  = "summary.json"
 	RunFileName  = "run.yaml"
+	// LockFile holds the PID of the process working on the run.
+	LockFile = ".lock"
 )
 
 // ReadRecords reads a records file. A last line cut short by a crash is left
