@@ -1,7 +1,6 @@
 package judgeval
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -57,6 +56,15 @@ func (u RunUnit) Panel(q string, binary bool) (float64, bool) {
 		return 0, true
 	}
 	return m, true
+}
+
+// value is judge j's value of q on the unit, or the panel's for j "panel".
+func (u RunUnit) value(j string, q Quantity) (float64, bool) {
+	if j == "panel" {
+		return u.Panel(q.Name, q.Binary)
+	}
+	x, ok := u.Values[j][q.Name]
+	return x, ok
 }
 
 // RunUnits gathers a run's judged units from its records, in record order.
@@ -300,29 +308,21 @@ func readLabels(path string, sf SheetFile) (map[string]float64, int, error) {
 		}
 		return out, blank, nil
 	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	err = eachLine(f, path, func(n int, b []byte) error {
 		var row struct {
 			ID    string          `json:"sheet_id"`
 			Label json.RawMessage `json:"label"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
-			return nil, 0, fmt.Errorf("%s:%d: %w", path, n, err)
+			return fmt.Errorf("%s:%d: %w", path, n, err)
 		}
 		label := strings.Trim(string(row.Label), `"`)
 		if label == "null" {
 			label = ""
 		}
-		if err := add(n, row.ID, label); err != nil {
-			return nil, 0, err
-		}
-	}
-	return out, blank, sc.Err()
+		return add(n, row.ID, label)
+	})
+	return out, blank, err
 }
 
 func labelValue(s string, binary bool) (float64, error) {
@@ -426,16 +426,8 @@ func agreementTable(byUnit map[string]RunUnit, human map[string]float64, q Quant
 		for _, j := range append(append([]string(nil), js...), "panel") {
 			var vs []metrics.LabelledVerdict
 			for _, k := range keys {
-				u := byUnit[k]
-				v := metrics.LabelledVerdict{Human: human[k] == 1}
-				var x float64
-				var ok bool
-				if j == "panel" {
-					x, ok = u.Panel(q.Name, true)
-				} else {
-					x, ok = u.Values[j][q.Name]
-				}
-				v.Unscored, v.Judged = !ok, x == 1
+				x, ok := byUnit[k].value(j, q)
+				v := metrics.LabelledVerdict{Human: human[k] == 1, Unscored: !ok, Judged: x == 1}
 				vs = append(vs, v)
 			}
 			a := metrics.Agreement(vs, 0.95)
@@ -449,15 +441,7 @@ func agreementTable(byUnit map[string]RunUnit, human map[string]float64, q Quant
 		var data [][]float64
 		var diff []float64
 		for _, k := range keys {
-			u := byUnit[k]
-			var x float64
-			var ok bool
-			if j == "panel" {
-				x, ok = u.Panel(q.Name, false)
-			} else {
-				x, ok = u.Values[j][q.Name]
-			}
-			if ok {
+			if x, ok := byUnit[k].value(j, q); ok {
 				data = append(data, []float64{x, human[k]})
 				diff = append(diff, x-human[k])
 			}

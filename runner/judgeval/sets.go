@@ -105,25 +105,19 @@ func rawID(r json.RawMessage) string {
 func readSet(r io.Reader, where string) (Set, error) {
 	var s Set
 	seen := map[string]int{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	err := eachLine(r, where, func(n int, b []byte) error {
 		var l line
 		if err := json.Unmarshal(b, &l); err != nil {
-			return s, fmt.Errorf("%s:%d: %w", where, n, err)
+			return fmt.Errorf("%s:%d: %w", where, n, err)
 		}
 		u, kind, err := l.unit()
 		if err != nil {
-			return s, fmt.Errorf("%s:%d: %w", where, n, err)
+			return fmt.Errorf("%s:%d: %w", where, n, err)
 		}
 		if kind == "felm-skip" {
 			s.Skipped++
 			s.Why = "FELM records whose labels and segments differ in number"
-			continue
+			return nil
 		}
 		if s.Source == "" {
 			s.Source, s.Licence = sources[kind][0], sources[kind][1]
@@ -133,7 +127,7 @@ func readSet(r io.Reader, where string) (Set, error) {
 		}
 		if first, dup := seen[u.ID]; dup {
 			if kind == "halu" {
-				return s, fmt.Errorf("%s:%d: id %q already on line %d", where, n, u.ID, first)
+				return fmt.Errorf("%s:%d: id %q already on line %d", where, n, u.ID, first)
 			}
 			// A published file's own repeats (HaluEval has records whose
 			// ID is the word "ID"): kept, told apart by their line.
@@ -142,9 +136,10 @@ func readSet(r io.Reader, where string) (Set, error) {
 		}
 		seen[u.ID] = n
 		s.Units = append(s.Units, u)
-	}
-	if err := sc.Err(); err != nil {
-		return s, fmt.Errorf("%s: %w", where, err)
+		return nil
+	})
+	if err != nil {
+		return s, err
 	}
 	if len(s.Units) == 0 {
 		return s, fmt.Errorf("%s: no labelled unit", where)
@@ -192,6 +187,26 @@ func (l line) unit() (Unit, string, error) {
 func (u Unit) check() error {
 	if strings.TrimSpace(u.Response) == "" {
 		return fmt.Errorf("unit %q: empty response", u.ID)
+	}
+	return nil
+}
+
+// eachLine calls fn with each non-blank line of a JSONL stream and its
+// number (from 1), stopping at fn's first error.
+func eachLine(r io.Reader, where string, fn func(n int, b []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		if err := fn(n, b); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	return nil
 }
