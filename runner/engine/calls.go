@@ -270,6 +270,11 @@ func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info lo
 		PromptTokens: resp.PromptEvalCount, EvalTokens: resp.EvalCount, DoneReason: resp.DoneReason,
 		NoThink: req.Think != nil && !*req.Think,
 	}
+	sent := req.Options
+	sent.NumThread = nil // the machine's, not the request's: it changes no reply
+	if m := sent.Map(); len(m) > 0 {
+		l.Options = m
+	}
 	c.transcript(&l, req.Messages, resp.Content)
 	if fp.NumCtx > 0 && resp.PromptEvalCount*10 >= fp.NumCtx*9 {
 		l.NearContext = fp.NumCtx

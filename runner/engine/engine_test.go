@@ -926,3 +926,25 @@ func TestCachedRunNeedsNoServer(t *testing.T) {
 		t.Errorf("the refused run left its directory: %v", err)
 	}
 }
+
+// Every generation's record says which options it sent (what the
+// authors' code sends is checked against it), the machine's num_thread
+// left out; an option it did not send is absent, left to the server.
+func TestCallLogRecordsOptionsSent(t *testing.T) {
+	srv := server(t, goodJudge)
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.NumCtx, e.NumThread = 4096, 2
+	dir := filepath.Join(t.TempDir(), "r")
+	if _, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	_, recs, _ := engine.ReadRun(dir)
+	for _, l := range recs[0].Calls {
+		if l.Options["num_ctx"] != float64(4096) || l.Options["num_thread"] != nil || l.Options["top_k"] != nil {
+			t.Errorf("%s %s: options %v", l.Stage, l.Kind, l.Options)
+		}
+	}
+	if len(recs[0].Calls) == 0 {
+		t.Fatal("no call logged")
+	}
+}

@@ -328,6 +328,11 @@ type Config struct {
 	// first call) or "drop" (what does not fit the window asked is left
 	// out, counted).
 	KnowledgeFit string
+	// ClaimFallback is how KnowHD gets claims when the decomposer's reply
+	// holds no claim list: "lines" (the authors' code splits the
+	// statement into its lines) or "sentences" (halu: its sentences of
+	// three words or more).
+	ClaimFallback string
 	// Unreadable is how a hypothesis whose label cannot be read counts in
 	// F1 and accuracy: "wrong" (the paper's measures are over every item:
 	// it matches no relation label and predicts no link) or "unscored"
@@ -393,6 +398,8 @@ func (c *Config) Settings() setting.List {
 			Paper("sampled").Halu("ranked").When(kg),
 		setting.Choice("knowledge-fit", &c.KnowledgeFit, "all (the paper: the run's context window is sized to show the 32 documents and KG lines whole; a model whose context cannot hold them is refused before the first call) or drop (leave out what does not fit --num-ctx, counted)", "all", "drop").
 			Paper("all").When(func() bool { return kg() || lit() }),
+		setting.Choice("claim-fallback", &c.ClaimFallback, "KnowHD's claims when the decomposer's reply holds no claim list: lines (the authors' code: the statement's lines) or sentences (its sentences of three words or more)", "lines", "sentences").
+			Paper("lines").Halu("sentences").When(func() bool { return len(c.KnowHD) > 0 }),
 		setting.Choice("unreadable", &c.Unreadable, "how a hypothesis whose label cannot be read counts in F1 and accuracy: wrong (the paper: every item counts; it matches no label and predicts no link) or unscored (left out, counted)", "wrong", "unscored").
 			Paper("wrong").Halu("unscored"),
 	}
@@ -407,7 +414,7 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // DefaultConfig is the paper's protocol.
 func DefaultConfig() Config {
 	return Config{Protocol: setting.ProtocolPaper, Knowledge: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
-		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 2048, VerdictFormat: "text", Sample: "stratified", BM25: "pyserini", KGChains: "sampled", Unreadable: "wrong", KnowledgeFit: "all"}
+		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 2048, VerdictFormat: "text", Sample: "stratified", BM25: "pyserini", KGChains: "sampled", Unreadable: "wrong", KnowledgeFit: "all", ClaimFallback: "lines"}
 }
 
 // Declaration declares the suite to the registry.
@@ -432,6 +439,10 @@ func migrate(format int, cfg map[string]json.RawMessage) error {
 		engine.DefaultTo(cfg, "knowledge_fit", `"drop"`)
 		// and asked for JSON support verdicts.
 		engine.DefaultTo(cfg, "verdict_format", `"json"`)
+	}
+	if format < 4 {
+		// Format 3 fell back to sentences when no claim list was read.
+		engine.DefaultTo(cfg, "claim_fallback", `"sentences"`)
 	}
 	return nil
 }
@@ -1244,7 +1255,19 @@ var (
 	jsonFence  = regexp.MustCompile("(?s)```json\\s*(\\{.*?\\})\\s*```")
 )
 
-// SplitSentences is KnowHD's fallback when the claim JSON cannot be had:
+// SplitLines is KnowHD's fallback in the authors' code when the claim
+// list cannot be had: the statement's lines, blank ones left out.
+func SplitLines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// SplitSentences is halu's KnowHD fallback when the claim JSON cannot be had:
 // the statement's sentences (at least 3 words each) as claims.
 func SplitSentences(text string) []string {
 	text = jsonFence.ReplaceAllString(text, " ")
@@ -1276,6 +1299,9 @@ func (s *Suite) knowHD(ctx context.Context, c *engine.Calls, model, output, src 
 	claims := v.Claims
 	if !ok || len(claims) == 0 {
 		claims, g.ClaimsFallback = SplitSentences(output), true
+		if s.cfg.ClaimFallback == "lines" {
+			claims = SplitLines(output)
+		}
 	}
 	if c.Planning() && len(claims) == 0 {
 		// A dry run has no claims: plan the per-claim calls at the cap,

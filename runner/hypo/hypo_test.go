@@ -94,6 +94,18 @@ func TestSplitSentencesFallback(t *testing.T) {
 	}
 }
 
+// The authors' fallback: the statement's lines, blank ones left out, as
+// they stand (a heading is a line too).
+func TestSplitLinesFallback(t *testing.T) {
+	got := SplitLines("### Step-by-step Reasoning\nGene A binds receptor B. It is short.\n\n  Ok.  \n")
+	if len(got) != 3 || got[0] != "### Step-by-step Reasoning" || got[1] != "Gene A binds receptor B. It is short." || got[2] != "Ok." {
+		t.Fatalf("%q", got)
+	}
+	if c := DefaultConfig(); c.ClaimFallback != "lines" {
+		t.Errorf("paper protocol falls back to %q", c.ClaimFallback)
+	}
+}
+
 func TestLoadTestItemsAndLabels(t *testing.T) {
 	items, err := LoadTestItems("")
 	if err != nil {
@@ -617,6 +629,14 @@ func TestProtocolDepartures(t *testing.T) {
 	}
 	if c := f2.(*Config); c.BM25 != "pyserini" || c.KGChains != "sampled" || c.Sample != "stratified" || c.Protocol != setting.ProtocolHalu || c.Unreadable != "unscored" {
 		t.Errorf("format-2 run: %+v", c)
+	}
+	// A format-3 run fell back to sentences.
+	f3, err := Declaration.Decode([]byte(`{"models":["m"],"setting":["lit"],"index":"ix","tasks":["chem-gene"],"knowhd":["lit"],"verifier":"v"}`), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f3.(*Config); c.ClaimFallback != "sentences" {
+		t.Errorf("format-3 run falls back to %q", c.ClaimFallback)
 	}
 }
 

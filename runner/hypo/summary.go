@@ -525,7 +525,6 @@ func (s *Suite) MethodDepartures() []string {
 	return []string{
 		"claim → KG nodes: the authors take the BM25 top 100 nodes per entity (node_k 100); halu looks entity ids up exactly",
 		"KG context: the authors follow edges x→y and show 32 chains, one per line; halu walks edges in both directions and shows 32 edges",
-		"claims: the authors fall back to splitting lines when a reply holds no claim list; halu splits sentences",
 	}
 }
 

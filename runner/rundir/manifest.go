@@ -196,8 +196,9 @@ type Counts struct {
 // for its engine settings) and written in the current format when
 // resumed. Format 3 added settings whose absence in a format-2 config means
 // what format 2 did (hypo's unreadable hypotheses left out, ideas' 20-token
-// fluency cap); the suites' migrations fill them in.
-const FormatVersion = 3
+// fluency cap); the suites' migrations fill them in. Format 4 added hypo's
+// claim fallback (absent: sentences, as format 3 did).
+const FormatVersion = 4
 
 // ReadManifest reads dir/manifest.json (a manifest of format 1 keeps it:
 // migrations read the parts that changed, engine.Recorded its engine

@@ -51,6 +51,12 @@ type CallLog struct {
 	// NearContext is the context window when the prompt filled 90% of it
 	// or more (Ollama may have truncated it).
 	NearContext int `json:"near_context,omitempty"`
+	// Options are the sampling and window options the request sent
+	// (temperature, top_p, top_k, repeat_penalty, seed, num_predict,
+	// num_ctx, stop; num_thread left out: it changes no reply). An option
+	// not here was left to the server: its value is the model's
+	// Modelfile's (the manifest's models list them) or the server's own.
+	Options map[string]any `json:"options,omitempty"`
 	// NoThink is set when the call asked a thinking model not to think
 	// (think: false): judges are, so their reply caps go to the verdict.
 	NoThink bool `json:"no_think,omitempty"`
