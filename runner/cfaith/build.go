@@ -184,6 +184,10 @@ type BuildConfig struct {
 	// Responses is the number of hallucinated responses per question
 	// (the paper: three).
 	Responses int
+	// ResponseCalls is how they are asked for: "one" (the authors' code,
+	// generate_multi_halu: one call for all of them, in numbered lines)
+	// or "each" (one call per response, with the single-response prompt).
+	ResponseCalls string
 	Seed      int
 	// Format is "json" (structured output for agents and verifier) or
 	// "text" (the authors' formats, parsed leniently).
@@ -214,7 +218,9 @@ func (c *BuildConfig) Settings() setting.List {
 		setting.Choices("types", &c.Types, "hallucination types to generate: "+strings.Join(Types, ", "), Types...).As(setting.Subject),
 		setting.Record("rules", &c.Rules, "the generation rules used (set by --rules or --optimize)"),
 		setting.Int("max-questions", &c.MaxQuestions, "questions kept per document and type (the prompts ask for 3; 0 keeps all)").Min(0),
-		setting.Int("responses", &c.Responses, "hallucinated responses per question").Min(1),
+		setting.Int("responses", &c.Responses, "hallucinated responses per question").Paper("3").Min(1),
+		setting.Choice("response-calls", &c.ResponseCalls, "one (the authors' code: all of a question's hallucinated responses asked in one call, numbered lines) or each (one call per response)", "one", "each").
+			Paper("one").Halu("each"),
 		setting.Int("seed", &c.Seed, "seed for sampling, the train/validation split and option shuffling").As(setting.Draw),
 		setting.Choice("format", &c.Format, "json (structured output) or text (the authors' formats)", "json", "text"),
 		setting.Int("max-tokens", &c.MaxTokens, "reply cap for agents and verifier").Min(1).Assumed("the authors' code sets no cap we could read"),
@@ -234,7 +240,7 @@ func (c *BuildConfig) UnmarshalJSON(b []byte) error { return c.Settings().Unmars
 
 // DefaultBuildConfig has the authors' code's settings.
 func DefaultBuildConfig() BuildConfig {
-	return BuildConfig{Lang: "zh", Types: DefaultTypes, MaxQuestions: 0, Responses: 3, Seed: 1, Format: "json", MaxTokens: 768,
+	return BuildConfig{Lang: "zh", Types: DefaultTypes, MaxQuestions: 0, Responses: 3, ResponseCalls: "one", Seed: 1, Format: "json", MaxTokens: 768,
 		VerifierDecoding: "sampled", Protocol: setting.ProtocolPaper}
 }
 
@@ -248,6 +254,10 @@ var BuildDeclaration = engine.Declare("cfaith-build", "HaluAgent: build a C-FAIT
 func migrateBuild(format int, cfg map[string]json.RawMessage) error {
 	if format < 3 {
 		engine.DefaultTo(cfg, "verifier_decoding", `"greedy"`)
+	}
+	if format < 4 {
+		// Format 3 asked for each hallucinated response in a call of its own.
+		engine.DefaultTo(cfg, "response_calls", `"each"`)
 	}
 	return nil
 }
@@ -433,6 +443,8 @@ const (
 		`"question":{"type":"string","minLength":1,"maxLength":300},"answer":{"type":"string","minLength":1,"maxLength":400},` +
 		`"evidence":{"type":"string","minLength":1,"maxLength":600}},"required":["question","answer","evidence"]}}},"required":["items"]}`
 	haluSchema = `{"type":"object","properties":{"response":{"type":"string","minLength":1,"maxLength":400}},"required":["response"]}`
+	// haluListSchemaFmt is the one-call form: exactly n responses.
+	haluListSchemaFmt = `{"type":"object","properties":{"responses":{"type":"array","minItems":%d,"maxItems":%d,"items":{"type":"string","minLength":1,"maxLength":400}}},"required":["responses"]}`
 )
 
 func labelSchema(lang string) string {
@@ -504,14 +516,41 @@ func (b *Builder) verify(ctx context.Context, c *engine.Calls, check, content st
 	return &v, nil
 }
 
-func (b *Builder) question(ctx context.Context, c *engine.Calls, mode string, qa QA) (Question, error) {
-	lang := b.cfg.Lang
-	q := Question{Mode: mode, QA: qa}
-	var err error
-	if q.Correct, err = b.verify(ctx, c, "correct", VerifyCorrectPrompt(lang, qa.Evidence, qa.Question, qa.Answer)); err != nil {
-		return q, err
+// haluAnswers asks the agent for the question's hallucinated responses:
+// in one call (the authors' code) or one call each. A response that could
+// not be read is "" (dropped, counted); in one call, an unread reply loses
+// them all, as the authors' code drops the question.
+func (b *Builder) haluAnswers(ctx context.Context, c *engine.Calls, qa QA) ([]string, error) {
+	lang, n := b.cfg.Lang, b.cfg.Responses
+	texts := make([]string, n)
+	if b.cfg.ResponseCalls == "one" {
+		schema := fmt.Sprintf(haluListSchemaFmt, n, n)
+		req := b.req(b.cfg.Agent, HaluAnswersPrompt(lang, b.cfg.Rules, n, qa.Question, qa.Answer, qa.Evidence), b.cfg.Seed, schema)
+		list, ok, err := judging.JudgeAs(ctx, c, "generate", req, nil, judging.ByFormat(b.cfg.Format, func(raw string) ([]string, error) {
+			var v struct {
+				Responses []string `json:"responses"`
+			}
+			if err := judging.DecodeJSON(raw, &v); err != nil {
+				return nil, err
+			}
+			if len(v.Responses) != n {
+				return nil, fmt.Errorf("%d responses, %d asked for", len(v.Responses), n)
+			}
+			for i, r := range v.Responses {
+				t, err := ParseHaluAnswer(r)
+				if err != nil {
+					return nil, err
+				}
+				v.Responses[i] = t
+			}
+			return v.Responses, nil
+		}, func(raw string) ([]string, error) { return ParseHaluAnswers(raw, n) }))
+		if err != nil || !ok {
+			return texts, err
+		}
+		return list, nil
 	}
-	for i := 0; i < b.cfg.Responses; i++ {
+	for i := range texts {
 		req := b.req(b.cfg.Agent, HaluAnswerPrompt(lang, b.cfg.Rules, qa.Question, qa.Answer, qa.Evidence), b.cfg.Seed+i, haluSchema)
 		text, ok, err := judging.JudgeAs(ctx, c, "generate", req, nil, judging.ByFormat(b.cfg.Format, func(raw string) (string, error) {
 			var v struct {
@@ -523,38 +562,68 @@ func (b *Builder) question(ctx context.Context, c *engine.Calls, mode string, qa
 			return ParseHaluAnswer(v.Response)
 		}, ParseHaluAnswer))
 		if err != nil {
-			return q, err
+			return texts, err
 		}
-		if !ok {
+		if ok {
+			texts[i] = text
+		}
+	}
+	return texts, nil
+}
+
+// response labels the i-th hallucinated response of a question and has
+// the verification module check it.
+func (b *Builder) response(ctx context.Context, c *engine.Calls, qa QA, i int, text string) (Response, error) {
+	lang := b.cfg.Lang
+	r := Response{Text: text}
+	lreq := b.req(b.cfg.Agent, LabelPrompt(lang, b.cfg.Rules, qa.Question, text, qa.Answer), b.cfg.Seed+i, labelSchema(lang))
+	label, ok, err := judging.JudgeAs(ctx, c, "label", lreq, nil, judging.ByFormat(b.cfg.Format, func(raw string) (string, error) {
+		var v struct {
+			Label string `json:"label"`
+		}
+		if err := judging.DecodeJSON(raw, &v); err != nil {
+			return "", err
+		}
+		return ParseLabel(lang, v.Label)
+	}, func(raw string) (string, error) { return ParseLabel(lang, raw) }))
+	if err != nil {
+		return r, err
+	}
+	if ok {
+		r.Label = label
+	}
+	if r.Halu, err = b.verify(ctx, c, "halu", VerifyHaluPrompt(lang, qa.Evidence, qa.Question, text)); err != nil {
+		return r, err
+	}
+	if r.Label != "" {
+		if r.Type, err = b.verify(ctx, c, "type", VerifyTypePrompt(lang, r.Label, qa.Question, qa.Answer, text)); err != nil {
+			return r, err
+		}
+	}
+	r.Drop = responseDrop(r)
+	return r, nil
+}
+
+func (b *Builder) question(ctx context.Context, c *engine.Calls, mode string, qa QA) (Question, error) {
+	lang := b.cfg.Lang
+	q := Question{Mode: mode, QA: qa}
+	var err error
+	if q.Correct, err = b.verify(ctx, c, "correct", VerifyCorrectPrompt(lang, qa.Evidence, qa.Question, qa.Answer)); err != nil {
+		return q, err
+	}
+	texts, err := b.haluAnswers(ctx, c, qa)
+	if err != nil {
+		return q, err
+	}
+	for i, text := range texts {
+		if text == "" {
 			q.Responses = append(q.Responses, Response{Drop: "response unparseable"})
 			continue
 		}
-		r := Response{Text: text}
-		lreq := b.req(b.cfg.Agent, LabelPrompt(lang, b.cfg.Rules, qa.Question, text, qa.Answer), b.cfg.Seed+i, labelSchema(lang))
-		label, ok, err := judging.JudgeAs(ctx, c, "label", lreq, nil, judging.ByFormat(b.cfg.Format, func(raw string) (string, error) {
-			var v struct {
-				Label string `json:"label"`
-			}
-			if err := judging.DecodeJSON(raw, &v); err != nil {
-				return "", err
-			}
-			return ParseLabel(lang, v.Label)
-		}, func(raw string) (string, error) { return ParseLabel(lang, raw) }))
+		r, err := b.response(ctx, c, qa, i, text)
 		if err != nil {
 			return q, err
 		}
-		if ok {
-			r.Label = label
-		}
-		if r.Halu, err = b.verify(ctx, c, "halu", VerifyHaluPrompt(lang, qa.Evidence, qa.Question, text)); err != nil {
-			return q, err
-		}
-		if r.Label != "" {
-			if r.Type, err = b.verify(ctx, c, "type", VerifyTypePrompt(lang, r.Label, qa.Question, qa.Answer, text)); err != nil {
-				return q, err
-			}
-		}
-		r.Drop = responseDrop(r)
 		q.Responses = append(q.Responses, r)
 	}
 	q.Drop = questionDrop(q)
@@ -753,7 +822,6 @@ func PassRates(docs []DocResult) Rates {
 // its settings (engine.Methods).
 func (b *Builder) MethodDepartures() []string {
 	return []string{
-		"hallucinated responses: the authors ask for three in one call; halu asks once per response (--responses calls)",
 		"a knowledge document longer than the model's context window is cut by the server, not chunked",
 		"rule optimisation (--optimize): the authors' corrector (corrector/qa_corrector.py) publishes its own instructions; halu's optimisation agent uses its own prompt",
 	}

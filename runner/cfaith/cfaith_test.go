@@ -425,6 +425,7 @@ func TestBuildAndRunAgainstFake(t *testing.T) {
 	for _, lang := range Langs {
 		t.Run(lang, func(t *testing.T) {
 			var mu sync.Mutex
+			halluCalls, singleCalls := 0, 0
 			ignoresFormat := false // later: a server that ignores format
 			srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
 				mu.Lock()
@@ -438,7 +439,11 @@ func TestBuildAndRunAgainstFake(t *testing.T) {
 					return fakeollama.Reply{Content: "The years differ.\n[Conflict check]: Conflict"}
 				case strings.Contains(u, "3个问题") || strings.Contains(u, "Generate 3 questions"):
 					return fakeollama.Reply{Content: `{"items":[{"question":"Q1?","answer":"A1","evidence":"E1"},{"question":"Q2?","answer":"A2","evidence":"E2"}]}`}
+				case strings.Contains(u, "生成3个不同的幻觉回复") || strings.Contains(u, "Generate 3 different hallucinated responses"):
+					halluCalls++
+					return fakeollama.Reply{Content: `{"responses":["wrong answer 1","wrong answer 2","wrong answer 3"]}`}
 				case strings.Contains(u, "幻觉回复生成者") || strings.Contains(u, "hallucinated-response writer"):
+					singleCalls++
 					return fakeollama.Reply{Content: fmt.Sprintf(`{"response":"wrong answer %v"}`, seed)}
 				case strings.Contains(u, "幻觉分类器") || strings.Contains(u, "hallucination classifier"):
 					return fakeollama.Reply{Content: fmt.Sprintf(`{"label":"%s"}`, TypeName(lang, "EntErr"))}
@@ -481,8 +486,13 @@ func TestBuildAndRunAgainstFake(t *testing.T) {
 			_, recs, _ := engine.ReadRun(res.Dir)
 			docs, _ := decodeDocs(recs)
 			pr := PassRates(docs)
+			// The paper protocol asks for a question's three responses in
+			// one call (the authors' generate_multi_halu).
+			if halluCalls == 0 || singleCalls != 0 {
+				t.Errorf("%d one-call requests for hallucinated responses, %d single ones; want all in one call", halluCalls, singleCalls)
+			}
 			// Per document: 2 types × 2 questions, Q2 uncertain; 3 responses
-			// each, the seed-3 one failing its label check.
+			// each, the third one failing its label check.
 			if pr.Questions != 16 || pr.Corr != 0.5 || pr.Halu != 1 || math.Abs(pr.Label-2.0/3) > 1e-12 || math.Abs(pr.Overall-1.0/3) > 1e-12 {
 				t.Errorf("rates %+v", pr)
 			}
@@ -594,3 +604,35 @@ func TestReleasedLayoutErrors(t *testing.T) {
 		t.Errorf("empty directory: %v", err)
 	}
 }
+
+// A reply to the one-call prompt: its numbered lines, whatever else the
+// agent wrote around them; a missing, repeated or empty response loses
+// the reply (the authors' code drops the question's responses).
+func TestParseHaluAnswers(t *testing.T) {
+	for _, c := range []struct {
+		name, reply string
+		want        []string
+	}{
+		{"verbatim", "[幻觉回复1]：甲\n[幻觉回复2]：乙\n[幻觉回复3]：丙", []string{"甲", "乙", "丙"}},
+		{"preamble and markdown", "好的，以下是三个幻觉回复：\n\n**[幻觉回复1]**：甲\n- [幻觉回复2]: 乙\n[幻觉回复3]：丙\n希望有帮助。", []string{"甲", "乙", "丙"}},
+		{"english, out of order", "[Hallucinated response 2]: b\n[Hallucinated response 1]: a\n[Hallucinated response 3]: c", []string{"a", "b", "c"}},
+		{"one missing", "[幻觉回复1]：甲\n[幻觉回复3]：丙", nil},
+		{"repeated", "[幻觉回复1]：甲\n[幻觉回复1]：乙\n[幻觉回复3]：丙", nil},
+		{"placeholder left", "[幻觉回复1]：甲\n[幻觉回复2]：...\n[幻觉回复3]：丙", nil},
+		{"fourth", "[幻觉回复1]：甲\n[幻觉回复2]：乙\n[幻觉回复3]：丙\n[幻觉回复4]：丁", nil},
+	} {
+		got, err := ParseHaluAnswers(c.reply, 3)
+		if (c.want == nil) != (err != nil) || strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
+		}
+	}
+	// Two asked for: the prompt's count and format lines say two.
+	p := HaluAnswersPrompt("zh", RuleSet{}, 2, "Q", "A", "E")
+	if !strings.Contains(p, "生成2个不同") || !strings.Contains(p, "[幻觉回复2]：...请为") || strings.Contains(p, "[幻觉回复3]") {
+		t.Errorf("two responses asked as:\n%s", p)
+	}
+	if p3 := HaluAnswersPrompt("zh", RuleSet{}, 3, "Q", "A", "E"); !strings.Contains(p3, "[幻觉回复3]：...请为以下问题生成3个不同的幻觉回复：\n[问题]：Q\n[答案]：A\n[依据]：E\n") {
+		t.Errorf("the authors' prompt not verbatim:\n%s", p3)
+	}
+}
+

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -78,6 +79,43 @@ func ParseHaluAnswer(reply string) (string, error) {
 		return "", errors.New("empty hallucinated response")
 	}
 	return s, nil
+}
+
+var haluLine = regexp.MustCompile(`^\s*(?:[-*]\s*)?(?:\*\*)?\[(?:幻觉回复|Hallucinated response)\s*(\d+)\](?:\*\*)?\s*[：:]\s*(.*?)\s*$`)
+
+// ParseHaluAnswers reads a reply to HaluAnswersPrompt: the n numbered
+// lines "[幻觉回复k]：…" ("[Hallucinated response k]: …"), in any order,
+// other lines (a preamble) not read. A number missing, repeated or out of
+// range, or a response left empty ("…"), is a parse failure: the
+// authors' code drops the question's responses when any line breaks its
+// format.
+func ParseHaluAnswers(reply string, n int) ([]string, error) {
+	got := map[int]string{}
+	for _, l := range strings.Split(reply, "\n") {
+		m := haluLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		k, _ := strconv.Atoi(m[1])
+		text := strings.TrimSpace(m[2])
+		switch _, dup := got[k]; {
+		case k < 1 || k > n:
+			return nil, fmt.Errorf("response %d, of %d asked for", k, n)
+		case dup:
+			return nil, fmt.Errorf("response %d given twice", k)
+		case text == "" || text == "..." || text == "…":
+			return nil, fmt.Errorf("response %d is empty", k)
+		}
+		got[k] = text
+	}
+	if len(got) != n {
+		return nil, fmt.Errorf("%d of the %d numbered responses", len(got), n)
+	}
+	out := make([]string, n)
+	for k := range out {
+		out[k] = got[k+1]
+	}
+	return out, nil
 }
 
 // ParseLabel reads the labelling agent's reply: the type name it starts

@@ -171,6 +171,25 @@ func HaluAnswerPrompt(lang string, rs RuleSet, question, answer, evidence string
 	return fillPositional(replaceNumbered(tmpl(lang, "datagen_halu_answer"), rs.HaluRules), question, answer, evidence)
 }
 
+// HaluAnswersPrompt asks for n hallucinated responses in one call, as the
+// authors' multi_halu_answer_prompt (generator/qa_generator.py) asks for
+// three; for another n the count and the numbered format lines say n.
+func HaluAnswersPrompt(lang string, rs RuleSet, n int, question, answer, evidence string) string {
+	t := replaceNumbered(tmpl(lang, "datagen_halu_answer_multi"), rs.HaluRules)
+	if n != 3 {
+		label := map[string]string{"zh": "[幻觉回复%d]：...", "en": "[Hallucinated response %d]: ..."}[lang]
+		var lines []string
+		for i := 1; i <= n; i++ {
+			lines = append(lines, fmt.Sprintf(label, i))
+		}
+		three := fmt.Sprintf(label, 1) + "\n" + fmt.Sprintf(label, 2) + "\n" + fmt.Sprintf(label, 3)
+		t = strings.Replace(t, three, strings.Join(lines, "\n"), 1)
+		t = strings.Replace(t, "生成3个不同", fmt.Sprintf("生成%d个不同", n), 1)
+		t = strings.Replace(t, "Generate 3 different", fmt.Sprintf("Generate %d different", n), 1)
+	}
+	return fillPositional(t, question, answer, evidence)
+}
+
 // LabelPrompt is the labelling agent's prompt.
 func LabelPrompt(lang string, rs RuleSet, question, halu, answer string) string {
 	return fillPositional(replaceDefinitions(lang, tmpl(lang, "datagen_halu_label"), rs.LabelDefs), question, halu, answer)
