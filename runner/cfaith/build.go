@@ -188,7 +188,7 @@ type BuildConfig struct {
 	// generate_multi_halu: one call for all of them, in numbered lines)
 	// or "each" (one call per response, with the single-response prompt).
 	ResponseCalls string
-	Seed      int
+	Seed          int
 	// Format is "json" (structured output for agents and verifier) or
 	// "text" (the authors' formats, parsed leniently).
 	Format    string

@@ -635,4 +635,3 @@ func TestParseHaluAnswers(t *testing.T) {
 		t.Errorf("the authors' prompt not verbatim:\n%s", p3)
 	}
 }
-
