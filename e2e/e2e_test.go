@@ -211,8 +211,10 @@ func TestSmokeCacheAndJudgeFailures(t *testing.T) {
 	run2 := filepath.Join(work, "run2")
 	mustHalu(t, srv.Host, "run", "smoke", "--models", "tiny", "--judges", "tiny", "--out", run2, "--cache", cache)
 	m2, _ := rundir.ReadManifest(run2)
-	if m2.Counts.ModelCalls != 0 || m2.Counts.CacheHits != 10 {
-		t.Fatalf("rerun counts %+v, want 0 model calls", m2.Counts)
+	// Every call of the first run (5 generations, 5 judgements, and any
+	// judge-card retest) is a hit.
+	if all := man.Counts.ModelCalls + man.Counts.CacheHits; m2.Counts.ModelCalls != 0 || m2.Counts.CacheHits != all || all < 10 {
+		t.Fatalf("rerun counts %+v, want 0 model calls and %d hits", m2.Counts, all)
 	}
 	if strings.Join(sortedLines(t, filepath.Join(run1, "records.jsonl")), "\n") != strings.Join(sortedLines(t, filepath.Join(run2, "records.jsonl")), "\n") {
 		t.Fatal("rerun records differ")
