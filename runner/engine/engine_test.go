@@ -82,7 +82,7 @@ func (s *testSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 
 // judgeReply answers generation prompts with an echo and judge prompts with
 // reply(prompt).
-func server(t *testing.T, judge func(prompt string) fakeollama.Reply) *fakeollama.Server {
+func server(t testing.TB, judge func(prompt string) fakeollama.Reply) *fakeollama.Server {
 	t.Helper()
 	s := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
 		if r.Model == "judge" {
@@ -99,7 +99,7 @@ func server(t *testing.T, judge func(prompt string) fakeollama.Reply) *fakeollam
 
 func goodJudge(string) fakeollama.Reply { return fakeollama.Reply{Content: `{"score": 4}`} }
 
-func newEngine(t *testing.T, host, cacheDir string) *engine.Engine {
+func newEngine(t testing.TB, host, cacheDir string) *engine.Engine {
 	t.Helper()
 	c, err := localmodels.New(host, 5*time.Second)
 	if err != nil {

@@ -176,12 +176,13 @@ func validatedJudges(runs []*Run) map[string]bool {
 	return out
 }
 
-// judgesOf are the models a run measures with (its instrument settings:
-// judges, critics, verifiers).
+// judgesOf are the models a run measures with (its instrument settings
+// that name models: judges, critics, verifiers — not an instrument's
+// other settings, such as how ideas' same-base rule is read).
 func judgesOf(r *Run) []string {
 	var out []string
 	for _, s := range Facts(r.Manifest, nil).Settings {
-		if s.Role != setting.Instrument || !s.Applies() {
+		if s.Role != setting.Instrument || !s.IsModels() || !s.Applies() {
 			continue
 		}
 		for _, m := range strings.Split(strings.Trim(s.Value.String(), "[]"), ",") {

@@ -9,6 +9,7 @@ import (
 
 	"halu/localmodels"
 	"halu/runner/engine"
+	"halu/runner/ideas"
 	"halu/runner/registry"
 	"halu/runner/rundir"
 	"halu/runner/smoke"
@@ -465,6 +466,14 @@ func TestBoardMarksUnvalidatedJudges(t *testing.T) {
 	notes := strings.Join(b.Notes, "\n")
 	if !strings.Contains(notes, "‡ judged by models that no judge validation run") || !strings.Contains(notes, ": j2 —") {
 		t.Errorf("notes: %s", notes)
+	}
+	// An instrument setting that names no model is no judge.
+	ic := ideas.DefaultConfig()
+	ic.Models, ic.Judges = []string{"gen"}, []string{"j1"}
+	iraw, _ := json.Marshal(ic)
+	irun := &Run{Dir: "i", Manifest: &rundir.Manifest{Suite: "ideas", Format: rundir.FormatVersion, Config: iraw, Models: models}}
+	if js := judgesOf(irun); strings.Join(js, ",") != "j1" {
+		t.Errorf("ideas judges %v, want j1 alone", js)
 	}
 	// Both judges validated: no mark.
 	val.Manifest.Models = models[1:]
