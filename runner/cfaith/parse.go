@@ -85,10 +85,10 @@ var haluLine = regexp.MustCompile(`^\s*(?:[-*]\s*)?(?:\*\*)?\[(?:幻觉回复|Ha
 
 // ParseHaluAnswers reads a reply to HaluAnswersPrompt: the n numbered
 // lines "[幻觉回复k]：…" ("[Hallucinated response k]: …"), in any order,
-// other lines (a preamble) not read. A number missing, repeated or out of
-// range, or a response left empty ("…"), is a parse failure: the
-// authors' code drops the question's responses when any line breaks its
-// format.
+// other lines (a preamble) and the prompt's format lines echoed with their
+// "..." placeholder not read. A number missing, repeated or out of range,
+// or a response left empty, is a parse failure: the authors' code drops
+// the question's responses when any line breaks its format.
 func ParseHaluAnswers(reply string, n int) ([]string, error) {
 	got := map[int]string{}
 	for _, l := range strings.Split(reply, "\n") {
@@ -98,12 +98,15 @@ func ParseHaluAnswers(reply string, n int) ([]string, error) {
 		}
 		k, _ := strconv.Atoi(m[1])
 		text := strings.TrimSpace(m[2])
+		if text == "..." || text == "…" || text == "……" {
+			continue // the prompt's format line, echoed
+		}
 		switch _, dup := got[k]; {
 		case k < 1 || k > n:
 			return nil, fmt.Errorf("response %d, of %d asked for", k, n)
 		case dup:
 			return nil, fmt.Errorf("response %d given twice", k)
-		case text == "" || text == "..." || text == "…":
+		case text == "":
 			return nil, fmt.Errorf("response %d is empty", k)
 		}
 		got[k] = text

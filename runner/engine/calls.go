@@ -563,7 +563,9 @@ type embedKey struct {
 // (model digest, text); the misses go to the server in one batched call.
 func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) ([][]float32, error) {
 	e := c.e
-	fp, info, err := e.fingerprint(ctx, model, 0)
+	// The window sent (embedRequest) is in the key: Ollama truncates an
+	// embedding's input to it.
+	fp, info, err := e.fingerprint(ctx, model, e.NumCtx)
 	if err != nil {
 		return nil, err
 	}

@@ -484,6 +484,23 @@ func TestEmbedCarriesChatServingSettings(t *testing.T) {
 	}
 }
 
+// An embedding is cached under the window it was asked with: the server
+// truncates a longer input to it, so another --num-ctx is another call.
+func TestEmbedCacheKeyHoldsTheWindow(t *testing.T) {
+	srv := server(t, goodJudge)
+	cache := t.TempDir()
+	for _, n := range []int{1024, 2048, 2048} {
+		e := newEngine(t, srv.Host(), cache)
+		e.NumCtx = n
+		if _, err := e.NewCalls("x").Embed(context.Background(), "s", "gen", []string{"alpha"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls, _ := srv.EmbedCalls(); calls != 2 {
+		t.Fatalf("%d embed calls for windows 1024, 2048, 2048; want 2 (the second 2048 cached)", calls)
+	}
+}
+
 // Identical requests in flight at once make one model call; the others
 // share its reply and count as cache hits.
 func TestConcurrentIdenticalCallsShareOne(t *testing.T) {

@@ -151,6 +151,9 @@ func readReply(c replyCase) (string, error) {
 	case "cfaith.verify":
 		v, err := cfaith.ParseVerdict(c.Lang, c.Check, c.Reply)
 		return v.Verdict, err
+	case "cfaith.halu-answers":
+		v, err := cfaith.ParseHaluAnswers(c.Reply, 3)
+		return strings.Join(v, " | "), err
 	case "cfaith.conflict":
 		v, err := cfaith.ParseConflict(c.Lang, c.Reply)
 		if v.Conflict {
