@@ -1110,11 +1110,7 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 	families := map[string]string{}
 	for _, m := range man.Models {
 		if m.Family != "" {
-			// Judges and subjects are named as the run names them:
-			// "tiny" for "tiny:latest".
-			families[m.Name] = m.Family
 			families[localmodels.CanonicalName(m.Name)] = m.Family
-			families[strings.TrimSuffix(m.Name, ":latest")] = m.Family
 		}
 	}
 	card, notes := summary.JudgeCard(recs, families)

@@ -263,6 +263,15 @@ func TestSeededCriticSampling(t *testing.T) {
 // TestRunScoresByHand runs twice: against a server that honours the JSON
 // schema, and against one that ignores format and answers in the prompts'
 // text formats (the judge's reply then goes through the text fallback).
+// genAndThreeJudges are a generator and three judges of three other
+// families, each eligible to judge it.
+var genAndThreeJudges = []fakeollama.Model{
+	{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
+	{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9},
+	{Name: "j2:latest", Digest: "2", Family: "gemma", ParameterSize: "9B", ParameterCount: 9e9},
+	{Name: "j3:latest", Digest: "3", Family: "phi3", ParameterSize: "4B", ParameterCount: 4e9},
+}
+
 func TestRunScoresByHand(t *testing.T) {
 	for _, ignoresFormat := range []bool{false, true} {
 		runScoresByHand(t, ignoresFormat)
@@ -289,10 +298,7 @@ func runScoresByHand(t *testing.T, ignoresFormat bool) {
 		default:
 			return fakeollama.Reply{Content: `{"analysis": "fine", "originality": 6, "feasibility": 4, "clarity": 8}`}
 		}
-	}, fakeollama.Model{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
-		fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9},
-		fakeollama.Model{Name: "j2:latest", Digest: "2", Family: "gemma", ParameterSize: "9B", ParameterCount: 9e9},
-		fakeollama.Model{Name: "j3:latest", Digest: "3", Family: "phi3", ParameterSize: "4B", ParameterCount: 4e9})
+	}, genAndThreeJudges...)
 	defer srv.Close()
 	kwFile := filepath.Join(t.TempDir(), "kw.txt")
 	os.WriteFile(kwFile, []byte("meteorology\nrefusekw\n"), 0o644)
@@ -664,10 +670,7 @@ func TestJudgeCardFindsOrderAndLengthBias(t *testing.T) {
 			return fakeollama.Reply{Content: fmt.Sprintf("Originality: %d\nFeasibility: 5\nClarity: 5", or)}
 		}
 		return fakeollama.Reply{Content: "Originality: 5\nFeasibility: 5\nClarity: 5"}
-	}, fakeollama.Model{Name: "gen:latest", Digest: "g", Family: "llama", ParameterSize: "1B", ParameterCount: 1e9},
-		fakeollama.Model{Name: "j1:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9},
-		fakeollama.Model{Name: "j2:latest", Digest: "2", Family: "gemma", ParameterSize: "9B", ParameterCount: 9e9},
-		fakeollama.Model{Name: "j3:latest", Digest: "3", Family: "phi3", ParameterSize: "4B", ParameterCount: 4e9})
+	}, genAndThreeJudges...)
 	defer srv.Close()
 	kwFile := filepath.Join(t.TempDir(), "kw.txt")
 	os.WriteFile(kwFile, []byte("meteorology\nbotany\ngeology\noceanography\n"), 0o644)

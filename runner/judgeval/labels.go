@@ -40,22 +40,21 @@ type RunUnit struct {
 // mean; ok is false when no judge gave one.
 func (u RunUnit) Panel(q string, binary bool) (float64, bool) {
 	var xs []float64
+	var votes []string
 	for _, v := range u.Values {
 		if x, ok := v[q]; ok {
 			xs = append(xs, x)
+			votes = append(votes, fmt.Sprint(x))
 		}
 	}
 	if len(xs) == 0 {
 		return 0, false
 	}
-	m := metrics.Mean(xs)
 	if binary {
-		if m >= 0.5 {
-			return 1, true
-		}
-		return 0, true
+		w, _, _ := metrics.Majority(votes, []string{"1"})
+		return map[string]float64{"1": 1}[w], true
 	}
-	return m, true
+	return metrics.Mean(xs), true
 }
 
 // value is judge j's value of q on the unit, or the panel's for j "panel".
@@ -256,10 +255,10 @@ func readLabels(path string, sf SheetFile) (map[string]float64, int, error) {
 	add := func(n int, id, label string) error {
 		id, label = strings.TrimSpace(id), strings.TrimSpace(label)
 		if !known[id] {
-			return fmt.Errorf("%s:%d: sheet_id %q is not on the run's sheet", path, n, id)
+			return &rundir.InputError{File: path, Line: n, Err: fmt.Errorf("sheet_id %q is not on the run's sheet", id)}
 		}
 		if first, dup := line[id]; dup {
-			return fmt.Errorf("%s:%d: sheet_id %s already labelled on line %d", path, n, id, first)
+			return &rundir.InputError{File: path, Line: n, Err: fmt.Errorf("sheet_id %s already labelled on line %d", id, first)}
 		}
 		line[id] = n
 		if label == "" {
@@ -268,7 +267,7 @@ func readLabels(path string, sf SheetFile) (map[string]float64, int, error) {
 		}
 		v, err := labelValue(label, sf.Binary)
 		if err != nil {
-			return fmt.Errorf("%s:%d: %s: %w", path, n, id, err)
+			return &rundir.InputError{File: path, Line: n, Err: fmt.Errorf("%s: %w", id, err)}
 		}
 		out[id] = v
 		return nil
@@ -308,13 +307,13 @@ func readLabels(path string, sf SheetFile) (map[string]float64, int, error) {
 		}
 		return out, blank, nil
 	}
-	err = eachLine(f, path, func(n int, b []byte) error {
+	err = rundir.ScanJSONL(f, path, func(n int, b []byte) error {
 		var row struct {
 			ID    string          `json:"sheet_id"`
 			Label json.RawMessage `json:"label"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
-			return fmt.Errorf("%s:%d: %w", path, n, err)
+			return err
 		}
 		label := strings.Trim(string(row.Label), `"`)
 		if label == "null" {

@@ -108,7 +108,7 @@ func TestSheetAndImport(t *testing.T) {
 	// A label that is no label, and an id not on the sheet, name the line.
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"sheet_id": "s0001", "label": "yes"}`+"\n"+`{"sheet_id": "s0002", "label": "perhaps"}`+"\n"), 0o644)
-	if _, err := Import(dir, bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2: s0002: label \"perhaps\" is not yes or no") {
+	if _, err := Import(dir, bad); err == nil || !strings.HasSuffix(err.Error(), "bad.jsonl:2: s0002: label \"perhaps\" is not yes or no") || strings.Count(err.Error(), "bad.jsonl") != 1 {
 		t.Errorf("bad label: %v", err)
 	}
 	os.WriteFile(bad, []byte(`{"sheet_id": "s9999", "label": "yes"}`+"\n"), 0o644)

@@ -1,12 +1,11 @@
 package judgeval
 
 import (
-	"bufio"
-	"bytes"
 	"compress/gzip"
 	"embed"
 	"encoding/json"
 	"fmt"
+	"halu/runner/rundir"
 	"io"
 	"os"
 	"strings"
@@ -105,14 +104,14 @@ func rawID(r json.RawMessage) string {
 func readSet(r io.Reader, where string) (Set, error) {
 	var s Set
 	seen := map[string]int{}
-	err := eachLine(r, where, func(n int, b []byte) error {
+	err := rundir.ScanJSONL(r, where, func(n int, b []byte) error {
 		var l line
 		if err := json.Unmarshal(b, &l); err != nil {
-			return fmt.Errorf("%s:%d: %w", where, n, err)
+			return err
 		}
 		u, kind, err := l.unit()
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w", where, n, err)
+			return err
 		}
 		if kind == "felm-skip" {
 			s.Skipped++
@@ -127,7 +126,7 @@ func readSet(r io.Reader, where string) (Set, error) {
 		}
 		if first, dup := seen[u.ID]; dup {
 			if kind == "halu" {
-				return fmt.Errorf("%s:%d: id %q already on line %d", where, n, u.ID, first)
+				return fmt.Errorf("id %q already on line %d", u.ID, first)
 			}
 			// A published file's own repeats (HaluEval has records whose
 			// ID is the word "ID"): kept, told apart by their line.
@@ -187,26 +186,6 @@ func (l line) unit() (Unit, string, error) {
 func (u Unit) check() error {
 	if strings.TrimSpace(u.Response) == "" {
 		return fmt.Errorf("unit %q: empty response", u.ID)
-	}
-	return nil
-}
-
-// eachLine calls fn with each non-blank line of a JSONL stream and its
-// number (from 1), stopping at fn's first error.
-func eachLine(r io.Reader, where string, fn func(n int, b []byte) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		if err := fn(n, b); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", where, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"halu/localmodels"
 	"halu/metrics"
 	"halu/runner/rundir"
 )
@@ -107,7 +108,8 @@ func gather(recs []rundir.Record) cardData {
 }
 
 // JudgeCard makes the card from a run's records; families names each
-// model's family (the manifest's model information). Its first table is
+// model's family by its canonical name (localmodels.CanonicalName: "tiny"
+// is "tiny:latest"), from the manifest's model information. Its first table is
 // per judged quantity (the panel's agreement), its second per judge and
 // quantity (test–retest, order swap, length bias, self-preference). It
 // returns no table when the run recorded no verdict.
@@ -351,7 +353,7 @@ func alphaCell(a float64, n int, err error, what string) string {
 // texts of its own family above the rest of the panel against how far it
 // scores other texts above them, as a cell.
 func selfPreference(q quantity, d cardData, families map[string]string, j string) string {
-	fam := families[j]
+	fam := families[localmodels.CanonicalName(j)]
 	if fam == "" {
 		return "– (family unknown)"
 	}
@@ -368,7 +370,7 @@ func selfPreference(q quantity, d cardData, families map[string]string, j string
 				rest = append(rest, y)
 			}
 		}
-		if families[s] == fam {
+		if families[localmodels.CanonicalName(s)] == fam {
 			own = append(own, x-metrics.Mean(rest))
 		} else {
 			other = append(other, x-metrics.Mean(rest))
