@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"halu/localmodels"
 	"halu/runner/cfaith"
 	"halu/runner/engine"
 	"halu/runner/rundir"
@@ -20,9 +21,22 @@ import (
 // run on the built dataset.
 func TestCFaith(t *testing.T) {
 	srv := server(t, t.TempDir())
-	importTiny(t, srv.Host, "7", "agent")
+	importTiny(t, srv.Host, "7", "short")
+	// The question prompt holds the document whole, as the authors send
+	// it: over 2,048 tokens of the tiny model's byte-level vocabulary, so
+	// the agent is written with a 16,384-token trained context, and the
+	// 2,048-token model is refused before its first call.
+	long := filepath.Join(t.TempDir(), "tiny-long.gguf")
+	mustHalu(t, srv.Host, "models", "tiny", "--out", long, "--seed", "7", "--context", "16384")
+	mustHalu(t, srv.Host, "models", "import", long, "--name", "agent", "--template", localmodels.TinyTemplate)
 	work := t.TempDir()
 	cache := filepath.Join(work, "cache")
+	refused := filepath.Join(work, "refused")
+	if r := halu(t, srv.Host, "build", "cfaith", "--docs", filepath.Join("..", "testdata", "cfaith", "docs_zh.jsonl"), "--agent", "short",
+		"--types", "EntErr", "--out", refused, "--cache", cache); r.code != 2 || !strings.Contains(r.stderr, "short's trained context is 2048 tokens") ||
+		!strings.Contains(r.stderr, "--chunk-tokens") {
+		t.Errorf("a model that cannot hold the documents: exit %d\n%s", r.code, r.stderr)
+	}
 	for _, lang := range []string{"zh", "en"} {
 		docs := filepath.Join("..", "testdata", "cfaith", "docs_"+lang+".jsonl")
 		common := []string{"--docs", docs, "--lang", lang, "--agent", "agent", "--types", "EntErr",

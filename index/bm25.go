@@ -65,15 +65,15 @@ func (p BM25Params) Score(terms []string, tf map[string]int, df map[string]uint6
 		if f == 0 {
 			continue
 		}
-		s += p.termScore(IDF(st.Docs, df[t]), f, float64(dl), avg)
+		s += p.TermScore(IDF(st.Docs, df[t]), f, float64(dl), avg)
 	}
 	return s
 }
 
-// termScore is one term's part of the score: idf · f·(k1+1) / (f + k1·(1 −
+// TermScore is one term's part of the score: idf · f·(k1+1) / (f + k1·(1 −
 // b + b·dl/avg)). Score and the pruned top k both use it, so their sums
 // agree to the bit.
-func (p BM25Params) termScore(idf, f, dl, avg float64) float64 {
+func (p BM25Params) TermScore(idf, f, dl, avg float64) float64 {
 	return idf * f * (p.K1 + 1) / (f + p.K1*(1-p.B+p.B*dl/avg))
 }
 

@@ -217,7 +217,7 @@ func byBound(cs []*cursor) []float64 {
 }
 
 // shares computes a term's share of a document's score for pruning, in a
-// form equal to termScore's but for the order of its operations (a few
+// form equal to TermScore's but for the order of its operations (a few
 // ulps apart, far inside the margin of bar.b); a document is kept on its
 // exact score. wt[i] is cs[i]'s idf·(k1+1).
 type shares struct {
@@ -264,7 +264,7 @@ func (w *walk) exact(byTerm []*cursor, tf []int, dl int) float64 {
 	var s float64
 	for _, c := range byTerm {
 		if f := tf[c.term]; f > 0 {
-			s += w.p.termScore(c.idf, float64(f), float64(dl), w.avg)
+			s += w.p.TermScore(c.idf, float64(f), float64(dl), w.avg)
 		}
 	}
 	return s

@@ -82,7 +82,17 @@ $HALU run intent --protocol halu --models "$INTENT_GEN" --judges "$INTENT_JUDGE"
 took
 
 step "cfaith suite (HaluAgent + C-FAITH): build from 4 English documents, then evaluate the bundled sample dataset"
-$HALU build cfaith --docs testdata/cfaith/docs_en.jsonl --lang en --agent "$GEN" --verifier "$JUDGE" --types EntErr \
+# The question prompt holds each document whole, as the authors send it:
+# more than the tiny model's 2,048 tokens, so its agent is the 8,192 one.
+CFAITH_AGENT="$GEN"
+if [ "$GEN" = halu-tiny ]; then
+  if ! [ -f "$OUT/tiny-8k.gguf" ]; then
+    $HALU models tiny --out "$OUT/tiny-8k.gguf" --seed 1 --context 8192 >/dev/null
+    $HALU models import "$OUT/tiny-8k.gguf" --name halu-tiny-8k --template '{{ .Prompt }}' >/dev/null
+  fi
+  CFAITH_AGENT=halu-tiny-8k
+fi
+$HALU build cfaith --docs testdata/cfaith/docs_en.jsonl --lang en --agent "$CFAITH_AGENT" --verifier "$JUDGE" --types EntErr \
   --max-questions 1 --max-tokens 1500 --out "$OUT/cfaith-build" --cache "$CACHE" | tee -a "$OUT/report.txt"
 $HALU run cfaith --data testdata/cfaith/sample_en --models "$GEN" --judges "$JUDGE" --max-tokens 60 \
   --out "$OUT/runs/cfaith" --cache "$CACHE" | tee -a "$OUT/report.txt"

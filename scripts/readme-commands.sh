@@ -93,7 +93,7 @@ small() {
     *"run hypo"*) echo "--limit 1 --tasks chem-gene --max-tokens 40 --verifier-max-tokens 48 --candidates 1 --knowledge-fit drop" ;;
     *"run intent"*) echo "--limit 1 --max-tokens 40 --judge-max-tokens 80 --baseline-samples 1 --fact-samples 1 --too-long skip" ;;
     *"run cfaith"*) echo "--limit 1 --max-tokens 40" ;;
-    *"build cfaith"*) echo "--max-questions 1 --responses 1 --types FactFab --train 1 --val 1 --rounds 1 --candidates 1 --max-tokens 120" ;;
+    *"build cfaith"*) echo "--max-questions 1 --responses 1 --types FactFab --train 1 --val 1 --rounds 1 --candidates 1 --max-tokens 120 --verifier-max-tokens 60" ;;
     *"rerun"*"--stage"*) echo "--judge-max-tokens 40" ;;
   esac
 }

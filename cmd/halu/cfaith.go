@@ -24,6 +24,9 @@ CSV with a "Knowledge Base" column.`,
 			if err := opt.Settings().Validate(); err != nil {
 				return usagef("build cfaith: %v", err)
 			}
+			if _, err := suiteConfig(cmd.Flags(), &cfg); err != nil {
+				return err
+			}
 			if err := cfg.Settings().Validate(); err != nil {
 				return usagef("build cfaith: %v", err)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,22 @@ func TestBuildFromADocumentsDirectory(t *testing.T) {
 	m, err := rundir.ReadManifest(filepath.Join(out, "run"))
 	if err != nil || m.Datasets["docs"].SHA256 == "" {
 		t.Fatalf("manifest datasets: %+v, %v", m, err)
+	}
+	format := func(m *rundir.Manifest) string {
+		var c struct{ Format string }
+		json.Unmarshal(m.Config, &c)
+		return c.Format
+	}
+	if len(m.Departures) != 0 || format(m) != "text" {
+		t.Errorf("a default build departs from the authors' construction: %v, config %s", m.Departures, m.Config)
+	}
+	// --protocol halu takes halu's values for the settings not given.
+	out = filepath.Join(t.TempDir(), "ds")
+	if r := halu(t, f, t.TempDir(), "build", "cfaith", "--protocol", "halu", "--docs", docs, "--lang", "en", "--agent", "gen", "--types", "EntErr", "--max-questions", "1", "--out", out); r.code != exitOK {
+		t.Fatalf("build --protocol halu: exit %d: %s", r.code, r.stderr)
+	}
+	if m, err := rundir.ReadManifest(filepath.Join(out, "run")); err != nil || format(m) != "json" || len(m.Departures) == 0 {
+		t.Errorf("--protocol halu: %v, departures %v, config %s", err, m.Departures, m.Config)
 	}
 }
 

@@ -188,7 +188,7 @@ func TestPublishedTablesAreProven(t *testing.T) {
 				"--tasks chem-gene (published: all three tasks)", "--limit 1 (published: every item)"}},
 		{"hypo KnowHD", []string{"hypo", "--models", "gen", "--setting", "kg+lit", "--index", ix, "--kg", kg, "--knowhd", "kg+lit", "--verifier", "self", "--limit", "1", "--tasks", "chem-gene", "--num-ctx", "32768", "--knowledge-fit", "drop"},
 			"Table 3: KnowHD", []string{"--verifier self (published: not known — the paper does not name the model that decomposed and checked the claims)",
-				"claim → KG nodes: the authors take the BM25 top 100 nodes", "--kg " + kg + " (published: not known"}},
+				"claim → KG nodes: the authors' node index is not published", "--kg " + kg + " (published: not known"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))

@@ -34,7 +34,8 @@ import (
 
 // Buckets: edge (head\x00tail\x00relation → PMIDs, delta-varint), adj
 // (node\x00other\x00relation\x00direction → nothing: the adjacency index),
-// node (id → type and name), name (lower-cased name\x00id → mention count).
+// node (id → type and name), name (lower-cased name\x00id → mention count);
+// the node index (nodesearch.go) is rebuilt by every import.
 
 var (
 	bucketEdge = []byte("edge")
@@ -388,6 +389,9 @@ func (g *KG) Import(ctx context.Context, files []string) (ImportInfo, error) {
 	}
 	if err := g.writeEdges(ctx, edges, tmp, limit); err != nil {
 		return info, fmt.Errorf("kg %s: %w", g.dir, err)
+	}
+	if err := g.indexNodes(ctx, tmp, limit); err != nil {
+		return info, fmt.Errorf("kg %s: node index: %w", g.dir, err)
 	}
 	return info, ctx.Err()
 }
@@ -990,10 +994,21 @@ func (g *KG) Incident(id string, belowPMID uint64, limit int) ([]Edge, error) {
 }
 
 // Chains returns up to maxChains simple paths of at most hops edges from a
-// to b (TruthHypo "+KG": max depth 2, at most 32 chains), ranked by
-// supporting articles, then fewer hops, then text. Each node expands at most
-// 2,000 neighbours, which bounds the work around hub entities.
+// to b (TruthHypo "+KG": max depth 2, at most 32 chains), each edge walked
+// either way, ranked by supporting articles, then fewer hops, then text.
+// Each node expands at most 2,000 neighbours, which bounds the work around
+// hub entities.
 func (g *KG) Chains(a, b string, hops, maxChains int, belowPMID uint64) ([]Chain, error) {
+	return g.chains(a, b, hops, maxChains, belowPMID, false)
+}
+
+// ForwardChains are Chains whose every edge is walked head → tail (x → y),
+// as the TruthHypo authors' graph search follows them.
+func (g *KG) ForwardChains(a, b string, hops, maxChains int, belowPMID uint64) ([]Chain, error) {
+	return g.chains(a, b, hops, maxChains, belowPMID, true)
+}
+
+func (g *KG) chains(a, b string, hops, maxChains int, belowPMID uint64, forwardOnly bool) ([]Chain, error) {
 	if hops <= 0 {
 		hops = 2
 	}
@@ -1005,7 +1020,7 @@ func (g *KG) Chains(a, b string, hops, maxChains int, belowPMID uint64) ([]Chain
 				return
 			}
 			for _, s := range g.neighbours(tx, node, belowPMID, 2000) {
-				if visited[s.other] {
+				if visited[s.other] || forwardOnly && !s.forward {
 					continue
 				}
 				next := append(append([]step(nil), path...), s)

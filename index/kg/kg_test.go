@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,6 +181,15 @@ func TestKGChains(t *testing.T) {
 	c, _ := g.Chains("Gene|A", "Gene|C", 2, 10, 6)
 	if len(c) != 2 {
 		t.Fatalf("cutoff: %v", c)
+	}
+	// The authors' search follows edges x → y only: A–D–C walks D–C
+	// backwards, so it is not a forward chain, and nothing leads from C to A.
+	fw, err := g.ForwardChains("Gene|A", "Gene|C", 2, 10, 0)
+	if err != nil || len(fw) != 2 || fw[0].String() != want[1] || fw[1].String() != want[2] {
+		t.Fatalf("forward chains %v %v", fw, err)
+	}
+	if fw, _ := g.ForwardChains("Gene|C", "Gene|A", 2, 10, 0); len(fw) != 0 {
+		t.Fatalf("forward chains C → A: %v", fw)
 	}
 	// Walking an edge against its direction is shown as such.
 	c, _ = g.Chains("Gene|C", "Gene|A", 1, 10, 0)
@@ -397,4 +407,40 @@ func FuzzOpenStore(f *testing.F) {
 			t.Fatalf("Chains: %v", err)
 		}
 	})
+}
+
+// SearchNodes ranks nodes by BM25 over their type, concept id and names.
+// Three nodes (documents "gene 7 tp53", "gene 8 tumor protein p63",
+// "chemical mesh d000001 calcimycin": N 3, mean length 4); the query "Gene
+// TP53" by hand, k1 1.2, b 0.75: idf(gene) = ln 1.6, idf(tp53) = ln(8/3);
+// Gene|7 (length 3) 1.616118, Gene|8 (length 5) 0.426395; with pyserini's
+// k1 0.9, b 0.4: 1.522974 and 0.448747.
+func TestSearchNodes(t *testing.T) {
+	names := filepath.Join(t.TempDir(), "names.tsv")
+	os.WriteFile(names, []byte("id\tname\ttype\n7\tTP53\tGene\n8\ttumor protein p63\tGene\nMESH:D000001\tCalcimycin\tChemical\n"), 0o644)
+	g := openKG(t, names)
+	for _, c := range []struct {
+		p    index.BM25Params
+		want [2]float64
+	}{{index.TextbookBM25, [2]float64{1.616118, 0.426395}}, {index.PyseriniBM25, [2]float64{1.522974, 0.448747}}} {
+		hits, err := g.SearchNodes("Gene TP53", 100, c.p)
+		if err != nil || len(hits) != 2 || hits[0].ID != "Gene|7" || hits[1].ID != "Gene|8" ||
+			math.Abs(hits[0].Score-c.want[0]) > 1e-6 || math.Abs(hits[1].Score-c.want[1]) > 1e-6 {
+			t.Fatalf("%v: %+v %v", c.p, hits, err)
+		}
+	}
+	if hits, _ := g.SearchNodes("Gene TP53", 1, index.TextbookBM25); len(hits) != 1 {
+		t.Errorf("k 1: %+v", hits)
+	}
+	if hits, _ := g.SearchNodes("MESH:D000001", 100, index.TextbookBM25); len(hits) != 1 || hits[0].ID != "Chemical|MESH:D000001" {
+		t.Errorf("by id: %+v", hits)
+	}
+	if hits, err := g.SearchNodes("insulin", 100, index.TextbookBM25); err != nil || len(hits) != 0 {
+		t.Errorf("no term: %+v %v", hits, err)
+	}
+	// A graph imported before the index: refused as input, with the remedy.
+	g.update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketNodeTerm) })
+	if _, err := g.SearchNodes("TP53", 100, index.TextbookBM25); !errors.Is(err, ErrNoNodeIndex) {
+		t.Errorf("no index: %v", err)
+	}
 }

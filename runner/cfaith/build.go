@@ -191,8 +191,16 @@ type BuildConfig struct {
 	Seed          int
 	// Format is "json" (structured output for agents and verifier) or
 	// "text" (the authors' formats, parsed leniently).
-	Format    string
-	MaxTokens int
+	Format string
+	// MaxTokens caps the agents' replies (the authors' generator: 2,048);
+	// VerifierMaxTokens the verification module's (their evaluator: 1,024).
+	MaxTokens         int
+	VerifierMaxTokens int
+	// ChunkTokens splits a knowledge document longer than this many
+	// (cl100k) tokens into parts of at most that many, each a document of
+	// its own; 0 shows every document whole, as the authors' code does,
+	// in a context window sized to hold it.
+	ChunkTokens int
 	// VerifierDecoding is how the verification module decodes: "sampled"
 	// (the authors' code: the agents' settings, temperature 0.7, top_p
 	// 0.7, top_k 50, frequency penalty 0.5) or "greedy" (temperature 0: a
@@ -222,8 +230,11 @@ func (c *BuildConfig) Settings() setting.List {
 		setting.Choice("response-calls", &c.ResponseCalls, "one (the authors' code: all of a question's hallucinated responses asked in one call, numbered lines) or each (one call per response)", "one", "each").
 			Paper("one").Halu("each"),
 		setting.Int("seed", &c.Seed, "seed for sampling, the train/validation split and option shuffling").As(setting.Draw),
-		setting.Choice("format", &c.Format, "json (structured output) or text (the authors' formats)", "json", "text"),
-		setting.Int("max-tokens", &c.MaxTokens, "reply cap for agents and verifier").Min(1).Assumed("the authors' code sets no cap we could read"),
+		setting.Choice("format", &c.Format, "text (the authors' agents: free text in the prompts' formats, read leniently) or json (structured output)", "text", "json").
+			Paper("text").Halu("json"),
+		setting.Int("max-tokens", &c.MaxTokens, "the agents' reply cap (the authors' generator: 2,048)").Paper("2048").Min(1),
+		setting.Int("verifier-max-tokens", &c.VerifierMaxTokens, "the verification module's reply cap (the authors' evaluator: 1,024)").Paper("1024").Min(1),
+		setting.Int("chunk-tokens", &c.ChunkTokens, "0: each knowledge document whole in its prompt, as the authors' code (the run's context window is sized to hold the longest; a model whose context cannot is refused before the first call); N: a document longer than N tokens is split at paragraph and sentence ends into parts of at most N, each a document of its own (ID#1, ID#2, …)").Paper("0").Min(0),
 		setting.Choice("verifier-decoding", &c.VerifierDecoding, "sampled (the authors' code: the agents' temperature 0.7, top_p 0.7, top_k 50, frequency penalty 0.5) or greedy (temperature 0)", "sampled", "greedy").
 			Paper("sampled").Halu("greedy"),
 		setting.Protocol(&c.Protocol, "a greedy verifier"),
@@ -240,7 +251,7 @@ func (c *BuildConfig) UnmarshalJSON(b []byte) error { return c.Settings().Unmars
 
 // DefaultBuildConfig has the authors' code's settings.
 func DefaultBuildConfig() BuildConfig {
-	return BuildConfig{Lang: "zh", Types: DefaultTypes, MaxQuestions: 0, Responses: 3, ResponseCalls: "one", Seed: 1, Format: "json", MaxTokens: 768,
+	return BuildConfig{Lang: "zh", Types: DefaultTypes, MaxQuestions: 0, Responses: 3, ResponseCalls: "one", Seed: 1, Format: "text", MaxTokens: 2048, VerifierMaxTokens: 1024,
 		VerifierDecoding: "sampled", Protocol: setting.ProtocolPaper}
 }
 
@@ -254,6 +265,12 @@ var BuildDeclaration = engine.Declare("cfaith-build", "HaluAgent: build a C-FAIT
 func migrateBuild(format int, cfg map[string]json.RawMessage) error {
 	if format < 3 {
 		engine.DefaultTo(cfg, "verifier_decoding", `"greedy"`)
+	}
+	if format < 5 {
+		// Format 4 capped the verifier's replies as the agents'.
+		if v, ok := cfg["max_tokens"]; ok {
+			engine.DefaultTo(cfg, "verifier_max_tokens", string(v))
+		}
 	}
 	if format < 4 {
 		// Format 3 asked for each hallucinated response in a call of its own.
@@ -330,6 +347,11 @@ func NewBuilder(cfg BuildConfig) (*Builder, error) {
 			}
 		}
 		docs = sub
+	}
+	if cfg.ChunkTokens > 0 {
+		if docs, err = Chunk(docs, cfg.ChunkTokens); err != nil {
+			return nil, err
+		}
 	}
 	return &Builder{cfg: cfg, docs: docs}, nil
 }
@@ -506,8 +528,9 @@ func (b *Builder) verify(ctx context.Context, c *engine.Calls, check, content st
 	// greedy makes it a judgement that does not change between runs.
 	opts := b.opts(b.cfg.Seed)
 	if b.cfg.VerifierDecoding == "greedy" {
-		opts = localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(b.cfg.Seed), NumPredict: localmodels.Int(b.cfg.MaxTokens)}
+		opts = localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(b.cfg.Seed)}
 	}
+	opts.NumPredict = localmodels.Int(b.cfg.VerifierMaxTokens)
 	req := localmodels.ChatRequest{Model: b.cfg.Verifier, Messages: []localmodels.Message{{Role: "user", Content: content}}, Options: opts}
 	v, ok, err := judging.JudgeAs(ctx, c, "verify", req, judging.Schema(b.cfg.Format, verdictSchema), func(raw string) (Verdict, error) { return ParseVerdict(b.cfg.Lang, check, raw) })
 	if err != nil || !ok {
@@ -822,7 +845,6 @@ func PassRates(docs []DocResult) Rates {
 // its settings (engine.Methods).
 func (b *Builder) MethodDepartures() []string {
 	return []string{
-		"a knowledge document longer than the model's context window is cut by the server, not chunked",
 		"rule optimisation (--optimize): the authors' corrector (corrector/qa_corrector.py) publishes its own instructions; halu's optimisation agent uses its own prompt",
 	}
 }

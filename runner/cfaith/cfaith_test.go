@@ -421,117 +421,213 @@ func TestRateArithmetic(t *testing.T) {
 }
 
 // Build and evaluate against the fake, in both languages.
+// TestBuildAndRunAgainstFake builds with the authors' text formats (the
+// paper protocol's default) and with structured output, replies written
+// in each; the same verdicts give the same pass rates and dataset.
 func TestBuildAndRunAgainstFake(t *testing.T) {
 	for _, lang := range Langs {
-		t.Run(lang, func(t *testing.T) {
-			var mu sync.Mutex
-			halluCalls, singleCalls := 0, 0
-			ignoresFormat := false // later: a server that ignores format
-			srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
-				mu.Lock()
-				defer mu.Unlock()
-				u := r.LastUser()
-				seed, _ := r.Options["seed"].(float64)
-				switch {
-				case ignoresFormat && strings.Contains(u, "[冲突检测]"):
-					return fakeollama.Reply{Content: "模型回复与正确答案不一致。\n**[冲突检测]：** 冲突"}
-				case ignoresFormat && strings.Contains(u, "[Conflict check]"):
-					return fakeollama.Reply{Content: "The years differ.\n[Conflict check]: Conflict"}
-				case strings.Contains(u, "3个问题") || strings.Contains(u, "Generate 3 questions"):
-					return fakeollama.Reply{Content: `{"items":[{"question":"Q1?","answer":"A1","evidence":"E1"},{"question":"Q2?","answer":"A2","evidence":"E2"}]}`}
-				case strings.Contains(u, "生成3个不同的幻觉回复") || strings.Contains(u, "Generate 3 different hallucinated responses"):
-					halluCalls++
-					return fakeollama.Reply{Content: `{"responses":["wrong answer 1","wrong answer 2","wrong answer 3"]}`}
-				case strings.Contains(u, "幻觉回复生成者") || strings.Contains(u, "hallucinated-response writer"):
-					singleCalls++
-					return fakeollama.Reply{Content: fmt.Sprintf(`{"response":"wrong answer %v"}`, seed)}
-				case strings.Contains(u, "幻觉分类器") || strings.Contains(u, "hallucination classifier"):
-					return fakeollama.Reply{Content: fmt.Sprintf(`{"label":"%s"}`, TypeName(lang, "EntErr"))}
-				case strings.Contains(u, "正确性检验者") || strings.Contains(u, "correctness of question answering"):
-					if strings.Contains(u, "Q2?") {
-						return fakeollama.Reply{Content: `{"verdict":"uncertain","reason":"not in the evidence"}`}
-					}
-					return fakeollama.Reply{Content: `{"verdict":"pass","reason":"ok"}`}
-				case strings.Contains(u, "错误性检验者") || strings.Contains(u, "checker of wrong answers"):
-					return fakeollama.Reply{Content: `{"verdict":"pass","reason":"ok"}`}
-				case strings.Contains(u, "幻觉类型检测员") || strings.Contains(u, "hallucination-type checker"):
-					if strings.Contains(u, "wrong answer 3") {
-						return fakeollama.Reply{Content: `{"verdict":"fail","reason":"not an entity"}`}
-					}
-					return fakeollama.Reply{Content: `{"verdict":"pass","reason":"ok"}`}
-				case strings.Contains(u, "[冲突检测]") || strings.Contains(u, "[Conflict check]"):
-					return fakeollama.Reply{Content: `{"conflict": true}`}
-				case strings.Contains(u, "四个可能的选项") || strings.Contains(u, "four possible options"):
-					return fakeollama.Reply{Content: "A"}
-				case strings.Contains(u, "一个回答") || strings.Contains(u, "a question and an answer"):
-					return fakeollama.Reply{Content: "True 正确"}
-				}
-				return fakeollama.Reply{Content: "an answer"}
-			}, fakeollama.Model{Name: "m:latest", Digest: "d1", ParameterCount: 1e9})
-			defer srv.Close()
-			dir := t.TempDir()
-			cfg := DefaultBuildConfig()
-			cfg.Lang, cfg.Agent, cfg.Types = lang, "m", []string{"EntErr", "SpaErr"}
-			cfg.Docs = filepath.Join("..", "..", "testdata", "cfaith", "docs_"+lang+".jsonl")
-			cfg.Rules, _ = BuiltinRules(lang, "optimized")
-			b, err := NewBuilder(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := srv.Engine(t, 2)
-			res, err := RunOrResume(context.Background(), e, b, filepath.Join(dir, "run"), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, recs, _ := engine.ReadRun(res.Dir)
-			docs, _ := decodeDocs(recs)
-			pr := PassRates(docs)
-			// The paper protocol asks for a question's three responses in
-			// one call (the authors' generate_multi_halu).
-			if halluCalls == 0 || singleCalls != 0 {
-				t.Errorf("%d one-call requests for hallucinated responses, %d single ones; want all in one call", halluCalls, singleCalls)
-			}
-			// Per document: 2 types × 2 questions, Q2 uncertain; 3 responses
-			// each, the third one failing its label check.
-			if pr.Questions != 16 || pr.Corr != 0.5 || pr.Halu != 1 || math.Abs(pr.Label-2.0/3) > 1e-12 || math.Abs(pr.Overall-1.0/3) > 1e-12 {
-				t.Errorf("rates %+v", pr)
-			}
-			ds := Aggregate(docs, 1, 0.9)
-			if len(ds.Generative) != 8 || len(ds.TrueFalse) != 16 || len(ds.Choice) != 0 || ds.Dropped["fewer than three verified responses"] != 8 {
-				t.Errorf("dataset: %d gen, %d tf, %d choice, dropped %v", len(ds.Generative), len(ds.TrueFalse), len(ds.Choice), ds.Dropped)
-			}
-			if err := WriteDataset(dir, ds, DatasetInfo{Lang: lang, Agent: "m", Verifier: "m"}); err != nil {
-				t.Fatal(err)
-			}
-			ecfg := DefaultConfig()
-			ecfg.Data, ecfg.Models, ecfg.Judge = dir, []string{"m"}, "m"
-			s, err := New(ecfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			er, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "eval")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Every generative answer conflicts; true/false always says true
-			// (so every false statement is a false negative).
-			if er.Summary.Metrics["m/generative"] != 1 || er.Summary.Metrics["m/truefalse"] != 0.5 || er.Summary.Metrics["m/truefalse/fn_rate"] != 1 {
-				t.Errorf("metrics %v", er.Summary.Metrics)
-			}
-			// The same evaluation against a server that ignores format: the
-			// judge's text verdicts are read by the fallback, same numbers.
-			mu.Lock()
-			ignoresFormat = true
-			mu.Unlock()
-			er2, err := srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "eval-noformat")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if er2.Summary.Metrics["m/generative"] != 1 || er2.Counts.TextFallbacks != 8 || er2.Counts.JudgeFailures != 0 {
-				t.Errorf("ignoring format: metrics %v counts %+v", er2.Summary.Metrics, er2.Counts)
-			}
-		})
+		for _, format := range []string{"text", "json"} {
+			t.Run(lang+"/"+format, func(t *testing.T) { buildAndRunAgainstFake(t, lang, format) })
+		}
 	}
+}
+
+// textReply is the build agents' and verifier's reply in the prompts' own
+// format for what the JSON reply says, or "" when it is not one of theirs.
+func textReply(lang, u, jsonReply string) string {
+	var v struct {
+		Items     []QA     `json:"items"`
+		Responses []string `json:"responses"`
+		Label     string   `json:"label"`
+		Verdict   string   `json:"verdict"`
+		Reason    string   `json:"reason"`
+	}
+	if json.Unmarshal([]byte(jsonReply), &v) != nil {
+		return ""
+	}
+	var b strings.Builder
+	zh := lang == "zh"
+	switch {
+	case len(v.Items) > 0:
+		b.WriteString("好的，以下是生成的问题。\n\n")
+		for i, q := range v.Items {
+			if zh {
+				fmt.Fprintf(&b, "[问题%d]：%s\n[答案%d]：%s\n[依据%d]：%s\n\n", i+1, q.Question, i+1, q.Answer, i+1, q.Evidence)
+			} else {
+				fmt.Fprintf(&b, "[Question%d]: %s\n[Answer%d]: %s\n[Evidence%d]: %s\n\n", i+1, q.Question, i+1, q.Answer, i+1, q.Evidence)
+			}
+		}
+	case len(v.Responses) > 0:
+		for i, r := range v.Responses {
+			if zh {
+				fmt.Fprintf(&b, "[幻觉回复%d]：%s\n", i+1, r)
+			} else {
+				fmt.Fprintf(&b, "[Hallucinated response %d]: %s\n", i+1, r)
+			}
+		}
+	case v.Label != "":
+		if zh {
+			return "[幻觉标签]：" + v.Label
+		}
+		return "[Hallucination label]: " + v.Label
+	case v.Verdict != "":
+		check := "type"
+		switch {
+		case strings.Contains(u, "正确性检验者") || strings.Contains(u, "correctness of question answering"):
+			check = "correct"
+		case strings.Contains(u, "错误性检验者") || strings.Contains(u, "checker of wrong answers"):
+			check = "halu"
+		}
+		word := map[string][2]string{"pass": {"符合", "Pass"}, "fail": {"不符合", "Fail"}, "uncertain": {"不确定", "Uncertain"}}[v.Verdict]
+		if zh {
+			return checkTags[lang][check] + "：" + word[0] + "\n理由：" + v.Reason
+		}
+		return checkTags[lang][check] + ": " + word[1] + "\nReason: " + v.Reason
+	}
+	return b.String()
+}
+
+func buildAndRunAgainstFake(t *testing.T, lang, format string) {
+	var mu sync.Mutex
+	halluCalls, singleCalls, textCalls := 0, 0, 0
+	var badCaps []string
+	evaluating := false
+	ignoresFormat := false // later: a server that ignores format
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		u := r.LastUser()
+		// The authors' caps: 2,048 for the agents, 1,024 for the verifier
+		// (their generator's and evaluator's max_tokens); the evaluation's
+		// own requests are not the construction's.
+		caps := 2048.0
+		if strings.Contains(u, "检验者") || strings.Contains(u, "检测员") || strings.Contains(u, "checker") || strings.Contains(u, "correctness of question answering") {
+			caps = 1024
+		}
+		if np, _ := r.Options["num_predict"].(float64); np != caps && !evaluating && !strings.Contains(u, "Calibration passage") {
+			badCaps = append(badCaps, fmt.Sprintf("num_predict %v for %.60q", np, u))
+		}
+		rep := buildReply(lang, u, r, &halluCalls, &singleCalls, ignoresFormat)
+		if len(r.Format) == 0 && format == "text" {
+			if txt := textReply(lang, u, rep.Content); txt != "" {
+				textCalls++
+				rep.Content = txt
+			}
+		}
+		return rep
+	}, fakeollama.Model{Name: "m:latest", Digest: "d1", ParameterCount: 1e9})
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := DefaultBuildConfig()
+	cfg.Lang, cfg.Agent, cfg.Types, cfg.Format = lang, "m", []string{"EntErr", "SpaErr"}, format
+	cfg.Docs = filepath.Join("..", "..", "testdata", "cfaith", "docs_"+lang+".jsonl")
+	cfg.Rules, _ = BuiltinRules(lang, "optimized")
+	b, err := NewBuilder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := srv.Engine(t, 2)
+	res, err := RunOrResume(context.Background(), e, b, filepath.Join(dir, "run"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs, _ := engine.ReadRun(res.Dir)
+	docs, _ := decodeDocs(recs)
+	pr := PassRates(docs)
+	// The paper protocol asks for a question's three responses in
+	// one call (the authors' generate_multi_halu).
+	if halluCalls == 0 || singleCalls != 0 {
+		t.Errorf("%d one-call requests for hallucinated responses, %d single ones; want all in one call", halluCalls, singleCalls)
+	}
+	// Per document: 2 types × 2 questions, Q2 uncertain; 3 responses
+	// each, the third one failing its label check.
+	if pr.Questions != 16 || pr.Corr != 0.5 || pr.Halu != 1 || math.Abs(pr.Label-2.0/3) > 1e-12 || math.Abs(pr.Overall-1.0/3) > 1e-12 {
+		t.Errorf("rates %+v", pr)
+	}
+	ds := Aggregate(docs, 1, 0.9)
+	if len(ds.Generative) != 8 || len(ds.TrueFalse) != 16 || len(ds.Choice) != 0 || ds.Dropped["fewer than three verified responses"] != 8 {
+		t.Errorf("dataset: %d gen, %d tf, %d choice, dropped %v", len(ds.Generative), len(ds.TrueFalse), len(ds.Choice), ds.Dropped)
+	}
+	if err := WriteDataset(dir, ds, DatasetInfo{Lang: lang, Agent: "m", Verifier: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	evaluating = true
+	mu.Unlock()
+	ecfg := DefaultConfig()
+	ecfg.Data, ecfg.Models, ecfg.Judge = dir, []string{"m"}, "m"
+	s, err := New(ecfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	er, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "eval")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every generative answer conflicts; true/false always says true
+	// (so every false statement is a false negative).
+	if er.Summary.Metrics["m/generative"] != 1 || er.Summary.Metrics["m/truefalse"] != 0.5 || er.Summary.Metrics["m/truefalse/fn_rate"] != 1 {
+		t.Errorf("metrics %v", er.Summary.Metrics)
+	}
+	// The same evaluation against a server that ignores format: the
+	// judge's text verdicts are read by the fallback, same numbers.
+	mu.Lock()
+	ignoresFormat = true
+	mu.Unlock()
+	er2, err := srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "eval-noformat")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if er2.Summary.Metrics["m/generative"] != 1 || er2.Counts.TextFallbacks != 8 || er2.Counts.JudgeFailures != 0 {
+		t.Errorf("ignoring format: metrics %v counts %+v", er2.Summary.Metrics, er2.Counts)
+	}
+	if format == "text" && textCalls == 0 {
+		t.Error("no build reply was in the authors' text format")
+	}
+	if len(badCaps) > 0 {
+		t.Errorf("%d requests with another cap than the authors', first: %s", len(badCaps), badCaps[0])
+	}
+}
+
+// buildReply is the fake server's JSON (or plain) reply to a build or
+// evaluation request, counting the hallucinated-response requests.
+func buildReply(lang, u string, r fakeollama.ChatRequest, halluCalls, singleCalls *int, ignoresFormat bool) fakeollama.Reply {
+	seed, _ := r.Options["seed"].(float64)
+	switch {
+	case ignoresFormat && strings.Contains(u, "[冲突检测]"):
+		return fakeollama.Reply{Content: "模型回复与正确答案不一致。\n**[冲突检测]：** 冲突"}
+	case ignoresFormat && strings.Contains(u, "[Conflict check]"):
+		return fakeollama.Reply{Content: "The years differ.\n[Conflict check]: Conflict"}
+	case strings.Contains(u, "3个问题") || strings.Contains(u, "Generate 3 questions"):
+		return fakeollama.Reply{Content: `{"items":[{"question":"Q1?","answer":"A1","evidence":"E1"},{"question":"Q2?","answer":"A2","evidence":"E2"}]}`}
+	case strings.Contains(u, "生成3个不同的幻觉回复") || strings.Contains(u, "Generate 3 different hallucinated responses"):
+		*halluCalls++
+		return fakeollama.Reply{Content: `{"responses":["wrong answer 1","wrong answer 2","wrong answer 3"]}`}
+	case strings.Contains(u, "幻觉回复生成者") || strings.Contains(u, "hallucinated-response writer"):
+		*singleCalls++
+		return fakeollama.Reply{Content: fmt.Sprintf(`{"response":"wrong answer %v"}`, seed)}
+	case strings.Contains(u, "幻觉分类器") || strings.Contains(u, "hallucination classifier"):
+		return fakeollama.Reply{Content: fmt.Sprintf(`{"label":"%s"}`, TypeName(lang, "EntErr"))}
+	case strings.Contains(u, "正确性检验者") || strings.Contains(u, "correctness of question answering"):
+		if strings.Contains(u, "Q2?") {
+			return fakeollama.Reply{Content: `{"verdict":"uncertain","reason":"not in the evidence"}`}
+		}
+		return fakeollama.Reply{Content: `{"verdict":"pass","reason":"ok"}`}
+	case strings.Contains(u, "错误性检验者") || strings.Contains(u, "checker of wrong answers"):
+		return fakeollama.Reply{Content: `{"verdict":"pass","reason":"ok"}`}
+	case strings.Contains(u, "幻觉类型检测员") || strings.Contains(u, "hallucination-type checker"):
+		if strings.Contains(u, "wrong answer 3") {
+			return fakeollama.Reply{Content: `{"verdict":"fail","reason":"not an entity"}`}
+		}
+		return fakeollama.Reply{Content: `{"verdict":"pass","reason":"ok"}`}
+	case strings.Contains(u, "[冲突检测]") || strings.Contains(u, "[Conflict check]"):
+		return fakeollama.Reply{Content: `{"conflict": true}`}
+	case strings.Contains(u, "四个可能的选项") || strings.Contains(u, "four possible options"):
+		return fakeollama.Reply{Content: "A"}
+	case strings.Contains(u, "一个回答") || strings.Contains(u, "a question and an answer"):
+		return fakeollama.Reply{Content: "True 正确"}
+	}
+	return fakeollama.Reply{Content: "an answer"}
 }
 
 func TestReadDocsErrors(t *testing.T) {

@@ -64,3 +64,33 @@ func TestVerifierDecoding(t *testing.T) {
 		t.Errorf("format-2 build read as %q", c.VerifierDecoding)
 	}
 }
+
+// The construction's agents and verifier write the authors' text formats
+// by default; structured output is halu's choice and a named departure; a
+// build recorded with json keeps it.
+func TestBuildFormatIsThePapers(t *testing.T) {
+	cfg := DefaultBuildConfig()
+	cfg.Docs, cfg.Agent = "d", "a"
+	if d := cfg.Settings().Departures(); cfg.Format != "text" || len(d) != 0 {
+		t.Errorf("default format %q, departures %v", cfg.Format, d)
+	}
+	cfg.Format = "json"
+	if d := cfg.Settings().Departures(); len(d) != 1 || d[0].String() != "--format json (paper: text)" {
+		t.Errorf("json: departures %v", d)
+	}
+	old, err := BuildDeclaration.Decode([]byte(`{"docs":"d","agent":"a","lang":"zh","format":"json","max_tokens":768,"responses":3,"seed":1}`), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := old.(*BuildConfig); c.Format != "json" {
+		t.Errorf("a json build read back as %q", c.Format)
+	}
+	// Format 4 capped the verifier as the agents (768); the authors' caps
+	// (2,048 and 1,024) are the default, and whole documents.
+	if c := old.(*BuildConfig); c.MaxTokens != 768 || c.VerifierMaxTokens != 768 {
+		t.Errorf("a format-4 build's caps read back as %d, %d", c.MaxTokens, c.VerifierMaxTokens)
+	}
+	if d := DefaultBuildConfig(); d.MaxTokens != 2048 || d.VerifierMaxTokens != 1024 || d.ChunkTokens != 0 {
+		t.Errorf("default caps %d, %d, chunks %d", d.MaxTokens, d.VerifierMaxTokens, d.ChunkTokens)
+	}
+}

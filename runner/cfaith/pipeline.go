@@ -37,7 +37,7 @@ func BuildDataset(ctx context.Context, e *engine.Engine, cfg BuildConfig, opt Bu
 	if err != nil {
 		return Dataset{}, err
 	}
-	res, err := RunOrResume(ctx, e, b, filepath.Join(opt.Out, "run"), cfg)
+	res, err := RunOrResume(ctx, e, b, filepath.Join(opt.Out, "run"), &cfg)
 	if res != nil && res.Summary != nil {
 		res.Summary.Print(w)
 	}

@@ -322,6 +322,15 @@ type Config struct {
 	// "sampled" (a seeded random sample, as the authors' code) or
 	// "ranked" (by supporting articles).
 	KGChains string
+	// KGContext is what the hypothesis agents' KG lines are: "chains"
+	// (the authors' code: chains that follow edges x → y, one per line)
+	// or "edges" (the edges of chains walked either way, one per line).
+	KGContext string
+	// ClaimNodes is how KnowHD finds a claim's graph nodes from the
+	// entities extracted from it: "bm25" (the authors' code: the top
+	// node_k = 100 nodes per entity by BM25) or "exact" (the entity's id
+	// or one of its names, exactly).
+	ClaimNodes string
 	// KnowledgeFit is how the hypothesis prompts meet the context window:
 	// "all" (the paper: the run's window is sized to show every document
 	// and KG line; a model that cannot hold them is refused before the
@@ -362,6 +371,12 @@ func (c *Config) Settings() setting.List {
 	knowhdLit := func() bool {
 		return slices.ContainsFunc(c.KnowHD, func(k string) bool { return strings.Contains(k, "lit") })
 	}
+	knowhdKG := func() bool {
+		return slices.ContainsFunc(c.KnowHD, func(k string) bool { return strings.Contains(k, "kg") })
+	}
+	agentKG := func() bool {
+		return slices.ContainsFunc(c.Knowledge, func(k string) bool { return strings.Contains(k, "kg") })
+	}
 	return setting.List{
 		setting.Strings("models", &c.Models, "hypothesis generators").As(setting.Subject).Models().Required(),
 		setting.Choices("setting", &c.Knowledge, "knowledge settings: parametric, kg, lit, kg+lit", "parametric", "kg", "lit", "kg+lit").As(setting.Subject),
@@ -393,9 +408,13 @@ func (c *Config) Settings() setting.List {
 			Paper("text").Halu("json").When(func() bool { return len(c.KnowHD) > 0 }),
 		setting.Protocol(&c.Protocol, "textbook BM25, KG chains ranked by support"),
 		setting.Choice("bm25", &c.BM25, "BM25 parameters: pyserini (k1 0.9, b 0.4: the authors' retriever) or textbook (k1 1.2, b 0.75); τ is on this scale", "pyserini", "textbook").
-			Paper("pyserini").Halu("textbook").When(lit),
+			Paper("pyserini").Halu("textbook").When(func() bool { return lit() || knowhdKG() && c.ClaimNodes == "bm25" }),
 		setting.Choice("kg-chains", &c.KGChains, "which 32 KG lines are shown: sampled (a seeded random sample of the chains, the authors' code) or ranked (by supporting articles)", "sampled", "ranked").
 			Paper("sampled").Halu("ranked").When(kg),
+		setting.Choice("kg-context", &c.KGContext, "the hypothesis agents' KG lines: chains (the authors' code: chains of at most 2 edges that follow edges x → y, one chain per line, at most 32) or edges (the edges of chains walked either way, each once, at most 32)", "chains", "edges").
+			Paper("chains").Halu("edges").When(agentKG),
+		setting.Choice("claim-nodes", &c.ClaimNodes, "how KnowHD finds a claim's graph nodes: bm25 (the authors' code: per extracted entity, the top 100 nodes by BM25 over each node's type, concept id and names, with --bm25's parameters) or exact (the entity's id or one of its names, exactly)", "bm25", "exact").
+			Paper("bm25").Halu("exact").When(knowhdKG),
 		setting.Choice("knowledge-fit", &c.KnowledgeFit, "all (the paper: the run's context window is sized to show the 32 documents and KG lines whole; a model whose context cannot hold them is refused before the first call) or drop (leave out what does not fit --num-ctx, counted)", "all", "drop").
 			Paper("all").When(func() bool { return kg() || lit() }),
 		setting.Choice("claim-fallback", &c.ClaimFallback, "KnowHD's claims when the decomposer's reply holds no claim list: lines (the authors' code: the statement's lines) or sentences (its sentences of three words or more)", "lines", "sentences").
@@ -414,7 +433,7 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // DefaultConfig is the paper's protocol.
 func DefaultConfig() Config {
 	return Config{Protocol: setting.ProtocolPaper, Knowledge: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
-		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 2048, VerdictFormat: "text", Sample: "stratified", BM25: "pyserini", KGChains: "sampled", Unreadable: "wrong", KnowledgeFit: "all", ClaimFallback: "lines"}
+		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 2048, VerdictFormat: "text", Sample: "stratified", BM25: "pyserini", KGChains: "sampled", KGContext: "chains", ClaimNodes: "bm25", Unreadable: "wrong", KnowledgeFit: "all", ClaimFallback: "lines"}
 }
 
 // Declaration declares the suite to the registry.
@@ -444,6 +463,12 @@ func migrate(format int, cfg map[string]json.RawMessage) error {
 		// Format 3 fell back to sentences when no claim list was read.
 		engine.DefaultTo(cfg, "claim_fallback", `"sentences"`)
 	}
+	if format < 5 {
+		// Format 4 showed the edges of chains walked either way, and
+		// looked a claim's entities up exactly.
+		engine.DefaultTo(cfg, "kg_context", `"edges"`)
+		engine.DefaultTo(cfg, "claim_nodes", `"exact"`)
+	}
 	return nil
 }
 
@@ -458,7 +483,8 @@ func (s *Suite) bm25() index.BM25Params {
 // Retrieval sizes from the authors' code.
 const (
 	litK       = 32  // documents shown to the hypothesis agent
-	maxKGEdges = 32  // KG lines shown (max_n_edges)
+	maxKGEdges = 32  // KG lines shown (max_n_edges): chains or edges
+	nodeK      = 100 // KG nodes per claim entity by BM25 (node_k)
 	maxHops    = 2   // chain length
 	claimK     = 8   // documents per claim
 	edgeK      = 100 // KG edges per claim (seeded sample above)
@@ -1161,6 +1187,31 @@ func (s *Suite) nodes(ents []string) []string {
 	return out
 }
 
+// claimNodes are the graph nodes of a claim's extracted entities (eq. 2's
+// V(p)): under --claim-nodes bm25 (the authors' code) the top node_k = 100
+// nodes of each entity string by BM25, under exact the nodes its id or
+// names name (nodes).
+func (s *Suite) claimNodes(ents []string) ([]string, error) {
+	if s.cfg.ClaimNodes != "bm25" {
+		return s.nodes(ents), nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range ents {
+		hits, err := s.kg.SearchNodes(e, nodeK, s.bm25())
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hits {
+			if !seen[h.ID] {
+				seen[h.ID] = true
+				out = append(out, h.ID)
+			}
+		}
+	}
+	return out, nil
+}
+
 // EdgeSentence renders an edge as the authors do:
 // {x type} {x mention} ({x id}) has the relation "{relation}" with {y type} {y mention} ({y id}).
 func EdgeSentence(kg *kg.KG, e kg.Edge) string {
@@ -1179,24 +1230,46 @@ func EdgeSentence(kg *kg.KG, e kg.Edge) string {
 	return fmt.Sprintf("%s %s (%s) has the relation %q with %s %s (%s)", xt, xn, xi, e.Relation, yt, yn, yi)
 }
 
+// ChainSentence renders a chain on one line: its edges' sentences
+// (EdgeSentence) joined by "; ". The authors' code that writes a chain is
+// not published; this rendering is halu's (named in every run that shows
+// chains).
+func ChainSentence(g *kg.KG, c kg.Chain) string {
+	parts := make([]string, len(c.Edges))
+	for i, e := range c.Edges {
+		parts[i] = EdgeSentence(g, e)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // kgKnowledge renders the KG knowledge shown for nodes (the authors'
-// max_n_edges 32, max_depth 2): the edges of the chains of at most 2 hops
-// between any two nodes, each edge once, at most 32; when no chain links
-// any two, the nodes' own edges (the authors' per-node fallback). Chains
-// and fallback edges are taken in a random order seeded by the run's seed
-// and key (kg-chains sampled, as the authors' code) or by supporting
-// articles (ranked). It returns the lines and their source ("chains",
-// "nodes", or "" for none).
+// max_n_edges 32, max_depth 2), at most 32 lines: under --kg-context chains
+// (the authors'), the chains of at most 2 edges followed x → y from any
+// node to any other, one per line; under edges, the edges of the chains
+// walked either way between any two nodes, each edge once. When no chain
+// links any two, the nodes' own edges (the authors' per-node fallback).
+// Chains and fallback edges are taken in a random order seeded by the
+// run's seed and key (kg-chains sampled, as the authors' code) or by
+// supporting articles (ranked). It returns the lines and their source
+// ("chains", "nodes", or "" for none).
 func (s *Suite) kgKnowledge(nodes []string, key string) ([]string, string, error) {
 	rng := rand.New(rand.NewPCG(uint64(s.cfg.Seed), fnv64(key)))
+	limit := maxKGEdges
+	if s.cfg.KGChains == "sampled" {
+		limit = 0 // all, to sample from
+	}
+	directed := s.cfg.KGContext == "chains"
 	var chains []kg.Chain
-	for i := 0; i < len(nodes); i++ {
-		for j := i + 1; j < len(nodes); j++ {
-			limit := maxKGEdges
-			if s.cfg.KGChains == "sampled" {
-				limit = 0 // all, to sample from
+	for i := range nodes {
+		for j := range nodes {
+			var cs []kg.Chain
+			var err error
+			switch {
+			case directed && i != j:
+				cs, err = s.kg.ForwardChains(nodes[i], nodes[j], maxHops, limit, s.cfg.BelowPMID)
+			case !directed && i < j:
+				cs, err = s.kg.Chains(nodes[i], nodes[j], maxHops, limit, s.cfg.BelowPMID)
 			}
-			cs, err := s.kg.Chains(nodes[i], nodes[j], maxHops, limit, s.cfg.BelowPMID)
 			if err != nil {
 				return nil, "", err
 			}
@@ -1205,12 +1278,15 @@ func (s *Suite) kgKnowledge(nodes []string, key string) ([]string, string, error
 	}
 	var out []string
 	seen := map[string]bool{}
+	addLine := func(line string) {
+		if !seen[line] && len(out) < maxKGEdges {
+			seen[line] = true
+			out = append(out, line)
+		}
+	}
 	add := func(es []kg.Edge) {
 		for _, e := range es {
-			if line := EdgeSentence(s.kg, e); !seen[line] && len(out) < maxKGEdges {
-				seen[line] = true
-				out = append(out, line)
-			}
+			addLine(EdgeSentence(s.kg, e))
 		}
 	}
 	if len(chains) > 0 {
@@ -1220,7 +1296,11 @@ func (s *Suite) kgKnowledge(nodes []string, key string) ([]string, string, error
 			sort.SliceStable(chains, func(a, b int) bool { return chains[a].Support > chains[b].Support })
 		}
 		for _, ch := range chains {
-			add(ch.Edges)
+			if directed {
+				addLine(ChainSentence(s.kg, ch))
+			} else {
+				add(ch.Edges)
+			}
 		}
 		return out, "chains", nil
 	}
@@ -1335,7 +1415,11 @@ func (s *Suite) knowHD(ctx context.Context, c *engine.Calls, model, output, src 
 			if err != nil {
 				return nil, err
 			}
-			edges, err := s.kg.EdgesAmong(s.nodes(ents), s.cfg.BelowPMID)
+			nodes, err := s.claimNodes(ents)
+			if err != nil {
+				return nil, err
+			}
+			edges, err := s.kg.EdgesAmong(nodes, s.cfg.BelowPMID)
 			if err != nil {
 				return nil, err
 			}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -572,13 +573,6 @@ func TestUnparseableIsUnscored(t *testing.T) {
 // halu departs in BM25 and KG chain choice; values the paper leaves open
 // are named as assumptions.
 func TestProtocolDepartures(t *testing.T) {
-	names := func(deps []setting.Departure) string {
-		var out []string
-		for _, d := range deps {
-			out = append(out, d.String())
-		}
-		return strings.Join(out, "; ")
-	}
 	cfg := DefaultConfig()
 	cfg.Models = []string{"m"}
 	s, err := New(cfg)
@@ -601,7 +595,7 @@ func TestProtocolDepartures(t *testing.T) {
 	}
 	cfg.Knowledge, cfg.KG, cfg.Index = []string{"kg+lit"}, "kg", "ix"
 	s, _ = New(cfg)
-	if got := names(s.cfg.Settings().Departures()); got != "--bm25 textbook (paper: pyserini); --kg-chains ranked (paper: sampled); --unreadable unscored (paper: wrong)" {
+	if got := names(s.cfg.Settings().Departures()); got != "--bm25 textbook (paper: pyserini); --kg-chains ranked (paper: sampled); --kg-context edges (paper: chains); --unreadable unscored (paper: wrong)" {
 		t.Errorf("halu, kg+lit: %s", got)
 	}
 	// A flag given keeps its value under either protocol.
@@ -670,6 +664,9 @@ func TestKGKnowledge(t *testing.T) {
 	// B — N1 links B to A in two hops; Z is linked to nothing but Y.
 	fmt.Fprintf(&rel, "%d\tAssociation\tGene|B\tGene|N1\n", pmid)
 	fmt.Fprintf(&rel, "%d\tAssociation\tGene|Z\tGene|Y\n", pmid+1)
+	// Chemical X → A: with A → N5, a chain X → A → N5 that follows every
+	// edge head → tail (pairs are stored Chemical, Disease, Gene, then by id).
+	fmt.Fprintf(&rel, "%d\tAssociation\tChemical|X\tGene|A\n", pmid+2)
 	f := filepath.Join(dir, "rel")
 	os.WriteFile(f, []byte(rel.String()), 0o644)
 	kg, _ := kg.Open(filepath.Join(dir, "kg"), true)
@@ -680,9 +677,25 @@ func TestKGKnowledge(t *testing.T) {
 	s := &Suite{cfg: DefaultConfig(), kg: kg}
 	s.cfg.BelowPMID = 0
 
+	// The authors' chains follow edges x → y: A → N1 ← B is none, so A and
+	// B show their own edges; X → A → N5 is one, on one line.
 	lines, src, err := s.kgKnowledge([]string{"Gene|A", "Gene|B"}, "q1")
+	if err != nil || src != "nodes" {
+		t.Fatalf("A–B, chains: %s %q %v", src, lines, err)
+	}
+	lines, src, err = s.kgKnowledge([]string{"Gene|N5", "Chemical|X"}, "q1")
+	want := `Chemical X (X) has the relation "associate" with Gene A (A); Gene A (A) has the relation "associate" with Gene N5 (N5)`
+	if err != nil || src != "chains" || len(lines) != 1 || lines[0] != want {
+		t.Fatalf("X–N5, chains: %s %q %v", src, lines, err)
+	}
+	// halu's edges: chains walked either way, their edges one per line.
+	s.cfg.KGContext = "edges"
+	lines, src, err = s.kgKnowledge([]string{"Gene|A", "Gene|B"}, "q1")
 	if err != nil || src != "chains" || len(lines) != 2 {
-		t.Fatalf("A–B: %s %q %v", src, lines, err)
+		t.Fatalf("A–B, edges: %s %q %v", src, lines, err)
+	}
+	if lines, _, _ := s.kgKnowledge([]string{"Gene|N5", "Chemical|X"}, "q1"); len(lines) != 2 || lines[0]+"; "+lines[1] != want && lines[1]+"; "+lines[0] != want {
+		t.Fatalf("X–N5, edges: %q", lines)
 	}
 	// A and Z: no chain; the fallback shows 32 of the 41 own edges.
 	s.cfg.KGChains = "ranked"
@@ -767,4 +780,60 @@ func TestKnowHDAuthorsRuleBeside(t *testing.T) {
 	if g.Groundedness != 1 || !g.Claims[0].Supported || g.Claims[0].Other == nil || *g.Claims[0].Other {
 		t.Errorf("other reading: %+v", g)
 	}
+}
+
+// KnowHD finds a claim's graph nodes as the authors' code does by default:
+// the top 100 nodes per extracted entity by BM25 (node_k), so an entity
+// named otherwise than the graph names it is still found; --claim-nodes
+// exact looks ids and names up exactly. Each way of finding is named.
+func TestClaimNodesByBM25(t *testing.T) {
+	dir := t.TempDir()
+	table := filepath.Join(dir, "names.tsv")
+	var b strings.Builder
+	b.WriteString("id\tname\ttype\n6469\tsonic hedgehog signaling molecule\tGene\n5727\tpatched 1\tGene\n")
+	for i := 0; i < 150; i++ {
+		fmt.Fprintf(&b, "%d\tsignaling protein %d\tGene\n", 10000+i, i)
+	}
+	os.WriteFile(table, []byte(b.String()), 0o644)
+	g, _ := kg.Open(filepath.Join(dir, "kg"), true)
+	if _, err := g.Import(context.Background(), []string{table}); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	cfg := DefaultConfig()
+	cfg.Knowledge, cfg.KnowHD, cfg.Models, cfg.Verifier = []string{"kg"}, []string{"kg"}, []string{"m"}, "v"
+	s := &Suite{cfg: cfg, kg: g}
+	ents := []string{"Gene sonic hedgehog", "Gene signaling"}
+	got, err := s.claimNodes(ents)
+	// Every node is a Gene, so each entity fills its 100: sonic hedgehog
+	// first, then the shortest documents (patched 1, then by id); the
+	// second entity's 100 (the signaling proteins, by id) add two more.
+	if err != nil || len(got) != 102 || got[0] != "Gene|6469" || got[1] != "Gene|5727" || !slices.Contains(got, "Gene|10099") || slices.Contains(got, "Gene|10100") {
+		t.Fatalf("bm25: %d nodes, first %v, %v", len(got), got[:min(len(got), 3)], err)
+	}
+	if m := strings.Join(s.MethodDepartures(), "\n"); !strings.Contains(m, "halu's BM25 (top 100 per entity, node_k)") || !strings.Contains(m, "KG chains: the authors' rendering") {
+		t.Errorf("method notes %q", m)
+	}
+	s.cfg.ClaimNodes, s.cfg.KGContext = "exact", "edges"
+	if got, _ := s.claimNodes(ents); len(got) != 0 {
+		t.Errorf("exact: %v", got)
+	}
+	if got, _ := s.claimNodes([]string{"Gene patched 1 (5727)"}); len(got) != 1 || got[0] != "Gene|5727" {
+		t.Errorf("exact by id: %v", got)
+	}
+	if m := s.MethodDepartures(); len(m) != 0 {
+		t.Errorf("exact, edges: method notes %q", m)
+	}
+	if d := names(s.cfg.Settings().Departures()); d != "--kg-context edges (paper: chains); --claim-nodes exact (paper: bm25)" {
+		t.Errorf("departures %s", d)
+	}
+}
+
+// names lists departures as a run prints them.
+func names(deps []setting.Departure) string {
+	var out []string
+	for _, d := range deps {
+		out = append(out, d.String())
+	}
+	return strings.Join(out, "; ")
 }

@@ -3,6 +3,7 @@ package hypo
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -519,13 +520,14 @@ func unreadableNote(wrong bool) string {
 // MethodDepartures are where KnowHD as halu runs it is not the authors'
 // whatever the settings (engine.Methods); none without --knowhd.
 func (s *Suite) MethodDepartures() []string {
-	if len(s.cfg.KnowHD) == 0 {
-		return nil
+	var out []string
+	if s.cfg.ClaimNodes == "bm25" && s.cfg.uses("kg") && slices.ContainsFunc(s.cfg.KnowHD, func(k string) bool { return strings.Contains(k, "kg") }) {
+		out = append(out, "claim → KG nodes: the authors' node index is not published; halu's BM25 (top 100 per entity, node_k) reads each node as its type, concept id and every name it was mentioned by, cut into lower-cased runs of letters and digits")
 	}
-	return []string{
-		"claim → KG nodes: the authors take the BM25 top 100 nodes per entity (node_k 100); halu looks entity ids up exactly",
-		"KG context: the authors follow edges x→y and show 32 chains, one per line; halu walks edges in both directions and shows 32 edges",
+	if s.cfg.KGContext == "chains" && slices.ContainsFunc(s.cfg.Knowledge, func(k string) bool { return strings.Contains(k, "kg") }) {
+		out = append(out, "KG chains: the authors' rendering of a chain is not published; halu writes each chain on one line as its edges in the authors' edge sentence, joined by \"; \"")
 	}
+	return out
 }
 
 // OtherReading puts in place, in each claim check whose verifier reply the

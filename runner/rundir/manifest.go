@@ -197,8 +197,9 @@ type Counts struct {
 // resumed. Format 3 added settings whose absence in a format-2 config means
 // what format 2 did (hypo's unreadable hypotheses left out, ideas' 20-token
 // fluency cap); the suites' migrations fill them in. Format 4 added hypo's
-// claim fallback (absent: sentences, as format 3 did).
-const FormatVersion = 4
+// claim fallback (absent: sentences, as format 3 did). Format 5 added hypo's
+// KG context and claim-node search (absent: edges and exact, as format 4).
+const FormatVersion = 5
 
 // ReadManifest reads dir/manifest.json (a manifest of format 1 keeps it:
 // migrations read the parts that changed, engine.Recorded its engine
