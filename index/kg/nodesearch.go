@@ -149,6 +149,18 @@ func (g *KG) indexNodes(ctx context.Context, tmp string, limit int) error {
 	if err != nil {
 		return err
 	}
+	if err := g.writeNodePostings(postings); err != nil {
+		return err
+	}
+	return g.update(func(tx *bolt.Tx) error {
+		st, _ := json.Marshal(index.CorpusStats{Docs: docs, TotalLen: total})
+		return tx.Bucket(bucketMeta).Put(metaNodeStats, st)
+	})
+}
+
+// writeNodePostings writes the sorted term\x00node\x00count records into
+// ntok in key order, in transactions of edgeChunk keys.
+func (g *KG) writeNodePostings(postings *extSorter) error {
 	var keys, vals [][]byte
 	put := func() error {
 		err := g.update(func(tx *bolt.Tx) error {
@@ -164,7 +176,7 @@ func (g *KG) indexNodes(ctx context.Context, tmp string, limit int) error {
 		keys, vals = keys[:0], vals[:0]
 		return err
 	}
-	err = postings.each(func(rec []byte) error {
+	err := postings.each(func(rec []byte) error {
 		i := bytes.LastIndexByte(rec, 0)
 		c, _ := strconv.Atoi(string(rec[i+1:]))
 		keys, vals = append(keys, rec[:i]), append(vals, binary.AppendUvarint(nil, uint64(c)))
@@ -176,13 +188,7 @@ func (g *KG) indexNodes(ctx context.Context, tmp string, limit int) error {
 	if err == nil {
 		err = put()
 	}
-	if err != nil {
-		return err
-	}
-	return g.update(func(tx *bolt.Tx) error {
-		st, _ := json.Marshal(index.CorpusStats{Docs: docs, TotalLen: total})
-		return tx.Bucket(bucketMeta).Put(metaNodeStats, st)
-	})
+	return err
 }
 
 // ErrNoNodeIndex marks a graph imported before halu kept a node index.

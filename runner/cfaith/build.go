@@ -201,6 +201,13 @@ type BuildConfig struct {
 	// its own; 0 shows every document whole, as the authors' code does,
 	// in a context window sized to hold it.
 	ChunkTokens int
+	// Corrector is rule optimisation's agent: "authors" (their corrector's
+	// instructions: one failed check shown, a whole prompt rewritten) or
+	// "json" (halu's: one part revised as JSON from all its failures).
+	Corrector string
+	// Optimized records that the build's rules come from --optimize (the
+	// corrector bears on the build only then).
+	Optimized bool
 	// VerifierDecoding is how the verification module decodes: "sampled"
 	// (the authors' code: the agents' settings, temperature 0.7, top_p
 	// 0.7, top_k 50, frequency penalty 0.5) or "greedy" (temperature 0: a
@@ -237,7 +244,10 @@ func (c *BuildConfig) Settings() setting.List {
 		setting.Int("chunk-tokens", &c.ChunkTokens, "0: each knowledge document whole in its prompt, as the authors' code (the run's context window is sized to hold the longest; a model whose context cannot is refused before the first call); N: a document longer than N tokens is split at paragraph and sentence ends into parts of at most N, each a document of its own (ID#1, ID#2, …)").Paper("0").Min(0),
 		setting.Choice("verifier-decoding", &c.VerifierDecoding, "sampled (the authors' code: the agents' temperature 0.7, top_p 0.7, top_k 50, frequency penalty 0.5) or greedy (temperature 0)", "sampled", "greedy").
 			Paper("sampled").Halu("greedy"),
-		setting.Protocol(&c.Protocol, "a greedy verifier"),
+		setting.Choice("corrector", &c.Corrector, "rule optimisation's agent (--optimize): authors (their corrector, corrector/qa_corrector.py: shown one failed check, it rewrites a whole generation prompt; halu reads its requirements 1–4 or the blamed definition back) or json (halu's: one rule group or definition revised as JSON from every failure that blames it)", "authors", "json").
+			Paper("authors").Halu("json").When(func() bool { return c.Optimized }),
+		setting.Record("optimized", &c.Optimized, "whether the rules come from --optimize"),
+		setting.Protocol(&c.Protocol, "a greedy verifier, structured output, halu's optimiser"),
 		setting.String("embed-model", &c.EmbedModel, "embedding model for near-duplicate single-choice options (default: exact text only)").As(setting.Instrument).Models(),
 		setting.Record("only-docs", &c.OnlyDocs, "the documents an optimisation round's run is restricted to"),
 	}
@@ -251,7 +261,7 @@ func (c *BuildConfig) UnmarshalJSON(b []byte) error { return c.Settings().Unmars
 
 // DefaultBuildConfig has the authors' code's settings.
 func DefaultBuildConfig() BuildConfig {
-	return BuildConfig{Lang: "zh", Types: DefaultTypes, MaxQuestions: 0, Responses: 3, ResponseCalls: "one", Seed: 1, Format: "text", MaxTokens: 2048, VerifierMaxTokens: 1024,
+	return BuildConfig{Lang: "zh", Types: DefaultTypes, MaxQuestions: 0, Responses: 3, ResponseCalls: "one", Seed: 1, Format: "text", MaxTokens: 2048, VerifierMaxTokens: 1024, Corrector: "authors",
 		VerifierDecoding: "sampled", Protocol: setting.ProtocolPaper}
 }
 
@@ -267,7 +277,9 @@ func migrateBuild(format int, cfg map[string]json.RawMessage) error {
 		engine.DefaultTo(cfg, "verifier_decoding", `"greedy"`)
 	}
 	if format < 5 {
-		// Format 4 capped the verifier's replies as the agents'.
+		// Format 4 optimised with halu's JSON optimiser.
+		engine.DefaultTo(cfg, "corrector", `"json"`)
+		// and capped the verifier's replies as the agents'.
 		if v, ok := cfg["max_tokens"]; ok {
 			engine.DefaultTo(cfg, "verifier_max_tokens", string(v))
 		}
@@ -844,7 +856,10 @@ func PassRates(docs []DocResult) Rates {
 // MethodDepartures are where the construction is not the authors' whatever
 // its settings (engine.Methods).
 func (b *Builder) MethodDepartures() []string {
+	if !b.cfg.Optimized || b.cfg.Corrector != "authors" {
+		return nil
+	}
 	return []string{
-		"rule optimisation (--optimize): the authors' corrector (corrector/qa_corrector.py) publishes its own instructions; halu's optimisation agent uses its own prompt",
+		"rule optimisation: the authors' corrector rewrites a whole generation prompt; halu keeps from it what a rule set holds — requirements 1–4 of the question or response prompt (the question prompt's evidence and type requirements stay as written) or the blamed type's definition — and the candidates, rounds and early stop are halu's reading of §3.2",
 	}
 }

@@ -225,30 +225,36 @@ func ParseRuleSet(reply, name string) (RuleSet, error) {
 	return rs, rs.Validate()
 }
 
-// failure is one failed or uncertain check with what it blames.
+// failure is one failed or uncertain check with what it blames: its
+// question, the response checked ("" for the correctness check) and the
+// verdict.
 type failure struct {
-	part Part
-	line string
+	part    Part
+	line    string
+	qa      QA
+	mode    string // the type the question was written for
+	text    string
+	verdict Verdict
 }
 
 func failures(docs []DocResult) []failure {
 	var out []failure
-	add := func(p Part, what string, v *Verdict, q QA, text string) {
+	add := func(p Part, what string, v *Verdict, q Question, text string) {
 		if v == nil || v.Verdict == Pass {
 			return
 		}
-		l := fmt.Sprintf("- %s (%s) — question: %s", what, v.Verdict, q.Question)
+		l := fmt.Sprintf("- %s (%s) — question: %s", what, v.Verdict, q.QA.Question)
 		if text != "" {
 			l += " — response: " + text
 		}
-		out = append(out, failure{p, l + " — reason: " + v.Reason})
+		out = append(out, failure{part: p, line: l + " — reason: " + v.Reason, qa: q.QA, mode: q.Mode, text: text, verdict: *v})
 	}
 	for _, d := range docs {
 		for _, q := range d.Questions {
-			add(QAPart, "correctness check", q.Correct, q.QA, "")
+			add(QAPart, "correctness check", q.Correct, q, "")
 			for _, r := range q.Responses {
-				add(HaluPart, "hallucination check", r.Halu, q.QA, r.Text)
-				add(LabelPart(r.Label), "label check "+r.Label, r.Type, q.QA, r.Text)
+				add(HaluPart, "hallucination check", r.Halu, q, r.Text)
+				add(LabelPart(r.Label), "label check "+r.Label, r.Type, q, r.Text)
 			}
 		}
 	}

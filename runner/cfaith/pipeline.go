@@ -27,6 +27,7 @@ import (
 // transcripts. w receives the tables as they are made.
 func BuildDataset(ctx context.Context, e *engine.Engine, cfg BuildConfig, opt BuildOptions, w io.Writer) (Dataset, error) {
 	if opt.Optimize {
+		cfg.Optimized = true
 		final, err := optimizeRules(ctx, e, cfg, opt, w)
 		if err != nil {
 			return Dataset{}, err
@@ -159,6 +160,10 @@ type proposer struct {
 	rules       RuleSet
 	parts       []Part
 	training    []DocResult
+	// corrector is "authors" (their corrector's instructions, one failed
+	// check each, a whole prompt rewritten) or "json" (halu's optimiser:
+	// one part revised as JSON from every failure that blames it).
+	corrector string
 }
 
 // Proposal is one candidate's record: the part it revised and the rules
@@ -166,6 +171,9 @@ type proposer struct {
 type Proposal struct {
 	Part  Part     `json:"part"`
 	Rules *RuleSet `json:"rules,omitempty"`
+	// NoFeedback is true when the authors' corrector had no failed check
+	// of the part to correct from (it corrects only what failed).
+	NoFeedback bool `json:"no_feedback,omitempty"`
 }
 
 func (p *proposer) Name() string     { return "cfaith-optimize" }
@@ -182,13 +190,16 @@ func (p *proposer) Items(context.Context) ([]engine.Item, error) {
 func (p *proposer) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	k := it.Payload.(int)
 	part := p.parts[k]
+	name := fmt.Sprintf("round%d-candidate%d", p.round, k+1)
+	if p.corrector == "authors" {
+		return p.correct(ctx, c, k, name)
+	}
 	req := localmodels.ChatRequest{Model: p.model,
 		Messages: []localmodels.Message{{Role: "user", Content: OptimizerPrompt(p.lang, p.rules, part, Feedback(p.training, part, 40))}},
 		Options: localmodels.Options{Temperature: localmodels.Float(0.7), TopP: localmodels.Float(0.7), Seed: localmodels.Int(p.seed + k),
 			NumPredict: localmodels.Int(2048)},
 		Format: json.RawMessage(part.schema()),
 	}
-	name := fmt.Sprintf("round%d-candidate%d", p.round, k+1)
 	rs, ok, err := judging.JudgeAs(ctx, c, "optimize", req, nil, func(raw string) (RuleSet, error) { return part.Apply(p.rules, raw, name) })
 	if err != nil {
 		return nil, err
@@ -198,6 +209,37 @@ func (p *proposer) Process(ctx context.Context, c *engine.Calls, it engine.Item)
 		out.Rules = &rs
 	}
 	return out, nil
+}
+
+// correct is candidate k under the authors' corrector: the j-th failed
+// check of its part (j counting the candidates before it that revise the
+// same part) shown with the part's prompt; the rewritten prompt is read
+// back into rules (Part.ReadCorrection). The request is the authors'
+// corrector's: their agents' sampling and a 2,048-token cap, free text.
+func (p *proposer) correct(ctx context.Context, c *engine.Calls, k int, name string) (Proposal, error) {
+	part := p.parts[k]
+	j := 0
+	for _, q := range p.parts[:k] {
+		if q == part {
+			j++
+		}
+	}
+	f, ok := failureFor(p.training, part, j)
+	if !ok {
+		return Proposal{Part: part, NoFeedback: true}, nil
+	}
+	opts := localmodels.Options{Temperature: localmodels.Float(0.7), TopP: localmodels.Float(0.7), TopK: localmodels.Int(50),
+		FrequencyPenalty: localmodels.Float(0.5), Seed: localmodels.Int(p.seed + k), NumPredict: localmodels.Int(2048)}
+	req := localmodels.ChatRequest{Model: p.model, Options: opts,
+		Messages: []localmodels.Message{{Role: "user", Content: CorrectorPrompt(p.lang, p.rules, part, f)}}}
+	rs, ok, err := judging.JudgeAs(ctx, c, "optimize", req, nil, func(raw string) (RuleSet, error) {
+		return part.ReadCorrection(p.lang, p.rules, raw, name)
+	})
+	out := Proposal{Part: part}
+	if ok {
+		out.Rules = &rs
+	}
+	return out, err
 }
 
 func (p *proposer) Summarize(recs []rundir.Record) (*summary.Summary, error) {
@@ -219,8 +261,8 @@ func (p *proposer) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 // whose reply read, in order.
 func (o Optimizer) propose(ctx context.Context, dir, model string, round int, rs RuleSet, training []DocResult) ([]Candidate, error) {
 	p := &proposer{model: model, lang: o.Base.Lang, seed: o.Base.Seed, round: round, rules: rs,
-		parts: Targets(training, o.Base.Types, o.Candidates), training: training}
-	cfg := map[string]any{"round": round, "model": model, "rules": rs.Name, "candidates": o.Candidates}
+		parts: Targets(training, o.Base.Types, o.Candidates), training: training, corrector: o.Base.Corrector}
+	cfg := map[string]any{"round": round, "model": model, "rules": rs.Name, "candidates": o.Candidates, "corrector": o.Base.Corrector}
 	if _, err := RunOrResume(ctx, o.Engine, p, dir, cfg); err != nil {
 		return nil, err
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 // longDoc is a knowledge document of three paragraphs, the second far
@@ -89,5 +91,74 @@ func TestBuildWindow(t *testing.T) {
 		if d := cfg.Settings().Departures(); (tc.chunk > 0) != (len(d) == 1 && d[0].Setting == "chunk-tokens") {
 			t.Errorf("chunks %d: departures %v", tc.chunk, d)
 		}
+	}
+}
+
+// Under the paper protocol rule optimisation asks the authors' corrector:
+// its correction instruction (corrector/qa_corrector.py) with the part's
+// prompt as the rules render it, without its examples, one failed check and
+// its feedback, sampled as their agents; the rewritten prompt's
+// requirements (or the blamed definition) become the candidate. A part
+// with no failed check has nothing to correct.
+func TestAuthorsCorrector(t *testing.T) {
+	var mu sync.Mutex
+	var asked []fakeollama.ChatRequest
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, r)
+		u := r.LastUser()
+		if strings.Contains(u, "假设你是一个幻觉分类器") {
+			return fakeollama.Reply{Content: "好的。\n假设你是一个幻觉分类器，请判断类型。具体的幻觉类型的定义和要求如下：\n时空幻觉：问题询问时间或地点，回复给出错误的时间或地点。"}
+		}
+		return fakeollama.Reply{Content: "假设你是一个中文问题生成者。具体要求如下：\n1. 新一\n2. 新二\n3. 新三\n4. 新四\n5. 依据\n6. 实体"}
+	}, fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9})
+	defer srv.Close()
+	rs, _ := BuiltinRules("zh", "original")
+	fail := &Verdict{Verdict: Fail, Reason: "答案不在依据中"}
+	training := []DocResult{{Doc: "d", Questions: []Question{{Mode: "EntErr", QA: QA{Question: "长江有多长？", Answer: "6300公里", Evidence: "长江全长6300公里。"},
+		Correct: fail, Responses: []Response{{Text: "5000公里", Label: "SpaErr", Halu: &Verdict{Verdict: Pass}, Type: &Verdict{Verdict: Uncertain, Reason: "不是时间"}}}}}}}
+	p := &proposer{model: "m", lang: "zh", seed: 1, round: 1, rules: rs, training: training, corrector: "authors",
+		parts: []Part{QAPart, LabelPart("SpaErr"), HaluPart}}
+	dir := t.TempDir()
+	if _, err := RunOrResume(context.Background(), srv.Engine(t, 1), p, dir, map[string]any{"round": 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, recs, _ := engine.ReadRun(dir)
+	ps, _ := rundir.DecodeRecords[Proposal](recs)
+	if len(ps) != 3 || ps[0].Rules == nil || strings.Join(ps[0].Rules.QARules, "|") != "新一|新二|新三|新四" ||
+		ps[1].Rules == nil || ps[1].Rules.LabelDefs["SpaErr"] != "问题询问时间或地点，回复给出错误的时间或地点。" || ps[1].Rules.LabelDefs["EntErr"] != rs.LabelDefs["EntErr"] ||
+		ps[2].Rules != nil || !ps[2].NoFeedback {
+		t.Fatalf("proposals %+v", ps)
+	}
+	if len(asked) != 2 {
+		t.Fatalf("%d requests", len(asked))
+	}
+	qa := asked[0].LastUser()
+	for _, want := range []string{"原始prompt：假设你是一个中文问题生成者", "4. 生成的答案符合事实和逻辑。\n5. 生成的依据", "问题：长江有多长？\n正确回答：6300公里\n评估反馈：[正确回答]不符合 答案不在依据中",
+		"请以“假设你是一个中文问题生成者”开头"} {
+		if !strings.Contains(qa, want) {
+			t.Errorf("the correction instruction lacks %q:\n%s", want, qa)
+		}
+	}
+	if strings.Contains(qa, "给定如下例子") || len(asked[0].Format) != 0 {
+		t.Errorf("the prompt is shown with its examples, or a format is asked for: %s", asked[0].Format)
+	}
+	if !strings.Contains(asked[1].LastUser(), "幻觉类型：时空幻觉\n评估反馈：[幻觉类型]不确定 不是时间") {
+		t.Errorf("label correction:\n%s", asked[1].LastUser())
+	}
+	if o := asked[0].Options; o["top_k"] != 50.0 || o["frequency_penalty"] != 0.5 || o["temperature"] != 0.7 || o["num_predict"] != 2048.0 {
+		t.Errorf("options %v", o)
+	}
+	// The corrector is the paper's only when the rules are optimised; json is halu's.
+	cfg := DefaultBuildConfig()
+	cfg.Docs, cfg.Agent = "d", "a"
+	cfg.Corrector = "json"
+	if d := cfg.Settings().Departures(); len(d) != 0 {
+		t.Errorf("no --optimize: departures %v", d)
+	}
+	cfg.Optimized = true
+	if d := cfg.Settings().Departures(); len(d) != 1 || d[0].String() != "--corrector json (paper: authors)" {
+		t.Errorf("--optimize: departures %v", d)
 	}
 }

@@ -154,6 +154,29 @@ func readReply(c replyCase) (string, error) {
 	case "cfaith.halu-answers":
 		v, err := cfaith.ParseHaluAnswers(c.Reply, 3)
 		return strings.Join(v, " | "), err
+	case "cfaith.corrector":
+		// Check names the part corrected: qa, halu, or a label's type.
+		part := cfaith.LabelPart(c.Check)
+		switch c.Check {
+		case "qa":
+			part = cfaith.QAPart
+		case "halu":
+			part = cfaith.HaluPart
+		}
+		rs, err := cfaith.BuiltinRules(c.Lang, "original")
+		if err != nil {
+			return "", err
+		}
+		out, err := part.ReadCorrection(c.Lang, rs, judging.Clean(c.Reply), "t")
+		switch {
+		case err != nil:
+			return "", err
+		case part == cfaith.QAPart:
+			return strings.Join(out.QARules, " | "), nil
+		case part == cfaith.HaluPart:
+			return strings.Join(out.HaluRules, " | "), nil
+		}
+		return out.LabelDefs[c.Check], nil
 	case "cfaith.conflict":
 		v, err := cfaith.ParseConflict(c.Lang, c.Reply)
 		if v.Conflict {
