@@ -4,7 +4,7 @@ BIN       := bin/halu
 SHARED    ?= $(abspath ../shared)
 PKGS      := ./...
 
-.PHONY: build test e2e demo readme-commands ollama lint bench bench-index clean
+.PHONY: build test e2e demo readme-commands ollama lint bench bench-index bench-engine clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/halu
@@ -57,3 +57,11 @@ BENCH_FTS_QUERIES ?= 0
 bench-index: build
 	@command -v sqlite3 >/dev/null || (apt-get install -y -qq sqlite3 >/dev/null 2>&1 || { echo "bench-index needs sqlite3 (apt-get install sqlite3)"; exit 1; })
 	HALU_BENCH_N=$(BENCH_N) HALU_BENCH_KG_ROWS=$(BENCH_KG_ROWS) HALU_BENCH_FTS_QUERIES=$(BENCH_FTS_QUERIES) HALU_BENCH_HALU=$(abspath $(BIN)) $(GO) test -count=1 -timeout 2h -run 'TestBenchIndex|TestBenchKGImport' -v ./index/ | grep -v '^=== RUN\|^--- \|^PASS\|^ok'
+
+# halu's engine side by side with a minimal direct client and with
+# promptfoo (installed into ~/.cache/halu by npm the first time) on private
+# real servers (logging proxies capture and count the requests), a
+# 10,000-item cached rerun with no server, and the items-in-flight sweep:
+# one line per figure, about 30 minutes on 2 cores.
+bench-engine: build ollama
+	HALU_BENCH_ENGINE=1 HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" HALU_SHARED="$(SHARED)" $(GO) test -tags e2e -count=1 -timeout 2h -run '^TestBenchEngine$$' -v ./e2e/ | grep --line-buffered -v '^=== RUN\|^--- \|^PASS\|^ok'

@@ -1,0 +1,409 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"halu/localmodels/fakeollama"
+	"halu/runner/engine"
+)
+
+// TestBenchEngine is `make bench-engine`: halu's engine measured side by
+// side with what a lab would otherwise use, on private real servers (the
+// cached rerun on an in-process fake, which then stops). It prints one
+// line per figure ("name: value", "–" with the reason when a figure was
+// not measured) and the counts behind each, for anyone to re-measure.
+// Ratios come from interleaved pairs in one run: the machines are noisy.
+func TestBenchEngine(t *testing.T) {
+	if os.Getenv("HALU_BENCH_ENGINE") == "" {
+		t.Skip("run by make bench-engine")
+	}
+	// Subtests, so that one figure can be re-measured alone
+	// (-run 'TestBenchEngine/pool').
+	t.Run("cached", benchCachedRerun)
+	t.Run("pool", benchPool)
+	t.Run("inflight", benchItemsInFlight)
+	t.Run("promptfoo", benchPromptfoo)
+}
+
+// figure prints a figure line and its detail lines.
+func figure(name, value string, detail ...string) {
+	fmt.Printf("%s: %s\n", name, value)
+	for _, d := range detail {
+		fmt.Printf("    %s\n", d)
+	}
+}
+
+// benchCachedRerun: TruthHypo's 2,024 items for five generators (10,120
+// items, one generation each) answered once by an in-process fake server,
+// which then stops; the same command rerun from the cache with no server
+// running, timed whole (process start to exit).
+func benchCachedRerun(t *testing.T) {
+	var models []fakeollama.Model
+	var names []string
+	for i := 1; i <= 5; i++ {
+		models = append(models, fakeollama.Model{Name: fmt.Sprintf("g%d:latest", i), Digest: fmt.Sprintf("d%d", i), ParameterCount: 1e9})
+		names = append(names, fmt.Sprintf("g%d", i))
+	}
+	fake := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
+		return fakeollama.Reply{Content: "Reasoning.\n```json\n{\"proposed_hypothesis\": \"positive_correlate\"}\n```"}
+	}, models...)
+	host := fake.Host()
+	work := t.TempDir()
+	args := []string{"run", "hypo", "--models", strings.Join(names, ","), "--setting", "parametric", "--candidates", "0", "--cache", filepath.Join(work, "cache")}
+	start := time.Now()
+	mustHalu(t, host, append(args, "--out", filepath.Join(work, "first"))...)
+	first := time.Since(start)
+	fake.Close()
+	var walls []time.Duration
+	var items int
+	for i := 0; i < 3; i++ {
+		out := filepath.Join(work, fmt.Sprintf("rerun%d", i))
+		start = time.Now()
+		mustHalu(t, host, append(args, "--out", out)...)
+		walls = append(walls, time.Since(start))
+		m, recs, err := engine.ReadRun(out)
+		if err != nil || !m.Server.Offline || m.Counts.ModelCalls != 0 {
+			t.Fatalf("rerun %d: %v, offline %v, %d calls", i, err, m.Server.Offline, m.Counts.ModelCalls)
+		}
+		items = len(recs)
+	}
+	med := median(walls)
+	figure("cached rerun 10000 s", fmt.Sprintf("%.3f", med.Seconds()),
+		fmt.Sprintf("%d items, no server running, 0 model calls; median of %d reruns %s (first run against the fake: %s)", items, len(walls), durations(walls), first.Round(time.Millisecond)))
+}
+
+// proxy is a logging reverse proxy in front of one server: it keeps every
+// generation request's body and the most requests it had in flight.
+type proxy struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	bodies   [][]byte
+	inFlight atomic.Int64
+	peak     atomic.Int64
+	// evalTokens sums the tokens the server generated for the requests
+	// it answered (eval_count of each reply's last line).
+	evalTokens atomic.Int64
+}
+
+var evalCountRE = regexp.MustCompile(`"eval_count":\s*(\d+)`)
+
+func newProxy(t *testing.T, target string) *proxy {
+	u, _ := url.Parse("http://" + target)
+	p := &proxy{}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.URL.Path != "/api/chat" {
+			return nil
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		if m := evalCountRE.FindAllSubmatch(b, -1); len(m) > 0 {
+			n, _ := strconv.Atoi(string(m[len(m)-1][1]))
+			p.evalTokens.Add(int64(n))
+		}
+		return err
+	}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/chat" {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			p.mu.Lock()
+			p.bodies = append(p.bodies, b)
+			p.mu.Unlock()
+			n := p.inFlight.Add(1)
+			for {
+				old := p.peak.Load()
+				if n <= old || p.peak.CompareAndSwap(old, n) {
+					break
+				}
+			}
+			defer p.inFlight.Add(-1)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *proxy) host() string { return strings.TrimPrefix(p.srv.URL, "http://") }
+
+// take returns the bodies logged since the last take and the peak in flight.
+func (p *proxy) take() ([][]byte, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.bodies
+	p.bodies = nil
+	p.evalTokens.Store(0)
+	return b, int(p.peak.Swap(0))
+}
+
+// tokens returns the generated tokens counted since the last take.
+func (p *proxy) tokens() int64 { return p.evalTokens.Load() }
+
+// replay sends bodies to the server behind host with workers requests in
+// flight, as a minimal direct client does: one POST each, the reply read
+// whole. It returns the wall time.
+func replay(t *testing.T, host string, bodies [][]byte, workers int) time.Duration {
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < max(1, workers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(bodies) {
+					return
+				}
+				resp, err := http.Post("http://"+host+"/api/chat", "application/json", bytes.NewReader(bodies[i]))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("replay: %s", resp.Status)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// benchPool: a pool of two real servers, the tiny model on both, 100
+// HaluEval judgements; halu's requests, logged by a proxy in front of each
+// server, replayed by a minimal direct client to the same servers with the
+// same requests in flight on each. Requests per second, halu ÷ direct,
+// over interleaved pairs (halu with a fresh cache each time).
+func benchPool(t *testing.T) {
+	a, b := server(t, t.TempDir()), server(t, t.TempDir())
+	importTiny(t, a.Host, "1", "ta")
+	importTiny(t, b.Host, "1", "ta")
+	pa, pb := newProxy(t, a.Host), newProxy(t, b.Host)
+	pool := pa.host() + "," + pb.host()
+	work := t.TempDir()
+	var ratios []float64
+	var detail []string
+	for pair := 0; pair < 3; pair++ {
+		out := filepath.Join(work, fmt.Sprintf("halu%d", pair))
+		start := time.Now()
+		mustHalu(t, pool, "--cache", filepath.Join(work, fmt.Sprintf("cache%d", pair)), "judges", "validate", "--judges", "ta", "--limit", "100",
+			"--judge-format", "json", "--judge-max-tokens", "16", "--judge-checks", "0", "--out", out)
+		wall := time.Since(start)
+		ba, peakA := pa.take()
+		bb, peakB := pb.take()
+		calls := len(ba) + len(bb)
+		var wg sync.WaitGroup
+		var da, db time.Duration
+		wg.Add(2)
+		go func() { defer wg.Done(); da = replay(t, pa.host(), ba, peakA) }()
+		go func() { defer wg.Done(); db = replay(t, pb.host(), bb, peakB) }()
+		wg.Wait()
+		pa.take()
+		pb.take()
+		direct := max(da, db)
+		hr, dr := float64(calls)/wall.Seconds(), float64(calls)/direct.Seconds()
+		ratios = append(ratios, hr/dr)
+		detail = append(detail, fmt.Sprintf("pair %d: halu %d requests (%d on a, %d on b; peak in flight %d, %d) in %s = %.1f/s; direct %.1f/s (%s)",
+			pair+1, calls, len(ba), len(bb), peakA, peakB, wall.Round(time.Millisecond), hr, dr, direct.Round(time.Millisecond)))
+	}
+	figure("pool req/s ratio", fmt.Sprintf("%.3f", medianF(ratios)), detail...)
+}
+
+// benchItemsInFlight: four generators and two judges (HIC-Bench, 8
+// questions, 2 answers each, Flu embedded by the first judge), with --items-in-flight unset (the default) and 4, 8,
+// 16, 32, 64, once with four distinct models and once with four aliases of
+// one set of weights; the default's wall time ÷ the best's.
+func benchItemsInFlight(t *testing.T) {
+	for _, kind := range []string{"distinct", "aliases"} {
+		srv := server(t, t.TempDir())
+		if kind == "distinct" {
+			for i, n := range []string{"g1", "g2", "g3", "g4", "j1", "j2"} {
+				importTiny(t, srv.Host, fmt.Sprint(i+1), n)
+			}
+		} else {
+			importTiny(t, srv.Host, "1", "g1", "g2", "g3", "g4", "j1", "j2")
+		}
+		work := t.TempDir()
+		walls := map[string]time.Duration{}
+		settings := []string{"default", "4", "8", "16", "32", "64"}
+		for _, s := range settings {
+			args := []string{"--cache", filepath.Join(work, "cache-"+s)}
+			if s != "default" {
+				args = append(args, "--items-in-flight", s)
+			}
+			args = append(args, "run", "hic", "--models", "g1,g2,g3,g4", "--judges", "j1,j2", "--limit", "8", "--answers", "2", "--max-tokens", "40",
+				"--judge-format", "json", "--judge-max-tokens", "40", "--embed-model", "j1", "--judge-checks", "0", "--out", filepath.Join(work, "run-"+s))
+			start := time.Now()
+			mustHalu(t, srv.Host, args...)
+			walls[s] = time.Since(start)
+		}
+		best := "4"
+		for _, s := range settings[1:] {
+			if walls[s] < walls[best] {
+				best = s
+			}
+		}
+		var parts []string
+		for _, s := range settings {
+			parts = append(parts, fmt.Sprintf("%s %s", s, walls[s].Round(time.Millisecond)))
+		}
+		figure("items in flight default/best wall", fmt.Sprintf("%.3f (%s models; best: %s)", walls["default"].Seconds()/walls[best].Seconds(), kind, best),
+			strings.Join(parts, ", "))
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func medianF(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func durations(ds []time.Duration) string {
+	var p []string
+	for _, d := range ds {
+		p = append(p, d.Round(time.Millisecond).String())
+	}
+	return strings.Join(p, ", ")
+}
+
+// promptfooVersion is the newest promptfoo that runs on Node 20 (0.122 and
+// later need Node 22.22).
+const promptfooVersion = "0.121.20"
+
+// promptfooBin is promptfoo installed in ~/.cache/halu (by npm, once), or
+// "" with the reason it is not there.
+func promptfooBin(t *testing.T) (string, string) {
+	home, _ := os.UserHomeDir()
+	dir := filepath.Join(home, ".cache", "halu", "promptfoo-"+promptfooVersion)
+	bin := filepath.Join(dir, "node_modules", ".bin", "promptfoo")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, ""
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		return "", "no npm on this machine"
+	}
+	os.MkdirAll(dir, 0o755)
+	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error", "promptfoo@"+promptfooVersion)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Sprintf("npm install promptfoo@%s: %v: %s", promptfooVersion, err, lastLines(string(out), 3))
+	}
+	return bin, ""
+}
+
+// benchPromptfoo: 1,000 judge calls on one real server — HIC-Bench's 100
+// questions answered once at five temperatures by one tiny generator (500
+// generations, SCP prompt) and each answer judged once by a tiny judge
+// (500 judgements) — by halu (run hic, one call in flight, no cache; it
+// also embeds the answers for Flu, which promptfoo does not) and by
+// promptfoo (the same prompt, questions and temperatures, an llm-rubric
+// judgement each, -j 1, its cache off), through one logging proxy that
+// counts the requests each sent and the tokens the server generated;
+// interleaved pairs, wall time halu ÷ promptfoo.
+func benchPromptfoo(t *testing.T) {
+	bin, why := promptfooBin(t)
+	if bin == "" {
+		figure("promptfoo wall ratio", "– (not measured: "+why+")")
+		return
+	}
+	srv := server(t, t.TempDir())
+	importTiny(t, srv.Host, "1", "gen")
+	importTiny(t, srv.Host, "2", "judge")
+	px := newProxy(t, srv.Host)
+	work := t.TempDir()
+	f, err := os.Open(filepath.Join("..", "runner", "hic", "data", "CDID.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil || len(rows) != 101 {
+		t.Fatalf("CDID.csv: %d rows, %v", len(rows), err)
+	}
+	scp, _ := os.ReadFile(filepath.Join("..", "runner", "hic", "prompts", "scp_prompt.txt"))
+	prompt := strings.NewReplacer("{field}", "{{field}}", "{question}", "{{question}}").Replace(string(scp))
+	temps := []string{"0.2", "0.4", "0.6", "0.8", "1.0"}
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "prompts:\n  - %q\nproviders:\n", prompt)
+	for _, tp := range temps {
+		fmt.Fprintf(&cfg, "  - id: ollama:chat:gen\n    label: gen-T%s\n    config: {temperature: %s, num_predict: 48}\n", tp, tp)
+	}
+	cfg.WriteString("defaultTest:\n  options:\n    provider: {id: 'ollama:chat:judge', config: {temperature: 0, num_predict: 48}}\n" +
+		"  assert:\n    - type: llm-rubric\n      value: 'The answer is grounded in current science and states no fabricated fact.'\ntests:\n")
+	for _, r := range rows[1:] {
+		fmt.Fprintf(&cfg, "  - vars: {field: %q, question: %q}\n", r[1], r[2])
+	}
+	config := filepath.Join(work, "promptfooconfig.yaml")
+	os.WriteFile(config, []byte(cfg.String()), 0o644)
+	var ratios, perCall []float64
+	var detail []string
+	same := true
+	for pair := 0; pair < 2; pair++ {
+		start := time.Now()
+		mustHalu(t, px.host(), "--parallel", "1", "run", "hic", "--no-cache", "--models", "gen", "--judges", "judge", "--temperature", strings.Join(temps, ","),
+			"--answers", "1", "--max-tokens", "48", "--judge-format", "json", "--judge-max-tokens", "48", "--embed-model", "judge", "--judge-checks", "0",
+			"--out", filepath.Join(work, fmt.Sprintf("halu%d", pair)))
+		hw := time.Since(start)
+		ht := px.tokens()
+		hb, _ := px.take()
+
+		cmd := exec.Command(bin, "eval", "-c", config, "--no-cache", "-j", "1", "--no-progress-bar", "--no-table", "-o", filepath.Join(work, fmt.Sprintf("pf%d.json", pair)))
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "OLLAMA_BASE_URL=http://"+px.host(), "PROMPTFOO_DISABLE_TELEMETRY=1", "PROMPTFOO_DISABLE_UPDATE=1",
+			"PROMPTFOO_CONFIG_DIR="+filepath.Join(work, "pfhome"), "PROMPTFOO_DISABLE_SHARING=1")
+		start = time.Now()
+		out, err := cmd.CombinedOutput()
+		pw := time.Since(start)
+		pt := px.tokens()
+		pb, _ := px.take()
+		if len(pb) == 0 {
+			figure("promptfoo wall ratio", fmt.Sprintf("– (not measured: promptfoo sent no request: %v: %s)", err, lastLines(string(out), 5)))
+			return
+		}
+		ratios = append(ratios, hw.Seconds()/pw.Seconds())
+		perCall = append(perCall, (hw.Seconds()/float64(len(hb)))/(pw.Seconds()/float64(len(pb))))
+		same = same && len(hb) == len(pb)
+		detail = append(detail, fmt.Sprintf("pair %d: halu %d chat requests, %d tokens generated, in %s; promptfoo %d requests, %d tokens, in %s (exit: %v; promptfoo exits 100 when assertions fail)",
+			pair+1, len(hb), ht, hw.Round(time.Millisecond), len(pb), pt, pw.Round(time.Millisecond), err))
+	}
+	if !same {
+		// Not the same work: halu repairs a judge reply it cannot read (one
+		// more call), which promptfoo does not; the tiny judge's replies
+		// are mostly unreadable. The wall ratio would compare different
+		// work, so it is not given; the time per request is, as a detail.
+		detail = append(detail, fmt.Sprintf("time per request, halu ÷ promptfoo: %.3f (median)", medianF(perCall)))
+		figure("promptfoo wall ratio", "– (not comparable: the two sent different numbers of requests)", detail...)
+		return
+	}
+	figure("promptfoo wall ratio", fmt.Sprintf("%.3f", medianF(ratios)), detail...)
+}
