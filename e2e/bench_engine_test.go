@@ -226,6 +226,10 @@ func benchPool(t *testing.T) {
 		pa.take()
 		pb.take()
 		direct := max(da, db)
+		if calls == 0 {
+			figure("pool req/s ratio", "– (not measured: halu sent no request through the proxies)")
+			return
+		}
 		hr, dr := float64(calls)/wall.Seconds(), float64(calls)/direct.Seconds()
 		ratios = append(ratios, hr/dr)
 		detail = append(detail, fmt.Sprintf("pair %d: halu %d requests (%d on a, %d on b; peak in flight %d, %d) in %s = %.1f/s; direct %.1f/s (%s)",
@@ -386,8 +390,8 @@ func benchPromptfoo(t *testing.T) {
 		pw := time.Since(start)
 		pt := px.tokens()
 		pb, _ := px.take()
-		if len(pb) == 0 {
-			figure("promptfoo wall ratio", fmt.Sprintf("– (not measured: promptfoo sent no request: %v: %s)", err, lastLines(string(out), 5)))
+		if len(pb) == 0 || len(hb) == 0 {
+			figure("promptfoo wall ratio", fmt.Sprintf("– (not measured: halu sent %d requests, promptfoo %d: %v: %s)", len(hb), len(pb), err, lastLines(string(out), 5)))
 			return
 		}
 		ratios = append(ratios, hw.Seconds()/pw.Seconds())

@@ -101,30 +101,61 @@ var (
 )
 
 // ReadCorrection reads a reply to CorrectorPrompt for part back into rs,
-// named name: the rewritten prompt is the reply from the last line that
-// begins as the instructions ask (a preamble, a <think> block and an
-// earlier draft are not it) to its examples; a rule group takes its
-// requirements 1–4 (the question prompt's evidence and type requirements,
-// 5 and 6, stay halu's: no rule set holds them), each once; a label part
-// takes its type's definition line. A reply that is no prompt, misses a
-// requirement or repeats one, or drops the blamed definition, is an error.
+// named name. Every prompt in the reply — from a line that begins as the
+// instructions ask to the next such line, without its examples — is read:
+// a rule group's requirements 1–4 (the question prompt's evidence and type
+// requirements, 5 and 6, stay halu's: no rule set holds them), each once,
+// or the blamed type's definition line. A prompt that reads as the part
+// already is, is the original quoted (before or after the rewrite), not
+// the answer; the rewritten prompts that remain must all read alike, and
+// the last prompt in the reply must read (a reply cut inside its rewrite
+// is not read from an earlier copy). With no rewrite left the agent kept
+// the part as it was. A reply that is no prompt, misses a requirement or
+// repeats one, drops the blamed definition, or gives two different
+// rewrites, is an error.
 func (p Part) ReadCorrection(lang string, rs RuleSet, reply, name string) (RuleSet, error) {
 	text := thinkBlock.ReplaceAllString(reply, "")
 	open := openings[lang][p.kind()]
 	lines := strings.Split(text, "\n")
+	var starts []int
 	for i, l := range lines {
 		lines[i] = strings.TrimLeft(l, " \t>") // a prompt quoted in markdown
-	}
-	start := -1
-	for i, l := range lines {
-		if strings.HasPrefix(strings.TrimLeft(strings.Trim(l, " \t*#>\"“”"), " "), open) {
-			start = i
+		if strings.HasPrefix(strings.Trim(lines[i], " \t*#>\"“”"), open) {
+			starts = append(starts, i)
 		}
 	}
-	if start < 0 {
+	if len(starts) == 0 {
 		return rs, fmt.Errorf("no prompt beginning %q in the reply", open)
 	}
-	body := instruction(lang, strings.Join(lines[start:], "\n"))
+	current := p.Current(rs)
+	var rewrite *RuleSet
+	for k, start := range starts {
+		end := len(lines)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		got, err := p.readPrompt(lang, rs, instruction(lang, strings.Join(lines[start:end], "\n")), name)
+		switch {
+		case err != nil && k == len(starts)-1:
+			return rs, err
+		case err != nil || p.Current(got) == current:
+			continue // an unreadable earlier copy, or the original quoted
+		case rewrite != nil && p.Current(*rewrite) != p.Current(got):
+			return rs, errors.New("two different rewritten prompts in the reply")
+		}
+		rewrite = &got
+	}
+	if rewrite == nil {
+		out := rs
+		out.Name = name
+		return out, nil
+	}
+	return *rewrite, nil
+}
+
+// readPrompt reads one rewritten prompt's body into rs (see
+// ReadCorrection).
+func (p Part) readPrompt(lang string, rs RuleSet, body, name string) (RuleSet, error) {
 	out := RuleSet{Name: name, QARules: rs.QARules, HaluRules: rs.HaluRules, LabelDefs: map[string]string{}}
 	for k, d := range rs.LabelDefs {
 		out.LabelDefs[k] = d
