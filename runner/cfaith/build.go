@@ -448,11 +448,15 @@ func (r Response) Passed() bool {
 	return r.Halu != nil && r.Halu.Verdict == Pass && r.Type != nil && r.Type.Verdict == Pass
 }
 
-func (b *Builder) opts(seed int) localmodels.Options {
-	// The authors' construction settings: temperature 0.7, top_p 0.7,
-	// top_k 50, frequency penalty 0.5.
+func (b *Builder) opts(seed int) localmodels.Options { return authorsOptions(seed, b.cfg.MaxTokens) }
+
+// authorsOptions are the sampling settings of every request the authors'
+// construction code sends (generator, evaluator and corrector payloads):
+// temperature 0.7, top_p 0.7, top_k 50, frequency penalty 0.5, with the
+// seed and reply cap given.
+func authorsOptions(seed, maxTokens int) localmodels.Options {
 	return localmodels.Options{Temperature: localmodels.Float(0.7), TopP: localmodels.Float(0.7), TopK: localmodels.Int(50),
-		FrequencyPenalty: localmodels.Float(0.5), Seed: localmodels.Int(seed), NumPredict: localmodels.Int(b.cfg.MaxTokens)}
+		FrequencyPenalty: localmodels.Float(0.5), Seed: localmodels.Int(seed), NumPredict: localmodels.Int(maxTokens)}
 }
 
 func (b *Builder) req(model, content string, seed int, schema string) localmodels.ChatRequest {

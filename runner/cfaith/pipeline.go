@@ -191,16 +191,11 @@ func (p *proposer) Process(ctx context.Context, c *engine.Calls, it engine.Item)
 	k := it.Payload.(int)
 	part := p.parts[k]
 	name := fmt.Sprintf("round%d-candidate%d", p.round, k+1)
-	if p.corrector == "authors" {
-		return p.correct(ctx, c, k, name)
+	req, read, ok := p.request(k, name)
+	if !ok {
+		return Proposal{Part: part, NoFeedback: true}, nil
 	}
-	req := localmodels.ChatRequest{Model: p.model,
-		Messages: []localmodels.Message{{Role: "user", Content: OptimizerPrompt(p.lang, p.rules, part, Feedback(p.training, part, 40))}},
-		Options: localmodels.Options{Temperature: localmodels.Float(0.7), TopP: localmodels.Float(0.7), Seed: localmodels.Int(p.seed + k),
-			NumPredict: localmodels.Int(2048)},
-		Format: json.RawMessage(part.schema()),
-	}
-	rs, ok, err := judging.JudgeAs(ctx, c, "optimize", req, nil, func(raw string) (RuleSet, error) { return part.Apply(p.rules, raw, name) })
+	rs, ok, err := judging.JudgeAs(ctx, c, "optimize", req, nil, read)
 	if err != nil {
 		return nil, err
 	}
@@ -211,13 +206,27 @@ func (p *proposer) Process(ctx context.Context, c *engine.Calls, it engine.Item)
 	return out, nil
 }
 
-// correct is candidate k under the authors' corrector: the j-th failed
-// check of its part (j counting the candidates before it that revise the
-// same part) shown with the part's prompt; the rewritten prompt is read
-// back into rules (Part.ReadCorrection). The request is the authors'
-// corrector's: their agents' sampling and a 2,048-token cap, free text.
-func (p *proposer) correct(ctx context.Context, c *engine.Calls, k int, name string) (Proposal, error) {
+// request is candidate k's request to the optimisation agent and the
+// reader of its reply; ok is false when there is nothing to ask.
+//
+// Under the authors' corrector: the j-th failed check of the candidate's
+// part (j counting the candidates before it that revise the same part),
+// shown with the part's prompt, in free text with their corrector's
+// payload (their agents' sampling, a 2,048-token cap); the rewritten
+// prompt is read back into rules (Part.ReadCorrection). A part with no
+// failed check has nothing to correct. Under halu's optimiser: every
+// failure that blames the part, one part revised as JSON (Part.Apply).
+func (p *proposer) request(k int, name string) (localmodels.ChatRequest, func(string) (RuleSet, error), bool) {
 	part := p.parts[k]
+	if p.corrector != "authors" {
+		req := localmodels.ChatRequest{Model: p.model,
+			Messages: []localmodels.Message{{Role: "user", Content: OptimizerPrompt(p.lang, p.rules, part, Feedback(p.training, part, 40))}},
+			Options: localmodels.Options{Temperature: localmodels.Float(0.7), TopP: localmodels.Float(0.7), Seed: localmodels.Int(p.seed + k),
+				NumPredict: localmodels.Int(2048)},
+			Format: json.RawMessage(part.schema()),
+		}
+		return req, func(raw string) (RuleSet, error) { return part.Apply(p.rules, raw, name) }, true
+	}
 	j := 0
 	for _, q := range p.parts[:k] {
 		if q == part {
@@ -226,20 +235,11 @@ func (p *proposer) correct(ctx context.Context, c *engine.Calls, k int, name str
 	}
 	f, ok := failureFor(p.training, part, j)
 	if !ok {
-		return Proposal{Part: part, NoFeedback: true}, nil
+		return localmodels.ChatRequest{}, nil, false
 	}
-	opts := localmodels.Options{Temperature: localmodels.Float(0.7), TopP: localmodels.Float(0.7), TopK: localmodels.Int(50),
-		FrequencyPenalty: localmodels.Float(0.5), Seed: localmodels.Int(p.seed + k), NumPredict: localmodels.Int(2048)}
-	req := localmodels.ChatRequest{Model: p.model, Options: opts,
+	req := localmodels.ChatRequest{Model: p.model, Options: authorsOptions(p.seed+k, 2048),
 		Messages: []localmodels.Message{{Role: "user", Content: CorrectorPrompt(p.lang, p.rules, part, f)}}}
-	rs, ok, err := judging.JudgeAs(ctx, c, "optimize", req, nil, func(raw string) (RuleSet, error) {
-		return part.ReadCorrection(p.lang, p.rules, raw, name)
-	})
-	out := Proposal{Part: part}
-	if ok {
-		out.Rules = &rs
-	}
-	return out, err
+	return req, func(raw string) (RuleSet, error) { return part.ReadCorrection(p.lang, p.rules, raw, name) }, true
 }
 
 func (p *proposer) Summarize(recs []rundir.Record) (*summary.Summary, error) {

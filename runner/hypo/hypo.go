@@ -360,6 +360,17 @@ func (c *Config) uses(source string) bool {
 	return false
 }
 
+// knowhdUses reports whether a KnowHD source of the run retrieves from
+// source ("kg" or "lit"); agentsUse whether a knowledge setting of the
+// hypothesis agents does.
+func (c *Config) knowhdUses(source string) bool {
+	return slices.ContainsFunc(c.KnowHD, func(k string) bool { return strings.Contains(k, source) })
+}
+
+func (c *Config) agentsUse(source string) bool {
+	return slices.ContainsFunc(c.Knowledge, func(k string) bool { return strings.Contains(k, source) })
+}
+
 // Settings declares the suite's settings, with the authors' parameters:
 // the PMID cutoff 36600000, the generation cap 2,048 (their call_llm's
 // max_new_tokens), five sampled candidates beside the greedy hypothesis
@@ -368,15 +379,9 @@ func (c *Config) uses(source string) bool {
 func (c *Config) Settings() setting.List {
 	kg := func() bool { return c.uses("kg") }
 	lit := func() bool { return c.uses("lit") }
-	knowhdLit := func() bool {
-		return slices.ContainsFunc(c.KnowHD, func(k string) bool { return strings.Contains(k, "lit") })
-	}
-	knowhdKG := func() bool {
-		return slices.ContainsFunc(c.KnowHD, func(k string) bool { return strings.Contains(k, "kg") })
-	}
-	agentKG := func() bool {
-		return slices.ContainsFunc(c.Knowledge, func(k string) bool { return strings.Contains(k, "kg") })
-	}
+	knowhdLit := func() bool { return c.knowhdUses("lit") }
+	knowhdKG := func() bool { return c.knowhdUses("kg") }
+	agentKG := func() bool { return c.agentsUse("kg") }
 	return setting.List{
 		setting.Strings("models", &c.Models, "hypothesis generators").As(setting.Subject).Models().Required(),
 		setting.Choices("setting", &c.Knowledge, "knowledge settings: parametric, kg, lit, kg+lit", "parametric", "kg", "lit", "kg+lit").As(setting.Subject),

@@ -3,7 +3,6 @@ package hypo
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 
@@ -521,10 +520,10 @@ func unreadableNote(wrong bool) string {
 // whatever the settings (engine.Methods); none without --knowhd.
 func (s *Suite) MethodDepartures() []string {
 	var out []string
-	if s.cfg.ClaimNodes == "bm25" && s.cfg.uses("kg") && slices.ContainsFunc(s.cfg.KnowHD, func(k string) bool { return strings.Contains(k, "kg") }) {
+	if s.cfg.ClaimNodes == "bm25" && s.cfg.knowhdUses("kg") {
 		out = append(out, "claim → KG nodes: the authors' node index is not published; halu's BM25 (top 100 per entity, node_k) reads each node as its type, concept id and every name it was mentioned by, cut into lower-cased runs of letters and digits")
 	}
-	if s.cfg.KGContext == "chains" && slices.ContainsFunc(s.cfg.Knowledge, func(k string) bool { return strings.Contains(k, "kg") }) {
+	if s.cfg.KGContext == "chains" && s.cfg.agentsUse("kg") {
 		out = append(out, "KG chains: the authors' rendering of a chain is not published; halu writes each chain on one line as its edges in the authors' edge sentence, joined by \"; \"")
 	}
 	return out
