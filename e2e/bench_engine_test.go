@@ -23,8 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"halu/localmodels"
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
 // TestBenchEngine is `make bench-engine`: halu's engine measured side by
@@ -43,6 +45,7 @@ func TestBenchEngine(t *testing.T) {
 	t.Run("pool", benchPool)
 	t.Run("inflight", benchItemsInFlight)
 	t.Run("promptfoo", benchPromptfoo)
+	t.Run("slots", benchSlots)
 }
 
 // figure prints a figure line and its detail lines.
@@ -103,6 +106,38 @@ type proxy struct {
 	// evalTokens sums the tokens the server generated for the requests
 	// it answered (eval_count of each reply's last line).
 	evalTokens atomic.Int64
+	// busy is the integral of the generation requests in flight over
+	// time, from the first request (first) to the last reply (last);
+	// n is the requests in flight, counted under mu.
+	busy        time.Duration
+	n           int
+	first, last time.Time
+}
+
+// change adds d to the requests in flight, integrating over time.
+func (p *proxy) change(d int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.first.IsZero() {
+		p.first = now
+	} else {
+		p.busy += time.Duration(p.n) * now.Sub(p.last)
+	}
+	p.n += d
+	p.last = now
+}
+
+// inFlight returns the mean requests in flight between the first request
+// and the last reply, and that span.
+func (p *proxy) meanInFlight() (float64, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	span := p.last.Sub(p.first)
+	if span <= 0 {
+		return 0, 0
+	}
+	return p.busy.Seconds() / span.Seconds(), span
 }
 
 var evalCountRE = regexp.MustCompile(`"eval_count":\s*(\d+)`)
@@ -138,6 +173,8 @@ func newProxy(t *testing.T, target string) *proxy {
 					break
 				}
 			}
+			p.change(1)
+			defer p.change(-1)
 			defer p.inFlight.Add(-1)
 		}
 		rp.ServeHTTP(w, r)
@@ -155,6 +192,7 @@ func (p *proxy) take() ([][]byte, int) {
 	b := p.bodies
 	p.bodies = nil
 	p.evalTokens.Store(0)
+	p.busy, p.n, p.first, p.last = 0, 0, time.Time{}, time.Time{}
 	return b, int(p.peak.Swap(0))
 }
 
@@ -198,7 +236,11 @@ func replay(t *testing.T, host string, bodies [][]byte, workers int) time.Durati
 // HaluEval judgements; halu's requests, logged by a proxy in front of each
 // server, replayed by a minimal direct client to the same servers with the
 // same requests in flight on each. Requests per second, halu ÷ direct,
-// over interleaved pairs (halu with a fresh cache each time).
+// over interleaved pairs (halu with a fresh cache each time). A first halu
+// run, not counted, loads the model on both servers and captures the
+// requests; then the pairs alternate which side goes first, each direct
+// replay sending the requests halu sent last, so neither side has the
+// cold servers or always goes second.
 func benchPool(t *testing.T) {
 	a, b := server(t, t.TempDir()), server(t, t.TempDir())
 	importTiny(t, a.Host, "1", "ta")
@@ -206,34 +248,72 @@ func benchPool(t *testing.T) {
 	pa, pb := newProxy(t, a.Host), newProxy(t, b.Host)
 	pool := pa.host() + "," + pb.host()
 	work := t.TempDir()
-	var ratios []float64
-	var detail []string
-	for pair := 0; pair < 3; pair++ {
-		out := filepath.Join(work, fmt.Sprintf("halu%d", pair))
+	type haluRun struct {
+		wall, lead, tail time.Duration
+		span             time.Duration
+		ba, bb           [][]byte
+		peakA, peakB     int
+	}
+	runHalu := func(n int) haluRun {
+		out := filepath.Join(work, fmt.Sprintf("halu%d", n))
 		start := time.Now()
-		mustHalu(t, pool, "--cache", filepath.Join(work, fmt.Sprintf("cache%d", pair)), "judges", "validate", "--judges", "ta", "--limit", "100",
+		mustHalu(t, pool, "--cache", filepath.Join(work, fmt.Sprintf("cache%d", n)), "judges", "validate", "--judges", "ta", "--limit", "100",
 			"--judge-format", "json", "--judge-max-tokens", "16", "--judge-checks", "0", "--out", out)
-		wall := time.Since(start)
-		ba, peakA := pa.take()
-		bb, peakB := pb.take()
-		calls := len(ba) + len(bb)
+		r := haluRun{wall: time.Since(start)}
+		// halu's requests' span: its first request to its last reply.
+		pa.mu.Lock()
+		pb.mu.Lock()
+		first, last := pa.first, pa.last
+		if pb.first.Before(first) {
+			first = pb.first
+		}
+		if pb.last.After(last) {
+			last = pb.last
+		}
+		pb.mu.Unlock()
+		pa.mu.Unlock()
+		r.lead, r.tail, r.span = first.Sub(start), start.Add(r.wall).Sub(last), last.Sub(first)
+		r.ba, r.peakA = pa.take()
+		r.bb, r.peakB = pb.take()
+		return r
+	}
+	runDirect := func(h haluRun) time.Duration {
 		var wg sync.WaitGroup
 		var da, db time.Duration
 		wg.Add(2)
-		go func() { defer wg.Done(); da = replay(t, pa.host(), ba, peakA) }()
-		go func() { defer wg.Done(); db = replay(t, pb.host(), bb, peakB) }()
+		go func() { defer wg.Done(); da = replay(t, pa.host(), h.ba, h.peakA) }()
+		go func() { defer wg.Done(); db = replay(t, pb.host(), h.bb, h.peakB) }()
 		wg.Wait()
 		pa.take()
 		pb.take()
-		direct := max(da, db)
-		if calls == 0 {
-			figure("pool req/s ratio", "– (not measured: halu sent no request through the proxies)")
+		return max(da, db)
+	}
+	prev := runHalu(0) // warm-up: loads the model on both servers
+	var ratios []float64
+	var detail []string
+	for pair := 1; pair <= 4; pair++ {
+		var h haluRun
+		var direct time.Duration
+		order := "halu first"
+		if pair%2 == 1 {
+			order = "direct first"
+			direct = runDirect(prev)
+			h = runHalu(pair)
+		} else {
+			h = runHalu(pair)
+			direct = runDirect(h)
+		}
+		calls := len(h.ba) + len(h.bb)
+		if calls == 0 || calls != len(prev.ba)+len(prev.bb) {
+			figure("pool req/s ratio", fmt.Sprintf("– (not measured: halu sent %d requests through the proxies, %d the time before)", calls, len(prev.ba)+len(prev.bb)))
 			return
 		}
-		hr, dr := float64(calls)/wall.Seconds(), float64(calls)/direct.Seconds()
+		hr, dr := float64(calls)/h.wall.Seconds(), float64(calls)/direct.Seconds()
 		ratios = append(ratios, hr/dr)
-		detail = append(detail, fmt.Sprintf("pair %d: halu %d requests (%d on a, %d on b; peak in flight %d, %d) in %s = %.1f/s; direct %.1f/s (%s)",
-			pair+1, calls, len(ba), len(bb), peakA, peakB, wall.Round(time.Millisecond), hr, dr, direct.Round(time.Millisecond)))
+		detail = append(detail, fmt.Sprintf("pair %d (%s): halu %d requests (%d on a, %d on b; peak in flight %d, %d) in %s = %.2f/s; direct %.2f/s (%s); halu's first request %s after its start, its last reply %s before its exit; over its requests' span %.2f/s",
+			pair, order, calls, len(h.ba), len(h.bb), h.peakA, h.peakB, h.wall.Round(time.Millisecond), hr, dr, direct.Round(time.Millisecond),
+			h.lead.Round(time.Millisecond), h.tail.Round(time.Millisecond), float64(calls)/h.span.Seconds()))
+		prev = h
 	}
 	figure("pool req/s ratio", fmt.Sprintf("%.3f", medianF(ratios)), detail...)
 }
@@ -281,15 +361,64 @@ func benchItemsInFlight(t *testing.T) {
 	}
 }
 
+// benchSlots: 100 generator models of distinct weights (tiny models of
+// seeds 1–100) and one judge, smoke's 5 questions each (500 generations,
+// 500 judgements), on a server with 4 parallel slots and halu's --parallel
+// 4; the share of the slots halu kept busy while it worked, as the run's
+// manifest counts it (calls in flight, halu's side: a call waiting on
+// the server for its model to load holds a slot).
+func benchSlots(t *testing.T) {
+	srv, _ := serverWithLog(t, t.TempDir(), "OLLAMA_NUM_PARALLEL=4")
+	var models []string
+	dir := t.TempDir()
+	for i := 1; i <= 100; i++ {
+		name := fmt.Sprintf("m%03d", i)
+		path := filepath.Join(dir, name+".gguf")
+		mustHalu(t, srv.Host, "models", "tiny", "--out", path, "--seed", strconv.Itoa(i))
+		mustHalu(t, srv.Host, "models", "import", path, "--name", name, "--template", localmodels.TinyTemplate)
+		models = append(models, name)
+	}
+	importTiny(t, srv.Host, "101", "judge")
+	px := newProxy(t, srv.Host)
+	out := filepath.Join(t.TempDir(), "run")
+	start := time.Now()
+	mustHalu(t, px.host(), "--parallel", "4", "--judge-checks", "0", "run", "smoke", "--no-cache", "--models", strings.Join(models, ","), "--judges", "judge",
+		"--max-tokens", "24", "--out", out)
+	wall := time.Since(start)
+	m, err := rundir.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Counts
+	atServer, span := px.meanInFlight()
+	use, ok := c.SlotUse()
+	if !ok {
+		figure("100-model slot use", "– (not measured: the run recorded no work time)",
+			fmt.Sprintf("at the server: %.2f requests in flight on average (%s); %s in all", atServer, span.Round(time.Millisecond), wall.Round(time.Millisecond)))
+		return
+	}
+	mean, _ := c.InFlight()
+	figure("100-model slot use", fmt.Sprintf("%.3f", use),
+		fmt.Sprintf("%d model calls, %.2f in flight on average of 4 slots over %.1f s of work (%s in all); %d model switches",
+			c.ModelCalls, mean, c.WorkSeconds, wall.Round(time.Millisecond), c.ModelSwitches),
+		fmt.Sprintf("at the server (a proxy in front of it): %.2f requests in flight on average from the first request to the last reply (%s)",
+			atServer, span.Round(time.Millisecond)))
+}
+
 func median(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
 }
 
+// medianF is the median of xs (of an even count, the mean of the two
+// middle values).
 func medianF(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
 	return s[len(s)/2]
 }
 

@@ -24,19 +24,24 @@ type EmbedRequest struct {
 	KeepAlive time.Duration
 }
 
-// options is the request's serving settings as Ollama's options map.
-func (r EmbedRequest) options() map[string]any {
-	m := map[string]any{}
+// Options are the request's serving settings, as a chat's options.
+func (r EmbedRequest) Options() Options {
+	var o Options
 	if r.NumCtx > 0 {
-		m["num_ctx"] = r.NumCtx
+		o.NumCtx = Int(r.NumCtx)
 	}
 	if r.NumThread > 0 {
-		m["num_thread"] = r.NumThread
+		o.NumThread = Int(r.NumThread)
 	}
-	if len(m) == 0 {
-		return nil
+	return o
+}
+
+// options is the request's serving settings as Ollama's options map.
+func (r EmbedRequest) options() map[string]any {
+	if m := r.Options().Map(); len(m) > 0 {
+		return m
 	}
-	return m
+	return nil
 }
 
 // Embed returns one embedding per text, sending at most req.Batch texts

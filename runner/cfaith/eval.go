@@ -209,17 +209,17 @@ func (s *Suite) Items(context.Context) ([]engine.Item, error) {
 			case "generative":
 				for _, it := range draw(s.ds.Generative, s.cfg, func(g GenItem) string { return g.HaluType }) {
 					it := it
-					items = append(items, engine.Item{ID: m + "/gen/" + it.ID, Payload: evalPayload{model: m, format: f, gen: &it}})
+					items = append(items, engine.Item{ID: m + "/gen/" + it.ID, Payload: evalPayload{model: m, format: f, gen: &it}, Group: m})
 				}
 			case "choice":
 				for _, it := range draw(s.ds.Choice, s.cfg, func(c ChoiceItem) string { return c.HaluType }) {
 					it := it
-					items = append(items, engine.Item{ID: m + "/choice/" + it.ID, Payload: evalPayload{model: m, format: f, choice: &it}})
+					items = append(items, engine.Item{ID: m + "/choice/" + it.ID, Payload: evalPayload{model: m, format: f, choice: &it}, Group: m})
 				}
 			case "truefalse":
 				for _, it := range draw(s.ds.TrueFalse, s.cfg, func(t TFItem) string { return t.HaluType }) {
 					it := it
-					items = append(items, engine.Item{ID: m + "/tf/" + it.ID, Payload: evalPayload{model: m, format: f, tf: &it}})
+					items = append(items, engine.Item{ID: m + "/tf/" + it.ID, Payload: evalPayload{model: m, format: f, tf: &it}, Group: m})
 				}
 			}
 		}

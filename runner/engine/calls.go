@@ -305,11 +305,13 @@ func (c *Calls) notCached(stage, model string) error {
 
 // call runs one model request f of stage for model under the engine's
 // retry policy: each attempt waits for the scheduler to admit it (a slot,
-// and the model's turn), is bounded by timeout when that is set, and is
-// counted; the progress display shows the stage and model admitted last.
-func (e *Engine) call(ctx context.Context, stage, model string, timeout time.Duration, f func(ctx context.Context) error) error {
+// and the turn of its load, loadKey of model with opts), is bounded by
+// timeout when that is set, and is counted; the progress display shows the
+// stage and model admitted last.
+func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels.Options, timeout time.Duration, f func(ctx context.Context) error) error {
+	load := e.loadKey(model, opts)
 	return e.withRetry(ctx, func(ctx context.Context) error {
-		if err := e.sched.acquire(ctx, localmodels.CanonicalName(model)); err != nil {
+		if err := e.sched.acquire(ctx, load); err != nil {
 			return err
 		}
 		e.calling(stage, model)
@@ -320,7 +322,7 @@ func (e *Engine) call(ctx context.Context, stage, model string, timeout time.Dur
 		}
 		e.stats.calls.Add(1)
 		err := f(ctx)
-		e.sched.release(localmodels.StatusCode(err) == http.StatusServiceUnavailable)
+		e.sched.release(load, localmodels.StatusCode(err) == http.StatusServiceUnavailable)
 		return err
 	})
 }
@@ -330,7 +332,7 @@ func (e *Engine) call(ctx context.Context, stage, model string, timeout time.Dur
 // repetition stop), and counts its tokens.
 func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
 	var resp localmodels.ChatResponse
-	err := e.call(ctx, stage, req.Model, 0, func(ctx context.Context) error {
+	err := e.call(ctx, stage, req.Model, req.Options, 0, func(ctx context.Context) error {
 		var err error
 		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout, Budget: e.Budget, Repetition: e.Repetition})
 		return err
@@ -603,9 +605,10 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	}
 	if len(missTexts) > 0 {
 		var vecs [][]float32
-		err := e.call(ctx, stage, model, e.CallTimeout, func(ctx context.Context) error {
+		req := e.embedRequest(model, missTexts)
+		err := e.call(ctx, stage, model, req.Options(), e.CallTimeout, func(ctx context.Context) error {
 			var err error
-			vecs, err = e.Client.Embed(ctx, e.embedRequest(model, missTexts))
+			vecs, err = e.Client.Embed(ctx, req)
 			return err
 		})
 		if err != nil {

@@ -3,6 +3,8 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"hash/fnv"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -201,6 +203,64 @@ func TestModelMajorScheduling(t *testing.T) {
 	}
 	if batched != 1 || counts.ModelSwitches != 1 {
 		t.Errorf("ten items in flight: %d switches (counted %d), want 1: all generation, then all judging", batched, counts.ModelSwitches)
+	}
+}
+
+// Two names of one weights file are one load for the server (Ollama keeps
+// one runner per file): their calls fill the slots together, with no model
+// switch; two files are two loads, the second started beside the first
+// once the first has nothing waiting (one switch). Either way the slots
+// are full, and the run's slot use is counted while it works.
+func TestAliasesShareTheSlots(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		judgeBlob string
+		mixed     bool
+		switches  int
+	}{{"aliases", "sha256:w", true, 0}, {"two files", "sha256:j", true, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			inflight := map[string]int{}
+			mixed, peak := false, 0
+			srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+				mu.Lock()
+				inflight[r.Model]++
+				if inflight["gen"] > 0 && inflight["judge"] > 0 {
+					mixed = true
+				}
+				peak = max(peak, inflight["gen"]+inflight["judge"])
+				mu.Unlock()
+				// Calls take 5–35 ms, as real ones differ in length.
+				h := fnv.New32a()
+				h.Write([]byte(r.LastUser()))
+				time.Sleep(time.Duration(5+h.Sum32()%4*10) * time.Millisecond)
+				mu.Lock()
+				inflight[r.Model]--
+				mu.Unlock()
+				if r.Model == "judge" {
+					return fakeollama.Reply{Content: `{"score": 4}`}
+				}
+				return fakeollama.Reply{Content: "answer"}
+			},
+				fakeollama.Model{Name: "gen:latest", Digest: "dg", Blob: "sha256:w", ParameterCount: 1e9},
+				fakeollama.Model{Name: "judge:latest", Digest: "dj", Blob: c.judgeBlob, ParameterCount: 1e9})
+			t.Cleanup(srv.Close)
+			e := newEngine(t, srv.Host(), t.TempDir())
+			e.Parallel, e.ItemsInFlight = 4, 16
+			res, err := e.Run(context.Background(), &testSuite{n: 16}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mixed != c.mixed || res.Counts.ModelSwitches != c.switches || peak != 4 {
+				t.Errorf("gen and judge in flight together: %v (want %v); model switches %d (want %d); peak in flight %d (want 4)",
+					mixed, c.mixed, res.Counts.ModelSwitches, c.switches, peak)
+			}
+			use, ok := res.Counts.SlotUse()
+			mean, _ := res.Counts.InFlight()
+			if !ok || use <= 0 || use > 1 || math.Abs(mean-4*use) > 1e-9 {
+				t.Errorf("slot use %v (measured %v), calls in flight %v of 4 slots", use, ok, mean)
+			}
+		})
 	}
 }
 

@@ -42,6 +42,29 @@ import (
 type Item struct {
 	ID      string
 	Payload any
+	// Group, when set, names the model the item's calls are mostly for
+	// (the model under test): the engine starts items group by group, so
+	// that one model's calls reach the server back to back rather than
+	// one call per model in turn (see feedOrder).
+	Group string
+}
+
+// feedOrder is the order the engine starts items in: group by group, the
+// groups in the order of their first item, the items of a group in their
+// own order. A suite lists items as its tables read (question by
+// question, say); a server that holds few models at once answers them
+// fastest model by model, each model loaded once. Only the start order
+// changes: shards and records do not depend on it.
+func feedOrder(todo []Item) []Item {
+	first := map[string]int{}
+	for i, it := range todo {
+		if _, ok := first[it.Group]; !ok {
+			first[it.Group] = i
+		}
+	}
+	out := append([]Item(nil), todo...)
+	sort.SliceStable(out, func(i, j int) bool { return first[out[i].Group] < first[out[j].Group] })
+	return out
 }
 
 // Suite is one benchmark. Process runs every model call an item needs through
@@ -746,6 +769,9 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 		NearContext:       delta.NearContext,
 		ModelSwitches:     delta.ModelSwitches,
 		Backoffs:          delta.Backoffs,
+		BusySeconds:       delta.BusySeconds,
+		SlotSeconds:       delta.SlotSeconds,
+		WorkSeconds:       delta.WorkSeconds,
 
 		CacheDamaged:       delta.CacheDamaged,
 		CacheWriteFailures: delta.CacheWriteFailures,
@@ -778,6 +804,10 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 		prog.Finish()
 	}()
 
+	if len(todo) > 0 {
+		e.sched.working(true)
+		defer e.sched.working(false)
+	}
 	jobs := make(chan Item)
 	var failed atomic.Int64
 	var wg sync.WaitGroup
@@ -823,7 +853,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 		}()
 	}
 feed:
-	for _, it := range todo {
+	for _, it := range feedOrder(todo) {
 		select {
 		case jobs <- it:
 		case <-ctx.Done():
@@ -929,7 +959,7 @@ func retryCause(err error) string {
 }
 
 func (e *Engine) snapshot() rundir.Counts {
-	_, _, switches, lowered := e.sched.state()
+	_, _, switches, lowered, use := e.sched.state()
 	return rundir.Counts{
 		ModelCalls:         int(e.stats.calls.Load()),
 		CacheHits:          int(e.stats.hits.Load()),
@@ -942,6 +972,9 @@ func (e *Engine) snapshot() rundir.Counts {
 		NearContext:        int(e.stats.nearContext.Load()),
 		ModelSwitches:      switches,
 		Backoffs:           lowered,
+		BusySeconds:        use.busy,
+		SlotSeconds:        use.slots,
+		WorkSeconds:        use.span,
 		CacheDamaged:       e.cacheDamaged(),
 		CacheWriteFailures: int(e.stats.cacheWriteFailures.Load()),
 	}

@@ -19,6 +19,7 @@ import (
 
 	"halu/localmodels"
 	"halu/localmodels/fakeollama"
+	"halu/localmodels/fakeopenai"
 	"halu/runner/engine"
 	"halu/runner/judging"
 	"halu/runner/rundir"
@@ -941,6 +942,55 @@ func TestCachedRunNeedsNoServer(t *testing.T) {
 	}
 	if _, err := os.Stat(dir4); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the refused run left its directory: %v", err)
+	}
+}
+
+// The same holds of an OpenAI-compatible server (vLLM here): its models'
+// served records are kept under their own API, and a rerun with the server
+// gone makes no call and records the same data.
+func TestCachedRunNeedsNoServerOpenAI(t *testing.T) {
+	f := fakeopenai.New("vllm")
+	f.Models = []string{"gen", "judge"}
+	f.ReplyFor = func(body map[string]any) string {
+		if body["model"] == "judge" {
+			return `{"score": 4}`
+		}
+		return "an answer"
+	}
+	cache := t.TempDir()
+	run := func(dir string) (*engine.Result, string, error) {
+		c, err := localmodels.NewOpenAI(f.URL, 5*time.Second, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, err := engine.OpenCache(cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var log strings.Builder
+		e := &engine.Engine{Client: c, Cache: cc, Parallel: 2, JudgeRepairs: 1, Log: &log,
+			Retry: engine.Retry{Attempts: 2, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
+		return res, log.String(), err
+	}
+	dir1, dir2 := filepath.Join(t.TempDir(), "r1"), filepath.Join(t.TempDir(), "r2")
+	if _, log, err := run(dir1); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	f.Close()
+	res, log, err := run(dir2)
+	if err != nil {
+		t.Fatalf("offline rerun: %v\n%s", err, log)
+	}
+	if res.Counts.ModelCalls != 0 || res.Counts.Completed != 3 || !res.Manifest.Server.Offline {
+		t.Fatalf("counts %+v, server %+v\n%s", res.Counts, res.Manifest.Server, log)
+	}
+	_, recs1, _ := engine.ReadRun(dir1)
+	_, recs2, _ := engine.ReadRun(dir2)
+	for i := range recs1 {
+		if string(recs1[i].Data) != string(recs2[i].Data) {
+			t.Errorf("record %d: %s, want %s", i, recs2[i].Data, recs1[i].Data)
+		}
 	}
 }
 

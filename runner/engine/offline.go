@@ -28,18 +28,23 @@ type served struct {
 	Seen          time.Time             `json:"seen"`
 }
 
-// servedKey is the cache key of a model's served record.
-func servedKey(model string) string {
-	return Key(struct{ Kind, Model string }{"served", localmodels.CanonicalName(model)})
+// servedKey is the cache key of a model's served record by a server of
+// API protocol: a name means other weights on another kind of server.
+// Ollama's key has no protocol (it was the only one first).
+func servedKey(protocol, model string) string {
+	if protocol == "ollama" {
+		return Key(struct{ Kind, Model string }{"served", localmodels.CanonicalName(model)})
+	}
+	return Key(struct{ Kind, API, Model string }{"served", protocol, model})
 }
 
 // remember keeps what the server said of model in the cache, for a later
 // run that finds no server.
 func (e *Engine) remember(model string, info localmodels.ModelInfo, ver string) {
-	if e.Cache == nil || e.Client.Protocol() != "ollama" {
+	if e.Cache == nil {
 		return
 	}
-	k := servedKey(model)
+	k := servedKey(e.Client.Protocol(), model)
 	_ = e.Cache.put(e.Cache.servedPath(k), k, served{Info: info, ServerVersion: ver, Host: e.Client.Host(), Seen: time.Now().UTC()})
 }
 
@@ -49,7 +54,7 @@ func (e *Engine) remember(model string, info localmodels.ModelInfo, ver string) 
 // version as recorded, when the records were made (the oldest), and
 // whether the run is offline.
 func (e *Engine) goOffline(models []string) (string, time.Time, bool) {
-	if e.Cache == nil || e.Client.Protocol() != "ollama" || len(models) == 0 {
+	if e.Cache == nil || len(models) == 0 {
 		return "", time.Time{}, false
 	}
 	ver := ""
@@ -57,7 +62,7 @@ func (e *Engine) goOffline(models []string) (string, time.Time, bool) {
 	infos := map[string]localmodels.ModelInfo{}
 	for _, m := range models {
 		var s served
-		k := servedKey(m)
+		k := servedKey(e.Client.Protocol(), m)
 		ok, err := e.Cache.get(e.Cache.servedPath(k), k, &s)
 		if err != nil || !ok || (ver != "" && s.ServerVersion != ver) {
 			return "", time.Time{}, false

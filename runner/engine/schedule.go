@@ -2,18 +2,34 @@ package engine
 
 import (
 	"context"
-	"sort"
+	"fmt"
+	"strings"
 	"sync"
+	"time"
+
+	"halu/localmodels"
 )
 
-// scheduler admits model calls to the server. At most limit calls are in
-// flight, and calls are served model-major: while calls for the model being
-// served (current) run or wait, calls for other models wait; the next model
-// is the one with the most calls waiting (ties by name), taken only once the
-// current one has nothing running or waiting. With more items in progress
-// than slots, all of a phase's generation for one model runs before its
-// judging, so each model is loaded once per batch of items rather than once
-// per item — what matters when memory holds one model at a time.
+// scheduler admits model calls to the server, load by load. A load is
+// what the server loads to answer a call (loadKey: the model's weights
+// with the runner settings that make the server load them again), so calls
+// to aliases of one set of weights are one load and fill the slots
+// together.
+//
+// At most limit calls are in flight. Calls of the load being served
+// (current) go first: while any of them waits, no other load is admitted.
+// When the current load has nothing waiting and a slot is free, the next
+// load — the one with the most calls waiting, ties by key — may start
+// beside it, at most loadsAtOnce loads in flight at once: the next model
+// loads while the current one's last calls finish, instead of the slots
+// standing idle through the tail and the load. The next load becomes the
+// current once the current has nothing running or waiting. With more items
+// in progress than slots, all of a phase's generation for one model runs
+// before its judging, so each model is loaded once per batch of items
+// rather than once per item — what matters when memory holds few models
+// at a time (a server that cannot hold the second load beside the first
+// keeps it waiting until the first is idle: no load more than serving them
+// one after the other).
 //
 // limit starts at the configured slots and halves (down to one) when the
 // server answers 503, its queue being full; it grows back by one after
@@ -25,50 +41,90 @@ type scheduler struct {
 	inflight int
 	current  string
 	waiting  map[string]int
+	// running counts the calls in flight per load.
+	running  map[string]int
 	wake     chan struct{}
 	ok       int
 	switches int
 	lowered  int
+	use      slotUse
+	clock    func() time.Time
+}
+
+// loadsAtOnce is how many loads may have calls in flight at once: the one
+// being served and the next.
+const loadsAtOnce = 2
+
+// slotUse is how busy the scheduler kept the slots while a run worked:
+// busy is the integral of the calls in flight over time, slots that of the
+// slots there were (max), in slot-seconds, and span the seconds it worked.
+// busy ÷ span is the mean number of calls in flight, busy ÷ slots the
+// share of the slots in use.
+type slotUse struct {
+	working           bool
+	last              time.Time
+	busy, slots, span float64
 }
 
 const recoverAfter = 8
 
+// tick adds the time since the last change to the slot use; s.mu is held.
+func (s *scheduler) tick(now time.Time) {
+	if s.use.working {
+		dt := now.Sub(s.use.last).Seconds()
+		s.use.busy += float64(s.inflight) * dt
+		s.use.slots += float64(s.max) * dt
+		s.use.span += dt
+	}
+	s.use.last = now
+}
+
+// working marks the start (true) and end of a run's work: slot use is
+// measured between them.
+func (s *scheduler) working(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tick(s.clock())
+	s.use.working = on
+}
+
 func newScheduler(slots int) *scheduler {
-	return &scheduler{max: slots, limit: slots, waiting: map[string]int{}, wake: make(chan struct{})}
+	return &scheduler{max: slots, limit: slots, waiting: map[string]int{}, running: map[string]int{}, wake: make(chan struct{}), clock: time.Now}
 }
 
-// next is the model served after the current one: the one with the most
-// calls waiting, ties by name.
+// next is the load served after the current one: the one with the most
+// calls waiting, ties by key.
 func (s *scheduler) next() string {
-	var names []string
+	best := ""
 	for m, n := range s.waiting {
-		if n > 0 {
-			names = append(names, m)
+		if n > 0 && (best == "" || n > s.waiting[best] || n == s.waiting[best] && m < best) {
+			best = m
 		}
 	}
-	sort.Slice(names, func(i, j int) bool {
-		if s.waiting[names[i]] != s.waiting[names[j]] {
-			return s.waiting[names[i]] > s.waiting[names[j]]
-		}
-		return names[i] < names[j]
-	})
-	if len(names) == 0 {
-		return ""
-	}
-	return names[0]
+	return best
 }
 
-func (s *scheduler) admissible(model string) bool {
-	if s.inflight >= s.limit {
+// idle reports whether load has nothing running or waiting.
+func (s *scheduler) idle(load string) bool { return s.running[load] == 0 && s.waiting[load] == 0 }
+
+func (s *scheduler) admissible(load string) bool {
+	switch {
+	case s.inflight >= s.limit:
 		return false
-	}
-	if model == s.current {
+	case load == s.current || s.idle(s.current) && s.next() == load:
 		return true
+	case s.waiting[s.current] > 0:
+		return false // the current load's calls first
+	case s.running[load] > 0:
+		return true // already started beside the current one
 	}
-	if s.inflight > 0 || s.waiting[s.current] > 0 {
-		return false
+	loads := 0
+	for _, n := range s.running {
+		if n > 0 {
+			loads++
+		}
 	}
-	return s.next() == model
+	return loads < loadsAtOnce && s.next() == load
 }
 
 func (s *scheduler) changed() {
@@ -76,42 +132,59 @@ func (s *scheduler) changed() {
 	s.wake = make(chan struct{})
 }
 
-// acquire waits for a slot to call model.
-func (s *scheduler) acquire(ctx context.Context, model string) error {
+// acquire waits for a slot to call load.
+func (s *scheduler) acquire(ctx context.Context, load string) error {
 	s.mu.Lock()
-	s.waiting[model]++
-	for !s.admissible(model) {
+	s.waiting[load]++
+	for !s.admissible(load) {
 		wake := s.wake
 		s.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
 			s.mu.Lock()
-			s.waiting[model]--
+			s.waiting[load]--
 			s.changed()
 			s.mu.Unlock()
 			return ctx.Err()
 		}
 		s.mu.Lock()
 	}
-	s.waiting[model]--
-	if model != s.current {
+	s.waiting[load]--
+	s.tick(s.clock())
+	if load != s.current && s.running[load] == 0 {
+		// A load starts: the served model changes (counted), and the
+		// new load is the current one unless the current still runs.
 		if s.current != "" {
 			s.switches++
 		}
-		s.current = model
+		if s.idle(s.current) {
+			s.current = load
+		}
 	}
+	s.running[load]++
 	s.inflight++
 	s.changed()
 	s.mu.Unlock()
 	return nil
 }
 
-// release frees a slot; busy reports the server refused the call with 503.
-func (s *scheduler) release(busy bool) {
+// release frees a slot of load; busy reports the server refused the call
+// with 503. A current load left with nothing running or waiting hands on
+// to the load started beside it.
+func (s *scheduler) release(load string, busy bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tick(s.clock())
 	s.inflight--
+	if s.running[load]--; s.running[load] == 0 {
+		delete(s.running, load)
+	}
+	if s.idle(s.current) {
+		for l := range s.running {
+			s.current = l // at most one other load runs
+		}
+	}
 	switch {
 	case busy:
 		if s.limit > 1 {
@@ -128,10 +201,49 @@ func (s *scheduler) release(busy bool) {
 	s.changed()
 }
 
-// state reports the current model and slot limit, and how often the served
-// model changed and the limit was lowered.
-func (s *scheduler) state() (current string, limit, switches, lowered int) {
+// state reports the current load and slot limit, how often the served
+// load changed and the limit was lowered, and the slot use so far.
+func (s *scheduler) state() (current string, limit, switches, lowered int, use slotUse) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.current, s.limit, s.switches, s.lowered
+	s.tick(s.clock())
+	return s.current, s.limit, s.switches, s.lowered, s.use
+}
+
+// runnerOptions are the options that make Ollama load a model again when
+// they change (its api.Runner settings): calls that differ in one of them
+// cannot share a loaded model.
+var runnerOptions = []string{"num_ctx", "num_batch", "num_gpu", "main_gpu", "use_mmap", "num_thread"}
+
+// loadKey is what the server loads to answer a call of model with opts:
+// Ollama keeps one runner per weights file and loads it again when the
+// adapters, projectors or runner options differ (server/sched.go,
+// needsReload), so the key is the model's files (Blobs: weights, adapters,
+// projectors) with the runner options the call sets or its Modelfile
+// defaults. Two names of one set of weights share a key; a model whose
+// files are not known is its own load.
+func (e *Engine) loadKey(model string, opts localmodels.Options) string {
+	v, ok := e.models.Load(model)
+	if !ok {
+		return "name:" + localmodels.CanonicalName(model)
+	}
+	info := v.(localmodels.ModelInfo)
+	var b strings.Builder
+	switch {
+	case info.Blobs != "":
+		b.WriteString("blobs:" + info.Blobs)
+	case info.Weights != "":
+		b.WriteString("weights:" + info.Weights)
+	default:
+		b.WriteString("name:" + localmodels.CanonicalName(model))
+	}
+	sent := opts.Map()
+	for _, k := range runnerOptions {
+		if v, ok := sent[k]; ok {
+			fmt.Fprintf(&b, " %s=%v", k, v)
+		} else if v, ok := info.Defaults[k]; ok {
+			fmt.Fprintf(&b, " %s=%s", k, v)
+		}
+	}
+	return b.String()
 }

@@ -585,11 +585,11 @@ func (s *Suite) Items(context.Context) ([]engine.Item, error) {
 			for _, t := range s.cfg.Temperatures {
 				base := fmt.Sprintf("%s/%s/T%g", m, st, t)
 				if isDHP(st) {
-					items = append(items, engine.Item{ID: base + "/chain", Payload: payload{m, st, t, s.questions}})
+					items = append(items, engine.Item{ID: base + "/chain", Payload: payload{m, st, t, s.questions}, Group: m})
 					continue
 				}
 				for _, q := range s.questions {
-					items = append(items, engine.Item{ID: fmt.Sprintf("%s/q%03d", base, q.ID), Payload: payload{m, st, t, []Question{q}}})
+					items = append(items, engine.Item{ID: fmt.Sprintf("%s/q%03d", base, q.ID), Payload: payload{m, st, t, []Question{q}}, Group: m})
 				}
 			}
 		}

@@ -745,12 +745,12 @@ func (s *Suite) Items(context.Context) ([]engine.Item, error) {
 			if s.cfg.Open != "" {
 				for i := range s.open {
 					in := s.open[i]
-					items = append(items, engine.Item{ID: fmt.Sprintf("%s/%s/open/%s", m, st, in.ID), Payload: payload{model: m, setting: st, open: &in}})
+					items = append(items, engine.Item{ID: fmt.Sprintf("%s/%s/open/%s", m, st, in.ID), Payload: payload{model: m, setting: st, open: &in}, Group: m})
 				}
 				continue
 			}
 			for _, it := range s.items {
-				items = append(items, engine.Item{ID: fmt.Sprintf("%s/%s/%s/%s/%s", m, st, taskName(it.RelType), it.XID, it.YID), Payload: payload{model: m, setting: st, item: it}})
+				items = append(items, engine.Item{ID: fmt.Sprintf("%s/%s/%s/%s/%s", m, st, taskName(it.RelType), it.XID, it.YID), Payload: payload{model: m, setting: st, item: it}, Group: m})
 			}
 		}
 	}

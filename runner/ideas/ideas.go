@@ -498,7 +498,7 @@ func (s *Suite) Items(ctx context.Context) ([]engine.Item, error) {
 	var items []engine.Item
 	for _, k := range s.keywords {
 		for _, m := range s.cfg.Models {
-			items = append(items, engine.Item{ID: k.Keyword + "/" + m, Payload: payload{k, m}})
+			items = append(items, engine.Item{ID: k.Keyword + "/" + m, Payload: payload{k, m}, Group: m})
 		}
 	}
 	return items, nil

@@ -289,7 +289,7 @@ func (s *Suite) Items(context.Context) ([]engine.Item, error) {
 	var items []engine.Item
 	for _, m := range s.cfg.Models {
 		for _, in := range s.inputs {
-			items = append(items, engine.Item{ID: m + "/" + in.ID, Payload: payload{m, in}})
+			items = append(items, engine.Item{ID: m + "/" + in.ID, Payload: payload{m, in}, Group: m})
 		}
 	}
 	return items, nil

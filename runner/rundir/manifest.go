@@ -169,10 +169,19 @@ type Counts struct {
 	StoppedBudget     int `json:"stopped_budget,omitempty"`
 	StoppedRepetition int `json:"stopped_repetition,omitempty"`
 	NearContext       int `json:"near_context,omitempty"`
-	// ModelSwitches counts changes of the model being served; Backoffs
-	// counts the times a 503 lowered the calls in flight.
+	// ModelSwitches counts changes of the model being served (of its
+	// load: aliases of one set of weights are one); Backoffs counts the
+	// times a 503 lowered the calls in flight.
 	ModelSwitches int `json:"model_switches,omitempty"`
 	Backoffs      int `json:"backoffs,omitempty"`
+	// BusySeconds is the integral of the calls in flight over the time
+	// the run worked (WorkSeconds), SlotSeconds that of the slots it had
+	// (--parallel, times the servers of a pool): BusySeconds ÷ WorkSeconds
+	// is the mean number of calls in flight, BusySeconds ÷ SlotSeconds the
+	// share of the slots kept busy (SlotUse).
+	BusySeconds float64 `json:"busy_seconds,omitempty"`
+	SlotSeconds float64 `json:"slot_seconds,omitempty"`
+	WorkSeconds float64 `json:"work_seconds,omitempty"`
 	// TextFallbacks counts JSON-mode judge replies without a JSON verdict
 	// that the suite's text reader read; ReaderDisagreements counts text
 	// replies that the paper's rule and halu's reader read differently.
@@ -277,6 +286,24 @@ func HashFile(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// SlotUse is the share of the slots kept busy while the run worked, and
+// whether it was measured.
+func (c Counts) SlotUse() (float64, bool) {
+	if c.SlotSeconds <= 0 {
+		return 0, false
+	}
+	return c.BusySeconds / c.SlotSeconds, true
+}
+
+// InFlight is the mean number of calls in flight while the run worked,
+// and whether it was measured.
+func (c Counts) InFlight() (float64, bool) {
+	if c.WorkSeconds <= 0 {
+		return 0, false
+	}
+	return c.BusySeconds / c.WorkSeconds, true
+}
+
 // Add is c plus b, for the engine-wide counters.
 func (c Counts) Add(b Counts) Counts {
 	n := Counts{}
@@ -297,6 +324,9 @@ func (c Counts) Sub(b Counts) Counts {
 		NearContext:        c.NearContext - b.NearContext,
 		ModelSwitches:      c.ModelSwitches - b.ModelSwitches,
 		Backoffs:           c.Backoffs - b.Backoffs,
+		BusySeconds:        c.BusySeconds - b.BusySeconds,
+		SlotSeconds:        c.SlotSeconds - b.SlotSeconds,
+		WorkSeconds:        c.WorkSeconds - b.WorkSeconds,
 		CacheDamaged:       c.CacheDamaged - b.CacheDamaged,
 		CacheWriteFailures: c.CacheWriteFailures - b.CacheWriteFailures,
 	}

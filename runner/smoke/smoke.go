@@ -197,7 +197,7 @@ func (s *Suite) Items(context.Context) ([]engine.Item, error) {
 	var items []engine.Item
 	for _, q := range Questions[:s.questions()] {
 		for _, m := range s.cfg.Models {
-			items = append(items, engine.Item{ID: q.ID + "/" + m, Payload: payload{q, m}})
+			items = append(items, engine.Item{ID: q.ID + "/" + m, Payload: payload{q, m}, Group: m})
 		}
 	}
 	return items, nil

@@ -78,3 +78,24 @@ func run(t *testing.T, answer string, judge func(fakeollama.ChatRequest) string)
 	}
 	return res
 }
+
+// Items are listed question by question but grouped by the model under
+// test, so that the engine starts them model by model.
+func TestItemsGroupedByModel(t *testing.T) {
+	s, err := New(Config{Models: []string{"a", "b"}, Judges: []string{"j"}, Limit: 2, Temperature: 0.7, MaxTokens: 8, Seed: 1, JudgeFormat: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := s.Items(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if want := it.Payload.(payload).Model; it.Group != want {
+			t.Errorf("item %s: group %q, want %q", it.ID, it.Group, want)
+		}
+	}
+	if len(items) != 4 {
+		t.Fatalf("%d items, want 4", len(items))
+	}
+}

@@ -151,7 +151,13 @@ func (s *Summary) Print(w io.Writer) {
 		fmt.Fprintf(w, "cache: %d damaged entries dropped and fetched again; %d replies not cached (write failed)\n",
 			c.CacheDamaged, c.CacheWriteFailures)
 	}
-	fmt.Fprintf(w, "model switches: %d\n", c.ModelSwitches)
+	sched := fmt.Sprintf("model switches: %d", c.ModelSwitches)
+	if use, ok := c.SlotUse(); ok {
+		mean, _ := c.InFlight()
+		sched += fmt.Sprintf("; calls in flight %.2f on average of %.0f slots, slot use %.0f%% (over %.1f s of work)",
+			mean, c.SlotSeconds/c.WorkSeconds, 100*use, c.WorkSeconds)
+	}
+	fmt.Fprintln(w, sched)
 	if len(c.Hosts) > 0 {
 		var hosts []string
 		for h := range c.Hosts {
@@ -161,6 +167,10 @@ func (s *Summary) Print(w io.Writer) {
 		var parts []string
 		for _, h := range hosts {
 			part := fmt.Sprintf("%s %d", h, c.Hosts[h].Calls)
+			if c.SlotSeconds > 0 {
+				// Each server of a pool has an equal share of the slots.
+				part += fmt.Sprintf(" (slot use %.0f%%)", 100*c.Hosts[h].Seconds*float64(len(c.Hosts))/c.SlotSeconds)
+			}
 			if f := c.Hosts[h].Failures; f > 0 {
 				part += fmt.Sprintf(" (%d failed there", f)
 				if u := c.Hosts[h].Unavailable; u > 0 {

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"halu/localmodels"
+)
+
+// Slot use is the integral of the calls in flight over the slots there
+// were, while the run worked. By hand, 4 slots over 4 s of work: one call
+// in flight for 1 s, two for 2 s, one for 1 s — 6 busy slot-seconds of 16:
+// 1.5 calls in flight on average, 37.5% of the slots. Time before the work
+// began and after it ended is not counted.
+func TestSlotUse(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0
+	s := newScheduler(4)
+	s.clock = func() time.Time { return now }
+	at := func(sec float64) { now = t0.Add(time.Duration(sec * float64(time.Second))) }
+	ctx := context.Background()
+	at(0)
+	s.working(true)
+	if err := s.acquire(ctx, "m"); err != nil {
+		t.Fatal(err)
+	}
+	at(1)
+	if err := s.acquire(ctx, "m"); err != nil {
+		t.Fatal(err)
+	}
+	at(3)
+	s.release("m", false)
+	at(4)
+	s.release("m", false)
+	s.working(false)
+	at(10) // idle, not working: not counted
+	_, _, _, _, use := s.state()
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"busy", use.busy, 6}, {"slots", use.slots, 16}, {"span", use.span, 4}} {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// A load is the weights with the runner options: aliases of one file share
+// one; another window, thread count or Modelfile default of a runner
+// option is another load; a model whose files are unknown is its own.
+func TestLoadKey(t *testing.T) {
+	e := &Engine{}
+	e.models.Store("a", localmodels.ModelInfo{Name: "a", Blobs: "sha256:w"})
+	e.models.Store("b:latest", localmodels.ModelInfo{Name: "b", Blobs: "sha256:w"})
+	e.models.Store("c", localmodels.ModelInfo{Name: "c", Blobs: "sha256:w", Defaults: map[string]string{"num_batch": "256", "top_k": "20"}})
+	e.models.Store("d", localmodels.ModelInfo{Name: "d", Blobs: "sha256:x"})
+	ctx4k := localmodels.Options{NumCtx: localmodels.Int(4096), NumThread: localmodels.Int(1), Temperature: localmodels.Float(0.7)}
+	same := []struct{ a, b string }{{"a", "b:latest"}}
+	for _, p := range same {
+		if ka, kb := e.loadKey(p.a, ctx4k), e.loadKey(p.b, localmodels.Options{NumCtx: localmodels.Int(4096), NumThread: localmodels.Int(1)}); ka != kb {
+			t.Errorf("%s and %s (one weights file; sampling differs): loads %q and %q, want one", p.a, p.b, ka, kb)
+		}
+	}
+	keys := map[string]string{
+		"a 4k":    e.loadKey("a", ctx4k),
+		"a 8k":    e.loadKey("a", localmodels.Options{NumCtx: localmodels.Int(8192), NumThread: localmodels.Int(1)}),
+		"a 2 thr": e.loadKey("a", localmodels.Options{NumCtx: localmodels.Int(4096), NumThread: localmodels.Int(2)}),
+		"c":       e.loadKey("c", ctx4k),
+		"d":       e.loadKey("d", ctx4k),
+		"unknown": e.loadKey("unknown", ctx4k),
+	}
+	seen := map[string]string{}
+	for name, k := range keys {
+		if other, ok := seen[k]; ok {
+			t.Errorf("%s and %s share load %q", name, other, k)
+		}
+		seen[k] = name
+	}
+}
+
+// The scheduler serves the current load's calls first and starts the next
+// load beside it only when the current has nothing waiting — at most two
+// loads in flight — and hands on to it when the current is done.
+func TestSchedulerLoads(t *testing.T) {
+	ctx := context.Background()
+	s := newScheduler(4)
+	take := func(load string) {
+		t.Helper()
+		s.waiting[load]++
+		ok := s.admissible(load)
+		s.waiting[load]--
+		if !ok {
+			t.Fatalf("%s not admitted (current %s, running %v, waiting %v)", load, s.current, s.running, s.waiting)
+		}
+		if err := s.acquire(ctx, load); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take("a")
+	take("a")
+	s.waiting["a"], s.waiting["b"], s.waiting["c"] = 1, 3, 1
+	if s.admissible("b") || s.admissible("c") {
+		t.Fatal("another load admitted while a call of the current one waits")
+	}
+	s.waiting["a"] = 0
+	if !s.admissible("b") || s.admissible("c") {
+		t.Fatal("with nothing of a waiting, b (most waiting) should start beside it, c not")
+	}
+	s.waiting["b"], s.waiting["c"] = 0, 0
+	take("b")
+	if s.admissible("c") {
+		t.Fatal("a third load admitted beside two")
+	}
+	s.waiting["c"] = 2
+	if s.admissible("c") {
+		t.Fatal("a third load admitted beside two")
+	}
+	s.waiting["c"] = 0
+	s.release("a", false)
+	s.release("a", false)
+	if s.current != "b" {
+		t.Fatalf("current %q after a finished, want b", s.current)
+	}
+	take("c") // beside b
+	if _, _, switches, _, _ := s.state(); switches != 2 {
+		t.Errorf("%d switches, want 2 (a→b, b→c)", switches)
+	}
+	// Nothing in flight: the load with most waiting is next, the limit
+	// still holds.
+	s.release("b", false)
+	s.release("c", false)
+	take("b")
+	take("b")
+	take("b")
+	take("b")
+	if s.admissible("b") {
+		t.Error("a fifth call admitted on four slots")
+	}
+}
+
+// Items start group by group, groups in the order of their first item,
+// each group's items in their own order; items of no group are one group.
+func TestFeedOrder(t *testing.T) {
+	in := []Item{{ID: "q1/a", Group: "a"}, {ID: "q1/b", Group: "b"}, {ID: "x"}, {ID: "q2/a", Group: "a"}, {ID: "q2/b", Group: "b"}, {ID: "y"}}
+	var got []string
+	for _, it := range feedOrder(in) {
+		got = append(got, it.ID)
+	}
+	want := "q1/a q2/a q1/b q2/b x y"
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("feed order %s, want %s", g, want)
+	}
+	if in[1].ID != "q1/b" {
+		t.Error("feedOrder changed the suite's list")
+	}
+}
