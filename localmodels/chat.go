@@ -1,10 +1,13 @@
 package localmodels
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -202,11 +205,68 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (C
 	}
 
 	return runStream(ctx, lim, func(ctx context.Context, on func(streamChunk) error) error {
-		return c.api.Chat(ctx, ar, func(r api.ChatResponse) error {
+		return c.chatStream(ctx, ar, func(r api.ChatResponse) error {
 			return on(streamChunk{content: r.Message.Content, thinking: r.Message.Thinking, done: r.Done,
 				doneReason: r.DoneReason, promptEval: r.PromptEvalCount, eval: r.EvalCount, total: r.TotalDuration})
 		})
 	}, func(err error) error { return c.wrap("chat "+req.Model, err) })
+}
+
+// maxLine is the longest line of a streamed reply read (api's limit).
+const maxLine = 8 << 20
+
+// chatStream posts ar to /api/chat and hands each streamed message to fn,
+// as api.Client.Chat does — with its errors: api.StatusError for an error
+// status, the server's error line as an error — but reads the lines with a
+// buffer that grows as a line needs (up to maxLine), where api allocates
+// its 8 MB limit whole for every call: that allocation, zeroed and
+// collected, was most of halu's own CPU per call, on machines whose
+// cores the model server needs. (api's sign-in for ollama.com is not
+// needed: halu's servers are local.)
+func (c *Client) chatStream(ctx context.Context, ar *api.ChatRequest, fn func(api.ChatResponse) error) error {
+	body, err := json.Marshal(ar)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("/api/chat").String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/x-ndjson")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	for sc.Scan() {
+		var msg struct {
+			api.ChatResponse
+			Error string `json:"error,omitempty"`
+		}
+		line := sc.Bytes()
+		if err := json.Unmarshal(line, &msg); err != nil {
+			if resp.StatusCode >= http.StatusBadRequest {
+				return api.StatusError{StatusCode: resp.StatusCode, Status: resp.Status, ErrorMessage: string(line)}
+			}
+			return errors.New(string(line))
+		}
+		switch {
+		case resp.StatusCode >= http.StatusBadRequest:
+			return api.StatusError{StatusCode: resp.StatusCode, Status: resp.Status, ErrorMessage: msg.Error}
+		case msg.Error != "":
+			return errors.New(msg.Error)
+		}
+		if err := fn(msg.ChatResponse); err != nil {
+			return err
+		}
+	}
+	// A read that failed (the connection dropped, a line over maxLine)
+	// ends the stream as api's does: runStream tells a reply that ended
+	// before the server's final message (ErrIncomplete) from a whole one.
+	return nil
 }
 
 // streamChunk is one piece of a streamed reply, whatever the server's API.

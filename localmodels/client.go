@@ -34,6 +34,9 @@ const DefaultHost = "127.0.0.1:11434"
 type Client struct {
 	api  *api.Client
 	base *url.URL
+	// http is the client api uses, for the streamed chat halu reads
+	// itself (chatStream).
+	http *http.Client
 }
 
 // HostFromEnv returns OLLAMA_HOST, or DefaultHost when it is unset.
@@ -90,7 +93,7 @@ func New(host string, timeout time.Duration) (*Client, error) {
 			IdleConnTimeout:     90 * time.Second,
 		},
 	}
-	return &Client{api: api.NewClient(base, hc), base: base}, nil
+	return &Client{api: api.NewClient(base, hc), base: base, http: hc}, nil
 }
 
 // Host returns the server address, host:port.

@@ -426,3 +426,49 @@ func parseGGUF(t *testing.T, b []byte) gguf {
 	}
 	return g
 }
+
+// The streamed chat is read line by line as Ollama's own client reads it:
+// an error status is an HTTP status error with the server's message (JSON
+// or not), an error line in a stream fails the call with its text, and a
+// line longer than bufio's default 64 KB is read whole.
+func TestChatStreamReading(t *testing.T) {
+	long := strings.Repeat("x", 200<<10)
+	for _, c := range []struct {
+		name, body string
+		status     int
+		wantStatus int
+		wantErr    string
+		want       string
+	}{
+		{"json error status", `{"error":"model 'm' not found"}`, 404, 404, "model 'm' not found", ""},
+		{"plain error status", "busy\n", 503, 503, "busy", ""},
+		{"error line mid-stream", `{"message":{"role":"assistant","content":"a"},"done":false}` + "\n" + `{"error":"runner crashed"}` + "\n", 200, 0, "runner crashed", ""},
+		{"long line", `{"message":{"role":"assistant","content":"` + long + `"},"done":false}` + "\n" +
+			`{"message":{"role":"assistant","content":"!"},"done":true,"done_reason":"stop","eval_count":2}` + "\n", 200, 0, "", long + "!"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/api/chat" || r.Header.Get("Accept") != "application/x-ndjson" {
+					t.Errorf("request %s, accept %q", r.URL.Path, r.Header.Get("Accept"))
+				}
+				w.WriteHeader(c.status)
+				io.WriteString(w, c.body)
+			}))
+			defer srv.Close()
+			cl, err := localmodels.New(srv.URL, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := cl.Chat(context.Background(), localmodels.ChatRequest{Model: "m", Messages: []localmodels.Message{{Role: "user", Content: "hi"}}}, localmodels.StreamLimits{})
+			if c.wantErr == "" {
+				if err != nil || resp.Content != c.want || resp.DoneReason != "stop" {
+					t.Fatalf("err %v, %d bytes, done %q", err, len(resp.Content), resp.DoneReason)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) || localmodels.StatusCode(err) != c.wantStatus {
+				t.Fatalf("err %v (status %d), want %q with status %d", err, localmodels.StatusCode(err), c.wantErr, c.wantStatus)
+			}
+		})
+	}
+}

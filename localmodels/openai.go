@@ -200,7 +200,7 @@ func (o *OpenAI) Version(ctx context.Context) (string, error) {
 		}
 		if _, err := o.do(ctx, http.MethodGet, "/api/version", nil, &v); err == nil && v.Version != "" {
 			o.kind, o.version = ServerOllama, "ollama "+v.Version
-			o.native = &Client{api: api.NewClient(o.base, o.http), base: o.base}
+			o.native = &Client{api: api.NewClient(o.base, o.http), base: o.base, http: o.http}
 			return
 		}
 		v.Version = ""
