@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -212,6 +214,50 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (C
 	}, func(err error) error { return c.wrap("chat "+req.Model, err) })
 }
 
+// idleWatch calls fail when no chunk of a stream came for d. A chunk only
+// notes its time; the one timer, when it fires before d has passed since
+// the last chunk, waits again for the time left — so a long reply costs
+// no timer work per token.
+type idleWatch struct {
+	d     time.Duration
+	last  atomic.Int64 // UnixNano of the last chunk (or the start)
+	mu    sync.Mutex
+	timer *time.Timer
+	done  bool
+}
+
+func watchIdle(d time.Duration, fail func()) *idleWatch {
+	w := &idleWatch{d: d}
+	w.last.Store(time.Now().UnixNano())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = time.AfterFunc(d, func() {
+		left := w.d - time.Since(time.Unix(0, w.last.Load()))
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		switch {
+		case w.done:
+		case left > 0:
+			w.timer.Reset(left)
+		default:
+			w.done = true
+			fail()
+		}
+	})
+	return w
+}
+
+// seen notes a chunk.
+func (w *idleWatch) seen() { w.last.Store(time.Now().UnixNano()) }
+
+// stop ends the watch.
+func (w *idleWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
+	w.timer.Stop()
+}
+
 // maxLine is the longest line of a streamed reply read (api's limit).
 const maxLine = 8 << 20
 
@@ -287,12 +333,12 @@ type streamChunk struct {
 func runStream(ctx context.Context, lim StreamLimits, transport func(ctx context.Context, on func(streamChunk) error) error, wrap func(error) error) (ChatResponse, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var idle *time.Timer
+	var idle *idleWatch
 	if lim.Idle > 0 {
-		idle = time.AfterFunc(lim.Idle, func() {
+		idle = watchIdle(lim.Idle, func() {
 			cancel(fmt.Errorf("no token for %s: %w", lim.Idle, ErrIdle))
 		})
-		defer idle.Stop()
+		defer idle.stop()
 	}
 	if lim.Budget > 0 {
 		budget := time.AfterFunc(lim.Budget, func() { cancel(errStopped{DoneBudget}) })
@@ -305,7 +351,7 @@ func runStream(ctx context.Context, lim StreamLimits, transport func(ctx context
 	done := false
 	err := transport(ctx, func(r streamChunk) error {
 		if idle != nil {
-			idle.Reset(lim.Idle)
+			idle.seen()
 		}
 		content.WriteString(r.content)
 		thinking.WriteString(r.thinking)

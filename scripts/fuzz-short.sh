@@ -10,6 +10,17 @@ grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
   pkg="./$(dirname "${f#./}")"
   for name in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
     echo "fuzz $pkg $name ($t)"
-    go test -run '^$' -fuzz "^${name}\$" -fuzztime "$t" "$pkg" >/tmp/halu-fuzz.log 2>&1 || { cat /tmp/halu-fuzz.log; exit 1; }
+    fuzz() { go test -run '^$' -fuzz "^${name}\$" -fuzztime "$t" "$pkg" >/tmp/halu-fuzz.log 2>&1; }
+    fuzz && continue
+    # Go before 1.27 may fail a target at the -fuzztime boundary with a
+    # bare "context deadline exceeded" and no failing input (its
+    # coordinator's shutdown race, go.dev/issue/75804): that one case is
+    # fuzzed again, once; anything else, or the same twice, fails.
+    if grep -q 'context deadline exceeded' /tmp/halu-fuzz.log && ! grep -q 'Failing input written\|panic:' /tmp/halu-fuzz.log; then
+      echo "  (the fuzzing engine's deadline race, no failing input: again)"
+      fuzz && continue
+    fi
+    cat /tmp/halu-fuzz.log
+    exit 1
   done
 done

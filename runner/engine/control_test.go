@@ -65,6 +65,29 @@ func TestIdleTimeoutIsRetriedThenFails(t *testing.T) {
 	}
 }
 
+// The idle limit is on the gap between tokens, not on the reply: a
+// reply whose tokens come every 40 ms runs past a 100 ms limit whole; one
+// that stalls 300 ms after its first token fails.
+func TestIdleIsPerToken(t *testing.T) {
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.LastUser() == "stall" {
+			return fakeollama.Reply{Chunks: []string{"a", " b"}, ChunkDelay: 300 * time.Millisecond}
+		}
+		return fakeollama.Reply{Chunks: []string{"a", " b", " c", " d", " e", " f", " g"}, ChunkDelay: 40 * time.Millisecond}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.IdleTimeout = 100 * time.Millisecond
+	e.Retry = engine.Retry{Attempts: 1}
+	r, err := e.NewCalls("x").Chat(context.Background(), "generate", chatReq("gen", "steady"), 0)
+	if err != nil || r.Content != "a b c d e f g" {
+		t.Fatalf("steady reply: %q, %v", r.Content, err)
+	}
+	if _, err := e.NewCalls("y").Chat(context.Background(), "generate", chatReq("gen", "stall"), 0); err == nil || !strings.Contains(err.Error(), "no token for 100ms") {
+		t.Fatalf("stalled reply: err %v", err)
+	}
+}
+
 // A generation looping on one span is stopped and recorded as such.
 func TestRepetitionStop(t *testing.T) {
 	srv := server(t, goodJudge)

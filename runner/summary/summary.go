@@ -152,7 +152,7 @@ func (s *Summary) Print(w io.Writer) {
 			c.CacheDamaged, c.CacheWriteFailures)
 	}
 	sched := fmt.Sprintf("model switches: %d", c.ModelSwitches)
-	if use, ok := c.SlotUse(); ok {
+	if use, ok := c.SlotUse(); ok && c.ModelCalls > 0 {
 		mean, _ := c.InFlight()
 		sched += fmt.Sprintf("; calls in flight %.2f on average of %.0f slots, slot use %.0f%% (over %.1f s of work)",
 			mean, c.SlotSeconds/c.WorkSeconds, 100*use, c.WorkSeconds)
@@ -167,7 +167,7 @@ func (s *Summary) Print(w io.Writer) {
 		var parts []string
 		for _, h := range hosts {
 			part := fmt.Sprintf("%s %d", h, c.Hosts[h].Calls)
-			if c.SlotSeconds > 0 {
+			if c.SlotSeconds > 0 && c.ModelCalls > 0 {
 				// Each server of a pool has an equal share of the slots.
 				part += fmt.Sprintf(" (slot use %.0f%%)", 100*c.Hosts[h].Seconds*float64(len(c.Hosts))/c.SlotSeconds)
 			}

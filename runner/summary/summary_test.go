@@ -15,7 +15,7 @@ import (
 // 50%, 2 s 25%.
 func TestPrintSlotUse(t *testing.T) {
 	var b strings.Builder
-	s := &Summary{Counts: rundir.Counts{ModelSwitches: 2, BusySeconds: 6, SlotSeconds: 16, WorkSeconds: 4,
+	s := &Summary{Counts: rundir.Counts{ModelCalls: 4, ModelSwitches: 2, BusySeconds: 6, SlotSeconds: 16, WorkSeconds: 4,
 		Hosts: map[string]localmodels.HostCount{"a": {Calls: 3, Seconds: 4}, "b": {Calls: 1, Seconds: 2}}}}
 	s.Print(&b)
 	for _, want := range []string{
@@ -26,9 +26,12 @@ func TestPrintSlotUse(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
 	}
-	b.Reset()
-	(&Summary{}).Print(&b)
-	if !strings.Contains(b.String(), "model switches: 0\n") {
-		t.Errorf("a run with no work time gives no slot use:\n%s", b.String())
+	// No work time, or a run answered from the cache alone: no figure.
+	for _, c := range []rundir.Counts{{}, {CacheHits: 9, SlotSeconds: 16, WorkSeconds: 4}} {
+		b.Reset()
+		(&Summary{Counts: c}).Print(&b)
+		if !strings.Contains(b.String(), "model switches: 0\n") {
+			t.Errorf("counts %+v: a slot use without model calls:\n%s", c, b.String())
+		}
 	}
 }
