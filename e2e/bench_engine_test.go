@@ -5,8 +5,10 @@ package e2e
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -15,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,7 +47,13 @@ func TestBenchEngine(t *testing.T) {
 	t.Run("cached", benchCachedRerun)
 	t.Run("pool", benchPool)
 	t.Run("inflight", benchItemsInFlight)
-	t.Run("promptfoo", benchPromptfoo)
+	t.Run("promptfoo", func(t *testing.T) { benchPromptfoo(t, "promptfoo wall ratio") })
+	// A server whose memory holds one of the two models at a time (a GPU
+	// holding the judge or the generator, not both), as Ollama does with
+	// OLLAMA_MAX_LOADED_MODELS=1: every change of model is a load.
+	t.Run("promptfoo-one-model", func(t *testing.T) {
+		benchPromptfoo(t, "promptfoo wall ratio, server holding one model at a time", "OLLAMA_MAX_LOADED_MODELS=1")
+	})
 	t.Run("slots", benchSlots)
 }
 
@@ -96,21 +105,22 @@ func benchCachedRerun(t *testing.T) {
 }
 
 // proxy is a logging reverse proxy in front of one server: it keeps every
-// generation request's body and the most requests it had in flight.
+// generation request's body and counts the generation requests in flight
+// (n, under mu): their peak and their integral over time.
 type proxy struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	bodies   [][]byte
-	inFlight atomic.Int64
-	peak     atomic.Int64
-	// evalTokens sums the tokens the server generated for the requests
-	// it answered (eval_count of each reply's last line).
-	evalTokens atomic.Int64
-	// busy is the integral of the generation requests in flight over
-	// time, from the first request (first) to the last reply (last);
-	// n is the requests in flight, counted under mu.
+	srv    *httptest.Server
+	mu     sync.Mutex
+	bodies [][]byte
+	// evalTokens and promptTokens sum the tokens the server generated and
+	// read for the generation requests it answered (eval_count and
+	// prompt_eval_count of each reply's last line); embeds counts the
+	// embedding requests.
+	evalTokens, promptTokens, embeds atomic.Int64
+	// n is the requests in flight, peak the most at once; busy is the
+	// integral of n over time from the first request (first) to the last
+	// reply (last).
+	n, peak     int
 	busy        time.Duration
-	n           int
 	first, last time.Time
 }
 
@@ -125,22 +135,35 @@ func (p *proxy) change(d int) {
 		p.busy += time.Duration(p.n) * now.Sub(p.last)
 	}
 	p.n += d
+	p.peak = max(p.peak, p.n)
 	p.last = now
 }
 
-// inFlight returns the mean requests in flight between the first request
-// and the last reply, and that span.
-func (p *proxy) meanInFlight() (float64, time.Duration) {
+// meanInFlight returns the mean requests in flight between the first
+// request and the last reply, and that span; ok is false when the proxy
+// saw no request since the last take (no mean to give).
+func (p *proxy) meanInFlight() (mean float64, span time.Duration, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	span := p.last.Sub(p.first)
+	span = p.last.Sub(p.first)
 	if span <= 0 {
-		return 0, 0
+		return 0, 0, false
 	}
-	return p.busy.Seconds() / span.Seconds(), span
+	return p.busy.Seconds() / span.Seconds(), span, true
 }
 
-var evalCountRE = regexp.MustCompile(`"eval_count":\s*(\d+)`)
+var (
+	evalCountRE   = regexp.MustCompile(`"eval_count":\s*(\d+)`)
+	promptCountRE = regexp.MustCompile(`"prompt_eval_count":\s*(\d+)`)
+)
+
+// lastCount adds the number re finds last in b to n.
+func lastCount(re *regexp.Regexp, b []byte, n *atomic.Int64) {
+	if m := re.FindAllSubmatch(b, -1); len(m) > 0 {
+		v, _ := strconv.Atoi(string(m[len(m)-1][1]))
+		n.Add(int64(v))
+	}
+}
 
 func newProxy(t *testing.T, target string) *proxy {
 	u, _ := url.Parse("http://" + target)
@@ -153,29 +176,22 @@ func newProxy(t *testing.T, target string) *proxy {
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(b))
-		if m := evalCountRE.FindAllSubmatch(b, -1); len(m) > 0 {
-			n, _ := strconv.Atoi(string(m[len(m)-1][1]))
-			p.evalTokens.Add(int64(n))
-		}
+		lastCount(evalCountRE, b, &p.evalTokens)
+		lastCount(promptCountRE, b, &p.promptTokens)
 		return err
 	}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/embed" {
+			p.embeds.Add(1)
+		}
 		if r.URL.Path == "/api/chat" {
 			b, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(b))
 			p.mu.Lock()
 			p.bodies = append(p.bodies, b)
 			p.mu.Unlock()
-			n := p.inFlight.Add(1)
-			for {
-				old := p.peak.Load()
-				if n <= old || p.peak.CompareAndSwap(old, n) {
-					break
-				}
-			}
 			p.change(1)
 			defer p.change(-1)
-			defer p.inFlight.Add(-1)
 		}
 		rp.ServeHTTP(w, r)
 	}))
@@ -192,12 +208,94 @@ func (p *proxy) take() ([][]byte, int) {
 	b := p.bodies
 	p.bodies = nil
 	p.evalTokens.Store(0)
-	p.busy, p.n, p.first, p.last = 0, 0, time.Time{}, time.Time{}
-	return b, int(p.peak.Swap(0))
+	p.promptTokens.Store(0)
+	p.embeds.Store(0)
+	peak := p.peak
+	p.busy, p.peak, p.first, p.last = 0, p.n, time.Time{}, time.Time{}
+	return b, peak
 }
 
-// tokens returns the generated tokens counted since the last take.
-func (p *proxy) tokens() int64 { return p.evalTokens.Load() }
+// work is what one side of a comparison had the server do: generation
+// requests per model, embedding requests, tokens generated and read, and
+// the runner settings its generations asked for (settings names the
+// distinct ones: a server runs other settings at another speed).
+type work struct {
+	chats                   map[string]int
+	requests, embeds        int
+	generated, promptTokens int64
+	settings                string
+}
+
+// benchRunnerOptions are the options that set how the server runs a model
+// (localmodels' runner options): two sides that send different ones have
+// the server work at different speeds.
+var benchRunnerOptions = []string{"num_ctx", "num_thread", "num_batch", "num_gpu"}
+
+// took returns the work logged since the last take and forgets it.
+func (p *proxy) took() work {
+	w := work{chats: map[string]int{}, embeds: int(p.embeds.Load()), generated: p.evalTokens.Load(), promptTokens: p.promptTokens.Load()}
+	bodies, _ := p.take()
+	seen := map[string]bool{}
+	for _, b := range bodies {
+		var req struct {
+			Model   string         `json:"model"`
+			Options map[string]any `json:"options"`
+		}
+		json.Unmarshal(b, &req)
+		w.chats[strings.TrimSuffix(req.Model, ":latest")]++
+		var set []string
+		for _, k := range benchRunnerOptions {
+			v, ok := req.Options[k]
+			if !ok {
+				v = "server default"
+			}
+			set = append(set, fmt.Sprintf("%s %v", k, v))
+		}
+		seen[strings.Join(set, ", ")] = true
+	}
+	w.settings = strings.Join(slices.Sorted(maps.Keys(seen)), "; ")
+	w.requests = len(bodies)
+	return w
+}
+
+func (w work) String() string {
+	var per []string
+	for _, m := range slices.Sorted(maps.Keys(w.chats)) {
+		per = append(per, fmt.Sprintf("%s %d", m, w.chats[m]))
+	}
+	return fmt.Sprintf("%d generation requests (%s), %d embedding requests, %d tokens generated, %d prompt tokens read; runner settings %s",
+		w.requests, strings.Join(per, ", "), w.embeds, w.generated, w.promptTokens, w.settings)
+}
+
+// covers reports whether w asked at least all of o's work of the server —
+// as many generation requests of every model, as many embeddings, as many
+// tokens generated and read, under the same runner settings — and, if
+// not, where it fell short. Wall time
+// of work that covers another's is an upper bound for that other work:
+// a ratio that favours the side doing more holds a fortiori; one that does
+// not proves nothing.
+func (w work) covers(o work) (bool, []string) {
+	var short []string
+	for m, n := range o.chats {
+		if w.chats[m] < n {
+			short = append(short, fmt.Sprintf("%d generation requests to %s against %d", w.chats[m], m, n))
+		}
+	}
+	if w.embeds < o.embeds {
+		short = append(short, fmt.Sprintf("%d embedding requests against %d", w.embeds, o.embeds))
+	}
+	if w.generated < o.generated {
+		short = append(short, fmt.Sprintf("%d tokens generated against %d", w.generated, o.generated))
+	}
+	if w.promptTokens < o.promptTokens {
+		short = append(short, fmt.Sprintf("%d prompt tokens read against %d", w.promptTokens, o.promptTokens))
+	}
+	if w.settings != o.settings {
+		short = append(short, fmt.Sprintf("runner settings %s against %s", w.settings, o.settings))
+	}
+	sort.Strings(short)
+	return len(short) == 0, short
+}
 
 // replay sends bodies to the server behind host with workers requests in
 // flight, as a minimal direct client does: one POST each, the reply read
@@ -390,19 +488,21 @@ func benchSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := m.Counts
-	atServer, span := px.meanInFlight()
+	atServer := "at the server (a proxy in front of it): – (no request passed it)"
+	if mean, span, ok := px.meanInFlight(); ok {
+		atServer = fmt.Sprintf("at the server (a proxy in front of it): %.2f requests in flight on average from the first request to the last reply (%s)",
+			mean, span.Round(time.Millisecond))
+	}
 	use, ok := c.SlotUse()
 	if !ok {
-		figure("100-model slot use", "– (not measured: the run recorded no work time)",
-			fmt.Sprintf("at the server: %.2f requests in flight on average (%s); %s in all", atServer, span.Round(time.Millisecond), wall.Round(time.Millisecond)))
+		figure("100-model slot use", "– (not measured: the run recorded no work time)", atServer, fmt.Sprintf("%s in all", wall.Round(time.Millisecond)))
 		return
 	}
 	mean, _ := c.InFlight()
 	figure("100-model slot use", fmt.Sprintf("%.3f", use),
 		fmt.Sprintf("%d model calls, %.2f in flight on average of 4 slots over %.1f s of work (%s in all); %d model switches",
 			c.ModelCalls, mean, c.WorkSeconds, wall.Round(time.Millisecond), c.ModelSwitches),
-		fmt.Sprintf("at the server (a proxy in front of it): %.2f requests in flight on average from the first request to the last reply (%s)",
-			atServer, span.Round(time.Millisecond)))
+		atServer)
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -454,26 +554,28 @@ func promptfooBin(t *testing.T) (string, string) {
 	return bin, ""
 }
 
-// benchPromptfoo: 1,000 judge calls on one real server — HIC-Bench's 100
-// questions answered once at five temperatures by one tiny generator (500
-// generations, SCP prompt) and each answer judged once by a tiny judge
-// (500 judgements) — by halu (run hic, one call in flight, no cache; it
-// also embeds the answers for Flu, which promptfoo does not) and by
-// promptfoo (the same prompt, questions and temperatures, an llm-rubric
-// judgement each, -j 1, its cache off), through one logging proxy that
-// counts the requests each sent and the tokens the server generated;
-// interleaved pairs, wall time halu ÷ promptfoo.
-func benchPromptfoo(t *testing.T) {
+// benchPromptfoo: 1,000 judge calls on one real server (started with env)
+// — HIC-Bench's 100 questions answered once at five temperatures by one
+// tiny generator (500 generations, SCP prompt) and each answer judged once
+// by a tiny judge (500 judgements) — by halu (run hic, one call in flight,
+// no cache; it also embeds the answers for Flu and asks a judge again for
+// a verdict it could not read, which promptfoo does not) and by promptfoo
+// (the same prompt, questions and temperatures, an llm-rubric judgement
+// each, -j 1, its cache off), through one logging proxy that counts what
+// each side had the server do; interleaved pairs, wall time halu ÷
+// promptfoo. The ratio is given only when one side's work covers the
+// other's (work.covers): then it bounds the ratio at equal work.
+func benchPromptfoo(t *testing.T, name string, env ...string) {
 	bin, why := promptfooBin(t)
 	if bin == "" {
-		figure("promptfoo wall ratio", "– (not measured: "+why+")")
+		figure(name, "– (not measured: "+why+")")
 		return
 	}
-	srv := server(t, t.TempDir())
+	srv, _ := serverWithLog(t, t.TempDir(), env...)
 	importTiny(t, srv.Host, "1", "gen")
 	importTiny(t, srv.Host, "2", "judge")
 	px := newProxy(t, srv.Host)
-	work := t.TempDir()
+	wdir := t.TempDir()
 	f, err := os.Open(filepath.Join("..", "runner", "hic", "data", "CDID.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -489,54 +591,95 @@ func benchPromptfoo(t *testing.T) {
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "prompts:\n  - %q\nproviders:\n", prompt)
 	for _, tp := range temps {
-		fmt.Fprintf(&cfg, "  - id: ollama:chat:gen\n    label: gen-T%s\n    config: {temperature: %s, num_predict: 48}\n", tp, tp)
+		fmt.Fprintf(&cfg, "  - id: ollama:chat:gen\n    label: gen-T%s\n    config: {temperature: %s, num_predict: 48, num_ctx: 4096, num_thread: %s}\n", tp, tp, numThread())
 	}
-	cfg.WriteString("defaultTest:\n  options:\n    provider: {id: 'ollama:chat:judge', config: {temperature: 0, num_predict: 48}}\n" +
+	// The runner settings halu sends (num_ctx 4096, num_thread from
+	// HALU_NUM_THREAD), so the server runs both sides' models alike.
+	cfg.WriteString("defaultTest:\n  options:\n    provider: {id: 'ollama:chat:judge', config: {temperature: 0, num_predict: 48, num_ctx: 4096, num_thread: " + numThread() + "}}\n" +
 		"  assert:\n    - type: llm-rubric\n      value: 'The answer is grounded in current science and states no fabricated fact.'\ntests:\n")
 	for _, r := range rows[1:] {
 		fmt.Fprintf(&cfg, "  - vars: {field: %q, question: %q}\n", r[1], r[2])
 	}
-	config := filepath.Join(work, "promptfooconfig.yaml")
+	config := filepath.Join(wdir, "promptfooconfig.yaml")
 	os.WriteFile(config, []byte(cfg.String()), 0o644)
-	var ratios, perCall []float64
+	var ratios []float64
 	var detail []string
-	same := true
+	var hw, pw []work
 	for pair := 0; pair < 2; pair++ {
 		start := time.Now()
 		mustHalu(t, px.host(), "--parallel", "1", "run", "hic", "--no-cache", "--models", "gen", "--judges", "judge", "--temperature", strings.Join(temps, ","),
 			"--answers", "1", "--max-tokens", "48", "--judge-format", "json", "--judge-max-tokens", "48", "--embed-model", "judge", "--judge-checks", "0",
-			"--out", filepath.Join(work, fmt.Sprintf("halu%d", pair)))
-		hw := time.Since(start)
-		ht := px.tokens()
-		hb, _ := px.take()
+			"--out", filepath.Join(wdir, fmt.Sprintf("halu%d", pair)))
+		hWall := time.Since(start)
+		h := px.took()
 
-		cmd := exec.Command(bin, "eval", "-c", config, "--no-cache", "-j", "1", "--no-progress-bar", "--no-table", "-o", filepath.Join(work, fmt.Sprintf("pf%d.json", pair)))
-		cmd.Dir = work
+		cmd := exec.Command(bin, "eval", "-c", config, "--no-cache", "-j", "1", "--no-progress-bar", "--no-table", "-o", filepath.Join(wdir, fmt.Sprintf("pf%d.json", pair)))
+		cmd.Dir = wdir
 		cmd.Env = append(os.Environ(), "OLLAMA_BASE_URL=http://"+px.host(), "PROMPTFOO_DISABLE_TELEMETRY=1", "PROMPTFOO_DISABLE_UPDATE=1",
-			"PROMPTFOO_CONFIG_DIR="+filepath.Join(work, "pfhome"), "PROMPTFOO_DISABLE_SHARING=1")
+			"PROMPTFOO_CONFIG_DIR="+filepath.Join(wdir, "pfhome"), "PROMPTFOO_DISABLE_SHARING=1")
 		start = time.Now()
 		out, err := cmd.CombinedOutput()
-		pw := time.Since(start)
-		pt := px.tokens()
-		pb, _ := px.take()
-		if len(pb) == 0 || len(hb) == 0 {
-			figure("promptfoo wall ratio", fmt.Sprintf("– (not measured: halu sent %d requests, promptfoo %d: %v: %s)", len(hb), len(pb), err, lastLines(string(out), 5)))
+		pWall := time.Since(start)
+		p := px.took()
+		if p.requests == 0 || h.requests == 0 {
+			figure(name, fmt.Sprintf("– (not measured: halu sent %d requests, promptfoo %d: %v: %s)", h.requests, p.requests, err, lastLines(string(out), 5)))
 			return
 		}
-		ratios = append(ratios, hw.Seconds()/pw.Seconds())
-		perCall = append(perCall, (hw.Seconds()/float64(len(hb)))/(pw.Seconds()/float64(len(pb))))
-		same = same && len(hb) == len(pb)
-		detail = append(detail, fmt.Sprintf("pair %d: halu %d chat requests, %d tokens generated, in %s; promptfoo %d requests, %d tokens, in %s (exit: %v; promptfoo exits 100 when assertions fail)",
-			pair+1, len(hb), ht, hw.Round(time.Millisecond), len(pb), pt, pw.Round(time.Millisecond), err))
+		ratios = append(ratios, hWall.Seconds()/pWall.Seconds())
+		hw, pw = append(hw, h), append(pw, p)
+		detail = append(detail, fmt.Sprintf("pair %d: halu in %s: %s", pair+1, hWall.Round(time.Millisecond), h),
+			fmt.Sprintf("pair %d: promptfoo in %s: %s (exit: %v; promptfoo exits 100 when assertions fail)", pair+1, pWall.Round(time.Millisecond), p, err))
 	}
-	if !same {
-		// Not the same work: halu repairs a judge reply it cannot read (one
-		// more call), which promptfoo does not; the tiny judge's replies
-		// are mostly unreadable. The wall ratio would compare different
-		// work, so it is not given; the time per request is, as a detail.
-		detail = append(detail, fmt.Sprintf("time per request, halu ÷ promptfoo: %.3f (median)", medianF(perCall)))
-		figure("promptfoo wall ratio", "– (not comparable: the two sent different numbers of requests)", detail...)
-		return
+	figure(name, promptfooRatio(medianF(ratios), hw, pw), detail...)
+}
+
+// promptfooRatio labels the median wall ratio halu ÷ promptfoo by what
+// the pairs prove: when halu's work covered promptfoo's in every pair, the
+// ratio at equal work is at most r (an upper bound); when promptfoo's
+// covered halu's, at least r; when both, the work was the same; otherwise
+// the two did different work and no ratio is given.
+func promptfooRatio(r float64, halu, pf []work) string {
+	hc, pc := true, true
+	var short []string
+	for i := range halu {
+		ok, s := halu[i].covers(pf[i])
+		hc = hc && ok
+		short = append(short, s...)
+		ok, _ = pf[i].covers(halu[i])
+		pc = pc && ok
 	}
-	figure("promptfoo wall ratio", fmt.Sprintf("%.3f", medianF(ratios)), detail...)
+	switch {
+	case hc && pc:
+		return fmt.Sprintf("%.3f (the same work)", r)
+	case hc:
+		return fmt.Sprintf("%.3f (an upper bound: halu had the server do at least promptfoo's work in every pair)", r)
+	case pc:
+		return fmt.Sprintf("%.3f (a lower bound: promptfoo had the server do at least halu's work in every pair)", r)
+	}
+	return fmt.Sprintf("– (not comparable: neither side's work covers the other's; halu had %s; the wall ratio, %.3f, compares different work)", strings.Join(short, "; "), r)
+}
+
+// TestPromptfooRatio: the bench's ratio is labelled by what the work
+// proves, and withheld when neither side's work covers the other's.
+func TestPromptfooRatio(t *testing.T) {
+	w := func(gen, judge, embeds int, generated, read int64) work {
+		return work{chats: map[string]int{"gen": gen, "judge": judge}, requests: gen + judge, embeds: embeds, generated: generated, promptTokens: read}
+	}
+	pf := []work{w(500, 500, 0, 40000, 300000)}
+	for _, c := range []struct {
+		name string
+		halu work
+		want string
+	}{
+		{"same", w(500, 500, 0, 40000, 300000), "0.900 (the same work)"},
+		{"halu more", w(500, 1000, 500, 65000, 600000), "0.900 (an upper bound"},
+		{"halu less", w(500, 400, 0, 30000, 200000), "0.900 (a lower bound"},
+		{"different", w(500, 1000, 500, 30000, 600000), "– (not comparable: neither side's work covers the other's; halu had 30000 tokens generated against 40000;"},
+		{"other settings", func() work { x := w(500, 1000, 500, 65000, 600000); x.settings = "num_thread 1"; return x }(),
+			"– (not comparable: neither side's work covers the other's; halu had runner settings num_thread 1 against ;"},
+	} {
+		if got := promptfooRatio(0.9, []work{c.halu}, pf); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: %q, want it to start %q", c.name, got, c.want)
+		}
+	}
 }

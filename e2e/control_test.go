@@ -77,3 +77,37 @@ func TestRunControl(t *testing.T) {
 		t.Errorf("markdown report lacks the tiny-model warning")
 	}
 }
+
+// TestServerWait: on the real server, Ollama's own durations tell the
+// time halu's calls were queued for one of its slots. Four calls in flight on a
+// server started with one slot spend a large share of it queued, and the
+// summary says the server answered fewer at once than halu sent; with
+// four slots they wait much less (compared in one test: the machine's load
+// moves both).
+func TestServerWait(t *testing.T) {
+	wait := map[string]float64{}
+	for _, slots := range []string{"1", "4"} {
+		srv, _ := serverWithLog(t, t.TempDir(), "OLLAMA_NUM_PARALLEL="+slots)
+		importTiny(t, srv.Host, "1", "a", "b", "c", "d")
+		out := filepath.Join(t.TempDir(), "run")
+		r := mustHalu(t, srv.Host, "--parallel", "4", "--judge-checks", "0", "run", "smoke", "--no-cache", "--models", "a,b,c,d", "--judges", "a", "--max-tokens", "24", "--out", out)
+		m, err := rundir.ReadManifest(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := m.Counts
+		w, ok := c.ServerWait()
+		if !ok || c.TimedCalls == 0 || c.TimedCalls < c.ModelCalls/2 {
+			t.Fatalf("%s slots: server timing not measured: %+v", slots, c)
+		}
+		warned := strings.Contains(r.stdout, "the server answered fewer calls at once than the 4 slots halu assumed")
+		t.Logf("%s slots: %d generations timed, queued at the server %.0f%% of %.1f s; warned %v", slots, c.TimedCalls, 100*w, c.TimedSeconds, warned)
+		if slots == "1" && (w < 0.25 || !warned) {
+			t.Errorf("one slot, four calls in flight: waiting %.0f%% of the calls' time, warned %v:\n%s", 100*w, warned, r.stdout)
+		}
+		wait[slots] = w
+	}
+	if wait["4"] >= wait["1"]/2 {
+		t.Errorf("waiting for a slot: %.0f%% with four slots, %.0f%% with one", 100*wait["4"], 100*wait["1"])
+	}
+}

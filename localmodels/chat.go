@@ -109,6 +109,45 @@ type ChatResponse struct {
 	EvalCount       int    `json:"eval_count"`
 	// TotalDuration is the server's own time for the call.
 	TotalDuration time.Duration `json:"total_duration_ns,omitempty"`
+	// Timing is where the call's time went, as far as the server says,
+	// and Reuse how much of its prompt the server had cached (neither is
+	// cached: they describe one call, not the reply).
+	Timing Timing `json:"-"`
+	Reuse  Reuse  `json:"-"`
+}
+
+// Reuse is how much of a call's prompt the server took from its prefix
+// cache (the key-value state of an earlier prompt that began alike) rather
+// than reading it again: Cached of Prompt tokens. Known is false when the
+// server does not say (Ollama's API does not; an OpenAI-compatible server
+// may, as usage.prompt_tokens_details.cached_tokens).
+type Reuse struct {
+	Known          bool
+	Cached, Prompt int
+}
+
+// Timing is how the server says it spent one call, on its own clock (so
+// the time on the wire is not in it): Total from the request's arrival to
+// the reply's end, Load waiting for the model to load, Prompt reading the
+// prompt up to the first token and Eval generating the rest (Ollama's
+// total_duration, load_duration, prompt_eval_duration, eval_duration).
+// Known is false when the server gives no account (OpenAI-compatible
+// servers report no durations).
+type Timing struct {
+	Known                     bool
+	Total, Load, Prompt, Eval time.Duration
+}
+
+// Wait is the part of the call the server spent neither loading the model,
+// reading the prompt nor generating: mostly the call queued for one of its
+// slots (a server answers as many calls at once as it has slots —
+// Ollama's OLLAMA_NUM_PARALLEL — and queues the rest), and a few
+// milliseconds of its own handling. Zero when the server gives no account.
+func (t Timing) Wait() time.Duration {
+	if !t.Known {
+		return 0
+	}
+	return max(0, t.Total-t.Load-t.Prompt-t.Eval)
 }
 
 // Complete reports whether r is a whole reply: one the server ended with
@@ -209,7 +248,8 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (C
 	return runStream(ctx, lim, func(ctx context.Context, on func(streamChunk) error) error {
 		return c.chatStream(ctx, ar, func(r api.ChatResponse) error {
 			return on(streamChunk{content: r.Message.Content, thinking: r.Message.Thinking, done: r.Done,
-				doneReason: r.DoneReason, promptEval: r.PromptEvalCount, eval: r.EvalCount, total: r.TotalDuration})
+				doneReason: r.DoneReason, promptEval: r.PromptEvalCount, eval: r.EvalCount, total: r.TotalDuration,
+				load: r.LoadDuration, prompt: r.PromptEvalDuration, evalDur: r.EvalDuration})
 		})
 	}, func(err error) error { return c.wrap("chat "+req.Model, err) })
 }
@@ -322,7 +362,14 @@ type streamChunk struct {
 	done             bool
 	doneReason       string
 	promptEval, eval int
-	total            time.Duration
+	// total, load, prompt and evalDur are the server's durations for the
+	// call (Ollama's total_duration, load_duration, prompt_eval_duration
+	// and eval_duration; zero when it reports none).
+	total, load, prompt, evalDur time.Duration
+	// cached is the prompt tokens the server took from its prefix cache,
+	// when it says (cachedKnown).
+	cached      int
+	cachedKnown bool
 }
 
 // runStream runs a streamed generation under lim. transport sends the
@@ -362,6 +409,8 @@ func runStream(ctx context.Context, lim StreamLimits, transport func(ctx context
 			out.PromptEvalCount = r.promptEval
 			out.EvalCount = r.eval
 			out.TotalDuration = r.total
+			out.Timing = Timing{Known: r.total > 0, Total: r.total, Load: r.load, Prompt: r.prompt, Eval: r.evalDur}
+			out.Reuse = Reuse{Known: r.cachedKnown, Cached: r.cached, Prompt: r.promptEval}
 		}
 		chunks++
 		// Checking every 16th chunk keeps the cost linear in practice.

@@ -472,3 +472,66 @@ func TestChatStreamReading(t *testing.T) {
 		})
 	}
 }
+
+// TestChatTiming: the time a call spent at the server beyond the model's
+// load, the prompt's reading and the generation, as the server accounts
+// them, is its wait for a slot; a server that reports no durations gives
+// none.
+func TestChatTiming(t *testing.T) {
+	t.Run("durations", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"message":{"role":"assistant","content":"a"},"done":false}`+"\n"+
+				`{"message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","eval_count":1,`+
+				`"total_duration":125000000,"load_duration":20000000,"prompt_eval_duration":30000000,"eval_duration":40000000}`+"\n")
+		}))
+		defer srv.Close()
+		cl, _ := localmodels.New(srv.URL, 5*time.Second)
+		resp, err := cl.Chat(context.Background(), localmodels.ChatRequest{Model: "m"}, localmodels.StreamLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := localmodels.Timing{Known: true, Total: 125 * time.Millisecond, Load: 20 * time.Millisecond, Prompt: 30 * time.Millisecond, Eval: 40 * time.Millisecond}
+		if resp.Timing != want || resp.Timing.Wait() != 35*time.Millisecond {
+			t.Fatalf("timing %+v, wait %s; want %+v, 35ms", resp.Timing, resp.Timing.Wait(), want)
+		}
+	})
+	t.Run("no durations", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"message":{"role":"assistant","content":"a"},"done":true,"done_reason":"stop","eval_count":1}`+"\n")
+		}))
+		defer srv.Close()
+		cl, _ := localmodels.New(srv.URL, 5*time.Second)
+		resp, err := cl.Chat(context.Background(), localmodels.ChatRequest{Model: "m"}, localmodels.StreamLimits{})
+		if err != nil || resp.Timing.Known || resp.Timing.Wait() != 0 {
+			t.Fatalf("timing %+v, wait %s, %v", resp.Timing, resp.Timing.Wait(), err)
+		}
+	})
+	t.Run("one slot", func(t *testing.T) {
+		// Two calls at once on a server with one slot: one is answered
+		// at once, the other waits for the slot as long as the first
+		// takes.
+		srv := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
+			return fakeollama.Reply{Content: "a", Delay: 150 * time.Millisecond}
+		}, fakeollama.Model{Name: "m:latest", Digest: "d"})
+		defer srv.Close()
+		srv.SetSlots(1)
+		cl, _ := localmodels.New(srv.Host(), 5*time.Second)
+		waits := make(chan localmodels.Timing, 2)
+		for range 2 {
+			go func() {
+				resp, err := cl.Chat(context.Background(), localmodels.ChatRequest{Model: "m"}, localmodels.StreamLimits{})
+				if err != nil {
+					t.Error(err)
+				}
+				waits <- resp.Timing
+			}()
+		}
+		a, b := <-waits, <-waits
+		if a.Wait() > b.Wait() {
+			a, b = b, a
+		}
+		if !a.Known || !b.Known || a.Wait() > 50*time.Millisecond || b.Wait() < 140*time.Millisecond || a.Prompt < 150*time.Millisecond || b.Prompt < 150*time.Millisecond {
+			t.Fatalf("first %+v (wait %s), second %+v (wait %s)", a, a.Wait(), b, b.Wait())
+		}
+	})
+}

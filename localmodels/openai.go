@@ -391,6 +391,12 @@ type chatChunk struct {
 	Usage *struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
+		// PromptTokensDetails.CachedTokens is OpenAI's count of prompt
+		// tokens served from the server's prefix cache (vLLM gives it
+		// with --enable-prompt-tokens-details).
+		PromptTokensDetails *struct {
+			CachedTokens *int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 }
 
@@ -483,6 +489,9 @@ func (o *OpenAI) chat(ctx context.Context, req ChatRequest, lim StreamLimits, wi
 			}
 			if c.Usage != nil {
 				final.promptEval, final.eval = c.Usage.PromptTokens, c.Usage.CompletionTokens
+				if d := c.Usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+					final.cached, final.cachedKnown = *d.CachedTokens, true
+				}
 			}
 			if err := on(ch); err != nil {
 				return err

@@ -96,24 +96,53 @@ const recoverAfter = 8
 
 // HostCount is what one server of a pool did: calls answered, calls that
 // failed on it (and went elsewhere or were retried), how many of those it
-// refused with 503, and the seconds its answered calls took.
+// refused with 503, and the seconds its answered calls took; of its
+// generations, those it timed (Timing.Known), their seconds and the
+// seconds they were queued there (Timing.Wait), and the prompt tokens
+// of those that said their prefix reuse (Reuse.Known) and how many of
+// them came from its prefix cache.
 type HostCount struct {
-	Calls       int     `json:"calls"`
-	Failures    int     `json:"failures,omitempty"`
-	Unavailable int     `json:"unavailable_503,omitempty"`
-	Seconds     float64 `json:"seconds,omitempty"`
+	Calls        int     `json:"calls"`
+	Failures     int     `json:"failures,omitempty"`
+	Unavailable  int     `json:"unavailable_503,omitempty"`
+	Seconds      float64 `json:"seconds,omitempty"`
+	Timed        int     `json:"timed,omitempty"`
+	TimedSeconds float64 `json:"timed_seconds,omitempty"`
+	WaitSeconds  float64 `json:"wait_seconds,omitempty"`
+	ReusePrompt  int     `json:"reuse_prompt_tokens,omitempty"`
+	Reused       int     `json:"reused_tokens,omitempty"`
 }
 
 // Add is c plus d.
 func (c HostCount) Add(d HostCount) HostCount {
 	return HostCount{Calls: c.Calls + d.Calls, Failures: c.Failures + d.Failures,
-		Unavailable: c.Unavailable + d.Unavailable, Seconds: c.Seconds + d.Seconds}
+		Unavailable: c.Unavailable + d.Unavailable, Seconds: c.Seconds + d.Seconds,
+		Timed: c.Timed + d.Timed, TimedSeconds: c.TimedSeconds + d.TimedSeconds, WaitSeconds: c.WaitSeconds + d.WaitSeconds,
+		ReusePrompt: c.ReusePrompt + d.ReusePrompt, Reused: c.Reused + d.Reused}
 }
 
 // Sub is c minus d.
 func (c HostCount) Sub(d HostCount) HostCount {
-	return HostCount{Calls: c.Calls - d.Calls, Failures: c.Failures - d.Failures,
-		Unavailable: c.Unavailable - d.Unavailable, Seconds: c.Seconds - d.Seconds}
+	return c.Add(HostCount{Calls: -d.Calls, Failures: -d.Failures, Unavailable: -d.Unavailable, Seconds: -d.Seconds,
+		Timed: -d.Timed, TimedSeconds: -d.TimedSeconds, WaitSeconds: -d.WaitSeconds, ReusePrompt: -d.ReusePrompt, Reused: -d.Reused})
+}
+
+// PrefixReuse is the share of the prompt tokens the server took from its
+// prefix cache, of the generations that said it, and whether any did.
+func (c HostCount) PrefixReuse() (float64, bool) {
+	if c.ReusePrompt <= 0 {
+		return 0, false
+	}
+	return float64(c.Reused) / float64(c.ReusePrompt), true
+}
+
+// ServerWait is the share of the server's timed generations' time they
+// waited for one of its slots, and whether any was timed.
+func (c HostCount) ServerWait() (float64, bool) {
+	if c.Timed == 0 || c.TimedSeconds <= 0 {
+		return 0, false
+	}
+	return c.WaitSeconds / c.TimedSeconds, true
 }
 
 // HostCounter is a backend that counts calls per server.
@@ -527,10 +556,35 @@ func (p *Pool) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (Cha
 	var resp ChatResponse
 	err := p.each(ctx, req.Model, func(b Backend) error {
 		var err error
+		start := time.Now()
 		resp, err = b.Chat(ctx, req, lim)
+		if err == nil && (resp.Timing.Known || resp.Reuse.Known) {
+			p.served(b, time.Since(start), resp)
+		}
 		return err
 	})
 	return resp, err
+}
+
+// served counts what server b said of a generation it answered: its
+// timing (the call's time and its wait there) and its prefix reuse.
+func (p *Pool) served(b Backend, took time.Duration, resp ChatResponse) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.members {
+		if m.b != b {
+			continue
+		}
+		if tm := resp.Timing; tm.Known {
+			m.counts.Timed++
+			m.counts.TimedSeconds += took.Seconds()
+			m.counts.WaitSeconds += tm.Wait().Seconds()
+		}
+		if ru := resp.Reuse; ru.Known {
+			m.counts.ReusePrompt += ru.Prompt
+			m.counts.Reused += ru.Cached
+		}
+	}
 }
 
 // Embed embeds texts on a server that serves model.

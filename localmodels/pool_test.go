@@ -90,6 +90,31 @@ func TestPoolSpreadsCalls(t *testing.T) {
 	}
 }
 
+// Each server's wait for its slots is counted apart: with 4 calls sent to
+// each at a time, the server that answers one at a time keeps most of its
+// calls' time waiting, the one with 4 slots little.
+func TestPoolCountsEachServersWait(t *testing.T) {
+	a, _ := slowFake(t, tinyModel)
+	b, _ := slowFake(t, tinyModel)
+	a.SetSlots(1)
+	b.SetSlots(4)
+	p := pool(t, 4, a.Host(), b.Host())
+	if _, err := p.Info(context.Background(), "m"); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range chats(t, p, "m", 16) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := p.HostCounts()
+	wa, oka := c[a.Host()].ServerWait()
+	wb, okb := c[b.Host()].ServerWait()
+	if !oka || !okb || c[a.Host()].Timed != c[a.Host()].Calls || wa < 0.4 || wb > 0.3 {
+		t.Fatalf("one slot: waiting %.2f (%v), four slots: %.2f (%v); counts %+v", wa, oka, wb, okb, c)
+	}
+}
+
 // A server that goes away is drained, said once, and its calls go to the
 // other server; a model only one server has is called there only.
 func TestPoolDrainsAFailedServer(t *testing.T) {

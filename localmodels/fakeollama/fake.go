@@ -100,6 +100,21 @@ type Server struct {
 	embedReqs []EmbedRequest
 	embedDim  int
 	version   string
+	// slots, when set, holds one token per chat the fake answers at once:
+	// the rest wait, as Ollama queues calls beyond OLLAMA_NUM_PARALLEL.
+	slots chan struct{}
+}
+
+// SetSlots makes the fake answer at most n chats at once (0: no limit),
+// queueing the rest as Ollama does beyond its parallel slots. Call it
+// before the first chat.
+func (s *Server) SetSlots(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slots = nil
+	if n > 0 {
+		s.slots = make(chan struct{}, n)
+	}
 }
 
 // New starts a fake serving models; chat answers every chat request.
@@ -250,10 +265,23 @@ func (s *Server) chatHandler(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]string{"error": "model '" + req.Model + "' not found"})
 		return
 	}
+	arrived := time.Now()
 	s.mu.Lock()
 	s.chats = append(s.chats, req)
-	f := s.chat
+	f, slots := s.chat, s.slots
 	s.mu.Unlock()
+	if slots != nil {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		case <-r.Context().Done():
+			return
+		}
+	}
+	// Ollama's durations: the time in a slot up to the first chunk is
+	// reading the prompt, from it to the end generating; before the
+	// slot, waiting; the whole is total.
+	inSlot := time.Now()
 	rep := f(req)
 	if rep.Status != 0 {
 		w.WriteHeader(rep.Status)
@@ -274,7 +302,13 @@ func (s *Server) chatHandler(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	evals := 0
+	var promptDur time.Duration
+	var first time.Time
 	for i, c := range chunks {
+		if i == 0 {
+			first = time.Now()
+			promptDur = first.Sub(inSlot)
+		}
 		if i > 0 && rep.ChunkDelay > 0 {
 			select {
 			case <-time.After(rep.ChunkDelay):
@@ -302,7 +336,16 @@ func (s *Server) chatHandler(w http.ResponseWriter, r *http.Request) {
 		done = "stop"
 	}
 	writeJSON(w, map[string]any{"model": req.Model, "message": map[string]string{"role": "assistant", "content": ""},
-		"done": true, "done_reason": done, "prompt_eval_count": prompt, "eval_count": evals})
+		"done": true, "done_reason": done, "prompt_eval_count": prompt, "eval_count": evals,
+		"total_duration": time.Since(arrived), "load_duration": 0, "prompt_eval_duration": promptDur, "eval_duration": evalDur(first)})
+}
+
+// evalDur is the time since the first chunk (zero without one).
+func evalDur(first time.Time) time.Duration {
+	if first.IsZero() {
+		return 0
+	}
+	return time.Since(first)
 }
 
 func (s *Server) embed(w http.ResponseWriter, r *http.Request) {

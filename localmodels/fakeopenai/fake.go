@@ -33,6 +33,10 @@ type Server struct {
 	NoDone bool
 	// Models are the ids listed (default per Kind).
 	Models []string
+	// Cached, when set, is reported as the prompt tokens served from the
+	// prefix cache (usage.prompt_tokens_details.cached_tokens) of each of
+	// the 17 prompt tokens the usage reports.
+	Cached *int
 
 	mu     sync.Mutex
 	status []int
@@ -126,7 +130,11 @@ func New(kind string) *Server {
 			fl.Flush()
 		}
 		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":%q}]}\n\n", f.Finish)
-		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":17,\"completion_tokens\":5,\"total_tokens\":22}}\n\n")
+		details := ""
+		if f.Cached != nil {
+			details = fmt.Sprintf(",\"prompt_tokens_details\":{\"cached_tokens\":%d}", *f.Cached)
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":17,\"completion_tokens\":5,\"total_tokens\":22%s}}\n\n", details)
 		if !f.NoDone {
 			fmt.Fprint(w, "data: [DONE]\n\n")
 		}

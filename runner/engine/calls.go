@@ -305,13 +305,15 @@ func (c *Calls) notCached(stage, model string) error {
 
 // call runs one model request f of stage for model under the engine's
 // retry policy: each attempt waits for the scheduler to admit it (a slot,
-// and the turn of its load, loadKey of model with opts), is bounded by
-// timeout when that is set, and is counted; the progress display shows the
-// stage and model admitted last.
-func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels.Options, timeout time.Duration, f func(ctx context.Context) error) error {
+// and the turn of its load, loadKey of model with opts; prompt, the
+// request's messages as promptKey gives them, "" for none, goes back to
+// back with alike prompts), is bounded by timeout when that is set, and
+// is counted; the progress display shows the stage and model admitted
+// last.
+func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels.Options, prompt string, timeout time.Duration, f func(ctx context.Context) error) error {
 	load := e.loadKey(model, opts)
 	return e.withRetry(ctx, func(ctx context.Context) error {
-		if err := e.sched.acquire(ctx, load); err != nil {
+		if err := e.sched.acquire(ctx, load, prompt); err != nil {
 			return err
 		}
 		e.calling(stage, model)
@@ -327,17 +329,44 @@ func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels
 	})
 }
 
+// promptKey is messages as one string, in order, for the scheduler to
+// tell prompts that begin alike (the server renders them in this order).
+func promptKey(messages []localmodels.Message) string {
+	var b strings.Builder
+	for _, m := range messages {
+		b.WriteString(m.Role)
+		b.WriteByte(0)
+		b.WriteString(m.Content)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
 // chatOnce makes one generation call (its serving defaults already in
 // req), streamed under the engine's limits (idle timeout, budget,
 // repetition stop), and counts its tokens.
 func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
 	var resp localmodels.ChatResponse
-	err := e.call(ctx, stage, req.Model, req.Options, 0, func(ctx context.Context) error {
+	var took time.Duration
+	err := e.call(ctx, stage, req.Model, req.Options, promptKey(req.Messages), 0, func(ctx context.Context) error {
 		var err error
+		start := time.Now()
 		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout, Budget: e.Budget, Repetition: e.Repetition})
+		took = time.Since(start)
 		return err
 	})
 	if err == nil {
+		if tm := resp.Timing; tm.Known {
+			e.stats.timed.Add(1)
+			e.stats.timedNs.Add(int64(took))
+			e.stats.waitNs.Add(int64(tm.Wait()))
+			e.stats.loadNs.Add(int64(tm.Load))
+		}
+		if ru := resp.Reuse; ru.Known {
+			e.stats.reuse.Add(1)
+			e.stats.reusePrompt.Add(int64(ru.Prompt))
+			e.stats.reused.Add(int64(ru.Cached))
+		}
 		e.stats.promptTokens.Add(int64(resp.PromptEvalCount))
 		e.stats.evalTokens.Add(int64(resp.EvalCount))
 		switch resp.DoneReason {
@@ -606,7 +635,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	if len(missTexts) > 0 {
 		var vecs [][]float32
 		req := e.embedRequest(model, missTexts)
-		err := e.call(ctx, stage, model, req.Options(), e.CallTimeout, func(ctx context.Context) error {
+		err := e.call(ctx, stage, model, req.Options(), "", e.CallTimeout, func(ctx context.Context) error {
 			var err error
 			vecs, err = e.Client.Embed(ctx, req)
 			return err

@@ -14,6 +14,7 @@ import (
 
 	"halu/localmodels"
 	"halu/localmodels/fakeollama"
+	"halu/localmodels/fakeopenai"
 	"halu/runner/engine"
 	"halu/runner/rundir"
 )
@@ -287,6 +288,37 @@ func TestAliasesShareTheSlots(t *testing.T) {
 	}
 }
 
+// TestServerWaitIsMeasured: with 4 calls in flight on a server that
+// answers one at a time, most of the calls' time is spent waiting for its
+// slot, and the run says so; on a server with 4 slots, little of it is.
+func TestServerWaitIsMeasured(t *testing.T) {
+	for _, c := range []struct {
+		slots    int
+		min, max float64
+	}{{1, 0.5, 1}, {4, 0, 0.1}} {
+		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+			if r.Model == "judge" {
+				return fakeollama.Reply{Content: `{"score": 4}`, Delay: 40 * time.Millisecond}
+			}
+			return fakeollama.Reply{Content: "answer", Delay: 40 * time.Millisecond}
+		}, fakeollama.Model{Name: "gen:latest", Digest: "dg", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9})
+		srv.SetSlots(c.slots)
+		e := newEngine(t, srv.Host(), t.TempDir())
+		e.Parallel = 4
+		res, err := e.Run(context.Background(), &testSuite{n: 12}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := res.Counts
+		wait, ok := n.ServerWait()
+		t.Logf("%d slots: waiting %.3f of %.2f s timed", c.slots, wait, n.TimedSeconds)
+		if !ok || n.TimedCalls != n.ModelCalls || wait < c.min || wait > c.max {
+			t.Errorf("%d slots: waiting %.2f of the calls' time (measured %v; %d of %d calls timed), want %.2f–%.2f", c.slots, wait, ok, n.TimedCalls, n.ModelCalls, c.min, c.max)
+		}
+	}
+}
+
 // Every request carries num_ctx and keep_alive; a prompt that filled the
 // window is warned about and counted.
 func TestNumCtxAndNearContextWarning(t *testing.T) {
@@ -376,5 +408,37 @@ func TestFitByteLevelTokenizer(t *testing.T) {
 	}
 	if used > 1000 {
 		t.Fatalf("kept %d parts: %d tokens in a 1,000-token window", n, used)
+	}
+}
+
+// TestPrefixReuseIsCounted: a server that says how many prompt tokens it
+// took from its prefix cache (OpenAI's usage.prompt_tokens_details, as
+// vLLM gives it) has them counted over the run; one that says nothing
+// has no figure, not a zero; it times nothing either (no durations).
+func TestPrefixReuseIsCounted(t *testing.T) {
+	for _, cached := range []*int{localmodels.Int(12), nil} {
+		f := fakeopenai.New("vllm")
+		f.Models = []string{"gen", "judge"}
+		f.Cached = cached
+		c, err := localmodels.NewOpenAI(f.URL, 5*time.Second, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &engine.Engine{Client: c, Parallel: 2, JudgeRepairs: 1, Retry: engine.Retry{Attempts: 2, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := res.Counts
+		reuse, ok := n.PrefixReuse()
+		switch {
+		case cached != nil && (!ok || n.ReuseCalls != n.ModelCalls || n.ReusePromptTokens != 17*n.ModelCalls || n.ReusedTokens != 12*n.ModelCalls || math.Abs(reuse-12.0/17) > 1e-9):
+			t.Errorf("reported 12 of 17: reuse %v (%v), counts %+v", reuse, ok, n)
+		case cached == nil && (ok || n.ReuseCalls != 0):
+			t.Errorf("not reported: reuse %v (%v), counts %+v", reuse, ok, n)
+		case n.TimedCalls != 0:
+			t.Errorf("an OpenAI-compatible server gives no durations, yet %d calls timed", n.TimedCalls)
+		}
 	}
 }

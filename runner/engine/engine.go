@@ -47,23 +47,56 @@ type Item struct {
 	// that one model's calls reach the server back to back rather than
 	// one call per model in turn (see feedOrder).
 	Group string
+	// Share, when set, names what the item's prompts have in common with
+	// other items' (one question asked at several temperatures, say):
+	// within its group, the items of one Share start together, so that
+	// their calls wait at once and the scheduler sends them back to back,
+	// the server reading their common prompt once (see scheduler).
+	Share string
 }
 
 // feedOrder is the order the engine starts items in: group by group, the
-// groups in the order of their first item, the items of a group in their
-// own order. A suite lists items as its tables read (question by
-// question, say); a server that holds few models at once answers them
-// fastest model by model, each model loaded once. Only the start order
-// changes: shards and records do not depend on it.
+// groups in the order of their first item; within a group, the items of
+// one Share together, in the order of each Share's first item; otherwise
+// items keep their own order. A suite lists items as its tables read
+// (question by question, say); a server that holds few models at once
+// answers them fastest model by model, each model loaded once, and reads
+// a prompt once when the calls that share it come together. Only the
+// start order changes: shards and records do not depend on it.
 func feedOrder(todo []Item) []Item {
-	first := map[string]int{}
+	first, firstShare := map[string]int{}, map[[2]string]int{}
 	for i, it := range todo {
 		if _, ok := first[it.Group]; !ok {
 			first[it.Group] = i
 		}
+		if _, ok := firstShare[[2]string{it.Group, it.Share}]; !ok && it.Share != "" {
+			firstShare[[2]string{it.Group, it.Share}] = i
+		}
 	}
-	out := append([]Item(nil), todo...)
-	sort.SliceStable(out, func(i, j int) bool { return first[out[i].Group] < first[out[j].Group] })
+	at := func(i int, it Item) int {
+		if it.Share == "" {
+			return i
+		}
+		return firstShare[[2]string{it.Group, it.Share}]
+	}
+	type placed struct {
+		it           Item
+		group, share int
+	}
+	ps := make([]placed, len(todo))
+	for i, it := range todo {
+		ps[i] = placed{it, first[it.Group], at(i, it)}
+	}
+	sort.SliceStable(ps, func(i, j int) bool {
+		if ps[i].group != ps[j].group {
+			return ps[i].group < ps[j].group
+		}
+		return ps[i].share < ps[j].share
+	})
+	out := make([]Item, len(ps))
+	for i, p := range ps {
+		out[i] = p.it
+	}
 	return out
 }
 
@@ -215,6 +248,13 @@ type stats struct {
 	calls, hits, retries, judgeFailures, promptTokens, evalTokens atomic.Int64
 	budget, repetition, nearContext                               atomic.Int64
 	cacheWriteFailures                                            atomic.Int64
+	// timed counts the generations the server timed; timedNs, waitNs and
+	// loadNs sum their time at halu, their wait for a server slot and
+	// their model loads (rundir.Counts.TimedCalls and what follows).
+	timed, timedNs, waitNs, loadNs atomic.Int64
+	// reuse counts the generations whose server said how much of their
+	// prompt came from its prefix cache: reused of reusePrompt tokens.
+	reuse, reusePrompt, reused atomic.Int64
 }
 
 // readers is the engine's choice of readers, ReadersHalu (the careful
@@ -772,6 +812,13 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 		BusySeconds:       delta.BusySeconds,
 		SlotSeconds:       delta.SlotSeconds,
 		WorkSeconds:       delta.WorkSeconds,
+		TimedCalls:        delta.TimedCalls,
+		TimedSeconds:      delta.TimedSeconds,
+		WaitSeconds:       delta.WaitSeconds,
+		LoadSeconds:       delta.LoadSeconds,
+		ReuseCalls:        delta.ReuseCalls,
+		ReusePromptTokens: delta.ReusePromptTokens,
+		ReusedTokens:      delta.ReusedTokens,
 
 		CacheDamaged:       delta.CacheDamaged,
 		CacheWriteFailures: delta.CacheWriteFailures,
@@ -975,6 +1022,13 @@ func (e *Engine) snapshot() rundir.Counts {
 		BusySeconds:        use.busy,
 		SlotSeconds:        use.slots,
 		WorkSeconds:        use.span,
+		TimedCalls:         int(e.stats.timed.Load()),
+		TimedSeconds:       time.Duration(e.stats.timedNs.Load()).Seconds(),
+		WaitSeconds:        time.Duration(e.stats.waitNs.Load()).Seconds(),
+		LoadSeconds:        time.Duration(e.stats.loadNs.Load()).Seconds(),
+		ReuseCalls:         int(e.stats.reuse.Load()),
+		ReusePromptTokens:  int(e.stats.reusePrompt.Load()),
+		ReusedTokens:       int(e.stats.reused.Load()),
 		CacheDamaged:       e.cacheDamaged(),
 		CacheWriteFailures: int(e.stats.cacheWriteFailures.Load()),
 	}

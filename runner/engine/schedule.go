@@ -31,6 +31,16 @@ import (
 // keeps it waiting until the first is idle: no load more than serving them
 // one after the other).
 //
+// Within a load, calls whose prompts begin alike go back to back: the
+// next call admitted is the waiting one whose prompt shares the longest
+// beginning with a prompt the load was sent lately (pick) — the same
+// question asked at another temperature, a judge's repair turn after its
+// first reply — since the server keeps the state of a prompt it read and
+// reads again only what differs (Ollama's runner and vLLM reuse a cached
+// prefix; on a small machine reading the prompt is most of a short
+// call). Ties, and calls with nothing in common, go in arrival order, and
+// a call passed over maxPassed times goes next.
+//
 // limit starts at the configured slots and halves (down to one) when the
 // server answers 503, its queue being full; it grows back by one after
 // every recoverAfter calls that succeed.
@@ -42,7 +52,13 @@ type scheduler struct {
 	current  string
 	waiting  map[string]int
 	// running counts the calls in flight per load.
-	running  map[string]int
+	running map[string]int
+	// queue holds each load's waiting calls in arrival order, recent the
+	// prompts of its calls admitted last (at most recentPrompts, newest
+	// last), and picked the waiting call pick chose (nil: choose again).
+	queue    map[string][]*waiter
+	recent   map[string][]string
+	picked   map[string]*waiter
 	wake     chan struct{}
 	ok       int
 	switches int
@@ -50,6 +66,25 @@ type scheduler struct {
 	use      slotUse
 	clock    func() time.Time
 }
+
+// waiter is a call waiting for a slot: its prompt, and how many calls of
+// its load were admitted before it while it waited.
+type waiter struct {
+	prompt string
+	passed int
+}
+
+const (
+	// recentPrompts is how many of a load's last prompts a waiting call's
+	// prompt is compared with: the server keeps one per slot.
+	recentPrompts = 8
+	// pickAmong is how many of a load's waiting calls (the oldest) pick
+	// compares, to bound its work when many wait.
+	pickAmong = 64
+	// maxPassed is how often a waiting call may be passed over for one
+	// whose prompt the server has more of: then it goes next.
+	maxPassed = 32
+)
 
 // loadsAtOnce is how many loads may have calls in flight at once: the one
 // being served and the next.
@@ -89,7 +124,8 @@ func (s *scheduler) working(on bool) {
 }
 
 func newScheduler(slots int) *scheduler {
-	return &scheduler{max: slots, limit: slots, waiting: map[string]int{}, running: map[string]int{}, wake: make(chan struct{}), clock: time.Now}
+	return &scheduler{max: slots, limit: slots, waiting: map[string]int{}, running: map[string]int{},
+		queue: map[string][]*waiter{}, recent: map[string][]string{}, picked: map[string]*waiter{}, wake: make(chan struct{}), clock: time.Now}
 }
 
 // next is the load served after the current one: the one with the most
@@ -132,25 +168,98 @@ func (s *scheduler) changed() {
 	s.wake = make(chan struct{})
 }
 
-// acquire waits for a slot to call load.
-func (s *scheduler) acquire(ctx context.Context, load string) error {
+// pick is the waiting call of load to admit next: the oldest if it was
+// passed over maxPassed times, else the one whose prompt shares the
+// longest beginning with one of the load's recent prompts, the oldest of
+// those that share as much. s.mu is held.
+func (s *scheduler) pick(load string) *waiter {
+	q := s.queue[load]
+	switch {
+	case len(q) == 0:
+		return nil
+	case len(q) == 1 || q[0].passed >= maxPassed:
+		return q[0]
+	}
+	if w := s.picked[load]; w != nil {
+		return w
+	}
+	best, most := q[0], -1
+	for _, w := range q[:min(len(q), pickAmong)] {
+		n := 0
+		for _, r := range s.recent[load] {
+			n = max(n, commonPrefix(w.prompt, r))
+		}
+		if n > most {
+			best, most = w, n
+		}
+	}
+	s.picked[load] = best
+	return best
+}
+
+// commonPrefix is the length of the longest beginning a and b share.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// leave takes w out of load's queue; admitted says it got a slot (the
+// others waiting are passed over once, and its prompt is recent).
+func (s *scheduler) leave(load string, w *waiter, admitted bool) {
+	q := s.queue[load]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(s.queue, load)
+	} else {
+		s.queue[load] = q
+	}
+	delete(s.picked, load)
+	s.waiting[load]--
+	if !admitted {
+		return
+	}
+	for _, x := range q {
+		x.passed++
+	}
+	if w.prompt != "" {
+		r := append(s.recent[load], w.prompt)
+		s.recent[load] = r[max(0, len(r)-recentPrompts):]
+	}
+}
+
+// acquire waits for a slot to call load with prompt (the call's messages;
+// "" for a call without one).
+func (s *scheduler) acquire(ctx context.Context, load, prompt string) error {
 	s.mu.Lock()
 	s.waiting[load]++
-	for !s.admissible(load) {
+	w := &waiter{prompt: prompt}
+	s.queue[load] = append(s.queue[load], w)
+	delete(s.picked, load) // the new call may share more
+	for !s.admissible(load) || s.pick(load) != w {
 		wake := s.wake
 		s.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
 			s.mu.Lock()
-			s.waiting[load]--
+			s.leave(load, w, false)
 			s.changed()
 			s.mu.Unlock()
 			return ctx.Err()
 		}
 		s.mu.Lock()
 	}
-	s.waiting[load]--
+	s.leave(load, w, true)
 	s.tick(s.clock())
 	if load != s.current && s.running[load] == 0 {
 		// A load starts: the served model changes (counted), and the

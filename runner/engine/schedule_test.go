@@ -24,11 +24,11 @@ func TestSlotUse(t *testing.T) {
 	ctx := context.Background()
 	at(0)
 	s.working(true)
-	if err := s.acquire(ctx, "m"); err != nil {
+	if err := s.acquire(ctx, "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	at(1)
-	if err := s.acquire(ctx, "m"); err != nil {
+	if err := s.acquire(ctx, "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	at(3)
@@ -95,7 +95,7 @@ func TestSchedulerLoads(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s not admitted (current %s, running %v, waiting %v)", load, s.current, s.running, s.waiting)
 		}
-		if err := s.acquire(ctx, load); err != nil {
+		if err := s.acquire(ctx, load, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,5 +155,74 @@ func TestFeedOrder(t *testing.T) {
 	}
 	if in[1].ID != "q1/b" {
 		t.Error("feedOrder changed the suite's list")
+	}
+
+	// Within a group, the items of one Share start together, at their
+	// first item's place; items of no Share keep theirs.
+	in = []Item{{ID: "a/T1/q1", Group: "a", Share: "q1"}, {ID: "a/T1/q2", Group: "a", Share: "q2"}, {ID: "a/x", Group: "a"},
+		{ID: "a/T2/q1", Group: "a", Share: "q1"}, {ID: "b/T1/q1", Group: "b", Share: "q1"}, {ID: "a/T2/q2", Group: "a", Share: "q2"}, {ID: "b/T2/q1", Group: "b", Share: "q1"}}
+	got = nil
+	for _, it := range feedOrder(in) {
+		got = append(got, it.ID)
+	}
+	want = "a/T1/q1 a/T2/q1 a/T1/q2 a/T2/q2 a/x b/T1/q1 b/T2/q1"
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("feed order %s, want %s", g, want)
+	}
+}
+
+// Within a load, the next call admitted is the waiting one whose prompt
+// begins most like a prompt just sent (the same question at another
+// temperature before another question); calls with as much in common go
+// in arrival order; a call passed over maxPassed times goes next.
+func TestSchedulerPrefixLocality(t *testing.T) {
+	ctx := context.Background()
+	s := newScheduler(1)
+	if err := s.acquire(ctx, "m", "expert in physics. Question 1. T=0.2"); err != nil {
+		t.Fatal(err)
+	}
+	prompts := []string{"expert in biology. Question 2.", "expert in physics. Question 1. T=0.4", "expert in biology. Question 3.", "unrelated"}
+	admitted := make(chan string)
+	for i, p := range prompts {
+		go func() {
+			if err := s.acquire(ctx, "m", p); err != nil {
+				t.Error(err)
+			}
+			admitted <- p
+		}()
+		// Wait until it queues, so that arrival order is prompts' order.
+		for {
+			s.mu.Lock()
+			n := len(s.queue["m"])
+			s.mu.Unlock()
+			if n == i+1 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var got []string
+	for range prompts {
+		s.release("m", false)
+		got = append(got, <-admitted)
+	}
+	want := []string{"expert in physics. Question 1. T=0.4", "expert in biology. Question 2.", "expert in biology. Question 3.", "unrelated"}
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Errorf("admitted\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// The oldest waiting call, passed over maxPassed times, goes first.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recent["n"] = []string{"alike"}
+	old, alike := &waiter{prompt: "other", passed: maxPassed}, &waiter{prompt: "alike"}
+	s.queue["n"] = []*waiter{old, alike}
+	if s.pick("n") != old {
+		t.Error("a call passed over maxPassed times was passed over again")
+	}
+	old.passed = maxPassed - 1
+	delete(s.picked, "n")
+	if s.pick("n") != alike {
+		t.Error("the call whose prompt the server has was not picked")
 	}
 }

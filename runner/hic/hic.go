@@ -589,7 +589,10 @@ func (s *Suite) Items(context.Context) ([]engine.Item, error) {
 					continue
 				}
 				for _, q := range s.questions {
-					items = append(items, engine.Item{ID: fmt.Sprintf("%s/q%03d", base, q.ID), Payload: payload{m, st, t, []Question{q}}, Group: m})
+					// One question and strategy at every temperature is one
+					// prompt: its items start together (Share).
+					items = append(items, engine.Item{ID: fmt.Sprintf("%s/q%03d", base, q.ID), Payload: payload{m, st, t, []Question{q}}, Group: m,
+						Share: fmt.Sprintf("%s/q%03d", st, q.ID)})
 				}
 			}
 		}

@@ -182,6 +182,24 @@ type Counts struct {
 	BusySeconds float64 `json:"busy_seconds,omitempty"`
 	SlotSeconds float64 `json:"slot_seconds,omitempty"`
 	WorkSeconds float64 `json:"work_seconds,omitempty"`
+	// TimedCalls are the generations whose server said how it spent them
+	// (Ollama's durations; localmodels.Timing), TimedSeconds their time as
+	// halu measured it, WaitSeconds the part of it they waited for one of
+	// the server's slots before it started on them (Timing.Wait) and
+	// LoadSeconds the part the server spent loading a model for them.
+	// WaitSeconds ÷ TimedSeconds is the share of the calls' time spent
+	// queued at the server (ServerWait): more calls in flight than the
+	// server answers at once.
+	TimedCalls   int     `json:"timed_calls,omitempty"`
+	TimedSeconds float64 `json:"timed_seconds,omitempty"`
+	WaitSeconds  float64 `json:"wait_seconds,omitempty"`
+	LoadSeconds  float64 `json:"load_seconds,omitempty"`
+	// ReuseCalls are the generations whose server said how much of their
+	// prompt it took from its prefix cache (localmodels.Reuse):
+	// ReusedTokens of their ReusePromptTokens.
+	ReuseCalls        int `json:"reuse_calls,omitempty"`
+	ReusePromptTokens int `json:"reuse_prompt_tokens,omitempty"`
+	ReusedTokens      int `json:"reused_tokens,omitempty"`
 	// TextFallbacks counts JSON-mode judge replies without a JSON verdict
 	// that the suite's text reader read; ReaderDisagreements counts text
 	// replies that the paper's rule and halu's reader read differently.
@@ -304,6 +322,24 @@ func (c Counts) InFlight() (float64, bool) {
 	return c.BusySeconds / c.WorkSeconds, true
 }
 
+// ServerWait is the share of the timed generations' time they spent
+// waiting for a slot at the server, and whether any was timed.
+func (c Counts) ServerWait() (float64, bool) {
+	if c.TimedCalls == 0 || c.TimedSeconds <= 0 {
+		return 0, false
+	}
+	return c.WaitSeconds / c.TimedSeconds, true
+}
+
+// PrefixReuse is the share of the prompt tokens the server took from its
+// prefix cache, over the generations it said it for, and whether any did.
+func (c Counts) PrefixReuse() (float64, bool) {
+	if c.ReuseCalls == 0 || c.ReusePromptTokens <= 0 {
+		return 0, false
+	}
+	return float64(c.ReusedTokens) / float64(c.ReusePromptTokens), true
+}
+
 // Add is c plus b, for the engine-wide counters.
 func (c Counts) Add(b Counts) Counts {
 	n := Counts{}
@@ -327,6 +363,13 @@ func (c Counts) Sub(b Counts) Counts {
 		BusySeconds:        c.BusySeconds - b.BusySeconds,
 		SlotSeconds:        c.SlotSeconds - b.SlotSeconds,
 		WorkSeconds:        c.WorkSeconds - b.WorkSeconds,
+		TimedCalls:         c.TimedCalls - b.TimedCalls,
+		TimedSeconds:       c.TimedSeconds - b.TimedSeconds,
+		WaitSeconds:        c.WaitSeconds - b.WaitSeconds,
+		LoadSeconds:        c.LoadSeconds - b.LoadSeconds,
+		ReuseCalls:         c.ReuseCalls - b.ReuseCalls,
+		ReusePromptTokens:  c.ReusePromptTokens - b.ReusePromptTokens,
+		ReusedTokens:       c.ReusedTokens - b.ReusedTokens,
 		CacheDamaged:       c.CacheDamaged - b.CacheDamaged,
 		CacheWriteFailures: c.CacheWriteFailures - b.CacheWriteFailures,
 	}

@@ -158,6 +158,23 @@ func (s *Summary) Print(w io.Writer) {
 			mean, c.SlotSeconds/c.WorkSeconds, 100*use, c.WorkSeconds)
 	}
 	fmt.Fprintln(w, sched)
+	if wait, ok := c.ServerWait(); ok {
+		line := fmt.Sprintf("server timing (%d generations the server timed): queued at the server %.0f%% of their time, before it started on them; loading models %.1f s",
+			c.TimedCalls, 100*wait, c.LoadSeconds)
+		if wait >= serverWaitWarn && c.WaitSeconds/float64(c.TimedCalls) >= serverWaitFloor {
+			slots := "the slots halu assumed (--parallel)"
+			if c.WorkSeconds > 0 {
+				slots = fmt.Sprintf("the %.0f slots halu assumed (--parallel)", c.SlotSeconds/c.WorkSeconds)
+			}
+			line += "; the server answered fewer calls at once than " + slots + ", or served other clients too: " +
+				"match --parallel to its slots (Ollama: OLLAMA_NUM_PARALLEL; halu doctor measures them)"
+		}
+		fmt.Fprintln(w, line)
+	}
+	if reuse, ok := c.PrefixReuse(); ok {
+		fmt.Fprintf(w, "prefix reuse (%d generations the server said it for): %.0f%% of their %d prompt tokens came from its prefix cache\n",
+			c.ReuseCalls, 100*reuse, c.ReusePromptTokens)
+	}
 	if len(c.Hosts) > 0 {
 		var hosts []string
 		for h := range c.Hosts {
@@ -168,8 +185,17 @@ func (s *Summary) Print(w io.Writer) {
 		for _, h := range hosts {
 			part := fmt.Sprintf("%s %d", h, c.Hosts[h].Calls)
 			if c.SlotSeconds > 0 && c.ModelCalls > 0 {
-				// Each server of a pool has an equal share of the slots.
-				part += fmt.Sprintf(" (slot use %.0f%%)", 100*c.Hosts[h].Seconds*float64(len(c.Hosts))/c.SlotSeconds)
+				// Each server of a pool has an equal share of the slots;
+				// a server's busy time is that of the calls it answered
+				// (a call that failed there is not counted).
+				part += fmt.Sprintf(" (slot use %.0f%%", 100*c.Hosts[h].Seconds*float64(len(c.Hosts))/c.SlotSeconds)
+				if wait, ok := c.Hosts[h].ServerWait(); ok {
+					part += fmt.Sprintf(", queued %.0f%%", 100*wait)
+				}
+				if reuse, ok := c.Hosts[h].PrefixReuse(); ok {
+					part += fmt.Sprintf(", prefix reuse %.0f%%", 100*reuse)
+				}
+				part += ")"
 			}
 			if f := c.Hosts[h].Failures; f > 0 {
 				part += fmt.Sprintf(" (%d failed there", f)
@@ -183,6 +209,15 @@ func (s *Summary) Print(w io.Writer) {
 		fmt.Fprintf(w, "calls per server: %s\n", strings.Join(parts, ", "))
 	}
 }
+
+// The summary says the server kept calls queued when they spent at least
+// serverWaitWarn of their time so and serverWaitFloor seconds each on
+// average: the server's own handling of a call takes a few milliseconds,
+// which is most of a call answered at once (a test server's).
+const (
+	serverWaitWarn  = 0.2
+	serverWaitFloor = 0.01
+)
 
 // Gate is a quality gate on a summary metric: --fail-under NAME=VALUE fails
 // a run whose metric is below VALUE, --fail-over one whose metric is above.
