@@ -79,13 +79,13 @@ func TestRunControl(t *testing.T) {
 }
 
 // TestServerWait: on the real server, Ollama's own durations tell the
-// time halu's calls were queued for one of its slots. Four calls in flight on a
-// server started with one slot spend a large share of it queued, and the
-// summary says the server answered fewer at once than halu sent; with
-// four slots they wait much less (compared in one test: the machine's load
-// moves both).
+// time halu's calls were queued for one of its slots. Four calls in flight
+// on a server started with one slot are queued there, and halu lowers its
+// calls in flight (4 → 1 takes three calls queued most of their time) and
+// says so. With four slots the figures are logged, not checked: on these
+// two cores a call may wait for the runner to finish reading another's
+// prompt, which is queued too.
 func TestServerWait(t *testing.T) {
-	wait := map[string]float64{}
 	for _, slots := range []string{"1", "4"} {
 		srv, _ := serverWithLog(t, t.TempDir(), "OLLAMA_NUM_PARALLEL="+slots)
 		importTiny(t, srv.Host, "1", "a", "b", "c", "d")
@@ -100,14 +100,10 @@ func TestServerWait(t *testing.T) {
 		if !ok || c.TimedCalls == 0 || c.TimedCalls < c.ModelCalls/2 {
 			t.Fatalf("%s slots: server timing not measured: %+v", slots, c)
 		}
-		warned := strings.Contains(r.stdout, "the server answered fewer calls at once than the 4 slots halu assumed")
-		t.Logf("%s slots: %d generations timed, queued at the server %.0f%% of %.1f s; warned %v", slots, c.TimedCalls, 100*w, c.TimedSeconds, warned)
-		if slots == "1" && (w < 0.25 || !warned) {
-			t.Errorf("one slot, four calls in flight: waiting %.0f%% of the calls' time, warned %v:\n%s", 100*w, warned, r.stdout)
+		said := strings.Contains(r.stdout, "times for a call queued there most of its time")
+		t.Logf("%s slots: %d generations timed, queued at the server %.0f%% of %.1f s; calls in flight lowered %d times, said %v", slots, c.TimedCalls, 100*w, c.TimedSeconds, c.QueueBackoffs, said)
+		if slots == "1" && (c.QueueBackoffs < 3 || !said || w < 0.05) {
+			t.Errorf("one slot, four calls in flight: queued %.0f%% of the calls' time, calls in flight lowered %d times, said %v:\n%s", 100*w, c.QueueBackoffs, said, r.stdout)
 		}
-		wait[slots] = w
-	}
-	if wait["4"] >= wait["1"]/2 {
-		t.Errorf("waiting for a slot: %.0f%% with four slots, %.0f%% with one", 100*wait["4"], 100*wait["1"])
 	}
 }

@@ -150,6 +150,18 @@ func (t Timing) Wait() time.Duration {
 	return max(0, t.Total-t.Load-t.Prompt-t.Eval)
 }
 
+// QueuedFloor is the least time queued that Queued counts: a server's own
+// handling of a call takes a few milliseconds.
+const QueuedFloor = 10 * time.Millisecond
+
+// Queued reports whether the call spent at least half its time at the
+// server, and QueuedFloor, queued before the server started on it: the
+// server had no slot free for it.
+func (t Timing) Queued() bool {
+	w := t.Wait()
+	return w >= QueuedFloor && 2*w >= t.Total
+}
+
 // Complete reports whether r is a whole reply: one the server ended with
 // a done reason. A reply without one was cut off before the server's final
 // message (ErrIncomplete), and is never cached or read from a cache.

@@ -59,7 +59,9 @@ type poolMember struct {
 	downUntil time.Time
 	counts    HostCount
 	// limit is the server's slots now: halved when it answers 503 (its
-	// queue is full), grown back by one after recoverAfter calls succeed.
+	// queue is full), lowered by one when a call was queued there most of
+	// its time (Timing.Queued), grown back by one after recoverAfter calls
+	// succeed.
 	limit, ok int
 	health    map[string]*health // by model
 }
@@ -567,7 +569,9 @@ func (p *Pool) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (Cha
 }
 
 // served counts what server b said of a generation it answered: its
-// timing (the call's time and its wait there) and its prefix reuse.
+// timing (the call's time and its wait there; a call queued there most of
+// its time lowers the server's slots by one, grown back as 503's are) and
+// its prefix reuse.
 func (p *Pool) served(b Backend, took time.Duration, resp ChatResponse) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -579,6 +583,10 @@ func (p *Pool) served(b Backend, took time.Duration, resp ChatResponse) {
 			m.counts.Timed++
 			m.counts.TimedSeconds += took.Seconds()
 			m.counts.WaitSeconds += tm.Wait().Seconds()
+			if tm.Queued() {
+				// Fewer slots there than its limit: one call fewer.
+				m.limit, m.ok = max(1, m.limit-1), 0
+			}
 		}
 		if ru := resp.Reuse; ru.Known {
 			m.counts.ReusePrompt += ru.Prompt

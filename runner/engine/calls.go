@@ -310,7 +310,10 @@ func (c *Calls) notCached(stage, model string) error {
 // back with alike prompts), is bounded by timeout when that is set, and
 // is counted; the progress display shows the stage and model admitted
 // last.
-func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels.Options, prompt string, timeout time.Duration, f func(ctx context.Context) error) error {
+//
+// f reports whether the server kept the call queued most of its time
+// (localmodels.Timing.Queued), which lowers the calls in flight by one.
+func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels.Options, prompt string, timeout time.Duration, f func(ctx context.Context) (queued bool, err error)) error {
 	load := e.loadKey(model, opts)
 	return e.withRetry(ctx, func(ctx context.Context) error {
 		if err := e.sched.acquire(ctx, load, prompt); err != nil {
@@ -323,8 +326,8 @@ func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels
 			defer cancel()
 		}
 		e.stats.calls.Add(1)
-		err := f(ctx)
-		e.sched.release(load, localmodels.StatusCode(err) == http.StatusServiceUnavailable)
+		queued, err := f(ctx)
+		e.sched.release(load, localmodels.StatusCode(err) == http.StatusServiceUnavailable, queued)
 		return err
 	})
 }
@@ -348,12 +351,12 @@ func promptKey(messages []localmodels.Message) string {
 func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
 	var resp localmodels.ChatResponse
 	var took time.Duration
-	err := e.call(ctx, stage, req.Model, req.Options, promptKey(req.Messages), 0, func(ctx context.Context) error {
+	err := e.call(ctx, stage, req.Model, req.Options, promptKey(req.Messages), 0, func(ctx context.Context) (bool, error) {
 		var err error
 		start := time.Now()
 		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout, Budget: e.Budget, Repetition: e.Repetition})
 		took = time.Since(start)
-		return err
+		return err == nil && resp.Timing.Queued(), err
 	})
 	if err == nil {
 		if tm := resp.Timing; tm.Known {
@@ -635,10 +638,10 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	if len(missTexts) > 0 {
 		var vecs [][]float32
 		req := e.embedRequest(model, missTexts)
-		err := e.call(ctx, stage, model, req.Options(), "", e.CallTimeout, func(ctx context.Context) error {
+		err := e.call(ctx, stage, model, req.Options(), "", e.CallTimeout, func(ctx context.Context) (bool, error) {
 			var err error
 			vecs, err = e.Client.Embed(ctx, req)
-			return err
+			return false, err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: embed %s: %w", stage, model, err)

@@ -289,13 +289,16 @@ func TestAliasesShareTheSlots(t *testing.T) {
 }
 
 // TestServerWaitIsMeasured: with 4 calls in flight on a server that
-// answers one at a time, most of the calls' time is spent waiting for its
-// slot, and the run says so; on a server with 4 slots, little of it is.
+// answers one at a time, the calls are queued there a large share of their
+// time, the run says so, and halu lowers its calls in flight (by one per
+// call queued most of its time: 4 → 1 takes three); on a server with 4
+// slots nothing is queued and nothing lowered.
 func TestServerWaitIsMeasured(t *testing.T) {
 	for _, c := range []struct {
-		slots    int
-		min, max float64
-	}{{1, 0.5, 1}, {4, 0, 0.1}} {
+		slots          int
+		min, max       float64
+		minEased, most int
+	}{{1, 0.2, 1, 3, 1 << 30}, {4, 0, 0.1, 0, 0}} {
 		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
 			if r.Model == "judge" {
 				return fakeollama.Reply{Content: `{"score": 4}`, Delay: 40 * time.Millisecond}
@@ -312,9 +315,10 @@ func TestServerWaitIsMeasured(t *testing.T) {
 		}
 		n := res.Counts
 		wait, ok := n.ServerWait()
-		t.Logf("%d slots: waiting %.3f of %.2f s timed", c.slots, wait, n.TimedSeconds)
-		if !ok || n.TimedCalls != n.ModelCalls || wait < c.min || wait > c.max {
-			t.Errorf("%d slots: waiting %.2f of the calls' time (measured %v; %d of %d calls timed), want %.2f–%.2f", c.slots, wait, ok, n.TimedCalls, n.ModelCalls, c.min, c.max)
+		t.Logf("%d slots: waiting %.3f of %.2f s timed; lowered %d times", c.slots, wait, n.TimedSeconds, n.QueueBackoffs)
+		if !ok || n.TimedCalls != n.ModelCalls || wait < c.min || wait > c.max || n.QueueBackoffs < c.minEased || n.QueueBackoffs > c.most {
+			t.Errorf("%d slots: queued %.2f of the calls' time (measured %v; %d of %d calls timed), want %.2f–%.2f; lowered %d times, want %d–%d",
+				c.slots, wait, ok, n.TimedCalls, n.ModelCalls, c.min, c.max, n.QueueBackoffs, c.minEased, c.most)
 		}
 	}
 }

@@ -809,6 +809,7 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 		NearContext:       delta.NearContext,
 		ModelSwitches:     delta.ModelSwitches,
 		Backoffs:          delta.Backoffs,
+		QueueBackoffs:     delta.QueueBackoffs,
 		BusySeconds:       delta.BusySeconds,
 		SlotSeconds:       delta.SlotSeconds,
 		WorkSeconds:       delta.WorkSeconds,
@@ -1006,7 +1007,8 @@ func retryCause(err error) string {
 }
 
 func (e *Engine) snapshot() rundir.Counts {
-	_, _, switches, lowered, use := e.sched.state()
+	st := e.sched.state()
+	use := st.use
 	return rundir.Counts{
 		ModelCalls:         int(e.stats.calls.Load()),
 		CacheHits:          int(e.stats.hits.Load()),
@@ -1017,8 +1019,9 @@ func (e *Engine) snapshot() rundir.Counts {
 		StoppedBudget:      int(e.stats.budget.Load()),
 		StoppedRepetition:  int(e.stats.repetition.Load()),
 		NearContext:        int(e.stats.nearContext.Load()),
-		ModelSwitches:      switches,
-		Backoffs:           lowered,
+		ModelSwitches:      st.switches,
+		Backoffs:           st.lowered,
+		QueueBackoffs:      st.eased,
 		BusySeconds:        use.busy,
 		SlotSeconds:        use.slots,
 		WorkSeconds:        use.span,

@@ -42,8 +42,11 @@ import (
 // a call passed over maxPassed times goes next.
 //
 // limit starts at the configured slots and halves (down to one) when the
-// server answers 503, its queue being full; it grows back by one after
-// every recoverAfter calls that succeed.
+// server answers 503, its queue being full, and drops by one when a call
+// was queued at the server most of its time (localmodels.Timing.Queued:
+// the server has fewer slots than limit, and calls beyond them are better
+// held here, where pick orders them, than in its queue); it grows back by
+// one after every recoverAfter calls that succeed unqueued.
 type scheduler struct {
 	mu       sync.Mutex
 	max      int
@@ -63,6 +66,7 @@ type scheduler struct {
 	ok       int
 	switches int
 	lowered  int
+	eased    int
 	use      slotUse
 	clock    func() time.Time
 }
@@ -279,9 +283,10 @@ func (s *scheduler) acquire(ctx context.Context, load, prompt string) error {
 }
 
 // release frees a slot of load; busy reports the server refused the call
-// with 503. A current load left with nothing running or waiting hands on
-// to the load started beside it.
-func (s *scheduler) release(load string, busy bool) {
+// with 503, queued that the call was queued at the server most of its
+// time. A current load left with nothing running or waiting hands on to
+// the load started beside it.
+func (s *scheduler) release(load string, busy, queued bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tick(s.clock())
@@ -301,6 +306,12 @@ func (s *scheduler) release(load string, busy bool) {
 			s.lowered++
 		}
 		s.ok = 0
+	case queued:
+		if s.limit > 1 {
+			s.limit--
+			s.eased++
+		}
+		s.ok = 0
 	case s.limit < s.max:
 		if s.ok++; s.ok >= recoverAfter {
 			s.limit++
@@ -310,13 +321,21 @@ func (s *scheduler) release(load string, busy bool) {
 	s.changed()
 }
 
-// state reports the current load and slot limit, how often the served
-// load changed and the limit was lowered, and the slot use so far.
-func (s *scheduler) state() (current string, limit, switches, lowered int, use slotUse) {
+// schedState is what the scheduler reports: the current load and slot
+// limit, how often the served load changed, the limit was halved for a
+// 503 (lowered) and lowered by one for a call queued at the server
+// (eased), and the slot use so far.
+type schedState struct {
+	current                         string
+	limit, switches, lowered, eased int
+	use                             slotUse
+}
+
+func (s *scheduler) state() schedState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tick(s.clock())
-	return s.current, s.limit, s.switches, s.lowered, s.use
+	return schedState{s.current, s.limit, s.switches, s.lowered, s.eased, s.use}
 }
 
 // runnerOptions are the options that make Ollama load a model again when

@@ -32,12 +32,12 @@ func TestSlotUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	at(3)
-	s.release("m", false)
+	s.release("m", false, false)
 	at(4)
-	s.release("m", false)
+	s.release("m", false, false)
 	s.working(false)
 	at(10) // idle, not working: not counted
-	_, _, _, _, use := s.state()
+	use := s.state().use
 	for _, c := range []struct {
 		name      string
 		got, want float64
@@ -119,19 +119,19 @@ func TestSchedulerLoads(t *testing.T) {
 		t.Fatal("a third load admitted beside two")
 	}
 	s.waiting["c"] = 0
-	s.release("a", false)
-	s.release("a", false)
+	s.release("a", false, false)
+	s.release("a", false, false)
 	if s.current != "b" {
 		t.Fatalf("current %q after a finished, want b", s.current)
 	}
 	take("c") // beside b
-	if _, _, switches, _, _ := s.state(); switches != 2 {
+	if switches := s.state().switches; switches != 2 {
 		t.Errorf("%d switches, want 2 (a→b, b→c)", switches)
 	}
 	// Nothing in flight: the load with most waiting is next, the limit
 	// still holds.
-	s.release("b", false)
-	s.release("c", false)
+	s.release("b", false, false)
+	s.release("c", false, false)
 	take("b")
 	take("b")
 	take("b")
@@ -203,7 +203,7 @@ func TestSchedulerPrefixLocality(t *testing.T) {
 	}
 	var got []string
 	for range prompts {
-		s.release("m", false)
+		s.release("m", false, false)
 		got = append(got, <-admitted)
 	}
 	want := []string{"expert in physics. Question 1. T=0.4", "expert in biology. Question 2.", "expert in biology. Question 3.", "unrelated"}
@@ -224,5 +224,29 @@ func TestSchedulerPrefixLocality(t *testing.T) {
 	delete(s.picked, "n")
 	if s.pick("n") != alike {
 		t.Error("the call whose prompt the server has was not picked")
+	}
+}
+
+// A call queued at the server most of its time lowers the limit by one,
+// down to one; it grows back by one after recoverAfter calls that were
+// not; a 503 still halves it.
+func TestSchedulerEasesOnQueuedCalls(t *testing.T) {
+	ctx := context.Background()
+	s := newScheduler(4)
+	for i, want := range []int{3, 2, 1, 1} {
+		if err := s.acquire(ctx, "m", ""); err != nil {
+			t.Fatal(err)
+		}
+		s.release("m", false, true)
+		if st := s.state(); st.limit != want || st.eased != min(i+1, 3) {
+			t.Fatalf("after %d queued calls: limit %d, eased %d; want %d, %d", i+1, st.limit, st.eased, want, min(i+1, 3))
+		}
+	}
+	for i := 0; i < recoverAfter; i++ {
+		s.acquire(ctx, "m", "")
+		s.release("m", false, false)
+	}
+	if st := s.state(); st.limit != 2 || st.lowered != 0 {
+		t.Fatalf("after %d calls not queued: limit %d (want 2), lowered %d", recoverAfter, st.limit, st.lowered)
 	}
 }

@@ -174,6 +174,9 @@ type Counts struct {
 	// times a 503 lowered the calls in flight.
 	ModelSwitches int `json:"model_switches,omitempty"`
 	Backoffs      int `json:"backoffs,omitempty"`
+	// QueueBackoffs counts the times a call queued at the server most of
+	// its time lowered the calls in flight by one.
+	QueueBackoffs int `json:"queue_backoffs,omitempty"`
 	// BusySeconds is the integral of the calls in flight over the time
 	// the run worked (WorkSeconds), SlotSeconds that of the slots it had
 	// (--parallel, times the servers of a pool): BusySeconds ÷ WorkSeconds
@@ -360,6 +363,7 @@ func (c Counts) Sub(b Counts) Counts {
 		NearContext:        c.NearContext - b.NearContext,
 		ModelSwitches:      c.ModelSwitches - b.ModelSwitches,
 		Backoffs:           c.Backoffs - b.Backoffs,
+		QueueBackoffs:      c.QueueBackoffs - b.QueueBackoffs,
 		BusySeconds:        c.BusySeconds - b.BusySeconds,
 		SlotSeconds:        c.SlotSeconds - b.SlotSeconds,
 		WorkSeconds:        c.WorkSeconds - b.WorkSeconds,

@@ -169,6 +169,10 @@ func (s *Summary) Print(w io.Writer) {
 			line += "; the server answered fewer calls at once than " + slots + ", or served other clients too: " +
 				"match --parallel to its slots (Ollama: OLLAMA_NUM_PARALLEL; halu doctor measures them)"
 		}
+		if c.QueueBackoffs > 0 {
+			line += fmt.Sprintf("; halu lowered its calls in flight by one %d times for a call queued there most of its time "+
+				"(the server answers fewer calls at once than --parallel, or serves other clients too)", c.QueueBackoffs)
+		}
 		fmt.Fprintln(w, line)
 	}
 	if reuse, ok := c.PrefixReuse(); ok {

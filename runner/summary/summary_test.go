@@ -41,19 +41,20 @@ func TestPrintSlotUse(t *testing.T) {
 // 1 s of 8 s is 12.5%), the warning from 20% and 10 ms a call on, and no
 // figure when the server timed nothing (an OpenAI-compatible server).
 func TestPrintServerWait(t *testing.T) {
-	c := rundir.Counts{ModelCalls: 6, BusySeconds: 16, SlotSeconds: 16, WorkSeconds: 4, TimedCalls: 6, TimedSeconds: 12, WaitSeconds: 3, LoadSeconds: 1.25,
+	c := rundir.Counts{ModelCalls: 6, BusySeconds: 16, SlotSeconds: 16, WorkSeconds: 4, TimedCalls: 6, TimedSeconds: 12, WaitSeconds: 3, LoadSeconds: 1.25, QueueBackoffs: 2,
 		Hosts: map[string]localmodels.HostCount{"a": {Calls: 4, Seconds: 8, Timed: 4, TimedSeconds: 8, WaitSeconds: 1}, "b": {Calls: 2, Seconds: 4}}}
 	var b strings.Builder
 	(&Summary{Counts: c}).Print(&b)
 	for _, want := range []string{
 		"server timing (6 generations the server timed): queued at the server 25% of their time, before it started on them; loading models 1.2 s; the server answered fewer calls at once than the 4 slots halu assumed (--parallel)",
+		"halu doctor measures them); halu lowered its calls in flight by one 2 times for a call queued there most of its time (the server answers fewer calls at once than --parallel, or serves other clients too)\n",
 		"calls per server: a 4 (slot use 100%, queued 12%), b 2 (slot use 50%)",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
 	}
-	c.WaitSeconds = 2 // 17%: no warning
+	c.WaitSeconds, c.QueueBackoffs = 2, 0 // 17%: no warning
 	b.Reset()
 	(&Summary{Counts: c}).Print(&b)
 	if !strings.Contains(b.String(), "queued at the server 17% of their time, before it started on them; loading models 1.2 s\n") {
