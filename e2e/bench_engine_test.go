@@ -633,6 +633,11 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	figure(name, promptfooRatio(medianF(ratios), hw, pw), detail...)
 }
 
+// countsCaveat says what the counts behind a bound do not show: the
+// server counts a prompt's tokens whole, the part it held from an earlier
+// prompt included, so equal prompt tokens need not be equal reading.
+const countsCaveat = "; prompt tokens as the server counts them, the part it held from an earlier prompt included"
+
 // promptfooRatio labels the median wall ratio halu ÷ promptfoo by what
 // the pairs prove: when halu's work covered promptfoo's in every pair, the
 // ratio at equal work is at most r (an upper bound); when promptfoo's
@@ -650,11 +655,11 @@ func promptfooRatio(r float64, halu, pf []work) string {
 	}
 	switch {
 	case hc && pc:
-		return fmt.Sprintf("%.3f (the same work)", r)
+		return fmt.Sprintf("%.3f (the same counts in every pair%s)", r, countsCaveat)
 	case hc:
-		return fmt.Sprintf("%.3f (an upper bound: halu had the server do at least promptfoo's work in every pair)", r)
+		return fmt.Sprintf("%.3f (an upper bound by counts: halu sent at least promptfoo's requests and tokens in every pair%s)", r, countsCaveat)
 	case pc:
-		return fmt.Sprintf("%.3f (a lower bound: promptfoo had the server do at least halu's work in every pair)", r)
+		return fmt.Sprintf("%.3f (a lower bound by counts: promptfoo sent at least halu's requests and tokens in every pair%s)", r, countsCaveat)
 	}
 	return fmt.Sprintf("– (not comparable: neither side's work covers the other's; halu had %s; the wall ratio, %.3f, compares different work)", strings.Join(short, "; "), r)
 }
@@ -671,9 +676,9 @@ func TestPromptfooRatio(t *testing.T) {
 		halu work
 		want string
 	}{
-		{"same", w(500, 500, 0, 40000, 300000), "0.900 (the same work)"},
-		{"halu more", w(500, 1000, 500, 65000, 600000), "0.900 (an upper bound"},
-		{"halu less", w(500, 400, 0, 30000, 200000), "0.900 (a lower bound"},
+		{"same", w(500, 500, 0, 40000, 300000), "0.900 (the same counts in every pair; prompt tokens as the server counts them"},
+		{"halu more", w(500, 1000, 500, 65000, 600000), "0.900 (an upper bound by counts"},
+		{"halu less", w(500, 400, 0, 30000, 200000), "0.900 (a lower bound by counts"},
 		{"different", w(500, 1000, 500, 30000, 600000), "– (not comparable: neither side's work covers the other's; halu had 30000 tokens generated against 40000;"},
 		{"other settings", func() work { x := w(500, 1000, 500, 65000, 600000); x.settings = "num_thread 1"; return x }(),
 			"– (not comparable: neither side's work covers the other's; halu had runner settings num_thread 1 against ;"},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"halu/localmodels"
 	"halu/metrics"
 	"halu/runner/rundir"
 	"halu/runner/setting"
@@ -161,7 +162,7 @@ func (s *Summary) Print(w io.Writer) {
 	if wait, ok := c.ServerWait(); ok {
 		line := fmt.Sprintf("server timing (%d generations the server timed): queued at the server %.0f%% of their time, before it started on them; loading models %.1f s",
 			c.TimedCalls, 100*wait, c.LoadSeconds)
-		if wait >= serverWaitWarn && c.WaitSeconds/float64(c.TimedCalls) >= serverWaitFloor {
+		if wait >= serverWaitWarn && c.WaitSeconds/float64(c.TimedCalls) >= localmodels.QueuedFloor.Seconds() {
 			slots := "the slots halu assumed (--parallel)"
 			if c.WorkSeconds > 0 {
 				slots = fmt.Sprintf("the %.0f slots halu assumed (--parallel)", c.SlotSeconds/c.WorkSeconds)
@@ -214,14 +215,12 @@ func (s *Summary) Print(w io.Writer) {
 	}
 }
 
-// The summary says the server kept calls queued when they spent at least
-// serverWaitWarn of their time so and serverWaitFloor seconds each on
-// average: the server's own handling of a call takes a few milliseconds,
-// which is most of a call answered at once (a test server's).
-const (
-	serverWaitWarn  = 0.2
-	serverWaitFloor = 0.01
-)
+// serverWaitWarn is the share of the timed generations' time queued at
+// the server from which the summary says it kept calls queued — when they
+// also waited localmodels.QueuedFloor each on average: the server's own
+// handling of a call takes a few milliseconds, most of a call answered at
+// once (a test server's).
+const serverWaitWarn = 0.2
 
 // Gate is a quality gate on a summary metric: --fail-under NAME=VALUE fails
 // a run whose metric is below VALUE, --fail-over one whose metric is above.
