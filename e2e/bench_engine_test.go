@@ -558,8 +558,11 @@ func promptfooBin(t *testing.T) (string, string) {
 // — HIC-Bench's 100 questions answered once at five temperatures by one
 // tiny generator (500 generations, SCP prompt) and each answer judged once
 // by a tiny judge (500 judgements) — by halu (run hic, one call in flight,
-// no cache; it also embeds the answers for Flu and asks a judge again for
-// a verdict it could not read, which promptfoo does not) and by promptfoo
+// no cache, the judges' replies in the paper's text format — neither side
+// constrains the judge's reply to a grammar, which would make the server
+// sample each token against it; it also embeds the answers for Flu and
+// asks a judge again for a verdict it could not read, which promptfoo
+// does not) and by promptfoo
 // (the same prompt, questions and temperatures, an llm-rubric judgement
 // each, -j 1, its cache off), through one logging proxy that counts what
 // each side had the server do; interleaved pairs, wall time halu ÷
@@ -608,7 +611,7 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	for pair := 0; pair < 2; pair++ {
 		start := time.Now()
 		mustHalu(t, px.host(), "--parallel", "1", "run", "hic", "--no-cache", "--models", "gen", "--judges", "judge", "--temperature", strings.Join(temps, ","),
-			"--answers", "1", "--max-tokens", "48", "--judge-format", "json", "--judge-max-tokens", "48", "--embed-model", "judge", "--judge-checks", "0",
+			"--answers", "1", "--max-tokens", "48", "--judge-max-tokens", "48", "--embed-model", "judge", "--judge-checks", "0",
 			"--out", filepath.Join(wdir, fmt.Sprintf("halu%d", pair)))
 		hWall := time.Since(start)
 		h := px.took()

@@ -15,7 +15,9 @@ import (
 // each running Ollama, say — as one Backend. A call goes to a server that
 // serves its model (each is asked once per model), preferring the one that
 // served the model last (it has it loaded) while that one is healthy and
-// has a free slot, else the least busy (ties: the faster so far).
+// has a free slot, else the least busy (ties: the faster so far). A call
+// made under WithAffinity goes first to the server that answered the call
+// before it.
 //
 // The pool routes around a sick server, so that a pool with one healthy
 // server finishes at that server's pace. Each server's health is kept per
@@ -376,9 +378,47 @@ func describeWeights(m ModelInfo) string {
 // up. It is transient: a drained server is tried again after DownFor.
 var ErrNoServer = errors.New("no server of the pool that serves the model is up")
 
+// affinityKey is the context key of a call's affinity.
+type affinityKey struct{}
+
+// affinity is the server of a pool that answered the last call made
+// under one context.
+type affinity struct {
+	mu   sync.Mutex
+	host string
+}
+
+func (a *affinity) get() string {
+	if a == nil {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.host
+}
+
+func (a *affinity) set(host string) {
+	if a != nil {
+		a.mu.Lock()
+		a.host = host
+		a.mu.Unlock()
+	}
+}
+
+// WithAffinity returns ctx under which a pool sends each generation to
+// the server that answered the one made before it under ctx, while that
+// server serves the model, is healthy and has a free slot: a call that
+// continues the one before it (a judge's repair turn, whose prompt begins
+// with the judgement's prompt and reply) finds that beginning held in the
+// server's cache. Other backends ignore it.
+func WithAffinity(ctx context.Context) context.Context {
+	return context.WithValue(ctx, affinityKey{}, &affinity{})
+}
+
 // acquire takes a slot on a server serving model that is up and not in
-// tried, waiting while all such servers are busy.
-func (p *Pool) acquire(ctx context.Context, model string, tried map[int]bool) (int, error) {
+// tried, waiting while all such servers are busy; prefer is the host
+// asked for first ("" none).
+func (p *Pool) acquire(ctx context.Context, model, prefer string, tried map[int]bool) (int, error) {
 	p.mu.Lock()
 	_, known := p.serves[model]
 	p.mu.Unlock()
@@ -389,7 +429,7 @@ func (p *Pool) acquire(ctx context.Context, model string, tried map[int]bool) (i
 	}
 	p.mu.Lock()
 	for {
-		best, waitFor := p.choose(model, tried, time.Now())
+		best, waitFor := p.choose(model, prefer, tried, time.Now())
 		if best >= 0 {
 			m := p.members[best]
 			m.inflight++
@@ -416,14 +456,22 @@ func (p *Pool) acquire(ctx context.Context, model string, tried map[int]bool) (i
 	}
 }
 
-// choose picks the server for a call of model, not one in tried: the one
-// that served the model last while it is healthy and has a free slot, else
+// choose picks the server for a call of model, not one in tried: prefer
+// (a host) when it is healthy and has a free slot, else the one that
+// served the model last while it is healthy and has a free slot, else
 // the least busy usable one (ties: the least time per call so far). With
 // none free, waitFor says whether one may become so (a slot frees, a sick
 // server's back-off ends or its probe ends) rather than none being left.
-func (p *Pool) choose(model string, tried map[int]bool, now time.Time) (best int, waitFor bool) {
+func (p *Pool) choose(model, prefer string, tried map[int]bool, now time.Time) (best int, waitFor bool) {
 	best = -1
 	last, hasLast := p.last[model]
+	if prefer != "" {
+		for _, i := range p.serves[model] {
+			if m := p.members[i]; m.b.Host() == prefer {
+				last, hasLast = i, true
+			}
+		}
+	}
 	for _, i := range p.serves[model] {
 		m := p.members[i]
 		if tried[i] || now.Before(m.downUntil) {
@@ -528,12 +576,12 @@ func (p *Pool) Slots() map[string]int {
 }
 
 // each runs call on a server serving model, moving to another when the
-// server fails.
-func (p *Pool) each(ctx context.Context, model string, call func(b Backend) error) error {
+// server fails; a is the call's affinity (nil: none).
+func (p *Pool) each(ctx context.Context, model string, a *affinity, call func(b Backend) error) error {
 	tried := map[int]bool{}
 	var lastErr error
 	for {
-		i, err := p.acquire(ctx, model, tried)
+		i, err := p.acquire(ctx, model, a.get(), tried)
 		if err != nil {
 			if errors.Is(err, ErrNoServer) && lastErr != nil {
 				return fmt.Errorf("%w (last: %w)", err, lastErr)
@@ -543,6 +591,9 @@ func (p *Pool) each(ctx context.Context, model string, call func(b Backend) erro
 		start := time.Now()
 		err = call(p.members[i].b)
 		p.release(i, model, time.Since(start), err)
+		if err == nil {
+			a.set(p.members[i].b.Host())
+		}
 		if ctx.Err() != nil || !hostFailure(err) && !sickFailure(err) {
 			return err
 		}
@@ -556,7 +607,8 @@ func (p *Pool) each(ctx context.Context, model string, call func(b Backend) erro
 // Chat runs one generation on a server that serves req.Model.
 func (p *Pool) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (ChatResponse, error) {
 	var resp ChatResponse
-	err := p.each(ctx, req.Model, func(b Backend) error {
+	a, _ := ctx.Value(affinityKey{}).(*affinity)
+	err := p.each(ctx, req.Model, a, func(b Backend) error {
 		var err error
 		start := time.Now()
 		resp, err = b.Chat(ctx, req, lim)
@@ -598,7 +650,7 @@ func (p *Pool) served(b Backend, took time.Duration, resp ChatResponse) {
 // Embed embeds texts on a server that serves model.
 func (p *Pool) Embed(ctx context.Context, req EmbedRequest) ([][]float32, error) {
 	var out [][]float32
-	err := p.each(ctx, req.Model, func(b Backend) error {
+	err := p.each(ctx, req.Model, nil, func(b Backend) error {
 		var err error
 		out, err = b.Embed(ctx, req)
 		return err

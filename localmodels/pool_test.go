@@ -318,3 +318,62 @@ func TestPoolRoutesAroundASickServer(t *testing.T) {
 		t.Errorf("a recovered but answered %d calls (counted %+v)", answered.Load(), p.HostCounts()[a.Host()])
 	}
 }
+
+// A call made under WithAffinity goes to the server that answered the
+// call before it under that context while that server is free, though the
+// pool would send it elsewhere (the server that served the model last);
+// a call without affinity goes there.
+func TestPoolAffinityKeepsACallersServer(t *testing.T) {
+	release := make(chan struct{})
+	fake := func() *fakeollama.Server {
+		f := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+			if r.LastUser() == "block" {
+				<-release
+			}
+			return fakeollama.Reply{Content: "ok"}
+		}, tinyModel)
+		t.Cleanup(f.Close)
+		return f
+	}
+	a, b := fake(), fake()
+	p := pool(t, 1, a.Host(), b.Host())
+	ctx := context.Background()
+	chat := func(ctx context.Context, text string) {
+		t.Helper()
+		if _, err := p.Chat(ctx, localmodels.ChatRequest{Model: "m", Messages: []localmodels.Message{{Role: "user", Content: text}}}, localmodels.StreamLimits{}); err != nil {
+			t.Error(err)
+		}
+	}
+	on := func(text string) string {
+		for _, s := range []*fakeollama.Server{a, b} {
+			for _, c := range s.Chats() {
+				if c.LastUser() == text {
+					return s.Host()
+				}
+			}
+		}
+		return ""
+	}
+	caller := localmodels.WithAffinity(ctx)
+	chat(caller, "judgement")
+	x := on("judgement")
+	// A call that blocks on x, so that the next goes to the other
+	// server, which is then the one that served the model last.
+	done := make(chan struct{})
+	go func() { chat(ctx, "block"); close(done) }()
+	for on("block") == "" {
+		time.Sleep(time.Millisecond)
+	}
+	chat(ctx, "other")
+	close(release)
+	<-done
+	y := on("other")
+	if x == "" || on("block") != x || y == x {
+		t.Fatalf("setup: judgement on %q, block on %q, other on %q", x, on("block"), y)
+	}
+	chat(ctx, "plain")
+	chat(caller, "repair")
+	if on("plain") != y || on("repair") != x {
+		t.Errorf("without affinity the call went to %s (want %s, served last); with it to %s (want %s, the caller's)", on("plain"), y, on("repair"), x)
+	}
+}

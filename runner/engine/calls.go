@@ -313,11 +313,18 @@ func (c *Calls) notCached(stage, model string) error {
 //
 // f reports whether the server kept the call queued most of its time
 // (localmodels.Timing.Queued), which lowers the calls in flight by one.
+//
+// A call made under a hold (withHold) takes the slot the hold keeps, if
+// it keeps one of the call's load, and keeps its own for the caller's
+// next call when the hold asks it to.
 func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels.Options, prompt string, timeout time.Duration, f func(ctx context.Context) (queued bool, err error)) error {
 	load := e.loadKey(model, opts)
+	h, _ := ctx.Value(holdKey{}).(*hold)
 	return e.withRetry(ctx, func(ctx context.Context) error {
-		if err := e.sched.acquire(ctx, load, prompt); err != nil {
-			return err
+		if h == nil || !e.sched.resume(h, load, prompt) {
+			if err := e.sched.acquire(ctx, load, prompt); err != nil {
+				return err
+			}
 		}
 		e.calling(stage, model)
 		if timeout > 0 {
@@ -327,9 +334,25 @@ func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels
 		}
 		e.stats.calls.Add(1)
 		queued, err := f(ctx)
-		e.sched.release(load, localmodels.StatusCode(err) == http.StatusServiceUnavailable, queued)
+		busy := localmodels.StatusCode(err) == http.StatusServiceUnavailable
+		if h != nil && h.keep && err == nil {
+			e.sched.keep(h, load, busy, queued)
+		} else {
+			e.sched.release(load, busy, queued)
+		}
 		return err
 	})
+}
+
+// holdKey is the context key of a call's hold.
+type holdKey struct{}
+
+// withHold returns ctx under which the calls made take and keep slots as
+// h says (scheduler.hold), and a function that frees the slot h holds
+// when the caller is done.
+func (e *Engine) withHold(ctx context.Context) (context.Context, *hold, func()) {
+	h := &hold{}
+	return context.WithValue(ctx, holdKey{}, h), h, func() { e.sched.unhold(h) }
 }
 
 // promptKey is messages as one string, in order, for the scheduler to
@@ -477,6 +500,11 @@ func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatReq
 	}
 	var raws, reasons []string
 	msgs := req.Messages
+	// A repair turn takes its judgement's slot, where the server holds
+	// the judgement's prompt and reply, which begin the repair's prompt.
+	ctx, h, unhold := c.e.withHold(ctx)
+	defer unhold()
+	ctx = localmodels.WithAffinity(ctx)
 	for attempt := 0; attempt <= c.e.JudgeRepairs; attempt++ {
 		r := req
 		r.Messages = msgs
@@ -484,6 +512,7 @@ func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatReq
 		if attempt > 0 {
 			kind = "repair" // a repair turn, logged apart so reports can count them
 		}
+		h.keep = attempt < c.e.JudgeRepairs
 		resp, err := c.chat(ctx, stage, kind, r, 0)
 		if errors.Is(err, localmodels.ErrIncomplete) {
 			// The server ended the reply before its final message on every

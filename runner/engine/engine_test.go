@@ -1015,3 +1015,44 @@ func TestCallLogRecordsOptionsSent(t *testing.T) {
 		t.Fatal("no call logged")
 	}
 }
+
+// A judge's repair turn goes to the server right after its judgement, on
+// the judgement's slot, before the calls that waited for it (the server
+// holds the judgement's prompt and reply, which begin the repair's): with
+// one call in flight and every first judgement unreadable, each repair
+// arrives next after its judgement.
+func TestRepairFollowsItsJudgement(t *testing.T) {
+	srv := server(t, func(string) fakeollama.Reply { return fakeollama.Reply{Content: `{"score": 4}`} })
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		switch {
+		case r.Model != "judge":
+			return fakeollama.Reply{Content: "answer to " + r.LastUser()}
+		case len(r.Messages) == 1:
+			return fakeollama.Reply{Content: "I think it is quite good."}
+		}
+		return fakeollama.Reply{Content: `{"score": 4}`}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Parallel, e.ItemsInFlight = 1, 8
+	res, err := e.Run(context.Background(), &testSuite{n: 12}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Completed != 12 || res.Counts.JudgeFailures != 0 {
+		t.Fatalf("counts %+v", res.Counts)
+	}
+	chats := srv.Chats()
+	repairs := 0
+	for i, c := range chats {
+		if c.Model != "judge" || len(c.Messages) != 3 {
+			continue
+		}
+		repairs++
+		if prev := chats[i-1]; prev.Model != "judge" || len(prev.Messages) != 1 || prev.Messages[0].Content != c.Messages[0].Content {
+			t.Errorf("repair of %q arrived after %s %q", c.Messages[0].Content, prev.Model, prev.Messages[len(prev.Messages)-1].Content)
+		}
+	}
+	if repairs != 12 {
+		t.Fatalf("%d repair turns, want 12", repairs)
+	}
+}

@@ -34,12 +34,13 @@ import (
 // Within a load, calls whose prompts begin alike go back to back: the
 // next call admitted is the waiting one whose prompt shares the longest
 // beginning with a prompt the load was sent lately (pick) — the same
-// question asked at another temperature, a judge's repair turn after its
-// first reply — since the server keeps the state of a prompt it read and
+// question asked at another temperature, say — since the server keeps the state of a prompt it read and
 // reads again only what differs (Ollama's runner and vLLM reuse a cached
 // prefix; on a small machine reading the prompt is most of a short
 // call). Ties, and calls with nothing in common, go in arrival order, and
-// a call passed over maxPassed times goes next.
+// a call passed over maxPassed times goes next. A call that follows its
+// caller's last one and extends its prompt — a judge's repair turn — gets
+// that call's slot before any waiting call (hold).
 //
 // limit starts at the configured slots and halves (down to one) when the
 // server answers 503, its queue being full, and drops by one when a call
@@ -53,7 +54,6 @@ type scheduler struct {
 	limit    int
 	inflight int
 	current  string
-	waiting  map[string]int
 	// running counts the calls in flight per load.
 	running map[string]int
 	// queue holds each load's waiting calls in arrival order, recent the
@@ -69,6 +69,10 @@ type scheduler struct {
 	eased    int
 	use      slotUse
 	clock    func() time.Time
+	// holdFor bounds a hold (holdFor; tests shorten it), resumed counts
+	// the follow-ups that took a held slot.
+	holdFor time.Duration
+	resumed int
 }
 
 // waiter is a call waiting for a slot: its prompt, and how many calls of
@@ -128,16 +132,16 @@ func (s *scheduler) working(on bool) {
 }
 
 func newScheduler(slots int) *scheduler {
-	return &scheduler{max: slots, limit: slots, waiting: map[string]int{}, running: map[string]int{},
-		queue: map[string][]*waiter{}, recent: map[string][]string{}, picked: map[string]*waiter{}, wake: make(chan struct{}), clock: time.Now}
+	return &scheduler{max: slots, limit: slots, running: map[string]int{},
+		queue: map[string][]*waiter{}, recent: map[string][]string{}, picked: map[string]*waiter{}, wake: make(chan struct{}), clock: time.Now, holdFor: holdFor}
 }
 
 // next is the load served after the current one: the one with the most
 // calls waiting, ties by key.
 func (s *scheduler) next() string {
 	best := ""
-	for m, n := range s.waiting {
-		if n > 0 && (best == "" || n > s.waiting[best] || n == s.waiting[best] && m < best) {
+	for m, q := range s.queue {
+		if n := len(q); n > 0 && (best == "" || n > len(s.queue[best]) || n == len(s.queue[best]) && m < best) {
 			best = m
 		}
 	}
@@ -145,7 +149,7 @@ func (s *scheduler) next() string {
 }
 
 // idle reports whether load has nothing running or waiting.
-func (s *scheduler) idle(load string) bool { return s.running[load] == 0 && s.waiting[load] == 0 }
+func (s *scheduler) idle(load string) bool { return s.running[load] == 0 && len(s.queue[load]) == 0 }
 
 func (s *scheduler) admissible(load string) bool {
 	switch {
@@ -153,7 +157,7 @@ func (s *scheduler) admissible(load string) bool {
 		return false
 	case load == s.current || s.idle(s.current) && s.next() == load:
 		return true
-	case s.waiting[s.current] > 0:
+	case len(s.queue[s.current]) > 0:
 		return false // the current load's calls first
 	case s.running[load] > 0:
 		return true // already started beside the current one
@@ -228,7 +232,6 @@ func (s *scheduler) leave(load string, w *waiter, admitted bool) {
 		s.queue[load] = q
 	}
 	delete(s.picked, load)
-	s.waiting[load]--
 	if !admitted {
 		return
 	}
@@ -245,7 +248,6 @@ func (s *scheduler) leave(load string, w *waiter, admitted bool) {
 // "" for a call without one).
 func (s *scheduler) acquire(ctx context.Context, load, prompt string) error {
 	s.mu.Lock()
-	s.waiting[load]++
 	w := &waiter{prompt: prompt}
 	s.queue[load] = append(s.queue[load], w)
 	delete(s.picked, load) // the new call may share more
@@ -289,6 +291,13 @@ func (s *scheduler) acquire(ctx context.Context, load, prompt string) error {
 func (s *scheduler) release(load string, busy, queued bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.free(load)
+	s.adapt(busy, queued)
+	s.changed()
+}
+
+// free gives back a slot of load; s.mu is held.
+func (s *scheduler) free(load string) {
 	s.tick(s.clock())
 	s.inflight--
 	if s.running[load]--; s.running[load] == 0 {
@@ -299,6 +308,12 @@ func (s *scheduler) release(load string, busy, queued bool) {
 			s.current = l // at most one other load runs
 		}
 	}
+}
+
+// adapt moves the limit after a call: halved for a 503 (busy), lowered by
+// one for a call queued at the server, grown back after recoverAfter
+// calls that were neither; s.mu is held.
+func (s *scheduler) adapt(busy, queued bool) {
 	switch {
 	case busy:
 		if s.limit > 1 {
@@ -318,6 +333,81 @@ func (s *scheduler) release(load string, busy, queued bool) {
 			s.ok = 0
 		}
 	}
+}
+
+// hold keeps a call's slot for the call its caller makes next — a judge's
+// repair turn after a reply that did not read, whose prompt is the first
+// call's prompt and reply and a line more. The server keeps the state of
+// the prompt it read last in that slot until another prompt takes it: were
+// the slot freed, a waiting call would take it (it is admitted the moment
+// the slot frees, before the caller has read the reply) and the follow-up
+// would be read whole. A hold lasts until the follow-up resumes it or the
+// caller releases it, and at most holdFor, so that no wait of the caller's
+// (an identical call made by another item, say) can keep it from others.
+type hold struct {
+	// keep asks for the next call's slot to be held once it has answered.
+	keep bool
+	// load is the load of the slot held, "" when none is; timer frees it
+	// after holdFor. Both under the scheduler's mu.
+	load  string
+	timer *time.Timer
+}
+
+// holdFor is the longest a slot is held for a follow-up: reading a reply
+// takes far less; a caller held up longer gives it back.
+const holdFor = time.Second
+
+// keep ends a call of load as release does but holds its slot for h's
+// next call.
+func (s *scheduler) keep(h *hold, load string, busy, queued bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.adapt(busy, queued)
+	if h.load != "" { // a slot held already (a caller that did not resume it)
+		s.free(h.load)
+		h.timer.Stop()
+	}
+	h.load = load
+	h.timer = time.AfterFunc(s.holdFor, func() { s.unhold(h) })
+	s.changed()
+}
+
+// resume hands a call of load with prompt the slot h holds, if it holds
+// one of load, and reports whether it did; a slot of another load is
+// freed.
+func (s *scheduler) resume(h *hold, load, prompt string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch h.load {
+	case "":
+		return false
+	case load:
+		h.load = ""
+		h.timer.Stop()
+		if prompt != "" {
+			r := append(s.recent[load], prompt)
+			s.recent[load] = r[max(0, len(r)-recentPrompts):]
+		}
+		s.resumed++
+		return true
+	}
+	s.free(h.load)
+	h.load = ""
+	h.timer.Stop()
+	s.changed()
+	return false
+}
+
+// unhold frees the slot h holds, if any.
+func (s *scheduler) unhold(h *hold) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h.load == "" {
+		return
+	}
+	s.free(h.load)
+	h.load = ""
+	h.timer.Stop()
 	s.changed()
 }
 

@@ -87,13 +87,25 @@ func TestLoadKey(t *testing.T) {
 func TestSchedulerLoads(t *testing.T) {
 	ctx := context.Background()
 	s := newScheduler(4)
+	waiting := func(loads ...any) { // load, n, load, n…
+		for i := 0; i < len(loads); i += 2 {
+			load, n := loads[i].(string), loads[i+1].(int)
+			s.queue[load] = nil
+			for range n {
+				s.queue[load] = append(s.queue[load], &waiter{})
+			}
+			if n == 0 {
+				delete(s.queue, load)
+			}
+		}
+	}
 	take := func(load string) {
 		t.Helper()
-		s.waiting[load]++
+		waiting(load, 1)
 		ok := s.admissible(load)
-		s.waiting[load]--
+		waiting(load, 0)
 		if !ok {
-			t.Fatalf("%s not admitted (current %s, running %v, waiting %v)", load, s.current, s.running, s.waiting)
+			t.Fatalf("%s not admitted (current %s, running %v, waiting %v)", load, s.current, s.running, s.queue)
 		}
 		if err := s.acquire(ctx, load, ""); err != nil {
 			t.Fatal(err)
@@ -101,24 +113,24 @@ func TestSchedulerLoads(t *testing.T) {
 	}
 	take("a")
 	take("a")
-	s.waiting["a"], s.waiting["b"], s.waiting["c"] = 1, 3, 1
+	waiting("a", 1, "b", 3, "c", 1)
 	if s.admissible("b") || s.admissible("c") {
 		t.Fatal("another load admitted while a call of the current one waits")
 	}
-	s.waiting["a"] = 0
+	waiting("a", 0)
 	if !s.admissible("b") || s.admissible("c") {
 		t.Fatal("with nothing of a waiting, b (most waiting) should start beside it, c not")
 	}
-	s.waiting["b"], s.waiting["c"] = 0, 0
+	waiting("b", 0, "c", 0)
 	take("b")
 	if s.admissible("c") {
 		t.Fatal("a third load admitted beside two")
 	}
-	s.waiting["c"] = 2
+	waiting("c", 2)
 	if s.admissible("c") {
 		t.Fatal("a third load admitted beside two")
 	}
-	s.waiting["c"] = 0
+	waiting("c", 0)
 	s.release("a", false, false)
 	s.release("a", false, false)
 	if s.current != "b" {
@@ -248,5 +260,80 @@ func TestSchedulerEasesOnQueuedCalls(t *testing.T) {
 	}
 	if st := s.state(); st.limit != 2 || st.lowered != 0 {
 		t.Fatalf("after %d calls not queued: limit %d (want 2), lowered %d", recoverAfter, st.limit, st.lowered)
+	}
+}
+
+// A slot kept for a caller's follow-up (hold) goes to that follow-up
+// before a call that waited for it; a hold not taken up is given back
+// after holdFor; a follow-up of another load frees the held slot and
+// waits its turn.
+func TestSchedulerHold(t *testing.T) {
+	ctx := context.Background()
+	s := newScheduler(1)
+	s.holdFor = time.Hour
+	admitted := make(chan string, 1)
+	wait := func(load, prompt string) {
+		go func() {
+			if err := s.acquire(ctx, load, prompt); err != nil {
+				t.Error(err)
+			}
+			admitted <- prompt
+		}()
+		for {
+			s.mu.Lock()
+			n := len(s.queue[load])
+			s.mu.Unlock()
+			if n == 1 {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	h := &hold{keep: true}
+	if err := s.acquire(ctx, "m", "judge: grade A"); err != nil {
+		t.Fatal(err)
+	}
+	wait("m", "judge: grade B")
+	s.keep(h, "m", false, false)
+	select {
+	case p := <-admitted:
+		t.Fatalf("%q took the slot held for the follow-up", p)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if !s.resume(h, "m", "judge: grade A, repair") {
+		t.Fatal("the follow-up did not get the held slot")
+	}
+	if st := s.state(); s.resumed != 1 || s.recent["m"][len(s.recent["m"])-1] != "judge: grade A, repair" || st.limit != 1 {
+		t.Errorf("resumed %d, recent %q", s.resumed, s.recent["m"])
+	}
+	s.release("m", false, false)
+	if p := <-admitted; p != "judge: grade B" {
+		t.Fatalf("admitted %q", p)
+	}
+
+	// Not taken up: given back after holdFor.
+	s.holdFor = 20 * time.Millisecond
+	wait("m", "judge: grade C")
+	s.keep(h, "m", false, false)
+	select {
+	case p := <-admitted:
+		if p != "judge: grade C" {
+			t.Fatalf("admitted %q", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a hold not taken up kept its slot")
+	}
+	if s.resume(h, "m", "late") {
+		t.Error("a follow-up after holdFor took a slot given back")
+	}
+
+	// A follow-up of another load frees the held slot.
+	s.holdFor = time.Hour
+	s.keep(h, "m", false, false) // holds C's slot
+	if s.resume(h, "n", "other model") {
+		t.Error("a call of another load took the held slot")
+	}
+	if st := s.state(); s.inflight != 0 || h.load != "" {
+		t.Errorf("in flight %d, held %q after a follow-up of another load (%+v)", s.inflight, h.load, st)
 	}
 }
