@@ -557,17 +557,17 @@ func promptfooBin(t *testing.T) (string, string) {
 // benchPromptfoo: 1,000 judge calls on one real server (started with env)
 // — HIC-Bench's 100 questions answered once at five temperatures by one
 // tiny generator (500 generations, SCP prompt) and each answer judged once
-// by a tiny judge (500 judgements) — by halu (run hic, one call in flight,
-// no cache, the judges' replies in the paper's text format — neither side
-// constrains the judge's reply to a grammar, which would make the server
-// sample each token against it; it also embeds the answers for Flu and
-// asks a judge again for a verdict it could not read, which promptfoo
-// does not) and by promptfoo
-// (the same prompt, questions and temperatures, an llm-rubric judgement
-// each, -j 1, its cache off), through one logging proxy that counts what
-// each side had the server do; interleaved pairs, wall time halu ÷
-// promptfoo. The ratio is given only when one side's work covers the
-// other's (work.covers): then it bounds the ratio at equal work.
+// by a tiny judge (500 judgements) — by halu (run hic, no cache, the
+// judges' replies in the paper's text format; it also embeds the answers
+// for Flu and asks a judge again for a verdict it could not read, which
+// promptfoo does not) and by promptfoo (the same prompt, questions and
+// temperatures, an llm-rubric judgement each, its cache off), both with
+// one call in flight (or HALU_BENCH_IN_FLIGHT) and neither constraining
+// the judge's reply to a grammar (which has the server sample every token
+// against it), through one logging proxy that counts what each side had
+// the server do; interleaved pairs, wall time halu ÷ promptfoo. The ratio
+// is given only when one side's work covers the other's (work.covers):
+// then it bounds the ratio at equal work.
 func benchPromptfoo(t *testing.T, name string, env ...string) {
 	bin, why := promptfooBin(t)
 	if bin == "" {
@@ -605,18 +605,23 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	}
 	config := filepath.Join(wdir, "promptfooconfig.yaml")
 	os.WriteFile(config, []byte(cfg.String()), 0o644)
+	// Both sides' calls in flight: 1, or HALU_BENCH_IN_FLIGHT.
+	inFlight := "1"
+	if n := os.Getenv("HALU_BENCH_IN_FLIGHT"); n != "" {
+		inFlight, name = n, fmt.Sprintf("%s, %s calls in flight", name, n)
+	}
 	var ratios []float64
 	var detail []string
 	var hw, pw []work
 	for pair := 0; pair < 2; pair++ {
 		start := time.Now()
-		mustHalu(t, px.host(), "--parallel", "1", "run", "hic", "--no-cache", "--models", "gen", "--judges", "judge", "--temperature", strings.Join(temps, ","),
+		mustHalu(t, px.host(), "--parallel", inFlight, "run", "hic", "--no-cache", "--models", "gen", "--judges", "judge", "--temperature", strings.Join(temps, ","),
 			"--answers", "1", "--max-tokens", "48", "--judge-max-tokens", "48", "--embed-model", "judge", "--judge-checks", "0",
 			"--out", filepath.Join(wdir, fmt.Sprintf("halu%d", pair)))
 		hWall := time.Since(start)
 		h := px.took()
 
-		cmd := exec.Command(bin, "eval", "-c", config, "--no-cache", "-j", "1", "--no-progress-bar", "--no-table", "-o", filepath.Join(wdir, fmt.Sprintf("pf%d.json", pair)))
+		cmd := exec.Command(bin, "eval", "-c", config, "--no-cache", "-j", inFlight, "--no-progress-bar", "--no-table", "-o", filepath.Join(wdir, fmt.Sprintf("pf%d.json", pair)))
 		cmd.Dir = wdir
 		cmd.Env = append(os.Environ(), "OLLAMA_BASE_URL=http://"+px.host(), "PROMPTFOO_DISABLE_TELEMETRY=1", "PROMPTFOO_DISABLE_UPDATE=1",
 			"PROMPTFOO_CONFIG_DIR="+filepath.Join(wdir, "pfhome"), "PROMPTFOO_DISABLE_SHARING=1")

@@ -245,6 +245,25 @@ func (c *Calls) cached(stage, model, key string, into *localmodels.ChatResponse)
 // cached unless the time budget stopped it: that depends on the machine's
 // speed, not on the request.
 func (e *Engine) ask(ctx context.Context, stage, kind string, req localmodels.ChatRequest, key string) (resp localmodels.ChatResponse, shared bool, err error) {
+	e.askMu.Lock()
+	if e.asking == nil {
+		e.asking = map[string]int{}
+	}
+	e.asking[key]++
+	others := e.asking[key] > 1
+	e.askMu.Unlock()
+	defer func() {
+		e.askMu.Lock()
+		if e.asking[key]--; e.asking[key] == 0 {
+			delete(e.asking, key)
+		}
+		e.askMu.Unlock()
+	}()
+	if h, _ := ctx.Value(holdKey{}).(*hold); h != nil && others {
+		// Another caller is asking this very call and may be making it:
+		// wait for its reply without keeping a slot it may need.
+		e.sched.unhold(h)
+	}
 	made := false
 	v, err, _ := e.flights.Do(key, func() (any, error) {
 		made = true

@@ -205,12 +205,15 @@ type Engine struct {
 	ratios  sync.Map // name -> the model's tokens per cl100k token (Fit)
 	calibMu sync.Map // name -> *sync.Mutex: one calibration call per model
 	flights singleflight.Group
-	sched   *scheduler
-	now     atomic.Pointer[activity] // the latest call admitted: shown by progress
-	prog    atomic.Pointer[progress] // the running display, which log lines go through
-	once    sync.Once
-	tok     Tokenizer
-	stats   stats
+	// asking counts the callers in ask per key (flights).
+	askMu  sync.Mutex
+	asking map[string]int
+	sched  *scheduler
+	now    atomic.Pointer[activity] // the latest call admitted: shown by progress
+	prog   atomic.Pointer[progress] // the running display, which log lines go through
+	once   sync.Once
+	tok    Tokenizer
+	stats  stats
 
 	verMu      sync.Mutex
 	serverVers string
@@ -810,6 +813,8 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 		ModelSwitches:     delta.ModelSwitches,
 		Backoffs:          delta.Backoffs,
 		QueueBackoffs:     delta.QueueBackoffs,
+		HeldSlots:         delta.HeldSlots,
+		HoldsLapsed:       delta.HoldsLapsed,
 		BusySeconds:       delta.BusySeconds,
 		SlotSeconds:       delta.SlotSeconds,
 		WorkSeconds:       delta.WorkSeconds,
@@ -1022,6 +1027,8 @@ func (e *Engine) snapshot() rundir.Counts {
 		ModelSwitches:      st.switches,
 		Backoffs:           st.lowered,
 		QueueBackoffs:      st.eased,
+		HeldSlots:          st.resumed,
+		HoldsLapsed:        st.lapsed,
 		BusySeconds:        use.busy,
 		SlotSeconds:        use.slots,
 		WorkSeconds:        use.span,

@@ -1052,7 +1052,40 @@ func TestRepairFollowsItsJudgement(t *testing.T) {
 			t.Errorf("repair of %q arrived after %s %q", c.Messages[0].Content, prev.Model, prev.Messages[len(prev.Messages)-1].Content)
 		}
 	}
-	if repairs != 12 {
-		t.Fatalf("%d repair turns, want 12", repairs)
+	if repairs != 12 || res.Counts.HeldSlots != 12 || res.Counts.HoldsLapsed != 0 {
+		t.Fatalf("%d repair turns, %d on their judgement's slot, %d slots held in vain; want 12, 12, 0", repairs, res.Counts.HeldSlots, res.Counts.HoldsLapsed)
+	}
+}
+
+// A judge whose repair turn is the very call another item is making (the
+// same judgement of the same answer) waits for that call's reply without
+// keeping its slot from it: with one slot, holding it would stall the
+// run until the hold lapsed.
+func TestHeldSlotNotKeptFromAnIdenticalCall(t *testing.T) {
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		switch {
+		case r.Model != "judge":
+			return fakeollama.Reply{Content: "the same answer", Delay: 5 * time.Millisecond}
+		case len(r.Messages) == 1:
+			return fakeollama.Reply{Content: "I think it is quite good.", Delay: 5 * time.Millisecond}
+		}
+		return fakeollama.Reply{Content: `{"score": 4}`, Delay: 5 * time.Millisecond}
+	})
+	lapsed := 0
+	for range 5 {
+		e := newEngine(t, srv.Host(), t.TempDir())
+		e.Parallel, e.ItemsInFlight = 1, 8
+		res, err := e.Run(context.Background(), &testSuite{n: 8}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Counts.Completed != 8 || res.Counts.JudgeFailures != 0 {
+			t.Fatalf("counts %+v", res.Counts)
+		}
+		lapsed += res.Counts.HoldsLapsed
+	}
+	if lapsed != 0 {
+		t.Errorf("%d slots held for a repair that waited on another item's identical call, given back only when the hold lapsed", lapsed)
 	}
 }

@@ -70,9 +70,10 @@ type scheduler struct {
 	use      slotUse
 	clock    func() time.Time
 	// holdFor bounds a hold (holdFor; tests shorten it), resumed counts
-	// the follow-ups that took a held slot.
-	holdFor time.Duration
-	resumed int
+	// the follow-ups that took a held slot, lapsed the holds given back
+	// after holdFor.
+	holdFor         time.Duration
+	resumed, lapsed int
 }
 
 // waiter is a call waiting for a slot: its prompt, and how many calls of
@@ -251,7 +252,13 @@ func (s *scheduler) acquire(ctx context.Context, load, prompt string) error {
 	w := &waiter{prompt: prompt}
 	s.queue[load] = append(s.queue[load], w)
 	delete(s.picked, load) // the new call may share more
+	// Its arrival may make another waiting call the one to go — the next
+	// load (more calls waiting) or the load's pick — which must look again.
+	s.changed()
 	for !s.admissible(load) || s.pick(load) != w {
+		if s.admissible(load) {
+			s.changed() // another call of load was picked: it must look
+		}
 		wake := s.wake
 		s.mu.Unlock()
 		select {
@@ -354,8 +361,8 @@ type hold struct {
 }
 
 // holdFor is the longest a slot is held for a follow-up: reading a reply
-// takes far less; a caller held up longer gives it back.
-const holdFor = time.Second
+// takes a few milliseconds; a caller held up longer gives it back.
+const holdFor = 250 * time.Millisecond
 
 // keep ends a call of load as release does but holds its slot for h's
 // next call.
@@ -363,12 +370,9 @@ func (s *scheduler) keep(h *hold, load string, busy, queued bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.adapt(busy, queued)
-	if h.load != "" { // a slot held already (a caller that did not resume it)
-		s.free(h.load)
-		h.timer.Stop()
-	}
+	s.drop(h) // a slot held already: its caller did not resume it
 	h.load = load
-	h.timer = time.AfterFunc(s.holdFor, func() { s.unhold(h) })
+	h.timer = time.AfterFunc(s.holdFor, func() { s.lapse(h) })
 	s.changed()
 }
 
@@ -391,24 +395,37 @@ func (s *scheduler) resume(h *hold, load, prompt string) bool {
 		s.resumed++
 		return true
 	}
-	s.free(h.load)
-	h.load = ""
-	h.timer.Stop()
-	s.changed()
+	s.drop(h)
 	return false
+}
+
+// lapse frees the slot h holds, if it still holds one after holdFor.
+func (s *scheduler) lapse(h *hold) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.drop(h) {
+		s.lapsed++
+	}
 }
 
 // unhold frees the slot h holds, if any.
 func (s *scheduler) unhold(h *hold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.drop(h)
+}
+
+// drop frees the slot h holds and reports whether it held one; s.mu is
+// held.
+func (s *scheduler) drop(h *hold) bool {
 	if h.load == "" {
-		return
+		return false
 	}
 	s.free(h.load)
 	h.load = ""
 	h.timer.Stop()
 	s.changed()
+	return true
 }
 
 // schedState is what the scheduler reports: the current load and slot
@@ -418,6 +435,7 @@ func (s *scheduler) unhold(h *hold) {
 type schedState struct {
 	current                         string
 	limit, switches, lowered, eased int
+	resumed, lapsed                 int
 	use                             slotUse
 }
 
@@ -425,7 +443,7 @@ func (s *scheduler) state() schedState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tick(s.clock())
-	return schedState{s.current, s.limit, s.switches, s.lowered, s.eased, s.use}
+	return schedState{s.current, s.limit, s.switches, s.lowered, s.eased, s.resumed, s.lapsed, s.use}
 }
 
 // runnerOptions are the options that make Ollama load a model again when

@@ -326,6 +326,9 @@ func TestSchedulerHold(t *testing.T) {
 	if s.resume(h, "m", "late") {
 		t.Error("a follow-up after holdFor took a slot given back")
 	}
+	if st := s.state(); st.lapsed != 1 || st.resumed != 1 {
+		t.Errorf("lapsed %d, resumed %d; want 1, 1", st.lapsed, st.resumed)
+	}
 
 	// A follow-up of another load frees the held slot.
 	s.holdFor = time.Hour

@@ -177,6 +177,11 @@ type Counts struct {
 	// QueueBackoffs counts the times a call queued at the server most of
 	// its time lowered the calls in flight by one.
 	QueueBackoffs int `json:"queue_backoffs,omitempty"`
+	// HeldSlots counts the calls (a judge's repair turns) that took the
+	// slot of the call before them, HoldsLapsed the slots kept for such a
+	// call and given back unused after the longest hold.
+	HeldSlots   int `json:"held_slots,omitempty"`
+	HoldsLapsed int `json:"holds_lapsed,omitempty"`
 	// BusySeconds is the integral of the calls in flight over the time
 	// the run worked (WorkSeconds), SlotSeconds that of the slots it had
 	// (--parallel, times the servers of a pool): BusySeconds ÷ WorkSeconds
@@ -364,6 +369,8 @@ func (c Counts) Sub(b Counts) Counts {
 		ModelSwitches:      c.ModelSwitches - b.ModelSwitches,
 		Backoffs:           c.Backoffs - b.Backoffs,
 		QueueBackoffs:      c.QueueBackoffs - b.QueueBackoffs,
+		HeldSlots:          c.HeldSlots - b.HeldSlots,
+		HoldsLapsed:        c.HoldsLapsed - b.HoldsLapsed,
 		BusySeconds:        c.BusySeconds - b.BusySeconds,
 		SlotSeconds:        c.SlotSeconds - b.SlotSeconds,
 		WorkSeconds:        c.WorkSeconds - b.WorkSeconds,
