@@ -1022,25 +1022,8 @@ func TestCallLogRecordsOptionsSent(t *testing.T) {
 // one call in flight and every first judgement unreadable, each repair
 // arrives next after its judgement.
 func TestRepairFollowsItsJudgement(t *testing.T) {
-	srv := server(t, func(string) fakeollama.Reply { return fakeollama.Reply{Content: `{"score": 4}`} })
-	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
-		switch {
-		case r.Model != "judge":
-			return fakeollama.Reply{Content: "answer to " + r.LastUser()}
-		case len(r.Messages) == 1:
-			return fakeollama.Reply{Content: "I think it is quite good."}
-		}
-		return fakeollama.Reply{Content: `{"score": 4}`}
-	})
-	e := newEngine(t, srv.Host(), t.TempDir())
-	e.Parallel, e.ItemsInFlight = 1, 8
-	res, err := e.Run(context.Background(), &testSuite{n: 12}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Counts.Completed != 12 || res.Counts.JudgeFailures != 0 {
-		t.Fatalf("counts %+v", res.Counts)
-	}
+	srv := repairingServer(t, func(r fakeollama.ChatRequest) string { return "answer to " + r.LastUser() }, 0)
+	counts := runOneSlot(t, srv, 12)
 	chats := srv.Chats()
 	repairs := 0
 	for i, c := range chats {
@@ -1052,9 +1035,42 @@ func TestRepairFollowsItsJudgement(t *testing.T) {
 			t.Errorf("repair of %q arrived after %s %q", c.Messages[0].Content, prev.Model, prev.Messages[len(prev.Messages)-1].Content)
 		}
 	}
-	if repairs != 12 || res.Counts.HeldSlots != 12 || res.Counts.HoldsLapsed != 0 {
-		t.Fatalf("%d repair turns, %d on their judgement's slot, %d slots held in vain; want 12, 12, 0", repairs, res.Counts.HeldSlots, res.Counts.HoldsLapsed)
+	if repairs != 12 || counts.HeldSlots != 12 || counts.HoldsLapsed != 0 {
+		t.Fatalf("%d repair turns, %d on their judgement's slot, %d slots held in vain; want 12, 12, 0", repairs, counts.HeldSlots, counts.HoldsLapsed)
 	}
+}
+
+// repairingServer answers generations with answer(request) and judges
+// with an unreadable reply first and a readable one in the repair turn,
+// each after delay.
+func repairingServer(t *testing.T, answer func(fakeollama.ChatRequest) string, delay time.Duration) *fakeollama.Server {
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		switch {
+		case r.Model != "judge":
+			return fakeollama.Reply{Content: answer(r), Delay: delay}
+		case len(r.Messages) == 1:
+			return fakeollama.Reply{Content: "I think it is quite good.", Delay: delay}
+		}
+		return fakeollama.Reply{Content: `{"score": 4}`, Delay: delay}
+	})
+	return srv
+}
+
+// runOneSlot runs n items of the test suite against srv with one call in
+// flight and 8 items in progress; every item must complete and be scored.
+func runOneSlot(t *testing.T, srv *fakeollama.Server, n int) rundir.Counts {
+	t.Helper()
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Parallel, e.ItemsInFlight = 1, 8
+	res, err := e.Run(context.Background(), &testSuite{n: n}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Completed != n || res.Counts.JudgeFailures != 0 {
+		t.Fatalf("counts %+v", res.Counts)
+	}
+	return res.Counts
 }
 
 // A judge whose repair turn is the very call another item is making (the
@@ -1062,28 +1078,10 @@ func TestRepairFollowsItsJudgement(t *testing.T) {
 // keeping its slot from it: with one slot, holding it would stall the
 // run until the hold lapsed.
 func TestHeldSlotNotKeptFromAnIdenticalCall(t *testing.T) {
-	srv := server(t, goodJudge)
-	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
-		switch {
-		case r.Model != "judge":
-			return fakeollama.Reply{Content: "the same answer", Delay: 5 * time.Millisecond}
-		case len(r.Messages) == 1:
-			return fakeollama.Reply{Content: "I think it is quite good.", Delay: 5 * time.Millisecond}
-		}
-		return fakeollama.Reply{Content: `{"score": 4}`, Delay: 5 * time.Millisecond}
-	})
+	srv := repairingServer(t, func(fakeollama.ChatRequest) string { return "the same answer" }, 5*time.Millisecond)
 	lapsed := 0
 	for range 5 {
-		e := newEngine(t, srv.Host(), t.TempDir())
-		e.Parallel, e.ItemsInFlight = 1, 8
-		res, err := e.Run(context.Background(), &testSuite{n: 8}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Counts.Completed != 8 || res.Counts.JudgeFailures != 0 {
-			t.Fatalf("counts %+v", res.Counts)
-		}
-		lapsed += res.Counts.HoldsLapsed
+		lapsed += runOneSlot(t, srv, 8).HoldsLapsed
 	}
 	if lapsed != 0 {
 		t.Errorf("%d slots held for a repair that waited on another item's identical call, given back only when the hold lapsed", lapsed)
