@@ -224,6 +224,8 @@ type work struct {
 	requests, embeds        int
 	generated, promptTokens int64
 	settings                string
+	// bodies are the generation requests, in the order they came.
+	bodies [][]byte
 }
 
 // benchRunnerOptions are the options that set how the server runs a model
@@ -254,7 +256,7 @@ func (p *proxy) took() work {
 		seen[strings.Join(set, ", ")] = true
 	}
 	w.settings = strings.Join(slices.Sorted(maps.Keys(seen)), "; ")
-	w.requests = len(bodies)
+	w.requests, w.bodies = len(bodies), bodies
 	return w
 }
 
@@ -558,16 +560,20 @@ func promptfooBin(t *testing.T) (string, string) {
 // — HIC-Bench's 100 questions answered once at five temperatures by one
 // tiny generator (500 generations, SCP prompt) and each answer judged once
 // by a tiny judge (500 judgements) — by halu (run hic, no cache, the
-// judges' replies in the paper's text format; it also embeds the answers
-// for Flu and asks a judge again for a verdict it could not read, which
-// promptfoo does not) and by promptfoo (the same prompt, questions and
-// temperatures, an llm-rubric judgement each, its cache off), both with
+// judges' replies in the paper's text format, each judge asked once
+// (--judge-repairs 0) as promptfoo asks it; it also embeds the answers
+// for Flu, which promptfoo does not) and by promptfoo (the same prompt, questions and
+// temperatures, an llm-rubric judgement each asked HIC-Bench's judge
+// prompt, its cache off), both with
 // one call in flight (or HALU_BENCH_IN_FLIGHT) and neither constraining
 // the judge's reply to a grammar (which has the server sample every token
 // against it), through one logging proxy that counts what each side had
 // the server do; interleaved pairs, wall time halu ÷ promptfoo. The ratio
 // is given only when one side's work covers the other's (work.covers):
-// then it bounds the ratio at equal work.
+// then it bounds the ratio at equal work. A direct client then replays
+// promptfoo's requests in its order: the server's share of promptfoo's
+// wall time (direct replay ÷ promptfoo wall), below which no client
+// sending those requests one after the other gets.
 func benchPromptfoo(t *testing.T, name string, env ...string) {
 	bin, why := promptfooBin(t)
 	if bin == "" {
@@ -594,11 +600,26 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "prompts:\n  - %q\nproviders:\n", prompt)
 	for _, tp := range temps {
-		fmt.Fprintf(&cfg, "  - id: ollama:chat:gen\n    label: gen-T%s\n    config: {temperature: %s, num_predict: 48, num_ctx: 4096, num_thread: %s}\n", tp, tp, numThread())
+		fmt.Fprintf(&cfg, "  - id: ollama:chat:gen\n    label: gen-T%s\n    config: {temperature: %s, seed: 1, num_predict: 48, num_ctx: 4096, num_thread: %s}\n", tp, tp, numThread())
 	}
 	// The runner settings halu sends (num_ctx 4096, num_thread from
-	// HALU_NUM_THREAD), so the server runs both sides' models alike.
-	cfg.WriteString("defaultTest:\n  options:\n    provider: {id: 'ollama:chat:judge', config: {temperature: 0, num_predict: 48, num_ctx: 4096, num_thread: " + numThread() + "}}\n" +
+	// HALU_NUM_THREAD), so the server runs both sides' models alike, and
+	// halu's seed (--seed 1: answer 1 and its judge use seed 1), so both
+	// sides' replies are the same.
+	// promptfoo's judge is asked HIC-Bench's judge prompt (its system
+	// prompt, and its user prompt with the answer in promptfoo's output),
+	// so both sides' judgements are the same requests.
+	system, _ := os.ReadFile(filepath.Join("..", "runner", "hic", "prompts", "evaluation_system_prompt.txt"))
+	user, _ := os.ReadFile(filepath.Join("..", "runner", "hic", "prompts", "evaluation_user_prompt.txt"))
+	if len(system) == 0 || !strings.Contains(string(user), "{answer}") {
+		t.Fatalf("HIC-Bench's judge prompt: system %d bytes, user %q", len(system), user)
+	}
+	// halu judges an answer without its leading and trailing white space
+	// (promptfoo hands a reply that reads as JSON, "4" say, as a number:
+	// ~ makes it text again).
+	userTmpl := strings.NewReplacer("{question}", "{{question}}", "{answer}", `{{ (output ~ "") | trim }}`).Replace(string(user))
+	cfg.WriteString("defaultTest:\n  options:\n    provider: {id: 'ollama:chat:judge', config: {temperature: 0, seed: 1, num_predict: 48, num_ctx: 4096, num_thread: " + numThread() + "}}\n" +
+		fmt.Sprintf("    rubricPrompt:\n      - {role: system, content: %q}\n      - {role: user, content: %q}\n", system, userTmpl) +
 		"  assert:\n    - type: llm-rubric\n      value: 'The answer is grounded in current science and states no fabricated fact.'\ntests:\n")
 	for _, r := range rows[1:] {
 		fmt.Fprintf(&cfg, "  - vars: {field: %q, question: %q}\n", r[1], r[2])
@@ -610,13 +631,13 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	if n := os.Getenv("HALU_BENCH_IN_FLIGHT"); n != "" {
 		inFlight, name = n, fmt.Sprintf("%s, %s calls in flight", name, n)
 	}
-	var ratios []float64
+	var ratios, floors []float64
 	var detail []string
 	var hw, pw []work
 	for pair := 0; pair < 2; pair++ {
 		start := time.Now()
 		mustHalu(t, px.host(), "--parallel", inFlight, "run", "hic", "--no-cache", "--models", "gen", "--judges", "judge", "--temperature", strings.Join(temps, ","),
-			"--answers", "1", "--max-tokens", "48", "--judge-max-tokens", "48", "--embed-model", "judge", "--judge-checks", "0",
+			"--answers", "1", "--max-tokens", "48", "--judge-max-tokens", "48", "--embed-model", "judge", "--judge-checks", "0", "--judge-repairs", "0",
 			"--out", filepath.Join(wdir, fmt.Sprintf("halu%d", pair)))
 		hWall := time.Since(start)
 		h := px.took()
@@ -633,12 +654,20 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 			figure(name, fmt.Sprintf("– (not measured: halu sent %d requests, promptfoo %d: %v: %s)", h.requests, p.requests, err, lastLines(string(out), 5)))
 			return
 		}
+		// promptfoo's own requests, in its order, sent by a client that
+		// does nothing else: what they take the server, without promptfoo.
+		workers, _ := strconv.Atoi(inFlight)
+		dWall := replay(t, px.host(), p.bodies, workers)
+		px.took()
 		ratios = append(ratios, hWall.Seconds()/pWall.Seconds())
+		floors = append(floors, dWall.Seconds()/pWall.Seconds())
 		hw, pw = append(hw, h), append(pw, p)
 		detail = append(detail, fmt.Sprintf("pair %d: halu in %s: %s", pair+1, hWall.Round(time.Millisecond), h),
-			fmt.Sprintf("pair %d: promptfoo in %s: %s (exit: %v; promptfoo exits 100 when assertions fail)", pair+1, pWall.Round(time.Millisecond), p, err))
+			fmt.Sprintf("pair %d: promptfoo in %s: %s (exit: %v; promptfoo exits 100 when assertions fail)", pair+1, pWall.Round(time.Millisecond), p, err),
+			fmt.Sprintf("pair %d: promptfoo's %d requests replayed in its order by a direct client, %s in flight: %s", pair+1, p.requests, inFlight, dWall.Round(time.Millisecond)))
 	}
 	figure(name, promptfooRatio(medianF(ratios), hw, pw), detail...)
+	figure(strings.Replace(name, "promptfoo wall ratio", "direct replay ÷ promptfoo wall", 1), fmt.Sprintf("%.3f (median of %d pairs: promptfoo's requests in its order, sent by a client that does nothing else; what they take the server without promptfoo's own work)", medianF(floors), len(floors)))
 }
 
 // countsCaveat says what the counts behind a bound do not show: the
@@ -657,7 +686,11 @@ func promptfooRatio(r float64, halu, pf []work) string {
 	for i := range halu {
 		ok, s := halu[i].covers(pf[i])
 		hc = hc && ok
-		short = append(short, s...)
+		for _, x := range s {
+			if !slices.Contains(short, x) { // pairs short alike say it once
+				short = append(short, x)
+			}
+		}
 		ok, _ = pf[i].covers(halu[i])
 		pc = pc && ok
 	}

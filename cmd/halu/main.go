@@ -250,7 +250,7 @@ func (g *globals) engine() (*engine.Engine, error) {
 		NumCtx:       ec.NumCtx,
 		NumThread:    ec.NumThread,
 		KeepAlive:    ec.KeepAlive,
-		JudgeRepairs: 1,
+		JudgeRepairs: ec.JudgeRepairs,
 
 		ItemsInFlight: ec.ItemsInFlight,
 		Log:           g.stderr,

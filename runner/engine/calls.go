@@ -548,6 +548,9 @@ func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatReq
 		raws = append(raws, resp.Content)
 		perr := parse(resp.Content, localmodels.CutShort(resp.DoneReason))
 		if perr == nil {
+			if attempt > 0 {
+				c.e.stats.repaired.Add(1)
+			}
 			return true, nil
 		}
 		if c.plan != nil {

@@ -249,7 +249,7 @@ func (e *Engine) calling(stage, model string) {
 
 type stats struct {
 	calls, hits, retries, judgeFailures, promptTokens, evalTokens atomic.Int64
-	budget, repetition, nearContext                               atomic.Int64
+	budget, repetition, nearContext, repaired                     atomic.Int64
 	cacheWriteFailures                                            atomic.Int64
 	// timed counts the generations the server timed; timedNs, waitNs and
 	// loadNs sum their time at halu, their wait for a server slot and
@@ -810,6 +810,7 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 		StoppedBudget:     delta.StoppedBudget,
 		StoppedRepetition: delta.StoppedRepetition,
 		NearContext:       delta.NearContext,
+		JudgeRepaired:     delta.JudgeRepaired,
 		ModelSwitches:     delta.ModelSwitches,
 		Backoffs:          delta.Backoffs,
 		QueueBackoffs:     delta.QueueBackoffs,
@@ -1024,6 +1025,7 @@ func (e *Engine) snapshot() rundir.Counts {
 		StoppedBudget:      int(e.stats.budget.Load()),
 		StoppedRepetition:  int(e.stats.repetition.Load()),
 		NearContext:        int(e.stats.nearContext.Load()),
+		JudgeRepaired:      int(e.stats.repaired.Load()),
 		ModelSwitches:      st.switches,
 		Backoffs:           st.lowered,
 		QueueBackoffs:      st.eased,

@@ -285,6 +285,42 @@ func TestUnparseableJudgeIsRetriedThenRecorded(t *testing.T) {
 	}
 }
 
+// --judge-repairs sets how often a judge whose reply does not read is
+// asked again; a verdict read from a repair turn is counted
+// (JudgeRepaired), and with none asked each stays unscored.
+func TestJudgeRepairs(t *testing.T) {
+	for _, tc := range []struct {
+		repairs, asked, failures, repaired int
+	}{
+		{0, 3, 3, 0},
+		{1, 6, 0, 3},
+		{2, 6, 0, 3}, // read on the first repair turn: no second
+	} {
+		var asked atomic.Int32
+		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+			if r.Model != "judge" {
+				return fakeollama.Reply{Content: "answer to " + r.LastUser()}
+			}
+			asked.Add(1)
+			if strings.Contains(r.LastUser(), "could not be used") {
+				return fakeollama.Reply{Content: `{"score": 3}`}
+			}
+			return fakeollama.Reply{Content: "Quite good, I would say."}
+		}, fakeollama.Model{Name: "gen:latest", Digest: "dg"}, fakeollama.Model{Name: "judge:latest", Digest: "dj"})
+		t.Cleanup(srv.Close)
+		e := newEngine(t, srv.Host(), t.TempDir())
+		e.JudgeRepairs = tc.repairs
+		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(asked.Load()) != tc.asked || res.Counts.JudgeFailures != tc.failures || res.Counts.JudgeRepaired != tc.repaired {
+			t.Errorf("--judge-repairs %d: judge asked %d times, %d unscored, %d read from a repair turn; want %d, %d, %d",
+				tc.repairs, asked.Load(), res.Counts.JudgeFailures, res.Counts.JudgeRepaired, tc.asked, tc.failures, tc.repaired)
+		}
+	}
+}
+
 func TestTransientErrorsAreRetried(t *testing.T) {
 	var n atomic.Int32
 	srv := server(t, func(string) fakeollama.Reply {

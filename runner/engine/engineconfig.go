@@ -36,6 +36,7 @@ type EngineConfig struct {
 	Retries       int
 	Readers       string
 	JudgeChecks   float64
+	JudgeRepairs  int
 	// TopP, TopK and RepeatPenalty are sent with every generation that
 	// does not set its own; nil leaves the server's default (Ollama: the
 	// model's Modelfile, else its built-in values).
@@ -60,7 +61,7 @@ func DefaultEngineConfig() EngineConfig {
 	}
 	return EngineConfig{Ollama: localmodels.HostFromEnv(), Timeout: 10 * time.Minute, Idle: 3 * time.Minute, Budget: 10 * time.Minute,
 		Repeats: 8, NumCtx: 4096, KeepAlive: 10 * time.Minute, ItemsInFlight: 32, Parallel: parallel, Cache: defaultCacheDir(),
-		Retries: 5, Readers: judging.ReadersHalu, JudgeChecks: DefaultJudgeChecks}
+		Retries: 5, Readers: judging.ReadersHalu, JudgeChecks: DefaultJudgeChecks, JudgeRepairs: 1}
 }
 
 func defaultCacheDir() string {
@@ -124,6 +125,7 @@ func (c *EngineConfig) Settings() setting.List {
 			}
 			return nil
 		}),
+		setting.Int("judge-repairs", &c.JudgeRepairs, "repair turns for a judge reply that does not read: the judge is asked again, shown its reply and what was wrong with it, before the judgement counts as unscored; 0: asked once. A verdict read from a repair turn is counted (judge_repaired), and a published table is compared on that count").As(setting.Serving).Min(0),
 		setting.OptFloat("default-top-p", &c.TopP, "top_p sent with every generation that sets none (server: not sent, the server's default)", "server").Check(func() error {
 			if c.TopP != nil && (*c.TopP <= 0 || *c.TopP > 1) {
 				return fmt.Errorf("want a number in (0, 1], or server")

@@ -214,6 +214,9 @@ func (r Reference) Prove(f RunFacts) Verdict {
 	if n := c.StoppedBudget + c.StoppedRepetition; n > 0 {
 		v.Differences = append(v.Differences, fmt.Sprintf("%d generations stopped by halu (time budget or repetition), a stop the published runs did not have", n))
 	}
+	if c.JudgeRepaired > 0 {
+		v.Differences = append(v.Differences, fmt.Sprintf("%d judge verdicts were read from a repair turn (the judge asked again after a reply that did not read; --judge-repairs), a turn the published configuration does not name", c.JudgeRepaired))
+	}
 	v.Differences = append(v.Differences, p.Method...)
 	switch {
 	case len(v.Differences) > 0:

@@ -169,6 +169,10 @@ type Counts struct {
 	StoppedBudget     int `json:"stopped_budget,omitempty"`
 	StoppedRepetition int `json:"stopped_repetition,omitempty"`
 	NearContext       int `json:"near_context,omitempty"`
+	// JudgeRepaired counts the judge verdicts read from a repair turn:
+	// the judge asked again after a reply that did not read
+	// (--judge-repairs); asked once, each would have been unscored.
+	JudgeRepaired int `json:"judge_repaired,omitempty"`
 	// ModelSwitches counts changes of the model being served (of its
 	// load: aliases of one set of weights are one); Backoffs counts the
 	// times a 503 lowered the calls in flight.
@@ -366,6 +370,7 @@ func (c Counts) Sub(b Counts) Counts {
 		StoppedBudget:      c.StoppedBudget - b.StoppedBudget,
 		StoppedRepetition:  c.StoppedRepetition - b.StoppedRepetition,
 		NearContext:        c.NearContext - b.NearContext,
+		JudgeRepaired:      c.JudgeRepaired - b.JudgeRepaired,
 		ModelSwitches:      c.ModelSwitches - b.ModelSwitches,
 		Backoffs:           c.Backoffs - b.Backoffs,
 		QueueBackoffs:      c.QueueBackoffs - b.QueueBackoffs,

@@ -58,10 +58,12 @@ const (
 	// external score to correlate with) without changing them.
 	Beside
 	// Serving settings say how requests reach the server (the API, the
-	// context window, halu's stops of a runaway generation). They change
-	// numbers only through what a run's counts show — prompts that neared
-	// the window, content left out to fit it, generations stopped — and
-	// comparability checks those counts instead of the values.
+	// context window, halu's stops of a runaway generation, its repair
+	// turns for a judge reply that does not read). They change numbers
+	// only through what a run's counts show — prompts that neared the
+	// window, content left out to fit it, generations stopped, verdicts
+	// read from a repair turn — and comparability checks those counts
+	// instead of the values.
 	Serving
 )
 
