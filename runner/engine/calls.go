@@ -687,13 +687,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 		return nil, fmt.Errorf("%s: embed %s: %d texts: %w", stage, model, len(missTexts), ErrOffline)
 	}
 	if len(missTexts) > 0 {
-		var vecs [][]float32
-		req := e.embedRequest(model, missTexts)
-		err := e.call(ctx, stage, model, req.Options(), "", e.CallTimeout, func(ctx context.Context) (bool, error) {
-			var err error
-			vecs, err = e.Client.Embed(ctx, req)
-			return false, err
-		})
+		vecs, err := e.embed(ctx, stage, model, missTexts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: embed %s: %w", stage, model, err)
 		}

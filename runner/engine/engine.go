@@ -208,6 +208,8 @@ type Engine struct {
 	// asking counts the callers in ask per key (flights).
 	askMu  sync.Mutex
 	asking map[string]int
+	// embeds gathers embedding requests (embed).
+	embeds embedBatches
 	sched  *scheduler
 	now    atomic.Pointer[activity] // the latest call admitted: shown by progress
 	prog   atomic.Pointer[progress] // the running display, which log lines go through

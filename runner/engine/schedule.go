@@ -265,8 +265,14 @@ func (s *scheduler) leave(load string, w *waiter, admitted bool) {
 	for _, x := range q {
 		x.passed++
 	}
-	if w.prompt != "" {
-		r := append(s.recent[load], w.prompt)
+	s.remember(load, w.prompt)
+}
+
+// remember adds prompt ("" for none) to load's recent prompts; s.mu is
+// held.
+func (s *scheduler) remember(load, prompt string) {
+	if prompt != "" {
+		r := append(s.recent[load], prompt)
 		s.recent[load] = r[max(0, len(r)-recentPrompts):]
 	}
 }
@@ -410,10 +416,7 @@ func (s *scheduler) resume(h *hold, load, prompt string) bool {
 	case load:
 		h.load = ""
 		h.timer.Stop()
-		if prompt != "" {
-			r := append(s.recent[load], prompt)
-			s.recent[load] = r[max(0, len(r)-recentPrompts):]
-		}
+		s.remember(load, prompt)
 		s.resumed++
 		return true
 	}

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"halu/localmodels"
+)
+
+// maxEmbedBatch is the most texts one embedding request gathers: the
+// chunk the client sends at once (embedRequest's Batch).
+const maxEmbedBatch = 64
+
+// embedBatch is one embedding request being gathered: the texts of every
+// item that asked the model for embeddings while the request waited for
+// its turn. Each request costs the server a call's overhead whatever it
+// carries, and items often embed one text each (HIC-Bench's Flu with one
+// answer per item and temperature: 500 requests of one text where 8 of 64
+// do). Under embedBatches.mu: texts grows until sent; vecs and err are set
+// before done closes.
+type embedBatch struct {
+	texts []string
+	sent  bool
+	done  chan struct{}
+	vecs  [][]float32
+	err   error
+}
+
+// embedBatches holds the batch open per embedding model: one a caller
+// may still join.
+type embedBatches struct {
+	mu   sync.Mutex
+	open map[string]*embedBatch
+}
+
+// embed returns the embeddings of texts by model, sent with the texts
+// other items ask the same model for while the request waits for a slot:
+// the first caller makes the request (the scheduler admits it as any
+// call), later ones add their texts until it is sent and take their share
+// of its reply. A batch that fails is asked again text set by text set
+// (each caller alone), so one item's text that the server refuses fails
+// that item only.
+func (e *Engine) embed(ctx context.Context, stage, model string, texts []string) ([][]float32, error) {
+	bs := &e.embeds
+	bs.mu.Lock()
+	if bs.open == nil {
+		bs.open = map[string]*embedBatch{}
+	}
+	if b := bs.open[model]; b != nil && !b.sent && len(b.texts)+len(texts) <= maxEmbedBatch {
+		off := len(b.texts)
+		b.texts = append(b.texts, texts...)
+		bs.mu.Unlock()
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if b.err != nil {
+			return e.embedAlone(ctx, stage, model, texts)
+		}
+		return b.vecs[off : off+len(texts)], nil
+	}
+	b := &embedBatch{texts: append([]string(nil), texts...), done: make(chan struct{})}
+	bs.open[model] = b
+	bs.mu.Unlock()
+
+	// seal ends the gathering: no caller joins b after it.
+	seal := func() []string {
+		bs.mu.Lock()
+		defer bs.mu.Unlock()
+		if !b.sent {
+			b.sent = true
+			if bs.open[model] == b {
+				delete(bs.open, model)
+			}
+		}
+		return b.texts
+	}
+	req := e.embedRequest(model, nil)
+	var vecs [][]float32
+	err := e.call(ctx, stage, model, req.Options(), "", e.CallTimeout, func(ctx context.Context) (bool, error) {
+		r := req
+		r.Texts = seal()
+		var err error
+		vecs, err = e.Client.Embed(ctx, r)
+		if err == nil && len(vecs) != len(r.Texts) {
+			err = fmt.Errorf("%w: asked for %d embeddings, got %d", localmodels.ErrIncomplete, len(r.Texts), len(vecs))
+		}
+		return false, err
+	})
+	all := seal()
+	b.vecs, b.err = vecs, err
+	close(b.done)
+	if err != nil && len(all) > len(texts) && ctx.Err() == nil {
+		return e.embedAlone(ctx, stage, model, texts) // another caller's text may be at fault
+	}
+	return vecs[:min(len(vecs), len(texts))], err
+}
+
+// embedAlone embeds texts in a request of their own.
+func (e *Engine) embedAlone(ctx context.Context, stage, model string, texts []string) ([][]float32, error) {
+	req := e.embedRequest(model, texts)
+	var vecs [][]float32
+	err := e.call(ctx, stage, model, req.Options(), "", e.CallTimeout, func(ctx context.Context) (bool, error) {
+		var err error
+		vecs, err = e.Client.Embed(ctx, req)
+		return false, err
+	})
+	return vecs, err
+}
