@@ -281,6 +281,11 @@ func TestReadsFirstFormatRuns(t *testing.T) {
 	if n := strings.Count(out.String(), "reference only: "); n < 7 {
 		t.Errorf("%d verdicts of reference only, want one per published table and run", n)
 	}
+	// The cfaith run's records log a judge's repair turn, from before
+	// halu counted the verdicts read from them: its verdicts name it.
+	if !strings.Contains(out.String(), "repair turns asked of the judges: 1 ") {
+		t.Errorf("report of first-format runs does not name the cfaith run's uncounted repair turn:\n%s", out.String())
+	}
 
 	// A resume of a first-format run (nothing left to do) writes it in
 	// today's format, its config under today's names.

@@ -310,9 +310,27 @@ func TestJudgeRepairs(t *testing.T) {
 		t.Cleanup(srv.Close)
 		e := newEngine(t, srv.Host(), t.TempDir())
 		e.JudgeRepairs = tc.repairs
-		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		dir := filepath.Join(t.TempDir(), "run")
+		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The manifest says it counted them; one whose engine section
+		// predates the count (no judge_repairs) says it did not.
+		m, err := rundir.ReadManifest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !engine.CountsRepaired(m) {
+			t.Errorf("--judge-repairs %d: the manifest does not say it counted verdicts read from repair turns: %s", tc.repairs, m.Engine)
+		}
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(m.Engine, &keys); err != nil || keys["judge_repairs"] == nil {
+			t.Fatalf("engine section %s (%v)", m.Engine, err)
+		}
+		delete(keys, "judge_repairs")
+		if m.Engine, err = json.Marshal(keys); err != nil || engine.CountsRepaired(m) {
+			t.Errorf("an engine section without judge_repairs reads as counted (%v)", err)
 		}
 		if int(asked.Load()) != tc.asked || res.Counts.JudgeFailures != tc.failures || res.Counts.JudgeRepaired != tc.repaired {
 			t.Errorf("--judge-repairs %d: judge asked %d times, %d unscored, %d read from a repair turn; want %d, %d, %d",

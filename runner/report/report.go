@@ -97,6 +97,11 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 		return nil, err
 	}
 	r.Facts = Facts(m, r.Summary)
+	if !engine.CountsRepaired(m) {
+		for _, c := range callRows(recs) {
+			r.Facts.UncountedRepairs += c.Repairs
+		}
+	}
 	return r, nil
 }
 

@@ -258,6 +258,9 @@ func TestProveLabels(t *testing.T) {
 		// Repair turns are compared on what they did: verdicts read from one.
 		{"repairs asked, none read", with(map[string]string{"judge-repairs": "3"}), nil, LabelComparable, nil},
 		{"repaired", same, func(f *RunFacts) { f.Counts.JudgeRepaired = 4 }, LabelReference, []string{"4 judge verdicts were read from a repair turn"}},
+		// A run recorded before halu counted them: each repair turn its
+		// records log may have given a verdict.
+		{"repairs uncounted", same, func(f *RunFacts) { f.UncountedRepairs = 2 }, LabelReference, []string{"repair turns asked of the judges: 2 "}},
 		{"method", same, func(f *RunFacts) { pub.Method = []string{"halu reads it otherwise"} }, LabelReference, []string{"halu reads it otherwise"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
