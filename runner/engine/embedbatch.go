@@ -77,18 +77,7 @@ func (e *Engine) embed(ctx context.Context, stage, model string, texts []string)
 		}
 		return b.texts
 	}
-	req := e.embedRequest(model, nil)
-	var vecs [][]float32
-	err := e.call(ctx, stage, model, req.Options(), "", e.CallTimeout, func(ctx context.Context) (bool, error) {
-		r := req
-		r.Texts = seal()
-		var err error
-		vecs, err = e.Client.Embed(ctx, r)
-		if err == nil && len(vecs) != len(r.Texts) {
-			err = fmt.Errorf("%w: asked for %d embeddings, got %d", localmodels.ErrIncomplete, len(r.Texts), len(vecs))
-		}
-		return false, err
-	})
+	vecs, err := e.sendEmbed(ctx, stage, model, seal)
 	all := seal()
 	b.vecs, b.err = vecs, err
 	close(b.done)
@@ -100,11 +89,24 @@ func (e *Engine) embed(ctx context.Context, stage, model string, texts []string)
 
 // embedAlone embeds texts in a request of their own.
 func (e *Engine) embedAlone(ctx context.Context, stage, model string, texts []string) ([][]float32, error) {
-	req := e.embedRequest(model, texts)
+	return e.sendEmbed(ctx, stage, model, func() []string { return texts })
+}
+
+// sendEmbed makes one embedding request of model, admitted and retried as
+// any call; texts gives what it carries when it is admitted (a gathering
+// batch is sealed then). A reply with another number of vectors than texts
+// is incomplete.
+func (e *Engine) sendEmbed(ctx context.Context, stage, model string, texts func() []string) ([][]float32, error) {
+	req := e.embedRequest(model, nil)
 	var vecs [][]float32
 	err := e.call(ctx, stage, model, req.Options(), "", e.CallTimeout, func(ctx context.Context) (bool, error) {
+		r := req
+		r.Texts = texts()
 		var err error
-		vecs, err = e.Client.Embed(ctx, req)
+		vecs, err = e.Client.Embed(ctx, r)
+		if err == nil && len(vecs) != len(r.Texts) {
+			err = fmt.Errorf("%w: asked for %d embeddings, got %d", localmodels.ErrIncomplete, len(r.Texts), len(vecs))
+		}
 		return false, err
 	})
 	return vecs, err

@@ -26,15 +26,9 @@ type embedSuite struct {
 	asked *atomic.Int32
 }
 
-func (s *embedSuite) Name() string     { return "embedtest" }
-func (s *embedSuite) Models() []string { return []string{"emb"} }
-func (s *embedSuite) Items(context.Context) ([]engine.Item, error) {
-	var items []engine.Item
-	for i := 0; i < s.n; i++ {
-		items = append(items, engine.Item{ID: fmt.Sprintf("item-%02d", i), Payload: i})
-	}
-	return items, nil
-}
+func (s *embedSuite) Name() string                                 { return "embedtest" }
+func (s *embedSuite) Models() []string                             { return []string{"emb"} }
+func (s *embedSuite) Items(context.Context) ([]engine.Item, error) { return numberedItems(s.n), nil }
 func (s *embedSuite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	s.asked.Add(1)
 	v, err := c.Embed(ctx, "embed", "emb", []string{fmt.Sprint("text ", it.Payload)})

@@ -48,14 +48,17 @@ type result struct {
 	Scored bool   `json:"scored"`
 }
 
-func (s *testSuite) Name() string     { return "test" }
-func (s *testSuite) Models() []string { return []string{"gen", "judge"} }
-func (s *testSuite) Items(context.Context) ([]engine.Item, error) {
+func (s *testSuite) Name() string                                 { return "test" }
+func (s *testSuite) Models() []string                             { return []string{"gen", "judge"} }
+func (s *testSuite) Items(context.Context) ([]engine.Item, error) { return numberedItems(s.n), nil }
+
+// numberedItems are n items item-00, item-01, …, each its number as payload.
+func numberedItems(n int) []engine.Item {
 	var items []engine.Item
-	for i := 0; i < s.n; i++ {
+	for i := 0; i < n; i++ {
 		items = append(items, engine.Item{ID: fmt.Sprintf("item-%02d", i), Payload: i})
 	}
-	return items, nil
+	return items
 }
 func (s *testSuite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	gen, err := c.Chat(ctx, "generate", localmodels.ChatRequest{

@@ -153,11 +153,15 @@ func (s *scheduler) next() string {
 // idle reports whether load has nothing running or waiting.
 func (s *scheduler) idle(load string) bool { return s.running[load] == 0 && len(s.queue[load]) == 0 }
 
-func (s *scheduler) admissible(load string) bool {
+func (s *scheduler) admissible(load string) bool { return s.admits(load, s.next) }
+
+// admits is admissible with next giving the load to serve after the
+// current one (dispatch computes it once for every load it asks about).
+func (s *scheduler) admits(load string, next func() string) bool {
 	switch {
 	case s.inflight >= s.limit:
 		return false
-	case load == s.current || s.idle(s.current) && s.next() == load:
+	case load == s.current || s.idle(s.current) && next() == load:
 		return true
 	case len(s.queue[s.current]) > 0:
 		return false // the current load's calls first
@@ -170,7 +174,7 @@ func (s *scheduler) admissible(load string) bool {
 			loads++
 		}
 	}
-	return loads < loadsAtOnce && s.next() == load
+	return loads < loadsAtOnce && next() == load
 }
 
 // dispatch wakes the waiting calls that may go now, and no other: the
@@ -184,8 +188,10 @@ func (s *scheduler) dispatch() {
 	if s.inflight >= s.limit {
 		return
 	}
+	nx := s.next() // the state does not change while dispatch wakes
+	next := func() string { return nx }
 	wake := func(load string) {
-		if load != "" && len(s.queue[load]) > 0 && s.admissible(load) {
+		if load != "" && len(s.queue[load]) > 0 && s.admits(load, next) {
 			select {
 			case s.pick(load).ready <- struct{}{}:
 			default: // woken already
@@ -193,7 +199,7 @@ func (s *scheduler) dispatch() {
 		}
 	}
 	wake(s.current)
-	if nx := s.next(); nx != s.current {
+	if nx != s.current {
 		wake(nx)
 	}
 	for load := range s.running {
