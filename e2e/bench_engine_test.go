@@ -111,6 +111,8 @@ type proxy struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	bodies [][]byte
+	// arrived is when each body came, for merging two proxies' orders.
+	arrived []time.Time
 	// evalTokens and promptTokens sum the tokens the server generated and
 	// read for the generation requests it answered (eval_count and
 	// prompt_eval_count of each reply's last line); embeds counts the
@@ -189,6 +191,7 @@ func newProxy(t *testing.T, target string) *proxy {
 			r.Body = io.NopCloser(bytes.NewReader(b))
 			p.mu.Lock()
 			p.bodies = append(p.bodies, b)
+			p.arrived = append(p.arrived, time.Now())
 			p.mu.Unlock()
 			p.change(1)
 			defer p.change(-1)
@@ -203,16 +206,22 @@ func (p *proxy) host() string { return strings.TrimPrefix(p.srv.URL, "http://") 
 
 // take returns the bodies logged since the last take and the peak in flight.
 func (p *proxy) take() ([][]byte, int) {
+	b, _, peak := p.takeTimed()
+	return b, peak
+}
+
+// takeTimed is take with when each body came.
+func (p *proxy) takeTimed() ([][]byte, []time.Time, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	b := p.bodies
-	p.bodies = nil
+	b, at := p.bodies, p.arrived
+	p.bodies, p.arrived = nil, nil
 	p.evalTokens.Store(0)
 	p.promptTokens.Store(0)
 	p.embeds.Store(0)
 	peak := p.peak
 	p.busy, p.peak, p.first, p.last = 0, p.n, time.Time{}, time.Time{}
-	return b, peak
+	return b, at, peak
 }
 
 // work is what one side of a comparison had the server do: generation
@@ -315,15 +324,8 @@ func replay(t *testing.T, host string, bodies [][]byte, workers int) time.Durati
 				if i >= len(bodies) {
 					return
 				}
-				resp, err := http.Post("http://"+host+"/api/chat", "application/json", bytes.NewReader(bodies[i]))
-				if err != nil {
-					t.Error(err)
+				if !post(t, host, bodies[i]) {
 					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					t.Errorf("replay: %s", resp.Status)
 				}
 			}
 		}()
@@ -332,15 +334,44 @@ func replay(t *testing.T, host string, bodies [][]byte, workers int) time.Durati
 	return time.Since(start)
 }
 
+// post sends one generation request and reads its reply whole; false
+// when it could not be sent.
+func post(t *testing.T, host string, body []byte) bool {
+	resp, err := http.Post("http://"+host+"/api/chat", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("replay: %s", resp.Status)
+	}
+	return true
+}
+
 // benchPool: a pool of two real servers, the tiny model on both, 100
 // HaluEval judgements; halu's requests, logged by a proxy in front of each
-// server, replayed by a minimal direct client to the same servers with the
-// same requests in flight on each. Requests per second, halu ÷ direct,
-// over interleaved pairs (halu with a fresh cache each time). A first halu
-// run, not counted, loads the model on both servers and captures the
-// requests; then the pairs alternate which side goes first, each direct
-// replay sending the requests halu sent last, so neither side has the
-// cold servers or always goes second.
+// server, sent again by a minimal direct client with the same requests in
+// flight on each server. Requests per second, halu ÷ direct, over
+// interleaved pairs (halu with a fresh cache each time). The direct client
+// spreads the requests over both servers as a minimal pool client does:
+// one queue in halu's order, each server's workers taking the next request
+// when free (the figure). A second direct client replays each server's own
+// requests as halu sent them there (a detail line): it inherits halu's
+// choices — which server took which request, a judge's repair turn on the
+// server that holds its prompt — so it measures halu's own overhead alone.
+// Half of the requests are judges' repair turns (the tiny judge's replies
+// never read as JSON): halu sends each to the server that holds its
+// judgement's prompt and reply, which begin the repair's prompt; a client
+// from one queue sends it to whichever server is free, which may read that
+// prompt afresh. The detail lines count those turns on each side; with
+// judges whose replies read, the two clients differ only in how they
+// balance the servers.
+// A first halu run, not counted, loads the model on both servers and
+// captures the requests; then the pairs alternate which side goes first,
+// each direct run sending the requests halu sent last, so neither side has
+// the cold servers or always goes second.
 func benchPool(t *testing.T) {
 	a, b := server(t, t.TempDir()), server(t, t.TempDir())
 	importTiny(t, a.Host, "1", "ta")
@@ -352,7 +383,10 @@ func benchPool(t *testing.T) {
 		wall, lead, tail time.Duration
 		span             time.Duration
 		ba, bb           [][]byte
+		all              [][]byte // both servers' requests in the order they came
 		peakA, peakB     int
+		busy             string
+		turns, moved     int // repair turns; those on another server than their judgement
 	}
 	runHalu := func(n int) haluRun {
 		out := filepath.Join(work, fmt.Sprintf("halu%d", n))
@@ -373,49 +407,169 @@ func benchPool(t *testing.T) {
 		pb.mu.Unlock()
 		pa.mu.Unlock()
 		r.lead, r.tail, r.span = first.Sub(start), start.Add(r.wall).Sub(last), last.Sub(first)
-		r.ba, r.peakA = pa.take()
-		r.bb, r.peakB = pb.take()
+		r.busy = busyOf(pa, pb)
+		var ta, tb []time.Time
+		r.ba, ta, r.peakA = pa.takeTimed()
+		r.bb, tb, r.peakB = pb.takeTimed()
+		var on []int
+		r.all, on = merge(r.ba, ta, r.bb, tb)
+		r.turns, r.moved = turnsMoved(t, r.all, on)
 		return r
 	}
-	runDirect := func(h haluRun) time.Duration {
+	// runSplit replays each server's own requests; runShared spreads
+	// them from one queue.
+	runSplit := func(h haluRun) (time.Duration, string) {
 		var wg sync.WaitGroup
 		var da, db time.Duration
 		wg.Add(2)
 		go func() { defer wg.Done(); da = replay(t, pa.host(), h.ba, h.peakA) }()
 		go func() { defer wg.Done(); db = replay(t, pb.host(), h.bb, h.peakB) }()
 		wg.Wait()
+		busy := busyOf(pa, pb)
 		pa.take()
 		pb.take()
-		return max(da, db)
+		return max(da, db), busy
+	}
+	runShared := func(h haluRun) (time.Duration, string, string) {
+		d, on := replayShared(t, []string{pa.host(), pb.host()}, []int{h.peakA, h.peakB}, h.all)
+		busy := busyOf(pa, pb)
+		ba, _ := pa.take()
+		bb, _ := pb.take()
+		turns, moved := turnsMoved(t, h.all, on)
+		return d, busy, fmt.Sprintf("%d on a, %d on b; %d of %d repair turns on the other server than their judgement", len(ba), len(bb), moved, turns)
 	}
 	prev := runHalu(0) // warm-up: loads the model on both servers
-	var ratios []float64
+	var ratios, splitRatios []float64
 	var detail []string
 	for pair := 1; pair <= 4; pair++ {
 		var h haluRun
-		var direct time.Duration
+		var shared, split time.Duration
+		var sbusy, pbusy, spread string
+		directs := func(h haluRun) {
+			if pair%2 == 1 {
+				shared, sbusy, spread = runShared(h)
+				split, pbusy = runSplit(h)
+			} else {
+				split, pbusy = runSplit(h)
+				shared, sbusy, spread = runShared(h)
+			}
+		}
 		order := "halu first"
 		if pair%2 == 1 {
 			order = "direct first"
-			direct = runDirect(prev)
+			directs(prev)
 			h = runHalu(pair)
 		} else {
 			h = runHalu(pair)
-			direct = runDirect(h)
+			directs(h)
 		}
 		calls := len(h.ba) + len(h.bb)
 		if calls == 0 || calls != len(prev.ba)+len(prev.bb) {
 			figure("pool req/s ratio", fmt.Sprintf("– (not measured: halu sent %d requests through the proxies, %d the time before)", calls, len(prev.ba)+len(prev.bb)))
 			return
 		}
-		hr, dr := float64(calls)/h.wall.Seconds(), float64(calls)/direct.Seconds()
+		hr, dr, pr := float64(calls)/h.wall.Seconds(), float64(calls)/shared.Seconds(), float64(calls)/split.Seconds()
 		ratios = append(ratios, hr/dr)
-		detail = append(detail, fmt.Sprintf("pair %d (%s): halu %d requests (%d on a, %d on b; peak in flight %d, %d) in %s = %.2f/s; direct %.2f/s (%s); halu's first request %s after its start, its last reply %s before its exit; over its requests' span %.2f/s",
-			pair, order, calls, len(h.ba), len(h.bb), h.peakA, h.peakB, h.wall.Round(time.Millisecond), hr, dr, direct.Round(time.Millisecond),
-			h.lead.Round(time.Millisecond), h.tail.Round(time.Millisecond), float64(calls)/h.span.Seconds()))
+		splitRatios = append(splitRatios, hr/pr)
+		detail = append(detail, fmt.Sprintf("pair %d (%s): halu %d requests (%d on a, %d on b; peak in flight %d, %d) in %s = %.2f/s; direct from one queue %.2f/s (%s; %s); direct replaying halu's split %.2f/s (%s); halu sent %d of %d repair turns to the other server than their judgement; halu's first request %s after its start, its last reply %s before its exit; over its requests' span %.2f/s; mean requests in flight on a, b over each one's span: halu %s, direct from one queue %s, replaying halu's split %s",
+			pair, order, calls, len(h.ba), len(h.bb), h.peakA, h.peakB, h.wall.Round(time.Millisecond), hr, dr, shared.Round(time.Millisecond), spread, pr, split.Round(time.Millisecond), h.moved, h.turns,
+			h.lead.Round(time.Millisecond), h.tail.Round(time.Millisecond), float64(calls)/h.span.Seconds(), h.busy, sbusy, pbusy))
 		prev = h
 	}
+	detail = append(detail, fmt.Sprintf("halu ÷ a direct client replaying halu's own split (halu's overhead alone; the direct side inherits halu's choices): %.3f", medianF(splitRatios)))
 	figure("pool req/s ratio", fmt.Sprintf("%.3f", medianF(ratios)), detail...)
+}
+
+// merge is two proxies' requests in the order they came; on[i] is 0
+// when out[i] came to the first, 1 when to the second.
+func merge(ba [][]byte, ta []time.Time, bb [][]byte, tb []time.Time) (out [][]byte, on []int) {
+	i, j := 0, 0
+	for i < len(ba) || j < len(bb) {
+		if j >= len(bb) || i < len(ba) && !tb[j].Before(ta[i]) {
+			out, on = append(out, ba[i]), append(on, 0)
+			i++
+		} else {
+			out, on = append(out, bb[j]), append(on, 1)
+			j++
+		}
+	}
+	return out, on
+}
+
+// replayShared sends bodies, in order, from one queue over several
+// servers: slots[i] workers send to hosts[i], each taking the next body
+// when its reply is in (a minimal pool client). It returns the wall time.
+// on[i] is the index of the host bodies[i] went to.
+func replayShared(t *testing.T, hosts []string, slots []int, bodies [][]byte) (wall time.Duration, on []int) {
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	on = make([]int, len(bodies))
+	start := time.Now()
+	for h, host := range hosts {
+		for w := 0; w < max(1, slots[h]); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(bodies) {
+						return
+					}
+					on[i] = h
+					if !post(t, host, bodies[i]) {
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return time.Since(start), on
+}
+
+// turnsMoved counts the follow-up turns among bodies (a request whose
+// messages are an earlier request's, its reply and one more message: a
+// judge's repair turn) sent to another server than the request they
+// follow, where the server holds none of their prompt; on[i] is where
+// bodies[i] went.
+func turnsMoved(t *testing.T, bodies [][]byte, on []int) (turns, moved int) {
+	type chat struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	where := map[string]int{}
+	for i, b := range bodies {
+		var c chat
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		k, _ := json.Marshal(c.Messages)
+		where[string(k)] = on[i]
+		if n := len(c.Messages); n > 2 {
+			p, _ := json.Marshal(c.Messages[:n-2])
+			if h, ok := where[string(p)]; ok {
+				turns++
+				if h != on[i] {
+					moved++
+				}
+			}
+		}
+	}
+	return turns, moved
+}
+
+// busyOf is the mean requests in flight on each proxy over its own span
+// (first request to last reply), "a, b".
+func busyOf(pa, pb *proxy) string {
+	var out []string
+	for _, p := range []*proxy{pa, pb} {
+		m, _, ok := p.meanInFlight()
+		if !ok {
+			out = append(out, "–")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%.3f", m))
+	}
+	return strings.Join(out, ", ")
 }
 
 // benchItemsInFlight: four generators and two judges (HIC-Bench, 8

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,7 +33,16 @@ type Cache struct {
 	dir string
 	// damaged counts entries dropped on read.
 	damaged atomic.Int64
+	// writing holds the entries PutLater is writing, by key, so that Get
+	// answers from them at once; writes counts those writes.
+	mu      sync.Mutex
+	writing map[string][]byte
+	writes  sync.WaitGroup
+	writers chan struct{}
 }
+
+// cacheWriters is how many entries PutLater writes at once.
+const cacheWriters = 4
 
 // entry is a cache file: the value with the key it answers and its hash.
 type entry struct {
@@ -46,7 +56,7 @@ type entry struct {
 // A cache that cannot be written to (a read-only copy) still serves reads:
 // its writes fail, and the engine counts them.
 func OpenCache(dir string) (*Cache, error) {
-	c := &Cache{dir: dir}
+	c := &Cache{dir: dir, writers: make(chan struct{}, cacheWriters)}
 	if err := os.MkdirAll(c.tmpDir(), 0o755); err != nil {
 		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
@@ -83,7 +93,15 @@ func (c *Cache) tmpDir() string { return filepath.Join(c.dir, cacheFormat, "tmp"
 
 // Get decodes the entry for key into v and reports whether there was a
 // sound one. A damaged entry is removed and counted, and reads as a miss.
-func (c *Cache) Get(key string, v any) (bool, error) { return c.get(c.path(key), key, v) }
+func (c *Cache) Get(key string, v any) (bool, error) {
+	c.mu.Lock()
+	b, ok := c.writing[key]
+	c.mu.Unlock()
+	if ok && check(b, key, v) == nil {
+		return true, nil
+	}
+	return c.get(c.path(key), key, v)
+}
 
 // servedPath is where a model's served record lives: beside the replies,
 // not among them (it is a record of the server, not a reply).
@@ -137,16 +155,70 @@ func check(b []byte, key string, v any) error {
 // Put stores v under key.
 func (c *Cache) Put(key string, v any) error { return c.put(c.path(key), key, v) }
 
+// PutLater stores v under key as Put does, writing it in the background:
+// Get answers from it at once, and done, when not nil, gets the write's
+// error once it is on disk (or failed). Wait waits for every such write. A
+// call's reply is stored this way so that the server is not kept waiting
+// on the disk (an atomic write with its fsync takes 0.5–1 ms) when the
+// caller keeps its slot for a next turn.
+func (c *Cache) PutLater(key string, v any, done func(error)) {
+	b, err := encodeEntry(key, v)
+	if err != nil {
+		if done != nil {
+			done(err)
+		}
+		return
+	}
+	c.mu.Lock()
+	if c.writing == nil {
+		c.writing = map[string][]byte{}
+	}
+	c.writing[key] = b
+	c.mu.Unlock()
+	c.writes.Add(1)
+	go func() {
+		defer c.writes.Done()
+		c.writers <- struct{}{} // a few at once: a burst of embeddings is thousands
+		err := c.write(c.path(key), b)
+		<-c.writers
+		c.mu.Lock()
+		if w, ok := c.writing[key]; ok && bytes.Equal(w, b) {
+			delete(c.writing, key)
+		}
+		c.mu.Unlock()
+		if done != nil {
+			done(err)
+		}
+	}()
+}
+
+// Wait returns when every write PutLater began is on disk (or failed).
+func (c *Cache) Wait() { c.writes.Wait() }
+
 func (c *Cache) put(p, key string, v any) error {
+	b, err := encodeEntry(key, v)
+	if err != nil {
+		return err
+	}
+	return c.write(p, b)
+}
+
+// encodeEntry is the cache file of v under key.
+func encodeEntry(key string, v any) ([]byte, error) {
 	val, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return nil, fmt.Errorf("cache: %w", err)
 	}
 	sum := sha256.Sum256(val)
 	b, err := json.Marshal(entry{Key: key, Sum: hex.EncodeToString(sum[:]), Value: val})
 	if err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return nil, fmt.Errorf("cache: %w", err)
 	}
+	return b, nil
+}
+
+// write puts the cache file b at p atomically.
+func (c *Cache) write(p string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("cache %s: %w", c.dir, err)
 	}

@@ -271,7 +271,11 @@ func (e *Engine) ask(ctx context.Context, stage, kind string, req localmodels.Ch
 		if err != nil {
 			return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
 		}
-		if e.Cache != nil && resp.DoneReason != localmodels.DoneBudget {
+		switch h, _ := ctx.Value(holdKey{}).(*hold); {
+		case e.Cache == nil || resp.DoneReason == localmodels.DoneBudget:
+		case h != nil && h.keep:
+			e.cachePutLater(key, resp)
+		default:
 			e.cachePut(key, resp)
 		}
 		return resp, nil
@@ -309,11 +313,20 @@ func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info lo
 // cachePut stores a reply in the cache. A failed write (a full disk, say)
 // loses only the caching: the reply is kept in its record, the failure is
 // counted and said once, and the run goes on without the entry.
-func (e *Engine) cachePut(key string, v any) {
-	if err := e.Cache.Put(key, v); err != nil {
-		if e.stats.cacheWriteFailures.Add(1) == 1 {
-			e.logf("warning: %v: replies are kept in the run's records but not cached (a rerun will call the model again); further cache write failures are counted, not shown\n", err)
-		}
+func (e *Engine) cachePut(key string, v any) { e.cacheFailed(e.Cache.Put(key, v)) }
+
+// cachePutLater is cachePut with the write in the background
+// (Cache.PutLater; the cache answers the key at once), for a reply whose
+// caller keeps its slot for a next turn (a judge's repair turn): the
+// server would otherwise wait while the entry reaches the disk (0.5–1 ms
+// with its fsync). The run waits for every such write before it counts
+// their failures (finish).
+func (e *Engine) cachePutLater(key string, v any) { e.Cache.PutLater(key, v, e.cacheFailed) }
+
+// cacheFailed counts a failed cache write, said the first time.
+func (e *Engine) cacheFailed(err error) {
+	if err != nil && e.stats.cacheWriteFailures.Add(1) == 1 {
+		e.logf("warning: %v: replies are kept in the run's records but not cached (a rerun will call the model again); further cache write failures are counted, not shown\n", err)
 	}
 }
 

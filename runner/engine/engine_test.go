@@ -787,6 +787,55 @@ func TestCacheWriteFailureIsNotFatal(t *testing.T) {
 	}
 }
 
+// An entry PutLater is writing answers Get at once; once written it is on
+// disk for another reader; a write that fails is said to done, and the
+// entry then answers no more (as a failed Put).
+func TestPutLater(t *testing.T) {
+	dir := t.TempDir()
+	c, err := engine.OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	done := func(err error) { errs <- err }
+	key := engine.Key("a request")
+	c.PutLater(key, map[string]int{"n": 7}, done)
+	var got map[string]int
+	if hit, err := c.Get(key, &got); !hit || err != nil || got["n"] != 7 {
+		t.Fatalf("while written: hit %v, %v, %v", hit, got, err)
+	}
+	c.Wait()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	other, err := engine.OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	if hit, err := other.Get(key, &got); !hit || err != nil || got["n"] != 7 {
+		t.Fatalf("from disk: hit %v, %v, %v", hit, got, err)
+	}
+
+	// No temporary file can be made: the write fails.
+	tmp := filepath.Join(dir, "v2", "tmp")
+	if err := os.RemoveAll(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := engine.Key("another request")
+	c.PutLater(bad, map[string]int{"n": 8}, done)
+	c.Wait()
+	if err := <-errs; err == nil {
+		t.Error("a failed write was not said")
+	}
+	if hit, _ := c.Get(bad, &got); hit {
+		t.Error("an entry whose write failed still answers")
+	}
+}
+
 // alter changes one letter or digit of an entry's value, the skip-th after
 // its start, leaving the rest (and the checksum) as they were.
 func alter(b []byte, skip int) []byte {
