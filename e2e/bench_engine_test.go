@@ -312,26 +312,8 @@ func (w work) covers(o work) (bool, []string) {
 // flight, as a minimal direct client does: one POST each, the reply read
 // whole. It returns the wall time.
 func replay(t *testing.T, host string, bodies [][]byte, workers int) time.Duration {
-	next := atomic.Int64{}
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < max(1, workers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(bodies) {
-					return
-				}
-				if !post(t, host, bodies[i]) {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return time.Since(start)
+	d, _ := replayShared(t, []string{host}, []int{workers}, bodies)
+	return d
 }
 
 // post sends one generation request and reads its reply whole; false
