@@ -118,6 +118,9 @@ type proxy struct {
 	// prompt_eval_count of each reply's last line); embeds counts the
 	// embedding requests.
 	evalTokens, promptTokens, embeds atomic.Int64
+	// embedTime sums the embedding requests' times at the server (request
+	// to reply, nanoseconds).
+	embedTime atomic.Int64
 	// n is the requests in flight, peak the most at once; busy is the
 	// integral of n over time from the first request (first) to the last
 	// reply (last).
@@ -185,6 +188,8 @@ func newProxy(t *testing.T, target string) *proxy {
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/embed" {
 			p.embeds.Add(1)
+			start := time.Now()
+			defer func() { p.embedTime.Add(int64(time.Since(start))) }()
 		}
 		if r.URL.Path == "/api/chat" {
 			b, _ := io.ReadAll(r.Body)
@@ -219,6 +224,7 @@ func (p *proxy) takeTimed() ([][]byte, []time.Time, int) {
 	p.evalTokens.Store(0)
 	p.promptTokens.Store(0)
 	p.embeds.Store(0)
+	p.embedTime.Store(0)
 	peak := p.peak
 	p.busy, p.peak, p.first, p.last = 0, p.n, time.Time{}, time.Time{}
 	return b, at, peak
@@ -231,6 +237,7 @@ func (p *proxy) takeTimed() ([][]byte, []time.Time, int) {
 type work struct {
 	chats                   map[string]int
 	requests, embeds        int
+	embedTime               time.Duration // the embedding requests' time at the server
 	generated, promptTokens int64
 	settings                string
 	// bodies are the generation requests, in the order they came.
@@ -244,7 +251,7 @@ var benchRunnerOptions = []string{"num_ctx", "num_thread", "num_batch", "num_gpu
 
 // took returns the work logged since the last take and forgets it.
 func (p *proxy) took() work {
-	w := work{chats: map[string]int{}, embeds: int(p.embeds.Load()), generated: p.evalTokens.Load(), promptTokens: p.promptTokens.Load()}
+	w := work{chats: map[string]int{}, embeds: int(p.embeds.Load()), embedTime: time.Duration(p.embedTime.Load()), generated: p.evalTokens.Load(), promptTokens: p.promptTokens.Load()}
 	bodies, _ := p.take()
 	seen := map[string]bool{}
 	for _, b := range bodies {
@@ -274,8 +281,12 @@ func (w work) String() string {
 	for _, m := range slices.Sorted(maps.Keys(w.chats)) {
 		per = append(per, fmt.Sprintf("%s %d", m, w.chats[m]))
 	}
-	return fmt.Sprintf("%d generation requests (%s), %d embedding requests, %d tokens generated, %d prompt tokens read; runner settings %s",
-		w.requests, strings.Join(per, ", "), w.embeds, w.generated, w.promptTokens, w.settings)
+	embeds := fmt.Sprintf("%d embedding requests", w.embeds)
+	if w.embeds > 0 {
+		embeds += fmt.Sprintf(" (%s at the server)", w.embedTime.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%d generation requests (%s), %s, %d tokens generated, %d prompt tokens read; runner settings %s",
+		w.requests, strings.Join(per, ", "), embeds, w.generated, w.promptTokens, w.settings)
 }
 
 // covers reports whether w asked at least all of o's work of the server —
