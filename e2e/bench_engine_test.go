@@ -235,9 +235,12 @@ func (p *proxy) takeTimed() ([][]byte, []time.Time, int) {
 // the runner settings its generations asked for (settings names the
 // distinct ones: a server runs other settings at another speed).
 type work struct {
-	chats                   map[string]int
-	requests, embeds        int
-	embedTime               time.Duration // the embedding requests' time at the server
+	chats            map[string]int
+	requests, embeds int
+	embedTime        time.Duration // the embedding requests' time at the server
+	// loads are the model loads the server's log showed (loadsCounted).
+	loads                   int
+	loadsCounted            bool
 	generated, promptTokens int64
 	settings                string
 	// bodies are the generation requests, in the order they came.
@@ -284,6 +287,9 @@ func (w work) String() string {
 	embeds := fmt.Sprintf("%d embedding requests", w.embeds)
 	if w.embeds > 0 {
 		embeds += fmt.Sprintf(" (%s at the server)", w.embedTime.Round(time.Millisecond))
+	}
+	if w.loadsCounted {
+		embeds += fmt.Sprintf(", %d model loads", w.loads)
 	}
 	return fmt.Sprintf("%d generation requests (%s), %s, %d tokens generated, %d prompt tokens read; runner settings %s",
 		w.requests, strings.Join(per, ", "), embeds, w.generated, w.promptTokens, w.settings)
@@ -727,7 +733,15 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 		figure(name, "– (not measured: "+why+")")
 		return
 	}
-	srv, _ := serverWithLog(t, t.TempDir(), env...)
+	srv, logPath := serverWithLog(t, t.TempDir(), env...)
+	// loads counts the model loads the server's log shows so far.
+	loads := func() int {
+		b, err := os.ReadFile(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runnerStarts(string(b))
+	}
 	importTiny(t, srv.Host, "1", "gen")
 	importTiny(t, srv.Host, "2", "judge")
 	px := newProxy(t, srv.Host)
@@ -782,12 +796,15 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	var detail []string
 	var hw, pw []work
 	for pair := 0; pair < 2; pair++ {
+		l0 := loads()
 		start := time.Now()
 		mustHalu(t, px.host(), "--parallel", inFlight, "run", "hic", "--no-cache", "--models", "gen", "--judges", "judge", "--temperature", strings.Join(temps, ","),
 			"--answers", "1", "--max-tokens", "48", "--judge-max-tokens", "48", "--embed-model", "judge", "--judge-checks", "0", "--judge-repairs", "0",
 			"--out", filepath.Join(wdir, fmt.Sprintf("halu%d", pair)))
 		hWall := time.Since(start)
 		h := px.took()
+		l1 := loads()
+		h.loads, h.loadsCounted = l1-l0, true
 
 		cmd := exec.Command(bin, "eval", "-c", config, "--no-cache", "-j", inFlight, "--no-progress-bar", "--no-table", "-o", filepath.Join(wdir, fmt.Sprintf("pf%d.json", pair)))
 		cmd.Dir = wdir
@@ -797,6 +814,8 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 		out, err := cmd.CombinedOutput()
 		pWall := time.Since(start)
 		p := px.took()
+		l2 := loads()
+		p.loads, p.loadsCounted = l2-l1, true
 		if p.requests == 0 || h.requests == 0 {
 			figure(name, fmt.Sprintf("– (not measured: halu sent %d requests, promptfoo %d: %v: %s)", h.requests, p.requests, err, lastLines(string(out), 5)))
 			return
@@ -806,12 +825,13 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 		workers, _ := strconv.Atoi(inFlight)
 		dWall := replay(t, px.host(), p.bodies, workers)
 		px.took()
+		dLoads := loads() - l2
 		ratios = append(ratios, hWall.Seconds()/pWall.Seconds())
 		floors = append(floors, dWall.Seconds()/pWall.Seconds())
 		hw, pw = append(hw, h), append(pw, p)
 		detail = append(detail, fmt.Sprintf("pair %d: halu in %s: %s", pair+1, hWall.Round(time.Millisecond), h),
 			fmt.Sprintf("pair %d: promptfoo in %s: %s (exit: %v; promptfoo exits 100 when assertions fail)", pair+1, pWall.Round(time.Millisecond), p, err),
-			fmt.Sprintf("pair %d: promptfoo's %d requests replayed in its order by a direct client, %s in flight: %s", pair+1, p.requests, inFlight, dWall.Round(time.Millisecond)))
+			fmt.Sprintf("pair %d: promptfoo's %d requests replayed in its order by a direct client, %s in flight: %s, %d model loads", pair+1, p.requests, inFlight, dWall.Round(time.Millisecond), dLoads))
 	}
 	figure(name, promptfooRatio(medianF(ratios), hw, pw), detail...)
 	figure(strings.Replace(name, "promptfoo wall ratio", "direct replay ÷ promptfoo wall", 1), fmt.Sprintf("%.3f (median of %d pairs: promptfoo's requests in its order, sent by a client that does nothing else; what they take the server without promptfoo's own work)", medianF(floors), len(floors)))

@@ -112,15 +112,22 @@ func TestEmbedBetweenChatsNoReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	starts := 0 // model runners started ("starting runner … --model …"; the first one without --model discovers devices)
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, `msg="starting runner"`) && strings.Contains(l, "--model") {
-			starts++
-		}
-	}
-	if starts != 1 {
+	if starts := runnerStarts(string(b)); starts != 1 {
 		t.Errorf("the model's runner started %d times over 2 chats and 2 embeddings, want 1; log:\n%s", starts, grepLines(string(b), "start"))
 	}
+}
+
+// runnerStarts counts the model runners a server's log says it started
+// ("starting runner … --model …"; the first one, without --model,
+// discovers devices): one per model load.
+func runnerStarts(log string) int {
+	n := 0
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, `msg="starting runner"`) && strings.Contains(l, "--model") {
+			n++
+		}
+	}
+	return n
 }
 
 // grepLines are the lines of s holding sub.
