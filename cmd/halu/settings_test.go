@@ -304,6 +304,16 @@ func TestReadsFirstFormatRuns(t *testing.T) {
 	if m.Format != rundir.FormatVersion || keys["limit"] == nil || keys["questions"] != nil || keys["schema"] != nil {
 		t.Errorf("resumed: format %d, config %s", m.Format, m.Config)
 	}
+	// A resumed cfaith run still names the repair turn its first session
+	// asked: today's manifest does not make it counted.
+	work = filepath.Join(t.TempDir(), "cfaith")
+	copyDir(t, filepath.Join("..", "..", "testdata", "runs-v1", "cfaith"), work)
+	if r := halu(t, f, t.TempDir(), "run", "--resume", work); r.code != exitOK {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	if r := halu(t, f, t.TempDir(), "report", "--md", work); r.code != exitOK || !strings.Contains(r.stdout, "repair turns asked of the judges: 1 ") {
+		t.Errorf("report of the resumed cfaith run (exit %d, %s) does not name its uncounted repair turn:\n%s", r.code, r.stderr, r.stdout)
+	}
 }
 
 func copyDir(t *testing.T, from, to string) {

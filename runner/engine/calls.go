@@ -291,7 +291,7 @@ func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info lo
 	l := rundir.CallLog{
 		Stage: stage, Kind: kind, Model: req.Model, Digest: info.Digest, Key: key,
 		PromptTokens: resp.PromptEvalCount, EvalTokens: resp.EvalCount, DoneReason: resp.DoneReason,
-		NoThink: req.Think != nil && !*req.Think,
+		NoThink: req.Think != nil && !*req.Think, Counted: kind == "repair",
 	}
 	sent := req.Options
 	sent.NumThread = nil // the machine's, not the request's: it changes no reply

@@ -154,21 +154,6 @@ func Recorded(m *rundir.Manifest) (EngineConfig, error) {
 	return ec, err
 }
 
-// CountsRepaired reports whether the run of manifest m counted the judge
-// verdicts read from a repair turn (Counts.JudgeRepaired): its engine
-// section names the repair turns, which runs recorded before halu counted
-// them do not (their records still log each repair turn, kind "repair").
-func CountsRepaired(m *rundir.Manifest) bool {
-	var keys map[string]json.RawMessage
-	if m.Engine == nil || json.Unmarshal(m.Engine, &keys) != nil {
-		return false
-	}
-	var c EngineConfig
-	r, _ := c.Settings().Lookup("judge-repairs")
-	_, ok := keys[r.Key()]
-	return ok
-}
-
 // migrateEngine reads a format-1 manifest's engine settings from what it
 // recorded of them: the serving section, then the command line (the
 // values flags gave, as text); a setting recorded in neither (a timeout,

@@ -127,10 +127,11 @@ type RunFacts struct {
 	// window (summary.Summary.ContentCut).
 	ContentCut int
 	Datasets   map[string]rundir.DatasetInfo
-	// UncountedRepairs counts the judges' repair turns in the records of
-	// a run whose manifest predates the count of verdicts read from them
-	// (Counts.JudgeRepaired; engine.CountsRepaired): any of them may have
-	// given a verdict, so each is a difference until shown otherwise.
+	// UncountedRepairs counts the judges' repair turns recorded before
+	// halu counted the verdicts read from them (Counts.JudgeRepaired; a
+	// repair turn's log without CallLog.Counted), in an old run or in the
+	// sessions before an old run was resumed: any of them may have given a
+	// verdict, so each is a difference until shown otherwise.
 	UncountedRepairs int
 }
 
@@ -223,7 +224,7 @@ func (r Reference) Prove(f RunFacts) Verdict {
 		v.Differences = append(v.Differences, fmt.Sprintf("%d judge verdicts were read from a repair turn (the judge asked again after a reply that did not read; --judge-repairs), a turn the published configuration does not name", c.JudgeRepaired))
 	}
 	if f.UncountedRepairs > 0 {
-		v.Differences = append(v.Differences, fmt.Sprintf("repair turns asked of the judges: %d (asked again after a reply that did not read), a turn the published configuration does not name; the run was recorded before halu counted the verdicts read from them, so any may have given one", f.UncountedRepairs))
+		v.Differences = append(v.Differences, fmt.Sprintf("repair turns asked of the judges: %d (asked again after a reply that did not read), a turn the published configuration does not name; they were recorded before halu counted the verdicts read from them, so any may have given one", f.UncountedRepairs))
 	}
 	v.Differences = append(v.Differences, p.Method...)
 	switch {

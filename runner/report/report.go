@@ -97,12 +97,22 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 		return nil, err
 	}
 	r.Facts = Facts(m, r.Summary)
-	if !engine.CountsRepaired(m) {
-		for _, c := range callRows(recs) {
-			r.Facts.UncountedRepairs += c.Repairs
+	r.Facts.UncountedRepairs = uncountedRepairs(recs)
+	return r, nil
+}
+
+// uncountedRepairs counts the repair turns in recs logged before halu
+// counted the verdicts read from them (rundir.CallLog.Counted).
+func uncountedRepairs(recs []rundir.Record) int {
+	n := 0
+	for _, rec := range recs {
+		for _, c := range rec.Calls {
+			if c.Kind == "repair" && !c.Counted {
+				n++
+			}
 		}
 	}
-	return r, nil
+	return n
 }
 
 // addLabels appends to sum what people's labels of the run's own texts

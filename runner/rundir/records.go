@@ -57,6 +57,12 @@ type CallLog struct {
 	// not here was left to the server: its value is the model's
 	// Modelfile's (the manifest's models list them) or the server's own.
 	Options map[string]any `json:"options,omitempty"`
+	// Counted is set on a repair turn's log (kind "repair") by a halu that
+	// counts the verdicts read from repair turns (Counts.JudgeRepaired). A
+	// repair turn logged without it was recorded before: a verdict it gave
+	// is counted nowhere. Kept per call, it stays true of the turns of an
+	// old run that a newer halu resumes.
+	Counted bool `json:"counted,omitempty"`
 	// NoThink is set when the call asked a thinking model not to think
 	// (think: false): judges are, so their reply caps go to the verdict.
 	NoThink bool `json:"no_think,omitempty"`
