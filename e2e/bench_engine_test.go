@@ -121,12 +121,20 @@ type proxy struct {
 	// embedTime sums the embedding requests' times at the server (request
 	// to reply, nanoseconds).
 	embedTime atomic.Int64
+	// totalTime, promptTime and loadTime sum what the server said the
+	// generation requests took it (total_duration, prompt_eval_duration,
+	// load_duration of each reply's last line, nanoseconds): where the
+	// server's time went, and with the wall time, how long it waited for
+	// the next request.
+	totalTime, promptTime, loadTime atomic.Int64
 	// n is the requests in flight, peak the most at once; busy is the
 	// integral of n over time from the first request (first) to the last
 	// reply (last).
 	n, peak     int
 	busy        time.Duration
 	first, last time.Time
+	// occ is the time n was 1 or more.
+	occ time.Duration
 }
 
 // change adds d to the requests in flight, integrating over time.
@@ -138,10 +146,22 @@ func (p *proxy) change(d int) {
 		p.first = now
 	} else {
 		p.busy += time.Duration(p.n) * now.Sub(p.last)
+		if p.n > 0 {
+			p.occ += now.Sub(p.last)
+		}
 	}
 	p.n += d
 	p.peak = max(p.peak, p.n)
 	p.last = now
+}
+
+// occupied returns the time the proxy had a generation request in flight
+// (one or more) since the last take, and the span from the first request
+// to the last reply.
+func (p *proxy) occupied() (busy, span time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.occ, p.last.Sub(p.first)
 }
 
 // meanInFlight returns the mean requests in flight between the first
@@ -160,6 +180,9 @@ func (p *proxy) meanInFlight() (mean float64, span time.Duration, ok bool) {
 var (
 	evalCountRE   = regexp.MustCompile(`"eval_count":\s*(\d+)`)
 	promptCountRE = regexp.MustCompile(`"prompt_eval_count":\s*(\d+)`)
+	totalTimeRE   = regexp.MustCompile(`"total_duration":\s*(\d+)`)
+	promptTimeRE  = regexp.MustCompile(`"prompt_eval_duration":\s*(\d+)`)
+	loadTimeRE    = regexp.MustCompile(`"load_duration":\s*(\d+)`)
 )
 
 // lastCount adds the number re finds last in b to n.
@@ -183,6 +206,9 @@ func newProxy(t *testing.T, target string) *proxy {
 		resp.Body = io.NopCloser(bytes.NewReader(b))
 		lastCount(evalCountRE, b, &p.evalTokens)
 		lastCount(promptCountRE, b, &p.promptTokens)
+		lastCount(totalTimeRE, b, &p.totalTime)
+		lastCount(promptTimeRE, b, &p.promptTime)
+		lastCount(loadTimeRE, b, &p.loadTime)
 		return err
 	}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -225,8 +251,11 @@ func (p *proxy) takeTimed() ([][]byte, []time.Time, int) {
 	p.promptTokens.Store(0)
 	p.embeds.Store(0)
 	p.embedTime.Store(0)
+	p.totalTime.Store(0)
+	p.promptTime.Store(0)
+	p.loadTime.Store(0)
 	peak := p.peak
-	p.busy, p.peak, p.first, p.last = 0, p.n, time.Time{}, time.Time{}
+	p.busy, p.occ, p.peak, p.first, p.last = 0, 0, p.n, time.Time{}, time.Time{}
 	return b, at, peak
 }
 
@@ -238,6 +267,12 @@ type work struct {
 	chats            map[string]int
 	requests, embeds int
 	embedTime        time.Duration // the embedding requests' time at the server
+	// serverTime, promptTime and loadTime are what the server said the
+	// generation requests took it in all, reading prompts and loading
+	// models; busy is the time it had one in flight or more, of span
+	// (from the first request to the last reply).
+	serverTime, promptTime, loadTime time.Duration
+	busy, span                       time.Duration
 	// loads are the model loads the server's log showed (loadsCounted).
 	loads                   int
 	loadsCounted            bool
@@ -245,6 +280,42 @@ type work struct {
 	settings                string
 	// bodies are the generation requests, in the order they came.
 	bodies [][]byte
+	// promptBytes is the generation requests' messages in bytes, fresh
+	// the part of them that does not begin as the model's previous
+	// request did (newPromptBytes).
+	promptBytes, fresh int
+}
+
+// newPromptBytes sums, over bodies in their order, the bytes of each
+// request's messages and the bytes beyond the beginning it shares with the
+// previous request to the same model: what a server that keeps each
+// model's last prompt (one slot per model) reads anew, in bytes rather
+// than tokens. Two orders of the same requests that differ here read
+// different amounts of prompt.
+func newPromptBytes(bodies [][]byte) (all, fresh int) {
+	last := map[string]string{}
+	for _, b := range bodies {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Role, Content string
+			} `json:"messages"`
+		}
+		json.Unmarshal(b, &req)
+		var text strings.Builder
+		for _, m := range req.Messages {
+			text.WriteString(m.Role + "\x00" + m.Content + "\x00")
+		}
+		p := text.String()
+		prev := last[req.Model]
+		n := 0
+		for n < min(len(p), len(prev)) && p[n] == prev[n] {
+			n++
+		}
+		all, fresh = all+len(p), fresh+len(p)-n
+		last[req.Model] = p
+	}
+	return all, fresh
 }
 
 // benchRunnerOptions are the options that set how the server runs a model
@@ -254,7 +325,9 @@ var benchRunnerOptions = []string{"num_ctx", "num_thread", "num_batch", "num_gpu
 
 // took returns the work logged since the last take and forgets it.
 func (p *proxy) took() work {
-	w := work{chats: map[string]int{}, embeds: int(p.embeds.Load()), embedTime: time.Duration(p.embedTime.Load()), generated: p.evalTokens.Load(), promptTokens: p.promptTokens.Load()}
+	w := work{chats: map[string]int{}, embeds: int(p.embeds.Load()), embedTime: time.Duration(p.embedTime.Load()), generated: p.evalTokens.Load(), promptTokens: p.promptTokens.Load(),
+		serverTime: time.Duration(p.totalTime.Load()), promptTime: time.Duration(p.promptTime.Load()), loadTime: time.Duration(p.loadTime.Load())}
+	w.busy, w.span = p.occupied()
 	bodies, _ := p.take()
 	seen := map[string]bool{}
 	for _, b := range bodies {
@@ -276,6 +349,7 @@ func (p *proxy) took() work {
 	}
 	w.settings = strings.Join(slices.Sorted(maps.Keys(seen)), "; ")
 	w.requests, w.bodies = len(bodies), bodies
+	w.promptBytes, w.fresh = newPromptBytes(bodies)
 	return w
 }
 
@@ -291,8 +365,12 @@ func (w work) String() string {
 	if w.loadsCounted {
 		embeds += fmt.Sprintf(", %d model loads", w.loads)
 	}
-	return fmt.Sprintf("%d generation requests (%s), %s, %d tokens generated, %d prompt tokens read; runner settings %s",
-		w.requests, strings.Join(per, ", "), embeds, w.generated, w.promptTokens, w.settings)
+	r := time.Millisecond
+	return fmt.Sprintf("%d generation requests (%s), %s, %d tokens generated, %d prompt tokens read; runner settings %s; "+
+		"the server's time on them %s (reading prompts %s, loading models %s), a request in flight %s of %s from the first to the last reply; "+
+		"%d of %d prompt bytes new since the model's previous prompt",
+		w.requests, strings.Join(per, ", "), embeds, w.generated, w.promptTokens, w.settings,
+		w.serverTime.Round(r), w.promptTime.Round(r), w.loadTime.Round(r), w.busy.Round(r), w.span.Round(r), w.fresh, w.promptBytes)
 }
 
 // covers reports whether w asked at least all of o's work of the server —
@@ -721,7 +799,8 @@ func promptfooBin(t *testing.T) (string, string) {
 // one call in flight (or HALU_BENCH_IN_FLIGHT) and neither constraining
 // the judge's reply to a grammar (which has the server sample every token
 // against it), through one logging proxy that counts what each side had
-// the server do; interleaved pairs, wall time halu ÷ promptfoo. The ratio
+// the server do; three pairs, the sides taking turns going first, wall
+// time halu ÷ promptfoo (the median). The ratio
 // is given only when one side's work covers the other's (work.covers):
 // then it bounds the ratio at equal work. A direct client then replays
 // promptfoo's requests in its order: the server's share of promptfoo's
@@ -795,27 +874,49 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	var ratios, floors []float64
 	var detail []string
 	var hw, pw []work
-	for pair := 0; pair < 2; pair++ {
-		l0 := loads()
-		start := time.Now()
+	// runHalu and runPromptfoo run one side once, through the proxy, and
+	// return its wall time, the work the server did for it, and (for
+	// promptfoo) how it ended.
+	runHalu := func(pair int) (time.Duration, work) {
+		l0, start := loads(), time.Now()
 		mustHalu(t, px.host(), "--parallel", inFlight, "run", "hic", "--no-cache", "--models", "gen", "--judges", "judge", "--temperature", strings.Join(temps, ","),
 			"--answers", "1", "--max-tokens", "48", "--judge-max-tokens", "48", "--embed-model", "judge", "--judge-checks", "0", "--judge-repairs", "0",
 			"--out", filepath.Join(wdir, fmt.Sprintf("halu%d", pair)))
-		hWall := time.Since(start)
-		h := px.took()
-		l1 := loads()
-		h.loads, h.loadsCounted = l1-l0, true
-
+		wall := time.Since(start)
+		w := px.took()
+		w.loads, w.loadsCounted = loads()-l0, true
+		return wall, w
+	}
+	runPromptfoo := func(pair int) (time.Duration, work, []byte, error) {
 		cmd := exec.Command(bin, "eval", "-c", config, "--no-cache", "-j", inFlight, "--no-progress-bar", "--no-table", "-o", filepath.Join(wdir, fmt.Sprintf("pf%d.json", pair)))
 		cmd.Dir = wdir
 		cmd.Env = append(os.Environ(), "OLLAMA_BASE_URL=http://"+px.host(), "PROMPTFOO_DISABLE_TELEMETRY=1", "PROMPTFOO_DISABLE_UPDATE=1",
 			"PROMPTFOO_CONFIG_DIR="+filepath.Join(wdir, "pfhome"), "PROMPTFOO_DISABLE_SHARING=1")
-		start = time.Now()
+		l0, start := loads(), time.Now()
 		out, err := cmd.CombinedOutput()
-		pWall := time.Since(start)
-		p := px.took()
-		l2 := loads()
-		p.loads, p.loadsCounted = l2-l1, true
+		wall := time.Since(start)
+		w := px.took()
+		w.loads, w.loadsCounted = loads()-l0, true
+		return wall, w, out, err
+	}
+	var hOver, pOver []float64
+	for pair := 0; pair < 3; pair++ {
+		// The sides take turns going first (halu, promptfoo; promptfoo,
+		// halu; …), so a server that speeds up or slows down over the
+		// bench favours neither.
+		var (
+			hWall, pWall time.Duration
+			h, p         work
+			out          []byte
+			err          error
+		)
+		if pair%2 == 0 {
+			hWall, h = runHalu(pair)
+			pWall, p, out, err = runPromptfoo(pair)
+		} else {
+			pWall, p, out, err = runPromptfoo(pair)
+			hWall, h = runHalu(pair)
+		}
 		if p.requests == 0 || h.requests == 0 {
 			figure(name, fmt.Sprintf("– (not measured: halu sent %d requests, promptfoo %d: %v: %s)", h.requests, p.requests, err, lastLines(string(out), 5)))
 			return
@@ -823,16 +924,26 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 		// promptfoo's own requests, in its order, sent by a client that
 		// does nothing else: what they take the server, without promptfoo.
 		workers, _ := strconv.Atoi(inFlight)
+		l0 := loads()
 		dWall := replay(t, px.host(), p.bodies, workers)
 		px.took()
-		dLoads := loads() - l2
+		dLoads := loads() - l0
 		ratios = append(ratios, hWall.Seconds()/pWall.Seconds())
 		floors = append(floors, dWall.Seconds()/pWall.Seconds())
+		hOver, pOver = append(hOver, hWall.Seconds()/h.serverTime.Seconds()), append(pOver, pWall.Seconds()/p.serverTime.Seconds())
 		hw, pw = append(hw, h), append(pw, p)
-		detail = append(detail, fmt.Sprintf("pair %d: halu in %s: %s", pair+1, hWall.Round(time.Millisecond), h),
+		first := "halu first"
+		if pair%2 == 1 {
+			first = "promptfoo first"
+		}
+		detail = append(detail, fmt.Sprintf("pair %d (%s): halu in %s: %s", pair+1, first, hWall.Round(time.Millisecond), h),
 			fmt.Sprintf("pair %d: promptfoo in %s: %s (exit: %v; promptfoo exits 100 when assertions fail)", pair+1, pWall.Round(time.Millisecond), p, err),
 			fmt.Sprintf("pair %d: promptfoo's %d requests replayed in its order by a direct client, %s in flight: %s, %d model loads", pair+1, p.requests, inFlight, dWall.Round(time.Millisecond), dLoads))
 	}
+	// Each side's wall time over the time the server said its generation
+	// requests took: what the side added to the server's work (halu's
+	// embeddings for Flu included), apart from how fast the server ran.
+	detail = append(detail, fmt.Sprintf("wall time ÷ the server's time on the generation requests, median of %d: halu %.3f, promptfoo %.3f", len(hOver), medianF(hOver), medianF(pOver)))
 	figure(name, promptfooRatio(medianF(ratios), hw, pw), detail...)
 	figure(strings.Replace(name, "promptfoo wall ratio", "direct replay ÷ promptfoo wall", 1), fmt.Sprintf("%.3f (median of %d pairs: promptfoo's requests in its order, sent by a client that does nothing else; what they take the server without promptfoo's own work)", medianF(floors), len(floors)))
 }

@@ -178,7 +178,7 @@ func (c *Cache) PutLater(key string, v any, done func(error)) {
 	c.writes.Add(1)
 	go func() {
 		defer c.writes.Done()
-		c.writers <- struct{}{} // a few at once: a burst of embeddings is thousands
+		c.writers <- struct{}{} // a few at once, however many callers keep slots
 		err := c.write(c.path(key), b)
 		<-c.writers
 		c.mu.Lock()

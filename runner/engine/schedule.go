@@ -77,10 +77,14 @@ type scheduler struct {
 
 // waiter is a call waiting for a slot: its prompt, how many calls of its
 // load were admitted before it while it waited, and ready, signalled when
-// it may be the call to go (dispatch).
+// it may be the call to go (dispatch). shared is the longest beginning its
+// prompt shares with one of the load's recent prompts, as pick last
+// measured it (valid while the recent prompts stay as they were: until a
+// call of the load is admitted).
 type waiter struct {
 	prompt string
 	passed int
+	shared int
 	ready  chan struct{}
 }
 
@@ -224,29 +228,55 @@ func (s *scheduler) pick(load string) *waiter {
 	if w := s.picked[load]; w != nil {
 		return w
 	}
-	best, most := q[0], -1
+	best := q[0]
 	for _, w := range q[:min(len(q), pickAmong)] {
-		n := 0
-		for _, r := range s.recent[load] {
-			n = max(n, commonPrefix(w.prompt, r))
-		}
-		if n > most {
-			best, most = w, n
+		w.shared = s.shares(load, w.prompt)
+		if w.shared > best.shared {
+			best = w
 		}
 	}
 	s.picked[load] = best
 	return best
 }
 
-// commonPrefix is the length of the longest beginning a and b share.
-func commonPrefix(a, b string) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return i
-		}
+// shares is the longest beginning prompt shares with one of load's recent
+// prompts; s.mu is held.
+func (s *scheduler) shares(load, prompt string) int {
+	n := 0
+	for _, r := range s.recent[load] {
+		n = max(n, commonPrefix(prompt, r))
 	}
 	return n
+}
+
+// commonPrefix is the length of the longest beginning a and b share. It
+// compares 32 bytes at a time (one string comparison, which the runtime
+// does in vector instructions) before the bytes of the block that
+// differs: pick compares every waiting prompt of hundreds of bytes with
+// each recent one whenever a call is admitted.
+func commonPrefix(a, b string) int {
+	const block = 32
+	n := min(len(a), len(b))
+	i := 0
+	for i+block <= n && a[i:i+block] == b[i:i+block] {
+		i += block
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// arrive queues w for load. The new call may share more with the recent
+// prompts than the pick: it alone is measured, the others' measures
+// holding until a call is admitted. s.mu is held.
+func (s *scheduler) arrive(load string, w *waiter) {
+	s.queue[load] = append(s.queue[load], w)
+	if p := s.picked[load]; p != nil && len(s.queue[load]) <= pickAmong {
+		if w.shared = s.shares(load, w.prompt); w.shared > p.shared {
+			s.picked[load] = w
+		}
+	}
 }
 
 // leave takes w out of load's queue; admitted says it got a slot (the
@@ -288,8 +318,7 @@ func (s *scheduler) remember(load, prompt string) {
 func (s *scheduler) acquire(ctx context.Context, load, prompt string) error {
 	s.mu.Lock()
 	w := &waiter{prompt: prompt, ready: make(chan struct{}, 1)}
-	s.queue[load] = append(s.queue[load], w)
-	delete(s.picked, load) // the new call may share more
+	s.arrive(load, w)
 	// Its arrival may make another waiting call the one to go — the next
 	// load (more calls waiting) or the load's pick.
 	s.dispatch()

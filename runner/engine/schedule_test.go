@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -236,6 +237,65 @@ func TestSchedulerPrefixLocality(t *testing.T) {
 	delete(s.picked, "n")
 	if s.pick("n") != alike {
 		t.Error("the call whose prompt the server has was not picked")
+	}
+}
+
+// commonPrefix agrees with a byte-by-byte comparison around its 32-byte
+// blocks.
+func TestCommonPrefix(t *testing.T) {
+	naive := func(a, b string) int {
+		i := 0
+		for i < len(a) && i < len(b) && a[i] == b[i] {
+			i++
+		}
+		return i
+	}
+	base := strings.Repeat("abcdefghij", 10)
+	for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 100} {
+		for _, at := range []int{0, 1, 30, 31, 32, 33, 64, 99} {
+			a := base[:n]
+			b := []byte(base)
+			if at < len(b) {
+				b[at] = 'X'
+			}
+			for _, c := range []string{string(b), string(b[:min(len(b), n/2)]), a} {
+				if got, want := commonPrefix(a, c), naive(a, c); got != want {
+					t.Errorf("commonPrefix(%d bytes, %d bytes differing at %d) = %d, want %d", len(a), len(c), at, got, want)
+				}
+			}
+		}
+	}
+}
+
+// The pick kept as calls arrive is the pick made afresh over the calls
+// waiting: the oldest of those whose prompt shares the most with a
+// recent one.
+func TestPickAsCallsArrive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"alpha ", "beta ", "gamma ", "delta "}
+	prompt := func() string {
+		var b strings.Builder
+		for range 1 + rng.IntN(12) {
+			b.WriteString(words[rng.IntN(len(words))])
+		}
+		return b.String()
+	}
+	for trial := 0; trial < 200; trial++ {
+		s := newScheduler(1)
+		for range 1 + rng.IntN(recentPrompts) {
+			s.remember("m", prompt())
+		}
+		for range 1 + rng.IntN(40) {
+			s.arrive("m", &waiter{prompt: prompt()})
+			if rng.IntN(3) == 0 {
+				s.pick("m") // a pick made now is kept as the next arrive
+			}
+		}
+		kept := s.pick("m")
+		delete(s.picked, "m")
+		if fresh := s.pick("m"); kept != fresh {
+			t.Fatalf("trial %d: kept pick %q (shares %d), afresh %q (shares %d)", trial, kept.prompt, kept.shared, fresh.prompt, fresh.shared)
+		}
 	}
 }
 
