@@ -60,6 +60,10 @@ type Reply struct {
 	PromptEvalCount int
 	// DoneReason is the final message's done_reason (default "stop").
 	DoneReason string
+	// Load is the load_duration reported, as a server that loaded the
+	// model for the call says (the fake does not take the time: Delay
+	// does).
+	Load time.Duration
 	// Cut drops the connection after the chunks, before the final "done"
 	// message, as a server that dies mid-generation (or a proxy that drops
 	// the stream) does.
@@ -337,7 +341,7 @@ func (s *Server) chatHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, map[string]any{"model": req.Model, "message": map[string]string{"role": "assistant", "content": ""},
 		"done": true, "done_reason": done, "prompt_eval_count": prompt, "eval_count": evals,
-		"total_duration": time.Since(arrived), "load_duration": 0, "prompt_eval_duration": promptDur, "eval_duration": evalDur(first)})
+		"total_duration": time.Since(arrived), "load_duration": rep.Load, "prompt_eval_duration": promptDur, "eval_duration": evalDur(first)})
 }
 
 // evalDur is the time since the first chunk (zero without one).

@@ -406,6 +406,7 @@ func promptKey(messages []localmodels.Message) string {
 func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
 	var resp localmodels.ChatResponse
 	var took time.Duration
+	_, answered := e.answered.Load(req.Model)
 	err := e.call(ctx, stage, req.Model, req.Options, promptKey(req.Messages), 0, func(ctx context.Context) (bool, error) {
 		var err error
 		start := time.Now()
@@ -419,7 +420,12 @@ func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.Cha
 			e.stats.timedNs.Add(int64(took))
 			e.stats.waitNs.Add(int64(tm.Wait()))
 			e.stats.loadNs.Add(int64(tm.Load))
+			if tm.Load >= reloadFloor && answered {
+				e.stats.reloads.Add(1)
+				e.stats.reloadNs.Add(int64(tm.Load))
+			}
 		}
+		e.answered.Store(req.Model, true)
 		if ru := resp.Reuse; ru.Known {
 			e.stats.reuse.Add(1)
 			e.stats.reusePrompt.Add(int64(ru.Prompt))

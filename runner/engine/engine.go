@@ -150,7 +150,8 @@ type Engine struct {
 	Parallel int
 	// ItemsInFlight is how many items are in progress at once (at least
 	// Parallel). More items than slots let the scheduler serve calls
-	// model-major: see scheduler.
+	// model-major: see scheduler. 0 is auto: defaultItemsInFlight, raised
+	// while reloading models costs the calls time (itemsAuto).
 	ItemsInFlight int
 	Retry         Retry
 	// CallTimeout bounds one non-streamed call (embeddings, model info).
@@ -201,10 +202,13 @@ type Engine struct {
 	Columns int
 	Version string
 
-	models  sync.Map // name -> localmodels.ModelInfo
-	ratios  sync.Map // name -> the model's tokens per cl100k token (Fit)
-	calibMu sync.Map // name -> *sync.Mutex: one calibration call per model
-	flights singleflight.Group
+	models sync.Map // name -> localmodels.ModelInfo
+	// answered holds the models that answered a generation of the run:
+	// a load reported for a later call of one is a reload.
+	answered sync.Map
+	ratios   sync.Map // name -> the model's tokens per cl100k token (Fit)
+	calibMu  sync.Map // name -> *sync.Mutex: one calibration call per model
+	flights  singleflight.Group
 	// asking counts the callers in ask per key (flights).
 	askMu  sync.Mutex
 	asking map[string]int
@@ -255,8 +259,11 @@ type stats struct {
 	cacheWriteFailures                                            atomic.Int64
 	// timed counts the generations the server timed; timedNs, waitNs and
 	// loadNs sum their time at halu, their wait for a server slot and
-	// their model loads (rundir.Counts.TimedCalls and what follows).
+	// their model loads (rundir.Counts.TimedCalls and what follows);
+	// reloads and reloadNs count and sum the loads of models that had
+	// answered a call of the run before (Engine.loaded).
 	timed, timedNs, waitNs, loadNs atomic.Int64
+	reloads, reloadNs              atomic.Int64
 	// reuse counts the generations whose server said how much of their
 	// prompt came from its prefix cache: reused of reusePrompt tokens.
 	reuse, reusePrompt, reused atomic.Int64
@@ -287,7 +294,9 @@ func (e *Engine) init() {
 		}
 		// Workers, retries and the progress display all write here.
 		e.Log = &lockedWriter{w: e.Log}
-		e.ItemsInFlight = max(e.ItemsInFlight, e.Parallel)
+		if e.ItemsInFlight > 0 {
+			e.ItemsInFlight = max(e.ItemsInFlight, e.Parallel)
+		}
 		e.sched = newScheduler(e.Parallel)
 	})
 }
@@ -834,6 +843,8 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 		TimedSeconds:      delta.TimedSeconds,
 		WaitSeconds:       delta.WaitSeconds,
 		LoadSeconds:       delta.LoadSeconds,
+		Reloads:           delta.Reloads,
+		ReloadSeconds:     delta.ReloadSeconds,
 		ReuseCalls:        delta.ReuseCalls,
 		ReusePromptTokens: delta.ReusePromptTokens,
 		ReusedTokens:      delta.ReusedTokens,
@@ -876,47 +887,66 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 	jobs := make(chan Item)
 	var failed atomic.Int64
 	var wg sync.WaitGroup
-	for i := 0; i < e.ItemsInFlight; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range jobs {
-				calls := &Calls{e: e, item: it.ID, rerun: rerun}
-				data, err := s.Process(ctx, calls, it)
-				if ctx.Err() != nil {
-					continue // interrupted: the item is redone on resume
-				}
-				if err != nil {
-					failed.Add(1)
-					msg := fmt.Sprintf("item %s: %v", it.ID, err)
-					e.logf("%s\n", msg)
-					_ = ew.Append(rundir.ItemError{Item: it.ID, Error: err.Error(), Time: time.Now().UTC()})
-					var input interface{ InputError() bool }
-					switch {
-					case localmodels.IsUnreachable(err):
-						cancel(fmt.Errorf("%s: %w", msg, errUnreachable))
-					case errors.As(err, &input) && input.InputError():
-						// A damaged input (a kg.db) fails every item
-						// after this one too: stop, and say what to fix.
-						cancel(fmt.Errorf("%s: the run stopped: %w", msg, err))
-					}
-					prog.Fail()
-					continue
-				}
-				raw, err := json.Marshal(data)
-				if err != nil {
-					cancel(fmt.Errorf("item %s: encode record: %w", it.ID, err))
-					continue
-				}
-				rec := rundir.Record{Format: rundir.FormatVersion, Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Verdicts: calls.verdicts(), Prompts: calls.promptTexts()}
-				if err := w.Append(rec); err != nil {
-					cancel(fmt.Errorf("write record: %w", err))
-					continue
-				}
-				prog.Add(1)
-			}
-		}()
+	// auto raises the items in flight when --items-in-flight is 0.
+	var auto *itemsAuto
+	workers := e.ItemsInFlight
+	if workers == 0 {
+		workers = max(defaultItemsInFlight, e.Parallel)
+		auto = &itemsAuto{n: workers, limit: max(workers, min(maxRaise*workers, len(todo)))}
+		auto.reloads, auto.reloadNs, auto.ns = e.stats.reloads.Load(), e.stats.reloadNs.Load(), e.stats.timedNs.Load()
 	}
+	var spawn func(n int)
+	spawn = func(n int) {
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for it := range jobs {
+					calls := &Calls{e: e, item: it.ID, rerun: rerun}
+					data, err := s.Process(ctx, calls, it)
+					if ctx.Err() != nil {
+						continue // interrupted: the item is redone on resume
+					}
+					if err != nil {
+						failed.Add(1)
+						msg := fmt.Sprintf("item %s: %v", it.ID, err)
+						e.logf("%s\n", msg)
+						_ = ew.Append(rundir.ItemError{Item: it.ID, Error: err.Error(), Time: time.Now().UTC()})
+						var input interface{ InputError() bool }
+						switch {
+						case localmodels.IsUnreachable(err):
+							cancel(fmt.Errorf("%s: %w", msg, errUnreachable))
+						case errors.As(err, &input) && input.InputError():
+							// A damaged input (a kg.db) fails every item
+							// after this one too: stop, and say what to fix.
+							cancel(fmt.Errorf("%s: the run stopped: %w", msg, err))
+						}
+						prog.Fail()
+						continue
+					}
+					raw, err := json.Marshal(data)
+					if err != nil {
+						cancel(fmt.Errorf("item %s: encode record: %w", it.ID, err))
+						continue
+					}
+					rec := rundir.Record{Format: rundir.FormatVersion, Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Verdicts: calls.verdicts(), Prompts: calls.promptTexts()}
+					if err := w.Append(rec); err != nil {
+						cancel(fmt.Errorf("write record: %w", err))
+						continue
+					}
+					prog.Add(1)
+					if auto != nil {
+						if add, n := auto.completed(&e.stats); add > 0 {
+							e.logf("items in flight raised by %d to %d: reloading models took more than %.0f%% of the calls' time (the server holds fewer models than the run calls)\n",
+								add, n, 100*reloadShare)
+							spawn(add)
+						}
+					}
+				}
+			}()
+		}
+	}
+	spawn(workers)
 feed:
 	for _, it := range feedOrder(todo) {
 		select {
@@ -1049,6 +1079,8 @@ func (e *Engine) snapshot() rundir.Counts {
 		TimedSeconds:       time.Duration(e.stats.timedNs.Load()).Seconds(),
 		WaitSeconds:        time.Duration(e.stats.waitNs.Load()).Seconds(),
 		LoadSeconds:        time.Duration(e.stats.loadNs.Load()).Seconds(),
+		Reloads:            int(e.stats.reloads.Load()),
+		ReloadSeconds:      time.Duration(e.stats.reloadNs.Load()).Seconds(),
 		ReuseCalls:         int(e.stats.reuse.Load()),
 		ReusePromptTokens:  int(e.stats.reusePrompt.Load()),
 		ReusedTokens:       int(e.stats.reused.Load()),

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,11 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,6 +117,9 @@ func newEngine(t testing.TB, host, cacheDir string) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A test that calls outside Run (which waits for them) lets the
+	// cache's background writes end before its directory is removed.
+	t.Cleanup(cache.Wait)
 	return &engine.Engine{Client: c, Cache: cache, Parallel: 3, JudgeRepairs: 1,
 		Retry: engine.Retry{Attempts: 3, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
 }
@@ -426,7 +433,7 @@ func TestUnreachableServerStopsRun(t *testing.T) {
 		return fakeollama.Reply{Content: "a"}
 	})
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.Parallel = 1
+	e.Parallel, e.ItemsInFlight = 1, 1 // items one at a time: some complete before the server goes
 	dir := filepath.Join(t.TempDir(), "run")
 	_, err := e.Run(context.Background(), &testSuite{n: 10}, engine.RunSpec{Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "unreachable") {
@@ -1193,5 +1200,65 @@ func TestHeldSlotNotKeptFromAnIdenticalCall(t *testing.T) {
 	}
 	if lapsed != 0 {
 		t.Errorf("%d slots held for a repair that waited on another item's identical call, given back only when the hold lapsed", lapsed)
+	}
+}
+
+// With --items-in-flight 0 (auto), a server that holds one model at a
+// time — each change of model a load, reported in load_duration — has
+// halu raise the items in flight, so that it serves more calls of a model
+// per load: 200 items of a generation and a judgement take at most 8
+// loads (6 seen), where 32 items in flight take 14. A
+// server that holds both models (no load after each model's first), or
+// a number given, leaves the items in flight as they are.
+func TestItemsInFlightRiseWithReloads(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		inFlight int
+		reloads  bool
+		raised   bool
+		maxLoads int
+	}{
+		{"auto, one model at a time", 0, true, true, 8},
+		{"auto, both models held", 0, false, false, 2},
+		{"32 given, one model at a time", 32, true, false, 16},
+	} {
+		var mu sync.Mutex
+		last, changes, loads := "", 0, 0
+		srv := server(t, goodJudge)
+		srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+			mu.Lock()
+			load := time.Duration(0)
+			if r.Model != last {
+				if tc.reloads || changes < 2 {
+					load = 300 * time.Millisecond
+					loads++
+				}
+				last = r.Model
+				changes++
+			}
+			mu.Unlock()
+			if r.Model == "judge" {
+				rep := goodJudge("")
+				rep.Load = load
+				return rep
+			}
+			return fakeollama.Reply{Content: "answer to " + r.LastUser(), Load: load}
+		})
+		e := newEngine(t, srv.Host(), t.TempDir())
+		var log bytes.Buffer
+		e.Parallel, e.ItemsInFlight, e.Log = 1, tc.inFlight, &log
+		res, err := e.Run(context.Background(), &testSuite{n: 200}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The books count the loads after each model's first: reloads.
+		if res.Counts.Reloads != loads-2 || math.Abs(res.Counts.ReloadSeconds-0.3*float64(loads-2)) > 1e-6 {
+			t.Errorf("%s: %d reloads (%g s) counted, want %d", tc.name, res.Counts.Reloads, res.Counts.ReloadSeconds, loads-2)
+		}
+		raised := strings.Contains(log.String(), "items in flight raised")
+		t.Logf("%s: %d model loads; %s", tc.name, loads, strings.Join(regexp.MustCompile(`items in flight raised[^\n]*`).FindAllString(log.String(), -1), "; "))
+		if raised != tc.raised || loads > tc.maxLoads {
+			t.Errorf("%s: raised %v, want %v; %d model loads, want at most %d\n%s", tc.name, raised, tc.raised, loads, tc.maxLoads, log.String())
+		}
 	}
 }

@@ -60,7 +60,7 @@ func DefaultEngineConfig() EngineConfig {
 		parallel = n
 	}
 	return EngineConfig{Ollama: localmodels.HostFromEnv(), Timeout: 10 * time.Minute, Idle: 3 * time.Minute, Budget: 10 * time.Minute,
-		Repeats: 8, NumCtx: 4096, KeepAlive: 10 * time.Minute, ItemsInFlight: 32, Parallel: parallel, Cache: defaultCacheDir(),
+		Repeats: 8, NumCtx: 4096, KeepAlive: 10 * time.Minute, ItemsInFlight: 0, Parallel: parallel, Cache: defaultCacheDir(),
 		Retries: 5, Readers: judging.ReadersHalu, JudgeChecks: DefaultJudgeChecks, JudgeRepairs: 1}
 }
 
@@ -113,7 +113,7 @@ func (c *EngineConfig) Settings() setting.List {
 		setting.Int("num-ctx", &c.NumCtx, "context window (num_ctx) asked of every generation; 0: the server's default").As(setting.Serving).Min(0),
 		setting.Int("num-thread", &c.NumThread, "CPU threads asked of every generation (num_thread; 0: the server's choice); on a small shared machine, the cores it may use").Conducts().Min(0),
 		setting.Duration("keep-alive", &c.KeepAlive, "how long a model stays loaded after each call (Ollama keep_alive)").Conducts(),
-		setting.Int("items-in-flight", &c.ItemsInFlight, "items in progress at once; more than --parallel lets calls be served model by model").Conducts().Min(1),
+		setting.Int("items-in-flight", &c.ItemsInFlight, "items in progress at once; more than --parallel lets calls be served model by model. 0 (auto): 32, raised (up to 16 times, and the run's items) while reloading models takes more than 5% of the calls' time — a server that holds fewer models than the run calls reloads them every batch of items").Conducts().Min(0),
 		setting.Int("parallel", &c.Parallel, "model calls in flight on the server (match the server's OLLAMA_NUM_PARALLEL)").Conducts().Min(1),
 		setting.String("cache", &c.Cache, "response cache directory").Conducts(),
 		setting.Bool("no-cache", &c.NoCache, "do not read or write the response cache").Conducts(),

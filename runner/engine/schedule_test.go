@@ -400,3 +400,27 @@ func TestSchedulerHold(t *testing.T) {
 		t.Errorf("in flight %d, held %q after a follow-up of another load (%+v)", s.inflight, h.load, st)
 	}
 }
+
+// raiseItems, by hand: a reload share of 10% with 32 items in flight needs
+// 32·(0.1/0.9)·(0.95/0.05) = 67.6 → 68 items for 5%; 30% needs 260.6,
+// held to 8× (256) in one step; the limit holds; 5% or less changes
+// nothing.
+func TestRaiseItems(t *testing.T) {
+	for _, tc := range []struct {
+		n, limit int
+		share    float64
+		want     int
+	}{
+		{32, 500, 0, 32},
+		{32, 500, 0.05, 32},
+		{32, 500, 0.1, 68},
+		{32, 500, 0.3, 256},
+		{32, 500, 1, 256},
+		{32, 100, 0.3, 100},
+		{100, 100, 0.9, 100},
+	} {
+		if got := raiseItems(tc.n, tc.limit, tc.share); got != tc.want {
+			t.Errorf("raiseItems(%d, %d, %g) = %d, want %d", tc.n, tc.limit, tc.share, got, tc.want)
+		}
+	}
+}

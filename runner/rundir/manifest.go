@@ -206,6 +206,13 @@ type Counts struct {
 	TimedSeconds float64 `json:"timed_seconds,omitempty"`
 	WaitSeconds  float64 `json:"wait_seconds,omitempty"`
 	LoadSeconds  float64 `json:"load_seconds,omitempty"`
+	// Reloads counts the loads (of 50 ms or more) of a model that had
+	// answered a call of the run before — the server had let it go for
+	// another — and ReloadSeconds sums them: what serving fewer models at
+	// once than the run calls cost (--items-in-flight 0 raises the items in
+	// flight against it).
+	Reloads       int     `json:"reloads,omitempty"`
+	ReloadSeconds float64 `json:"reload_seconds,omitempty"`
 	// ReuseCalls are the generations whose server said how much of their
 	// prompt it took from its prefix cache (localmodels.Reuse):
 	// ReusedTokens of their ReusePromptTokens.
@@ -383,6 +390,8 @@ func (c Counts) Sub(b Counts) Counts {
 		TimedSeconds:       c.TimedSeconds - b.TimedSeconds,
 		WaitSeconds:        c.WaitSeconds - b.WaitSeconds,
 		LoadSeconds:        c.LoadSeconds - b.LoadSeconds,
+		Reloads:            c.Reloads - b.Reloads,
+		ReloadSeconds:      c.ReloadSeconds - b.ReloadSeconds,
 		ReuseCalls:         c.ReuseCalls - b.ReuseCalls,
 		ReusePromptTokens:  c.ReusePromptTokens - b.ReusePromptTokens,
 		ReusedTokens:       c.ReusedTokens - b.ReusedTokens,

@@ -162,6 +162,9 @@ func (s *Summary) Print(w io.Writer) {
 	if wait, ok := c.ServerWait(); ok {
 		line := fmt.Sprintf("server timing (%d generations the server timed): queued at the server %.0f%% of their time, before it started on them; loading models %.1f s",
 			c.TimedCalls, 100*wait, c.LoadSeconds)
+		if c.Reloads > 0 {
+			line += fmt.Sprintf(", %.1f s of it in %d reloads of a model the run had used (the server let it go for another)", c.ReloadSeconds, c.Reloads)
+		}
 		if wait >= serverWaitWarn && c.WaitSeconds/float64(c.TimedCalls) >= localmodels.QueuedFloor.Seconds() {
 			slots := "the slots halu assumed (--parallel)"
 			if c.WorkSeconds > 0 {
