@@ -930,7 +930,9 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 		dLoads := loads() - l0
 		ratios = append(ratios, hWall.Seconds()/pWall.Seconds())
 		floors = append(floors, dWall.Seconds()/pWall.Seconds())
-		hOver, pOver = append(hOver, hWall.Seconds()/h.serverTime.Seconds()), append(pOver, pWall.Seconds()/p.serverTime.Seconds())
+		if h.serverTime > 0 && p.serverTime > 0 { // a server that gives no durations gives no such ratio
+			hOver, pOver = append(hOver, hWall.Seconds()/h.serverTime.Seconds()), append(pOver, pWall.Seconds()/p.serverTime.Seconds())
+		}
 		hw, pw = append(hw, h), append(pw, p)
 		first := "halu first"
 		if pair%2 == 1 {
@@ -943,7 +945,11 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	// Each side's wall time over the time the server said its generation
 	// requests took: what the side added to the server's work (halu's
 	// embeddings for Flu included), apart from how fast the server ran.
-	detail = append(detail, fmt.Sprintf("wall time ÷ the server's time on the generation requests, median of %d: halu %.3f, promptfoo %.3f", len(hOver), medianF(hOver), medianF(pOver)))
+	if len(hOver) > 0 {
+		detail = append(detail, fmt.Sprintf("wall time ÷ the server's time on the generation requests, median of %d: halu %.3f, promptfoo %.3f", len(hOver), medianF(hOver), medianF(pOver)))
+	} else {
+		detail = append(detail, "wall time ÷ the server's time on the generation requests: – (the server said nothing of its time)")
+	}
 	figure(name, promptfooRatio(medianF(ratios), hw, pw), detail...)
 	figure(strings.Replace(name, "promptfoo wall ratio", "direct replay ÷ promptfoo wall", 1), fmt.Sprintf("%.3f (median of %d pairs: promptfoo's requests in its order, sent by a client that does nothing else; what they take the server without promptfoo's own work)", medianF(floors), len(floors)))
 }
