@@ -38,7 +38,8 @@ import (
 // reads again only what differs (Ollama's runner and vLLM reuse a cached
 // prefix; on a small machine reading the prompt is most of a short
 // call). Ties, and calls with nothing in common, go in arrival order, and
-// a call passed over maxPassed times goes next. A call that follows its
+// a call passed over maxPassed times, or as many times as calls wait with
+// it when more do, goes next. A call that follows its
 // caller's last one and extends its prompt — a judge's repair turn — gets
 // that call's slot before any waiting call (hold).
 //
@@ -96,7 +97,13 @@ const (
 	// compares, to bound its work when many wait.
 	pickAmong = 64
 	// maxPassed is how often a waiting call may be passed over for one
-	// whose prompt the server has more of: then it goes next.
+	// whose prompt the server has more of — or as often as calls wait
+	// with it, when more do — before it goes next. Bounded by the calls
+	// waiting, the rule keeps a batch of hundreds in prompt order: with a
+	// fixed bound, every call of such a batch has been passed over that
+	// often after its first admissions, and the batch would go in arrival
+	// order (items start in a race), the prompts the server holds
+	// unused.
 	maxPassed = 32
 )
 
@@ -214,7 +221,8 @@ func (s *scheduler) dispatch() {
 }
 
 // pick is the waiting call of load to admit next: the oldest if it was
-// passed over maxPassed times, else the one whose prompt shares the
+// passed over maxPassed times (or, when more calls wait, as many times as
+// calls wait), else the one whose prompt shares the
 // longest beginning with one of the load's recent prompts, the oldest of
 // those that share as much. s.mu is held.
 func (s *scheduler) pick(load string) *waiter {
@@ -222,7 +230,7 @@ func (s *scheduler) pick(load string) *waiter {
 	switch {
 	case len(q) == 0:
 		return nil
-	case len(q) == 1 || q[0].passed >= maxPassed:
+	case len(q) == 1 || q[0].passed >= max(maxPassed, len(q)):
 		return q[0]
 	}
 	if w := s.picked[load]; w != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -237,6 +238,23 @@ func TestSchedulerPrefixLocality(t *testing.T) {
 	delete(s.picked, "n")
 	if s.pick("n") != alike {
 		t.Error("the call whose prompt the server has was not picked")
+	}
+	// With 100 waiting, the bound is 100: a batch whose calls were all
+	// passed over 40 times still goes in prompt order.
+	q := []*waiter{}
+	for i := range 100 {
+		q = append(q, &waiter{prompt: fmt.Sprint("other ", i), passed: 40})
+	}
+	q[60].prompt = "alike"
+	s.queue["n"] = q
+	delete(s.picked, "n")
+	if s.pick("n") != q[60] {
+		t.Error("in a batch of 100 passed over 40 times each, the call whose prompt the server has was not picked")
+	}
+	q[0].passed = 100
+	delete(s.picked, "n")
+	if s.pick("n") != q[0] {
+		t.Error("a call passed over as often as calls wait was passed over again")
 	}
 }
 
