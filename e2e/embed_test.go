@@ -26,7 +26,7 @@ func realEngine(t testing.TB, host string) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engine.Engine{Client: c, Cache: cache, Parallel: 1}
+	return &engine.Engine{Client: c, Cache: cache, Parallel: 1, ItemsInFlight: 1}
 }
 
 // TestEmbedSameTextSimilarityOne: the same text embedded twice through the

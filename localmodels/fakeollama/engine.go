@@ -21,6 +21,9 @@ func (s *Server) Engine(t testing.TB, parallel int) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engine.Engine{Client: c, Cache: cache, Parallel: parallel, JudgeRepairs: 1,
+	// As many items in flight as calls: a test's items go to the server
+	// one batch of parallel at a time, in their order (auto would start
+	// 32 at once, in a race).
+	return &engine.Engine{Client: c, Cache: cache, Parallel: parallel, ItemsInFlight: parallel, JudgeRepairs: 1,
 		Retry: engine.Retry{Attempts: 3, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
 }

@@ -428,7 +428,7 @@ func TestPrefixReuseIsCounted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := &engine.Engine{Client: c, Parallel: 2, JudgeRepairs: 1, Retry: engine.Retry{Attempts: 2, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+		e := &engine.Engine{Client: c, Parallel: 2, ItemsInFlight: 2, JudgeRepairs: 1, Retry: engine.Retry{Attempts: 2, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
 		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		f.Close()
 		if err != nil {

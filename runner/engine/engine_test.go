@@ -120,7 +120,7 @@ func newEngine(t testing.TB, host, cacheDir string) *engine.Engine {
 	// A test that calls outside Run (which waits for them) lets the
 	// cache's background writes end before its directory is removed.
 	t.Cleanup(cache.Wait)
-	return &engine.Engine{Client: c, Cache: cache, Parallel: 3, JudgeRepairs: 1,
+	return &engine.Engine{Client: c, Cache: cache, Parallel: 3, ItemsInFlight: 3, JudgeRepairs: 1,
 		Retry: engine.Retry{Attempts: 3, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
 }
 
@@ -1083,7 +1083,7 @@ func TestCachedRunNeedsNoServerOpenAI(t *testing.T) {
 			t.Fatal(err)
 		}
 		var log strings.Builder
-		e := &engine.Engine{Client: c, Cache: cc, Parallel: 2, JudgeRepairs: 1, Log: &log,
+		e := &engine.Engine{Client: c, Cache: cc, Parallel: 2, ItemsInFlight: 2, JudgeRepairs: 1, Log: &log,
 			Retry: engine.Retry{Attempts: 2, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
 		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
 		return res, log.String(), err
