@@ -425,7 +425,9 @@ func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.Cha
 				e.stats.reloadNs.Add(int64(tm.Load))
 			}
 		}
-		e.answered.Store(req.Model, true)
+		if !answered {
+			e.answered.Store(req.Model, true)
+		}
 		if ru := resp.Reuse; ru.Known {
 			e.stats.reuse.Add(1)
 			e.stats.reusePrompt.Add(int64(ru.Prompt))

@@ -261,7 +261,7 @@ type stats struct {
 	// loadNs sum their time at halu, their wait for a server slot and
 	// their model loads (rundir.Counts.TimedCalls and what follows);
 	// reloads and reloadNs count and sum the loads of models that had
-	// answered a call of the run before (Engine.loaded).
+	// answered a call of the run before (Engine.answered).
 	timed, timedNs, waitNs, loadNs atomic.Int64
 	reloads, reloadNs              atomic.Int64
 	// reuse counts the generations whose server said how much of their
@@ -896,54 +896,55 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 		auto.reloads, auto.reloadNs, auto.ns = e.stats.reloads.Load(), e.stats.reloadNs.Load(), e.stats.timedNs.Load()
 	}
 	var spawn func(n int)
+	worker := func() {
+		defer wg.Done()
+		for it := range jobs {
+			calls := &Calls{e: e, item: it.ID, rerun: rerun}
+			data, err := s.Process(ctx, calls, it)
+			if ctx.Err() != nil {
+				continue // interrupted: the item is redone on resume
+			}
+			if err != nil {
+				failed.Add(1)
+				msg := fmt.Sprintf("item %s: %v", it.ID, err)
+				e.logf("%s\n", msg)
+				_ = ew.Append(rundir.ItemError{Item: it.ID, Error: err.Error(), Time: time.Now().UTC()})
+				var input interface{ InputError() bool }
+				switch {
+				case localmodels.IsUnreachable(err):
+					cancel(fmt.Errorf("%s: %w", msg, errUnreachable))
+				case errors.As(err, &input) && input.InputError():
+					// A damaged input (a kg.db) fails every item
+					// after this one too: stop, and say what to fix.
+					cancel(fmt.Errorf("%s: the run stopped: %w", msg, err))
+				}
+				prog.Fail()
+				continue
+			}
+			raw, err := json.Marshal(data)
+			if err != nil {
+				cancel(fmt.Errorf("item %s: encode record: %w", it.ID, err))
+				continue
+			}
+			rec := rundir.Record{Format: rundir.FormatVersion, Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Verdicts: calls.verdicts(), Prompts: calls.promptTexts()}
+			if err := w.Append(rec); err != nil {
+				cancel(fmt.Errorf("write record: %w", err))
+				continue
+			}
+			prog.Add(1)
+			if auto != nil {
+				if add, n := auto.completed(&e.stats); add > 0 {
+					e.logf("items in flight raised by %d to %d: reloading models took more than %.0f%% of the calls' time (the server holds fewer models than the run calls)\n",
+						add, n, 100*reloadShare)
+					spawn(add)
+				}
+			}
+		}
+	}
 	spawn = func(n int) {
 		for range n {
 			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for it := range jobs {
-					calls := &Calls{e: e, item: it.ID, rerun: rerun}
-					data, err := s.Process(ctx, calls, it)
-					if ctx.Err() != nil {
-						continue // interrupted: the item is redone on resume
-					}
-					if err != nil {
-						failed.Add(1)
-						msg := fmt.Sprintf("item %s: %v", it.ID, err)
-						e.logf("%s\n", msg)
-						_ = ew.Append(rundir.ItemError{Item: it.ID, Error: err.Error(), Time: time.Now().UTC()})
-						var input interface{ InputError() bool }
-						switch {
-						case localmodels.IsUnreachable(err):
-							cancel(fmt.Errorf("%s: %w", msg, errUnreachable))
-						case errors.As(err, &input) && input.InputError():
-							// A damaged input (a kg.db) fails every item
-							// after this one too: stop, and say what to fix.
-							cancel(fmt.Errorf("%s: the run stopped: %w", msg, err))
-						}
-						prog.Fail()
-						continue
-					}
-					raw, err := json.Marshal(data)
-					if err != nil {
-						cancel(fmt.Errorf("item %s: encode record: %w", it.ID, err))
-						continue
-					}
-					rec := rundir.Record{Format: rundir.FormatVersion, Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Verdicts: calls.verdicts(), Prompts: calls.promptTexts()}
-					if err := w.Append(rec); err != nil {
-						cancel(fmt.Errorf("write record: %w", err))
-						continue
-					}
-					prog.Add(1)
-					if auto != nil {
-						if add, n := auto.completed(&e.stats); add > 0 {
-							e.logf("items in flight raised by %d to %d: reloading models took more than %.0f%% of the calls' time (the server holds fewer models than the run calls)\n",
-								add, n, 100*reloadShare)
-							spawn(add)
-						}
-					}
-				}
-			}()
+			go worker()
 		}
 	}
 	spawn(workers)
