@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -195,9 +196,9 @@ func (s *scheduler) admits(load string, next func() string) bool {
 // been woken, and a call that cannot sleeps through the changes (waking
 // every waiting call on every change cost half of halu's CPU time in a
 // run of 100 judgements on a pool of two servers).
-func (s *scheduler) dispatch() {
+func (s *scheduler) dispatch() (woke bool) {
 	if s.inflight >= s.limit {
-		return
+		return false
 	}
 	nx := s.next() // the state does not change while dispatch wakes
 	next := func() string { return nx }
@@ -205,6 +206,7 @@ func (s *scheduler) dispatch() {
 		if load != "" && len(s.queue[load]) > 0 && s.admits(load, next) {
 			select {
 			case s.pick(load).ready <- struct{}{}:
+				woke = true
 			default: // woken already
 			}
 		}
@@ -218,6 +220,7 @@ func (s *scheduler) dispatch() {
 			wake(load)
 		}
 	}
+	return woke
 }
 
 // pick is the waiting call of load to admit next: the oldest if it was
@@ -365,13 +368,21 @@ func (s *scheduler) acquire(ctx context.Context, load, prompt string) error {
 // release frees a slot of load; busy reports the server refused the call
 // with 503, queued that the call was queued at the server most of its
 // time. A current load left with nothing running or waiting hands on to
-// the load started beside it.
+// the load started beside it. A release that woke a waiting call yields
+// the processor to it: the woken call is runnable at once, but would wait
+// until the caller stops — and the caller goes on reading the reply it
+// got (BenchmarkSlotHandoff: 95 µs to 10 µs with 200 µs of the caller's
+// work; 155 µs to 45 µs median in a run keeping one call in flight, time
+// the server sat idle).
 func (s *scheduler) release(load string, busy, queued bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.free(load)
 	s.adapt(busy, queued)
-	s.dispatch()
+	woke := s.dispatch()
+	s.mu.Unlock()
+	if woke {
+		runtime.Gosched()
+	}
 }
 
 // free gives back a slot of load; s.mu is held.
