@@ -353,8 +353,12 @@ func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels
 	load := e.loadKey(model, opts)
 	h, _ := ctx.Value(holdKey{}).(*hold)
 	return e.withRetry(ctx, func(ctx context.Context) error {
+		// The caller waits for a slot and a reply: it is not working
+		// between calls (embedBatches.working) until it frees the slot.
+		e.embeds.working.Add(-1)
 		if h == nil || !e.sched.resume(h, load, prompt) {
 			if err := e.sched.acquire(ctx, load, prompt); err != nil {
+				e.embeds.working.Add(1)
 				return err
 			}
 		}
@@ -367,6 +371,9 @@ func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels
 		e.stats.calls.Add(1)
 		queued, err := f(ctx)
 		busy := localmodels.StatusCode(err) == http.StatusServiceUnavailable
+		// Working again before the slot frees: the call the freed slot
+		// wakes may be an embedding request this caller is about to join.
+		e.embeds.working.Add(1)
 		if h != nil && h.keep && err == nil {
 			e.sched.keep(h, load, busy, queued)
 		} else {

@@ -106,3 +106,64 @@ func TestEmbedsGathered(t *testing.T) {
 		}
 	}
 }
+
+// chatEmbedSuite's items each ask gen, work for work (reading the reply),
+// then embed the reply.
+type chatEmbedSuite struct {
+	n    int
+	work time.Duration
+}
+
+func (s *chatEmbedSuite) Name() string     { return "chatembed" }
+func (s *chatEmbedSuite) Models() []string { return []string{"gen", "emb"} }
+func (s *chatEmbedSuite) Items(context.Context) ([]engine.Item, error) {
+	return numberedItems(s.n), nil
+}
+func (s *chatEmbedSuite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
+	gen, err := c.Chat(ctx, "generate", localmodels.ChatRequest{Model: "gen",
+		Messages: []localmodels.Message{{Role: "user", Content: fmt.Sprint("question ", it.Payload)}}}, 0)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(s.work)
+	v, err := c.Embed(ctx, "embed", "emb", []string{gen.Content + fmt.Sprint(" ", it.Payload)})
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+func (s *chatEmbedSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+	return &summary.Summary{Suite: "chatembed"}, nil
+}
+
+// An admitted embedding request waits for the items still working between
+// calls, who are about to join it: 8 items with one slot each generate,
+// work 20 ms on the reply and embed it. The first to embed gets the idle
+// slot at once while the other seven still work; it waits for them and
+// carries all eight texts, where sealing on admission sent 1 then 7. The
+// wait ends when the last item joins — long before its bound (here 2 s),
+// which it would reach were an item counted as working while it waits.
+func TestEmbedWaitsForWorkingItems(t *testing.T) {
+	answer := func(fakeollama.ChatRequest) fakeollama.Reply { return fakeollama.Reply{Content: "an answer"} }
+	srv := fakeollama.New(answer, fakeollama.Model{Name: "gen:latest", Digest: "d1"}, fakeollama.Model{Name: "emb:latest", Digest: "d2"})
+	t.Cleanup(srv.Close)
+	c, err := localmodels.New(srv.Host(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bound = 2 * time.Second
+	e := &engine.Engine{Client: c, Parallel: 1, ItemsInFlight: 8,
+		Retry: engine.Retry{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond}}
+	engine.GatherEmbedsFor(e, bound)
+	start := time.Now()
+	if _, err := e.Run(context.Background(), &chatEmbedSuite{n: 8, work: 20 * time.Millisecond}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")}); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if calls, inputs := srv.EmbedCalls(); calls != 1 || inputs != 8 {
+		t.Errorf("%d embedding requests with %d texts; want 1 with all 8", calls, inputs)
+	}
+	if took >= bound/2 {
+		t.Errorf("the run took %s: the request waited out its bound (%s)", took, bound)
+	}
+}

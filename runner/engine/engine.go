@@ -900,7 +900,9 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 		defer wg.Done()
 		for it := range jobs {
 			calls := &Calls{e: e, item: it.ID, rerun: rerun}
+			e.embeds.working.Add(1)
 			data, err := s.Process(ctx, calls, it)
+			e.embeds.working.Add(-1)
 			if ctx.Err() != nil {
 				continue // interrupted: the item is redone on resume
 			}

@@ -1,5 +1,7 @@
 package engine
 
+import "time"
+
 // GatheringEmbeds returns how many texts the embedding request of model
 // being gathered holds (0 when none is open), so a test can hold a request
 // until every item's text has joined one.
@@ -11,3 +13,7 @@ func GatheringEmbeds(e *Engine, model string) int {
 	}
 	return 0
 }
+
+// GatherEmbedsFor sets how long an admitted embedding request waits at
+// most for the items working between calls (gather).
+func GatherEmbedsFor(e *Engine, d time.Duration) { e.embeds.gatherFor = d }
