@@ -413,7 +413,8 @@ func promptKey(messages []localmodels.Message) string {
 func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
 	var resp localmodels.ChatResponse
 	var took time.Duration
-	_, answered := e.answered.Load(req.Model)
+	load := e.loadKey(req.Model, req.Options)
+	_, answered := e.answered.Load(load)
 	err := e.call(ctx, stage, req.Model, req.Options, promptKey(req.Messages), 0, func(ctx context.Context) (bool, error) {
 		var err error
 		start := time.Now()
@@ -433,7 +434,7 @@ func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.Cha
 			}
 		}
 		if !answered {
-			e.answered.Store(req.Model, true)
+			e.answered.Store(load, true)
 		}
 		if ru := resp.Reuse; ru.Known {
 			e.stats.reuse.Add(1)

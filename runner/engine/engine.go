@@ -203,8 +203,10 @@ type Engine struct {
 	Version string
 
 	models sync.Map // name -> localmodels.ModelInfo
-	// answered holds the models that answered a generation of the run:
-	// a load reported for a later call of one is a reload.
+	// answered holds the loads (loadKey) that answered a generation of
+	// the run: a load reported for a later call of one is a reload — of
+	// any name of its weights (an alias's first call, its weights having
+	// answered under another name, reloads them).
 	answered sync.Map
 	ratios   sync.Map // name -> the model's tokens per cl100k token (Fit)
 	calibMu  sync.Map // name -> *sync.Mutex: one calibration call per model
@@ -260,7 +262,8 @@ type stats struct {
 	// timed counts the generations the server timed; timedNs, waitNs and
 	// loadNs sum their time at halu, their wait for a server slot and
 	// their model loads (rundir.Counts.TimedCalls and what follows);
-	// reloads and reloadNs count and sum the loads of models that had
+	// reloads and reloadNs count and sum the model loads the server
+	// reported for calls whose weights and runner settings (loadKey) had
 	// answered a call of the run before (Engine.answered).
 	timed, timedNs, waitNs, loadNs atomic.Int64
 	reloads, reloadNs              atomic.Int64

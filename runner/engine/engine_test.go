@@ -1262,3 +1262,44 @@ func TestItemsInFlightRiseWithReloads(t *testing.T) {
 		}
 	}
 }
+
+// chatsSuite's item i asks models[i] one question.
+type chatsSuite struct{ models []string }
+
+func (s *chatsSuite) Name() string     { return "chats" }
+func (s *chatsSuite) Models() []string { return s.models }
+func (s *chatsSuite) Items(context.Context) ([]engine.Item, error) {
+	return numberedItems(len(s.models)), nil
+}
+func (s *chatsSuite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
+	resp, err := c.Chat(ctx, "generate", localmodels.ChatRequest{Model: s.models[it.Payload.(int)],
+		Messages: []localmodels.Message{{Role: "user", Content: fmt.Sprint("question ", it.Payload)}}}, 0)
+	return resp.Content, err
+}
+func (s *chatsSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+	return &summary.Summary{Suite: "chats"}, nil
+}
+
+// A reload is a load of weights (with their runner settings) that had
+// answered before, under whichever name: a and b are one file, c another,
+// and a server holding one runner loads at every call of a, b, c, a — the
+// loads of b and of a again are reloads (2), c's and a's first are not.
+func TestReloadsCountedPerLoad(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		return fakeollama.Reply{Content: "answer", Load: 300 * time.Millisecond}
+	},
+		fakeollama.Model{Name: "a:latest", Digest: "da", Blob: "sha256:w"},
+		fakeollama.Model{Name: "b:latest", Digest: "db", Blob: "sha256:w"},
+		fakeollama.Model{Name: "c:latest", Digest: "dc", Blob: "sha256:x"},
+	)
+	t.Cleanup(srv.Close)
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Parallel, e.ItemsInFlight = 1, 1
+	res, err := e.Run(context.Background(), &chatsSuite{models: []string{"a", "b", "c", "a"}}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Reloads != 2 || math.Abs(res.Counts.ReloadSeconds-0.6) > 1e-6 {
+		t.Errorf("%d reloads (%g s) counted, want 2 (0.6 s)", res.Counts.Reloads, res.Counts.ReloadSeconds)
+	}
+}

@@ -14,8 +14,8 @@ import (
 // with room for the generator or the judge, not both), every batch reloads
 // them, and a larger batch spreads a reload over more calls. So the engine
 // measures what reloading costs — the load time the server reports for
-// calls to a model it had answered before in this run, over the calls'
-// time — and raises the items in flight until that share would be
+// calls to weights it had answered before in this run (under any of their
+// names: Engine.answered), over the calls' time — and raises the items in flight until that share would be
 // reloadShare (raiseItems): halu finds the setting that a user would
 // otherwise have to find by trying.
 const (

@@ -206,7 +206,8 @@ type Counts struct {
 	TimedSeconds float64 `json:"timed_seconds,omitempty"`
 	WaitSeconds  float64 `json:"wait_seconds,omitempty"`
 	LoadSeconds  float64 `json:"load_seconds,omitempty"`
-	// Reloads counts the loads (of 50 ms or more) of a model that had
+	// Reloads counts the loads (of 50 ms or more) of a model whose weights
+	// (with the same runner settings, under any of their names) had
 	// answered a call of the run before — the server had let it go for
 	// another — and ReloadSeconds sums them: what serving fewer models at
 	// once than the run calls cost (--items-in-flight 0 raises the items in
