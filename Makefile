@@ -62,6 +62,6 @@ bench-index: build
 # promptfoo (installed into ~/.cache/halu by npm the first time) on private
 # real servers (logging proxies capture and count the requests), a
 # 10,000-item cached rerun with no server, and the items-in-flight sweep:
-# one line per figure, about 45 minutes on 2 cores.
+# one line per figure, about 50 minutes on 2 cores.
 bench-engine: build ollama
 	HALU_BENCH_ENGINE=1 HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" HALU_SHARED="$(SHARED)" $(GO) test -tags e2e -count=1 -timeout 2h -run '^TestBenchEngine$$' -v ./e2e/ | grep --line-buffered -v '^=== RUN\|^--- \|^PASS\|^ok'

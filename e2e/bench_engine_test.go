@@ -655,12 +655,18 @@ func busyOf(pa, pb *proxy) string {
 // four distinct models and once with four aliases of one set of weights;
 // the default's wall time ÷ the best's. One untimed run first loads the
 // models (the setting timed first would otherwise also pay the server's
-// first loads), then inflightRounds rounds time every setting, each round
-// starting one setting later; each setting's figure is the median of its
-// rounds (one run per setting let the server's minute-to-minute speed
-// pick the "best": with 32 items, 32 and 64 are the same run).
+// first loads). A sweep of sweepRounds rounds, each round starting three
+// settings later, finds the best setting (the least median); then
+// confirmPairs pairs time the default and that best one after the other,
+// the order turning each pair (default first, best first, …), and the
+// figure is the median of the pairs' ratios. The sweep alone could not
+// give it: the least of five noisy medians is low by the noise, and with
+// 32 items the default, 32 and 64 are the same run, so the sweep's
+// "best" among them was the server's minute-to-minute speed (±8% between
+// identical runs in one bench); a pair's two runs are minutes apart at
+// most, and the turning order cancels a server that speeds up or slows.
 func benchItemsInFlight(t *testing.T) {
-	const inflightRounds = 3
+	const sweepRounds, confirmPairs = 2, 4
 	for _, kind := range []string{"distinct", "aliases"} {
 		srv := server(t, t.TempDir())
 		if kind == "distinct" {
@@ -685,17 +691,38 @@ func benchItemsInFlight(t *testing.T) {
 		run("default", "warm-up")
 		settings := []string{"default", "4", "8", "16", "32", "64"}
 		walls := map[string][]time.Duration{}
-		for r := 0; r < inflightRounds; r++ {
+		for r := 0; r < sweepRounds; r++ {
 			for i := range settings {
-				s := settings[(i+r*len(settings)/inflightRounds)%len(settings)]
-				walls[s] = append(walls[s], run(s, fmt.Sprintf("run-%s-%d", s, r)))
+				s := settings[(i+r*len(settings)/sweepRounds)%len(settings)]
+				walls[s] = append(walls[s], run(s, fmt.Sprintf("sweep-%s-%d", s, r)))
 			}
+		}
+		mid := func(ds []time.Duration) float64 {
+			xs := make([]float64, len(ds))
+			for i, d := range ds {
+				xs[i] = d.Seconds()
+			}
+			return medianF(xs)
 		}
 		best := "4"
 		for _, s := range settings[1:] {
-			if median(walls[s]) < median(walls[best]) {
+			if mid(walls[s]) < mid(walls[best]) {
 				best = s
 			}
+		}
+		var ratios []float64
+		var pairs []string
+		for p := 0; p < confirmPairs; p++ {
+			var d, b time.Duration
+			if p%2 == 0 {
+				d = run("default", fmt.Sprintf("pair-%d-default", p))
+				b = run(best, fmt.Sprintf("pair-%d-%s", p, best))
+			} else {
+				b = run(best, fmt.Sprintf("pair-%d-%s", p, best))
+				d = run("default", fmt.Sprintf("pair-%d-default", p))
+			}
+			ratios = append(ratios, d.Seconds()/b.Seconds())
+			pairs = append(pairs, fmt.Sprintf("%s/%s = %.3f", d.Round(time.Millisecond), b.Round(time.Millisecond), d.Seconds()/b.Seconds()))
 		}
 		_, recs, err := engine.ReadRun(filepath.Join(work, "warm-up"))
 		if err != nil {
@@ -703,10 +730,11 @@ func benchItemsInFlight(t *testing.T) {
 		}
 		var parts []string
 		for _, s := range settings {
-			parts = append(parts, fmt.Sprintf("%s %s (%s)", s, median(walls[s]).Round(time.Millisecond), durations(walls[s])))
+			parts = append(parts, fmt.Sprintf("%s %.3fs (%s)", s, mid(walls[s]), durations(walls[s])))
 		}
-		figure("items in flight default/best wall", fmt.Sprintf("%.3f (%s models; best: %s)", median(walls["default"]).Seconds()/median(walls[best]).Seconds(), kind, best),
-			fmt.Sprintf("%d items a run (a setting of at least that many runs them all at once); median of %d rounds after one untimed run: ", len(recs), inflightRounds)+strings.Join(parts, ", "))
+		figure("items in flight default/best wall", fmt.Sprintf("%.3f (%s models; best: %s)", medianF(ratios), kind, best),
+			fmt.Sprintf("%d items a run (a setting of at least that many runs them all at once); sweep, median of %d rounds after one untimed run: ", len(recs), sweepRounds)+strings.Join(parts, ", "),
+			fmt.Sprintf("default ÷ %s in %d pairs, the order turning: %s", best, confirmPairs, strings.Join(pairs, "; ")))
 	}
 }
 
