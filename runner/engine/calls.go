@@ -337,7 +337,8 @@ func (c *Calls) notCached(stage, model string) error {
 
 // call runs one model request f of stage for model under the engine's
 // retry policy: each attempt waits for the scheduler to admit it (a slot,
-// and the turn of its load, loadKey of model with opts; prompt, the
+// and the turn of load, the model's loadKey with the request's options,
+// computed once by the caller; prompt, the
 // request's messages as promptKey gives them, "" for none, goes back to
 // back with alike prompts), is bounded by timeout when that is set, and
 // is counted; the progress display shows the stage and model admitted
@@ -349,8 +350,7 @@ func (c *Calls) notCached(stage, model string) error {
 // A call made under a hold (withHold) takes the slot the hold keeps, if
 // it keeps one of the call's load, and keeps its own for the caller's
 // next call when the hold asks it to.
-func (e *Engine) call(ctx context.Context, stage, model string, opts localmodels.Options, prompt string, timeout time.Duration, f func(ctx context.Context) (queued bool, err error)) error {
-	load := e.loadKey(model, opts)
+func (e *Engine) call(ctx context.Context, stage, model, load, prompt string, timeout time.Duration, f func(ctx context.Context) (queued bool, err error)) error {
 	h, _ := ctx.Value(holdKey{}).(*hold)
 	return e.withRetry(ctx, func(ctx context.Context) error {
 		// The caller waits for a slot and a reply: it is not working
@@ -415,7 +415,7 @@ func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.Cha
 	var took time.Duration
 	load := e.loadKey(req.Model, req.Options)
 	_, answered := e.answered.Load(load)
-	err := e.call(ctx, stage, req.Model, req.Options, promptKey(req.Messages), 0, func(ctx context.Context) (bool, error) {
+	err := e.call(ctx, stage, req.Model, load, promptKey(req.Messages), 0, func(ctx context.Context) (bool, error) {
 		var err error
 		start := time.Now()
 		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout, Budget: e.Budget, Repetition: e.Repetition})
