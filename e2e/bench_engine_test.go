@@ -697,16 +697,9 @@ func benchItemsInFlight(t *testing.T) {
 				walls[s] = append(walls[s], run(s, fmt.Sprintf("sweep-%s-%d", s, r)))
 			}
 		}
-		mid := func(ds []time.Duration) float64 {
-			xs := make([]float64, len(ds))
-			for i, d := range ds {
-				xs[i] = d.Seconds()
-			}
-			return medianF(xs)
-		}
 		best := "4"
 		for _, s := range settings[1:] {
-			if mid(walls[s]) < mid(walls[best]) {
+			if median(walls[s]) < median(walls[best]) {
 				best = s
 			}
 		}
@@ -730,7 +723,7 @@ func benchItemsInFlight(t *testing.T) {
 		}
 		var parts []string
 		for _, s := range settings {
-			parts = append(parts, fmt.Sprintf("%s %.3fs (%s)", s, mid(walls[s]), durations(walls[s])))
+			parts = append(parts, fmt.Sprintf("%s %.3fs (%s)", s, median(walls[s]).Seconds(), durations(walls[s])))
 		}
 		figure("items in flight default/best wall", fmt.Sprintf("%.3f (%s models; best: %s)", medianF(ratios), kind, best),
 			fmt.Sprintf("%d items a run (a setting of at least that many runs them all at once); sweep, median of %d rounds after one untimed run: ", len(recs), sweepRounds)+strings.Join(parts, ", "),
@@ -784,10 +777,14 @@ func benchSlots(t *testing.T) {
 		atServer)
 }
 
+// median is the median of ds (of an even count, the mean of the two
+// middle values).
 func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = float64(d)
+	}
+	return time.Duration(medianF(xs))
 }
 
 // medianF is the median of xs (of an even count, the mean of the two
