@@ -548,7 +548,7 @@ func (b *Builder) verify(ctx context.Context, c *engine.Calls, check, content st
 	}
 	opts.NumPredict = localmodels.Int(b.cfg.VerifierMaxTokens)
 	req := localmodels.ChatRequest{Model: b.cfg.Verifier, Messages: []localmodels.Message{{Role: "user", Content: content}}, Options: opts}
-	v, ok, err := judging.JudgeAs(ctx, c, "verify", req, judging.Schema(b.cfg.Format, verdictSchema), func(raw string) (Verdict, error) { return ParseVerdict(b.cfg.Lang, check, raw) })
+	v, ok, err := judging.JudgeAs(ctx, c, "verify", req, judging.Schema(b.cfg.Format, verdictSchema), VerifyReader(b.cfg.Lang, check))
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -565,25 +565,7 @@ func (b *Builder) haluAnswers(ctx context.Context, c *engine.Calls, qa QA) ([]st
 	if b.cfg.ResponseCalls == "one" {
 		schema := fmt.Sprintf(haluListSchemaFmt, n, n)
 		req := b.req(b.cfg.Agent, HaluAnswersPrompt(lang, b.cfg.Rules, n, qa.Question, qa.Answer, qa.Evidence), b.cfg.Seed, schema)
-		list, ok, err := judging.JudgeAs(ctx, c, "generate", req, nil, judging.ByFormat(b.cfg.Format, func(raw string) ([]string, error) {
-			var v struct {
-				Responses []string `json:"responses"`
-			}
-			if err := judging.DecodeJSON(raw, &v); err != nil {
-				return nil, err
-			}
-			if len(v.Responses) != n {
-				return nil, fmt.Errorf("%d responses, %d asked for", len(v.Responses), n)
-			}
-			for i, r := range v.Responses {
-				t, err := ParseHaluAnswer(r)
-				if err != nil {
-					return nil, err
-				}
-				v.Responses[i] = t
-			}
-			return v.Responses, nil
-		}, func(raw string) ([]string, error) { return ParseHaluAnswers(raw, n) }))
+		list, ok, err := judging.JudgeAs(ctx, c, "generate", req, nil, HaluAnswersReader(b.cfg.Format, n))
 		if err != nil || !ok {
 			return texts, err
 		}
@@ -616,15 +598,7 @@ func (b *Builder) response(ctx context.Context, c *engine.Calls, qa QA, i int, t
 	lang := b.cfg.Lang
 	r := Response{Text: text}
 	lreq := b.req(b.cfg.Agent, LabelPrompt(lang, b.cfg.Rules, qa.Question, text, qa.Answer), b.cfg.Seed+i, labelSchema(lang))
-	label, ok, err := judging.JudgeAs(ctx, c, "label", lreq, nil, judging.ByFormat(b.cfg.Format, func(raw string) (string, error) {
-		var v struct {
-			Label string `json:"label"`
-		}
-		if err := judging.DecodeJSON(raw, &v); err != nil {
-			return "", err
-		}
-		return ParseLabel(lang, v.Label)
-	}, func(raw string) (string, error) { return ParseLabel(lang, raw) }))
+	label, ok, err := judging.JudgeAs(ctx, c, "label", lreq, nil, LabelReader(lang, b.cfg.Format))
 	if err != nil {
 		return r, err
 	}
@@ -865,5 +839,59 @@ func (b *Builder) MethodDepartures() []string {
 	}
 	return []string{
 		"rule optimisation: the authors' corrector rewrites a whole generation prompt; halu keeps from it what a rule set holds — requirements 1–4 of the question or response prompt (the question prompt's evidence and type requirements stay as written) or the blamed type's definition — and the candidates, rounds and early stop are halu's reading of §3.2",
+	}
+}
+
+// The readers of the agents' and verifier's replies, each used by a run
+// and by the reply corpus (runner/judging's TestReplyCorpus).
+
+// VerifyReader reads a verification check (check: correct, halu, type).
+func VerifyReader(lang, check string) func(raw string) (Verdict, error) {
+	return func(raw string) (Verdict, error) { return ParseVerdict(lang, check, raw) }
+}
+
+// LabelReader reads the labelling agent's hallucination type, in the
+// agents' format (json or text).
+func LabelReader(lang, format string) func(raw string) (string, error) {
+	return judging.ByFormat(format, func(raw string) (string, error) {
+		var v struct {
+			Label string `json:"label"`
+		}
+		if err := judging.DecodeJSON(raw, &v); err != nil {
+			return "", err
+		}
+		return ParseLabel(lang, v.Label)
+	}, func(raw string) (string, error) { return ParseLabel(lang, raw) })
+}
+
+// HaluAnswersReader reads n hallucinated responses asked for in one call.
+func HaluAnswersReader(format string, n int) func(raw string) ([]string, error) {
+	return judging.ByFormat(format, func(raw string) ([]string, error) {
+		var v struct {
+			Responses []string `json:"responses"`
+		}
+		if err := judging.DecodeJSON(raw, &v); err != nil {
+			return nil, err
+		}
+		if len(v.Responses) != n {
+			return nil, fmt.Errorf("%d responses, %d asked for", len(v.Responses), n)
+		}
+		for i, r := range v.Responses {
+			t, err := ParseHaluAnswer(r)
+			if err != nil {
+				return nil, err
+			}
+			v.Responses[i] = t
+		}
+		return v.Responses, nil
+	}, func(raw string) ([]string, error) { return ParseHaluAnswers(raw, n) })
+}
+
+// ConflictReader reads the generative judge's conflict verdict on response.
+func ConflictReader(lang, response string) judging.Reader[Conflict] {
+	return judging.Reader[Conflict]{
+		Text:   func(raw string) (Conflict, error) { return ParseConflict(lang, raw) },
+		Quoted: []string{response},
+		Check:  true,
 	}
 }

@@ -267,12 +267,11 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		req := localmodels.ChatRequest{Model: s.cfg.Judge,
 			Messages: []localmodels.Message{{Role: "user", Content: JudgePrompt(lang, p.gen.Question, p.gen.CorrectAnswer, a.Response)}},
 			Options:  localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.JudgeMaxTokens)}}
-		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, conflictSchema), judging.Reader[Conflict]{
-			Text:    func(raw string) (Conflict, error) { return ParseConflict(lang, raw) },
-			Quoted:  []string{a.Response},
-			Check:   true,
-			Subject: p.model,
-		})
+		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, conflictSchema), func() judging.Reader[Conflict] {
+			r := ConflictReader(lang, a.Response)
+			r.Subject = p.model
+			return r
+		}())
 		if err != nil {
 			return nil, err
 		}

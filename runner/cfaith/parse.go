@@ -121,12 +121,19 @@ func ParseHaluAnswers(reply string, n int) ([]string, error) {
 	return out, nil
 }
 
+// labelTakenBack is what follows a type name the reply then takes back:
+// "EntErr? No — SpaErr", "AttrErr — not quite; rather RelErr", "实体错误？不对".
+var labelTakenBack = regexp.MustCompile(`(?i)^\s*(?:\([^()\n]{0,40}\))?\s*(?:[?？]|[\s,.:;—–-]*(?:no\b|not\b|wrong\b|不是|不对|不，|否))`)
+
 // ParseLabel reads the labelling agent's reply: the type name it starts
 // with (the authors' code reads the first four characters), or else the
-// one type named anywhere in it.
+// one type named anywhere in it. A type the reply questions or takes back
+// ("EntErr? No — SpaErr") is not its label: the leading type counts only
+// when it is not taken back, and the one other type named is then read.
 func ParseLabel(lang, reply string) (string, error) {
 	s := strings.TrimSpace(strings.NewReplacer("*", "", "[幻觉标签]：", "", "[Hallucination label]:", "").Replace(reply))
 	s = strings.TrimSpace(s)
+	low := strings.ToLower(s)
 	var named []string
 	for _, t := range Types {
 		names := []string{t, enNames[t]}
@@ -134,10 +141,14 @@ func ParseLabel(lang, reply string) (string, error) {
 			names = []string{zhNames[t]}
 		}
 		for _, n := range names {
-			if strings.HasPrefix(strings.ToLower(s), strings.ToLower(n)) {
-				return t, nil
+			n = strings.ToLower(n)
+			if strings.HasPrefix(low, n) {
+				if !labelTakenBack.MatchString(low[len(n):]) {
+					return t, nil
+				}
+				break // taken back: not named
 			}
-			if strings.Contains(strings.ToLower(s), strings.ToLower(n)) {
+			if strings.Contains(low, n) {
 				named = append(named, t)
 				break
 			}
@@ -323,7 +334,7 @@ var (
 	choiceBare  = regexp.MustCompile(`^[（(\[]?((?i)[A-D])[)）\]]?[.。:：、]?$`)
 	choiceLead  = regexp.MustCompile(`^[（(\[]?((?i)[A-D])(?:[)）\]]|[)）\]]?(?:[.。:：、]|\s+[-–—]\s))`)
 	choiceLabel = judging.NewLabelled("answer", `(?:final\s+|correct\s+)?(?:answer|choice|option)|正确答案|最终答案|答案|选项|选择`, `(?-i:[（(]?\s*([A-D])\b)`)
-	choiceIs    = regexp.MustCompile(`(?:\b(?i:answer|choice|option)\s+(?i:is|would be)|\bI (?i:choose|pick|select|would choose|would pick)|答案(?:是|为|应该是|应为)|正确(?:的)?(?:答案|选项)(?:是|为)|我选择?|应选择?|选择|选)(?:的是|是|为)?\s*(?:(?i:option)\s+|选项\s*)?[（(]?\s*([A-D])\b`)
+	choiceIs    = regexp.MustCompile(`(?:\b(?i:answer|choice|option)\s+(?i:is|would be)|\bI (?i:choose|pick|select|would choose|would pick)|答案(?:是|为|应该是|应为)|(?:应为|应该是|应选)|正确(?:的)?(?:答案|选项)(?:是|为)|我选择?|应选择?|选择|选)(?:的是|是|为)?\s*(?:(?i:option)\s+|选项\s*)?[（(]?\s*([A-D])\b`)
 )
 
 // ParseChoice is the option a model states as its answer: a reply that is
@@ -334,7 +345,7 @@ var (
 // either way ok is false and the answer is unscored. (The authors publish no
 // scorer; their template asks for one letter only.)
 func ParseChoice(reply string) (string, bool) {
-	l, err := choiceLetters.Read(judging.Plain(judging.StripReasoning(reply)))
+	l, err := choiceLetters.Read(judging.Plain(judging.Answer(reply)))
 	return l, err == nil
 }
 
@@ -394,7 +405,7 @@ func negated(not, word string) (judgedTrue, ok bool) {
 // a double negation ("not incorrect") and two different verdicts are
 // ambiguous: ok is false, the answer unscored.
 func ParseTrueFalse(reply string) (judgedTrue, ok bool) {
-	s := strings.TrimSpace(judging.Plain(judging.StripReasoning(reply)))
+	s := strings.TrimSpace(judging.Plain(judging.Answer(reply)))
 	whole := strings.Trim(s, " \t\n。.!！\"“”'「」")
 	if tfWhole.MatchString(whole) {
 		return tfPolarity(whole)

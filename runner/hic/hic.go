@@ -832,6 +832,12 @@ type JudgeSpec struct {
 // (the headline) and by the authors' rule (beside it). Judge validation
 // (package judgeval) asks its judges through this too, so a judge is
 // measured with the very prompt and reading a HIC run uses.
+// VerdictReader is how a judge's reply about answer is read (halu's
+// reader, the authors' rule beside), in a run and in the reply corpus.
+func VerdictReader(answer string) judging.Reader[Verdict] {
+	return judging.Reader[Verdict]{Text: ParseVerdictText, Paper: ParseVerdictPaper, Quoted: []string{answer}, Check: true}
+}
+
 func Judge(ctx context.Context, c *engine.Calls, spec JudgeSpec, judge, question, answer string) (Judgement, error) {
 	system := prompt("evaluation_system_prompt")
 	if spec.DHP {
@@ -847,18 +853,14 @@ func Judge(ctx context.Context, c *engine.Calls, spec JudgeSpec, judge, question
 			NumPredict: localmodels.Int(spec.MaxTokens)},
 	}
 	jd := Judgement{Judge: judge}
-	v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(spec.Format, VerdictSchema), judging.Reader[Verdict]{
-		Text:    ParseVerdictText,
-		Paper:   ParseVerdictPaper,
-		Quoted:  []string{answer},
-		Check:   true,
-		Subject: spec.Subject,
-		Other: func(o Verdict, unread bool) {
-			if jd.OtherUnread = unread; !unread {
-				jd.Other = &o
-			}
-		},
-	})
+	r := VerdictReader(answer)
+	r.Subject = spec.Subject
+	r.Other = func(o Verdict, unread bool) {
+		if jd.OtherUnread = unread; !unread {
+			jd.Other = &o
+		}
+	}
+	v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(spec.Format, VerdictSchema), r)
 	if err != nil {
 		return jd, err
 	}

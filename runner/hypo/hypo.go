@@ -247,9 +247,51 @@ func ParseHypothesis(output string, labels []string) (statement, label string, o
 	return statement, label, ok
 }
 
+// A direction set by a verb acting on a change ("prevents the decrease
+// of X", "blocks the loss of", "attenuates the reduction in", "enhances the
+// loss of") is the composition of the two: a verb that lowers what it acts
+// on turns the change round. The verb's and the noun's stems alone would
+// read the noun's direction, or both directions.
+var (
+	actingVerb = regexp.MustCompile(`(?i)\b(?:(prevent|block|attenuat|revers|counteract|abolish|abrogat|rescu|mitigat|inhibit|suppress|reduc|ameliorat|antagoniz|diminish|lessen|alleviat|limit|decreas)|(increas|enhanc|promot|induc|stimulat|accelerat|exacerbat|aggravat|potentiat|augment|amplif))(?:e|es|ed|ing|s|ies|y)?\s+(?:the\s+|an?\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,3}?(?:(decrease|decline|reduction|loss|depletion|down-?regulation|suppression|inhibition|deficiency)|(increase|elevation|rise|up-?regulation|induction|activation|accumulation|overexpression))\b`)
+	directionWord = regexp.MustCompile(`(?i)correlat|regulat|increas|enhanc|activat|induc|promot|stimulat|decreas|reduc|suppress|inhibit|attenuat|block|prevent|revers|loss|declin|elevat`)
+)
+
+// composedLabel reads a direction set by a verb acting on a change (see
+// actingVerb): ok is true when the statement holds exactly one such phrase,
+// no other directional word and no negation; found is true when it holds
+// one at all (the statement is then read by composition or not at all).
+func composedLabel(statement string, labels []string) (label string, found, ok bool) {
+	ms := actingVerb.FindAllStringSubmatchIndex(statement, -1)
+	if len(ms) == 0 {
+		return "", false, false
+	}
+	if len(ms) > 1 || negationRE.MatchString(statement) {
+		return "", true, false
+	}
+	m := ms[0]
+	rest := statement[:m[0]] + " " + statement[m[1]:]
+	if directionWord.MatchString(rest) {
+		return "", true, false
+	}
+	lowers, lowered := m[2] >= 0, m[6] >= 0
+	positive := lowers == lowered // lowering a fall raises; raising a rise raises
+	for _, l := range labels {
+		switch {
+		case positive && (l == "positive_correlate" || l == "stimulate"),
+			!positive && (l == "negative_correlate" || l == "inhibit"):
+			return l, true, true
+		}
+	}
+	return "", true, false
+}
+
 // HypothesisLabel maps a hypothesis statement to one of labels (see
 // ParseHypothesis).
 func HypothesisLabel(statement string, labels []string) (string, bool) {
+	if l, found, ok := composedLabel(statement, labels); found {
+		return l, ok
+	}
 	norm := strings.NewReplacer(" ", "_", "-", "_").Replace(strings.ToLower(statement))
 	var found []string
 	for _, l := range labels {
@@ -1455,13 +1497,17 @@ func (s *Suite) knowHD(ctx context.Context, c *engine.Calls, model, output, src 
 			Messages: []localmodels.Message{{Role: "system", Content: s.prompts.VerifySys[src]},
 				{Role: "user", Content: fill(s.prompts.Verify[src], vals)}},
 			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(replyCap)},
-		}, schema, judging.Reader[Groundness]{Text: ParseGroundness, Paper: ParseGroundnessPaper, Quoted: []string{claim}, Check: true, Subject: model,
-			Other: func(o Groundness, unread bool) {
+		}, schema, func() judging.Reader[Groundness] {
+			r := GroundnessReader(claim)
+			r.Subject = model
+			r.Other = func(o Groundness, unread bool) {
 				if cc.OtherUnread = unread; !unread && o.Groundness != nil {
 					v := *o.Groundness == 1
 					cc.Other = &v
 				}
-			}})
+			}
+			return r
+		}())
 		if err != nil {
 			return nil, err
 		}
@@ -1473,4 +1519,10 @@ func (s *Suite) knowHD(ctx context.Context, c *engine.Calls, model, output, src 
 	}
 	g.Groundedness, g.Scored = metrics.Groundedness(entailed)
 	return g, nil
+}
+
+// GroundnessReader is how a verifier's reply about claim is read (halu's
+// reader, the authors' rule beside), in a run and in the reply corpus.
+func GroundnessReader(claim string) judging.Reader[Groundness] {
+	return judging.Reader[Groundness]{Text: ParseGroundness, Paper: ParseGroundnessPaper, Quoted: []string{claim}, Check: true}
 }

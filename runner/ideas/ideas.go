@@ -566,15 +566,15 @@ type FluencyPair struct {
 	OtherUnread bool   `json:"other_unread,omitempty"`
 }
 
-// fluencyGrade is the fluency critic's verdict: structured output
+// FluencyGrade is the fluency critic's verdict: structured output
 // {"grade": "B"}, or the letter a text reader found.
-type fluencyGrade struct {
+type FluencyGrade struct {
 	Grade string `json:"grade"`
 }
 
 // Quantities is the grade as the score it stands for (the judge card's
 // quantity: A–D are ranked).
-func (g fluencyGrade) Quantities() map[string]float64 {
+func (g FluencyGrade) Quantities() map[string]float64 {
 	v, err := metrics.FluencyScore(g.Grade)
 	if err != nil {
 		return nil
@@ -583,7 +583,7 @@ func (g fluencyGrade) Quantities() map[string]float64 {
 }
 
 // Validate requires one grade letter, A–D.
-func (g *fluencyGrade) Validate() error {
+func (g *FluencyGrade) Validate() error {
 	g.Grade = strings.ToUpper(strings.TrimSpace(g.Grade))
 	if _, err := metrics.FluencyScore(g.Grade); err != nil {
 		return fmt.Errorf("grade %q is not one of A, B, C, D", g.Grade)
@@ -604,9 +604,9 @@ var (
 // answer is B" — never the first letter of a word ("Answer: C" is C, not
 // A). Every statement must agree; no grade or two different grades is a
 // parse failure. The two ideas, quoted, are not read.
-func parseFluency(reply string) (fluencyGrade, error) {
+func parseFluency(reply string) (FluencyGrade, error) {
 	g, err := gradeLetters.Read(judging.Plain(reply))
-	return fluencyGrade{Grade: g}, err
+	return FluencyGrade{Grade: g}, err
 }
 
 var gradeLetters = judging.Letters{Bare: gradeBare, Lead: gradeLead, Is: gradeIs, Label: gradeLabel}
@@ -623,9 +623,9 @@ func ReadFluency(reply string) (string, error) {
 
 // ParseFluencyPaper is the authors' reading: the first letter left after
 // stripping everything that is not a letter (metrics.ParseFluencyGrade).
-func ParseFluencyPaper(reply string) (fluencyGrade, error) {
+func ParseFluencyPaper(reply string) (FluencyGrade, error) {
 	g, err := metrics.ParseFluencyGrade(reply)
-	return fluencyGrade{Grade: g}, err
+	return FluencyGrade{Grade: g}, err
 }
 
 // CriticScores is the structured critic reply.
@@ -923,22 +923,15 @@ func (s *Suite) critique(ctx context.Context, c *engine.Calls, judge, model, ide
 		Options: localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: capOf(s.cfg.JudgeMaxTokens)},
 	}
 	cr := Critique{Judge: judge}
-	sc, ok, err := judging.JudgeWith(ctx, c, "critic", req, judging.Schema(s.cfg.JudgeFormat, CriticSchema), judging.Reader[CriticScores]{
-		Text:    ParseCriticText,
-		Paper:   ParseCriticPaper,
-		Quoted:  []string{idea},
-		Check:   true,
-		Subject: model,
-		// The verdict is the three scores: the two readers cut the
-		// analysis prose differently, which is no disagreement.
-		Same: func(a, b CriticScores) bool { return a.Scores() == b.Scores() },
-		Other: func(o CriticScores, unread bool) {
-			if cr.OtherUnread = unread; !unread {
-				v := o.Scores()
-				cr.Other = &v
-			}
-		},
-	})
+	r := CriticReader(idea)
+	r.Subject = model
+	r.Other = func(o CriticScores, unread bool) {
+		if cr.OtherUnread = unread; !unread {
+			v := o.Scores()
+			cr.Other = &v
+		}
+	}
+	sc, ok, err := judging.JudgeWith(ctx, c, "critic", req, judging.Schema(s.cfg.JudgeFormat, CriticSchema), r)
 	if err != nil {
 		return cr, err
 	}
@@ -946,6 +939,26 @@ func (s *Suite) critique(ctx context.Context, c *engine.Calls, judge, model, ide
 		cr.Scored, cr.Originality, cr.Feasibility, cr.Clarity, cr.Analysis = true, sc.Originality, sc.Feasibility, sc.Clarity, sc.Analysis
 	}
 	return cr, nil
+}
+
+// CriticReader is how a critic's reply about idea is read, in a run and
+// in the reply corpus.
+func CriticReader(idea string) judging.Reader[CriticScores] {
+	return judging.Reader[CriticScores]{
+		Text:   ParseCriticText,
+		Paper:  ParseCriticPaper,
+		Quoted: []string{idea},
+		Check:  true,
+		// The verdict is the three scores: the two readers cut the
+		// analysis prose differently, which is no disagreement.
+		Same: func(a, b CriticScores) bool { return a.Scores() == b.Scores() },
+	}
+}
+
+// FluencyReader is how a fluency judge's reply about ideas a and b is
+// read, in a run and in the reply corpus.
+func FluencyReader(a, b string) judging.Reader[FluencyGrade] {
+	return judging.Reader[FluencyGrade]{Text: parseFluency, Paper: ParseFluencyPaper, Quoted: []string{a, b}, Check: true}
 }
 
 func (s *Suite) fluency(ctx context.Context, c *engine.Calls, judge, model, keyword, a, b string) (FluencyPair, error) {
@@ -958,24 +971,20 @@ func (s *Suite) fluency(ctx context.Context, c *engine.Calls, judge, model, keyw
 		Options:  localmodels.Options{Temperature: s.cfg.CriticTemperature, Seed: localmodels.Int(s.cfg.Seed), NumPredict: capOf(s.cfg.FluencyMaxTokens)},
 	}
 	fp := FluencyPair{Judge: judge}
-	g, ok, err := judging.JudgeWith(ctx, c, "fluency", req, judging.Schema(s.cfg.JudgeFormat, FluencySchema), judging.Reader[fluencyGrade]{
-		Text:    parseFluency,
-		Paper:   ParseFluencyPaper,
-		Quoted:  []string{a, b},
-		Check:   true,
-		Subject: model,
-		// The grade says how alike the two ideas are: it must not depend
-		// on which is shown first.
-		Swap: func(r localmodels.ChatRequest) localmodels.ChatRequest {
-			r.Messages = []localmodels.Message{{Role: "user", Content: prompt(b, a)}}
-			return r
-		},
-		Other: func(o fluencyGrade, unread bool) {
-			if fp.OtherUnread = unread; !unread {
-				fp.OtherGrade = o.Grade
-			}
-		},
-	})
+	r := FluencyReader(a, b)
+	r.Subject = model
+	// The grade says how alike the two ideas are: it must not depend on
+	// which is shown first.
+	r.Swap = func(r localmodels.ChatRequest) localmodels.ChatRequest {
+		r.Messages = []localmodels.Message{{Role: "user", Content: prompt(b, a)}}
+		return r
+	}
+	r.Other = func(o FluencyGrade, unread bool) {
+		if fp.OtherUnread = unread; !unread {
+			fp.OtherGrade = o.Grade
+		}
+	}
+	g, ok, err := judging.JudgeWith(ctx, c, "fluency", req, judging.Schema(s.cfg.JudgeFormat, FluencySchema), r)
 	if err != nil {
 		return fp, err
 	}

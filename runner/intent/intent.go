@@ -407,10 +407,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 			temp = s.cfg.MapTemperature
 		}
 		req := s.judgeReq(engine.Fill(prompt("constraint_mapping"), map[string]string{"query": mapped}), temp, s.cfg.Seed+i)
-		m, ok, err := judging.JudgeWith(ctx, c, "decompose", req, s.schema(mappingSchema), judging.Reader[Mapping]{
-			Text: func(raw string) (Mapping, error) { return ParseMapping(raw, false) },
-			JSON: func(raw string) (Mapping, error) { return ParseMappingJSON(raw, false) },
-		})
+		m, ok, err := judging.JudgeWith(ctx, c, "decompose", req, s.schema(mappingSchema), MappingReader(false))
 		if err != nil {
 			return nil, err
 		}
@@ -432,7 +429,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 	if mis {
 		req := s.judgeReq(engine.Fill(prompt("missing_content_check"), map[string]string{
 			"missing": in.MissingPart(), "task": task, "response": res.Response}), 0, s.cfg.Seed)
-		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, s.schema(missingSchema), judging.Reader[MissingVerdict]{Text: ParseMissingText, Quoted: []string{res.Response}, Check: true, Subject: res.Model})
+		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, s.schema(missingSchema), subjectOf(MissingReader(res.Response), res.Model))
 		if err != nil {
 			return nil, err
 		}
@@ -496,10 +493,7 @@ func (s *Suite) score(ctx context.Context, c *engine.Calls, res *ItemResult, in 
 	if s.cfg.JudgeFormat == judging.FormatText {
 		// Table 7's format: a ratio per priority; structured output asks
 		// for a verdict per constraint instead.
-		r, ok, err := judging.JudgeWith(ctx, c, "judge", req, nil, judging.Reader[Ratios]{
-			Text:   func(raw string) (Ratios, error) { return ParseRatios(raw, cs) },
-			Quoted: []string{res.Response},
-		})
+		r, ok, err := judging.JudgeWith(ctx, c, "judge", req, nil, RatiosReader(cs, res.Response))
 		if err != nil {
 			return err
 		}
@@ -527,17 +521,7 @@ func (s *Suite) score(ctx context.Context, c *engine.Calls, res *ItemResult, in 
 		res.Constraints, res.Scored, res.CS, res.Perfect = scored, true, &score, score >= 10-1e-9
 		return nil
 	}
-	sat, ok, err := judging.JudgeWith(ctx, c, "judge", req, json.RawMessage(scoreSchema(len(cs))), judging.Reader[[]bool]{
-		JSON: func(raw string) ([]bool, error) {
-			var v ScoreVerdicts
-			if err := judging.DecodeJSON(raw, &v); err != nil {
-				return nil, err
-			}
-			return v.Satisfied(len(cs))
-		},
-		Text:   func(raw string) ([]bool, error) { return ParseScoreText(raw, len(cs)) },
-		Quoted: []string{res.Response},
-	})
+	sat, ok, err := judging.JudgeWith(ctx, c, "judge", req, json.RawMessage(scoreSchema(len(cs))), ScoreReader(len(cs), res.Response))
 	if err != nil {
 		return err
 	}
@@ -582,7 +566,7 @@ func (s *Suite) baseline(ctx context.Context, c *engine.Calls, res *ItemResult, 
 	content := prompt("judge_baseline") + "\n" + engine.Fill(prompt("baseline_scale"), map[string]string{"query": task, "response": res.Response})
 	for i := 0; i < s.cfg.BaselineSamples; i++ {
 		req := s.judgeReq(content, s.cfg.BaselineTemperature, s.cfg.Seed+i)
-		v, ok, err := judging.JudgeWith(ctx, c, "baseline", req, s.schema(baselineSchema), judging.Reader[BaselineVerdict]{Text: ParseBaselineText, Quoted: []string{res.Response}, Check: true, Subject: res.Model})
+		v, ok, err := judging.JudgeWith(ctx, c, "baseline", req, s.schema(baselineSchema), subjectOf(BaselineReader(res.Response), res.Model))
 		if err != nil {
 			return err
 		}
@@ -606,7 +590,7 @@ func (s *Suite) factCheck(ctx context.Context, c *engine.Calls, res *ItemResult,
 	content := engine.Fill(prompt("fact_check"), map[string]string{"query": task, "response": res.Response})
 	for i := 0; i < s.cfg.FactSamples; i++ {
 		req := s.judgeReq(content, s.cfg.FactTemperature, s.cfg.Seed+i)
-		v, ok, err := judging.JudgeWith(ctx, c, "factcheck", req, s.schema(factSchema), judging.Reader[FactVerdict]{Text: ParseFactText, Quoted: []string{res.Response}, Check: true, Subject: res.Model})
+		v, ok, err := judging.JudgeWith(ctx, c, "factcheck", req, s.schema(factSchema), subjectOf(FactReader(res.Response), res.Model))
 		if err != nil {
 			return err
 		}
@@ -619,4 +603,56 @@ func (s *Suite) factCheck(ctx context.Context, c *engine.Calls, res *ItemResult,
 		res.FactWrong = &w
 	}
 	return nil
+}
+
+// The readers of the suite's judge replies, each used by a run and by the
+// reply corpus (runner/judging's TestReplyCorpus): one reading path.
+
+// MissingReader reads a missing-content check of response.
+func MissingReader(response string) judging.Reader[MissingVerdict] {
+	return judging.Reader[MissingVerdict]{Text: ParseMissingText, Quoted: []string{response}, Check: true}
+}
+
+// BaselineReader reads a zero-shot 1–10 rating of response.
+func BaselineReader(response string) judging.Reader[BaselineVerdict] {
+	return judging.Reader[BaselineVerdict]{Text: ParseBaselineText, Quoted: []string{response}, Check: true}
+}
+
+// FactReader reads a fact check of response.
+func FactReader(response string) judging.Reader[FactVerdict] {
+	return judging.Reader[FactVerdict]{Text: ParseFactText, Quoted: []string{response}, Check: true}
+}
+
+// MappingReader reads a constraint mapping; clarify: content was withheld.
+func MappingReader(clarify bool) judging.Reader[Mapping] {
+	return judging.Reader[Mapping]{
+		Text: func(raw string) (Mapping, error) { return ParseMapping(raw, clarify) },
+		JSON: func(raw string) (Mapping, error) { return ParseMappingJSON(raw, clarify) },
+	}
+}
+
+// RatiosReader reads Table 7's ratios per priority for constraints cs.
+func RatiosReader(cs []Constraint, response string) judging.Reader[Ratios] {
+	return judging.Reader[Ratios]{Text: func(raw string) (Ratios, error) { return ParseRatios(raw, cs) }, Quoted: []string{response}}
+}
+
+// ScoreReader reads a verdict per constraint (n of them).
+func ScoreReader(n int, response string) judging.Reader[[]bool] {
+	return judging.Reader[[]bool]{
+		JSON: func(raw string) ([]bool, error) {
+			var v ScoreVerdicts
+			if err := judging.DecodeJSON(raw, &v); err != nil {
+				return nil, err
+			}
+			return v.Satisfied(n)
+		},
+		Text:   func(raw string) ([]bool, error) { return ParseScoreText(raw, n) },
+		Quoted: []string{response},
+	}
+}
+
+// subjectOf is r judging model's text (the judge card's self-preference).
+func subjectOf[T any](r judging.Reader[T], model string) judging.Reader[T] {
+	r.Subject = model
+	return r
 }

@@ -46,7 +46,13 @@ type Validator interface {
 // offer: with a schema, structured output; with schema nil, the suite's
 // free-text format, read by parseText. See JudgeWith.
 func JudgeAs[T any](ctx context.Context, c Asker, stage string, req localmodels.ChatRequest, schema json.RawMessage, parseText func(raw string) (T, error)) (T, bool, error) {
-	return JudgeWith(ctx, c, stage, req, schema, Reader[T]{Text: parseText})
+	return JudgeWith(ctx, c, stage, req, schema, TextReader(parseText))
+}
+
+// TextReader is the Reader of a judgement read by parseText alone (what
+// JudgeAs reads with).
+func TextReader[T any](parseText func(raw string) (T, error)) Reader[T] {
+	return Reader[T]{Text: parseText}
 }
 
 // Reader is how a suite reads one kind of judge reply.
@@ -169,26 +175,17 @@ func judgeOnce[T any](ctx context.Context, c Asker, stage, check, unit string, r
 	}
 	var alt *altRead[T] // the last reply's other reading, when they differed
 	ok, err := c.Judge(ctx, stage, req, func(raw string, cut bool) error {
-		alt = nil
-		answer := StripReasoning(raw)
-		s := Unquote(answer, r.Quoted...) // Clean, keeping answer for the authors' rule
-		if cut {
-			s = DropCutWord(s) // "Score: 1" cut at the cap may have been "Score: 10"
-		}
-		if strings.TrimSpace(s) == "" {
-			return errors.New("empty reply (after reasoning and quoted text are removed)")
-		}
-		v, how, other, a, err := readReply(answer, s, schema != nil, c.Readers(), r)
-		alt = a
+		got, err := Read(raw, cut, schema != nil, c.Readers(), r)
+		alt = got.alt
 		if err != nil {
 			return err
 		}
 		var rd *rundir.Reading
-		if how != "" {
-			rd = &rundir.Reading{Stage: stage, Model: req.Model, How: how, Used: rundir.Show(v), Other: other}
+		if got.How != "" {
+			rd = &rundir.Reading{Stage: stage, Model: req.Model, How: got.How, Used: rundir.Show(got.V), Other: got.Other}
 		}
-		out = v
-		c.Read(stage, req.Model, raw, v, rd)
+		out = got.V
+		c.Read(stage, req.Model, raw, got.V, rd)
 		return nil
 	})
 	if alt != nil && r.Other != nil && err == nil {
@@ -209,6 +206,57 @@ func judgeOnce[T any](ctx context.Context, c Asker, stage, check, unit string, r
 		}
 	}
 	return out, ok, err
+}
+
+// Outcome is what Read made of one judge reply.
+type Outcome[T any] struct {
+	// V is the verdict read.
+	V T
+	// How is "" for the plain reading, "fallback" for a JSON-mode reply
+	// read by the text reader, "disagree" when halu's reader and the
+	// authors' rule read it differently; Other is then the reading that did
+	// not decide.
+	How, Other string
+	alt        *altRead[T]
+}
+
+// Read is the one way a judge reply is read — by the engine's judge
+// contract (JudgeWith) for every judgement of a run, and by the tests that
+// measure the readers (TestReplyCorpus): cleaning, then the format's
+// reader, then the authors' rule beside.
+//
+// Cleaning: the reasoning is removed (StripReasoning); then what the
+// judge quotes of the evaluated texts r.Quoted (Unquote); then, for a reply
+// cut at its token cap, the word the cap may have cut (DropCutWord); then
+// everything before the reply's last revision (Revision), so a verdict the
+// judge corrects is read by its correction — in JSON mode too — and a
+// correction that states no whole verdict leaves the reply unread, with
+// the reason. The authors' rule reads the reply with only its reasoning
+// removed, as their code read it whole.
+func Read[T any](raw string, cut, jsonMode bool, readers string, r Reader[T]) (Outcome[T], error) {
+	answer := StripReasoning(raw)
+	s := Unquote(answer, r.Quoted...)
+	if cut {
+		s = DropCutWord(s) // "Score: 1" cut at the cap may have been "Score: 10"
+	}
+	if strings.TrimSpace(s) == "" {
+		return Outcome[T]{}, errors.New("empty reply (after reasoning and quoted text are removed)")
+	}
+	revised := Revision(s)
+	v, how, other, alt, err := readReply(answer, revised, jsonMode, readers, r)
+	if err != nil && revised != strings.TrimSpace(s) {
+		err = fmt.Errorf("the reply revises itself and its revision does not state a whole verdict (%q): %w", clip(revised, 80), err)
+	}
+	return Outcome[T]{V: v, How: how, Other: other, alt: alt}, err
+}
+
+// clip shortens s to at most n runes for a message.
+func clip(s string, n int) string {
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n]) + "…"
 }
 
 // Quantifier is implemented by verdicts that say themselves what they

@@ -52,32 +52,93 @@ func StripReasoning(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// Clean is what every judge reader reads: the reply without its reasoning
-// and without what it quotes of the evaluated texts, from its last
-// revision on when it revises itself (Revision). The engine cleans every
-// judge reply (JudgeWith) before a suite's reader sees it.
-func Clean(reply string, evaluated ...string) string {
-	return Revision(Unquote(StripReasoning(reply), evaluated...))
+// Answer is what an answer reader reads of a model's answer (a C-FAITH
+// choice or true/false judgement, a TruthHypo hypothesis label): the reply
+// without its reasoning, from its last revision on (Revision). Judge
+// replies are read by Read, which also removes quoted evaluated text.
+func Answer(reply string) string {
+	return Revision(StripReasoning(reply))
 }
 
-// revisionMark is where a judge takes back what it said: "Correction:",
-// "Revised", "On second thought", "Wait,", "I made a mistake", 更正, 修正,
-// 纠正, "不对，", 重新核对/考虑/评估. Softer words ("However", "Actually")
-// are not: judges use them inside an analysis that ends in the verdict.
-var revisionMark = regexp.MustCompile(`(?i)\b(?:correction|corrected|revised|revision|on (?:second thought|reflection)|wait[,.:!—–-]|i made (?:a|an) (?:mistake|error)|let me (?:correct|revise))|更正|修正|纠正|不对[，,。：:]|重新(?:核对|考虑|评估|判断)`)
+// revisionMark is where a reply takes back what it said. Two kinds:
+//
+//   - words that revise wherever they stand: "On second thought", "On
+//     reflection", "Upon reflection", "Wait,", "I made a mistake", "Let me
+//     correct/revise/reconsider", "I'd revise/lower/raise it to", "a fairer
+//     score", "more like a 6", "should actually be"; 更正, 修正, 纠正,
+//     "不对，", 重新核对/考虑/评估/判断, and a contrast that says what a
+//     fact should be ("不过…应为", "但…应该是");
+//   - words that revise only where they begin a clause: "Correction:",
+//     "Corrected:", "Revised:", "Revision:" (not "the revised plan", not
+//     "needs no correction").
+//
+// Softer words ("However", "Actually") are not marks: judges use them
+// inside an analysis that ends in the verdict.
+var (
+	revisionAnywhere = regexp.MustCompile(`(?i)\b(?:on (?:second thought|reflection|closer (?:look|inspection))|upon (?:reflection|review|closer (?:look|inspection))|wait\s*[,.:!—–-]|i made (?:a|an) (?:mistake|error)|let me (?:correct|revise|reconsider|re-?evaluate|adjust)|i(?:'d| would) (?:revise|lower|raise|adjust|change|downgrade|upgrade)\b|(?:a )?(?:fairer|more accurate|better) (?:score|rating|grade|verdict|answer)|(?:is|be|feels|seems) (?:more like|closer to) (?:a |an )?\d|should actually be)|更正|修正|纠正|重新(?:核对|考虑|评估|判断)|(?:不过|但是?|然而)[^。\n]{0,40}?应(?:为|该是|当是)`)
+	revisionClause   = regexp.MustCompile(`(?im)(?:^|[.!?;。！？；]\s*|[-—–:]\s+|\(\s*)[*_#>\s]*(correction|corrected|revised|revision)\b|(?:^|[。！？；，,.!?;]\s*)(不对)[，,。：:]`)
+	revisionNegated  = regexp.MustCompile(`(?i)\b(?:no|not|without|needs? no|any)[ \t]+$`)
+)
 
 // Revision is what a reply states from its last revision on: a judge that
 // revises its verdict ("… Hallucination: No. Correction: … Revised:
 // Hallucination: Yes") answers with the revision. The reader then needs
 // the whole verdict there; a revision that restates only part of it ("On
 // reflection the originality is more like a 6") leaves the reply unread
-// (unscored, counted) rather than read as first stated.
+// (unscored, counted) rather than read as first stated. A mark inside a
+// JSON object (a critic's analysis field) is the object's text, not a
+// revision of it.
 func Revision(s string) string {
-	locs := revisionMark.FindAllStringIndex(s, -1)
-	if len(locs) == 0 {
+	at := -1
+	inJSON := jsonSpans(s)
+	mark := func(i int) {
+		for _, sp := range inJSON {
+			if i >= sp[0] && i < sp[1] {
+				return
+			}
+		}
+		if i > at {
+			at = i
+		}
+	}
+	for _, loc := range revisionAnywhere.FindAllStringIndex(s, -1) {
+		mark(loc[0])
+	}
+	for _, m := range revisionClause.FindAllStringSubmatchIndex(s, -1) {
+		at := m[2]
+		if at < 0 {
+			at = m[4] // 不对， at a clause's start
+		} else if revisionNegated.MatchString(s[:at]) {
+			continue
+		}
+		mark(at)
+	}
+	if at < 0 {
 		return s
 	}
-	return strings.TrimSpace(s[locs[len(locs)-1][0]:])
+	return strings.TrimSpace(s[at:])
+}
+
+// jsonSpans are the byte ranges of the complete JSON objects in s.
+func jsonSpans(s string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], '{')
+		if j < 0 {
+			break
+		}
+		i += j
+		dec := json.NewDecoder(strings.NewReader(s[i:]))
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil || len(raw) == 0 || raw[0] != '{' {
+			i++
+			continue
+		}
+		n := int(dec.InputOffset())
+		out = append(out, [2]int{i, i + n})
+		i += n
+	}
+	return out
 }
 
 // DropCutWord removes the word a reply ends in when it may have been cut
@@ -253,6 +314,25 @@ func (l *Labelled) All(s string) (vals, after []string) {
 	return vals, after
 }
 
+// lineAfter is the rest of the line after the i-th statement All finds.
+func (l *Labelled) lineAfter(s string, i int) string {
+	ms := l.re.FindAllStringSubmatchIndex(s, -1)
+	k := -1
+	for _, m := range ms {
+		if m[3] > m[2] && m[5] == m[4] && closesQuote(s[m[7]:]) {
+			continue
+		}
+		if k++; k == i {
+			rest := s[m[7]:]
+			if j := strings.IndexByte(rest, '\n'); j >= 0 {
+				rest = rest[:j]
+			}
+			return rest
+		}
+	}
+	return ""
+}
+
 // One is the single value the field is stated as: every statement must agree
 // (compared case-insensitively). None is an error, and so are two different
 // values.
@@ -352,6 +432,10 @@ const YesNoValue = `(yes|no|true|false)\b`
 
 var yesNoAlt = regexp.MustCompile(`(?i)^\s*(?:/|or\b)\s*(?:yes|no|true|false)\b`)
 
+// yesNoPivot is an answer turned round on its own line: "No — it does ask
+// for the poem, so Yes", "no, actually yes".
+var yesNoPivot = regexp.MustCompile(`(?i)\b(?:so|thus|therefore|hence|actually|rather|make (?:that|it)|i mean|i\.e\.|in fact)\b[\s,:—–-]*(?:(?:it|the answer)(?:'s| is)\s+)?(yes|no|true|false)\b|(?:所以|因此|其实|应为|改为)\s*(是|否)`)
+
 // YesNo reads the one yes/no answer stated for the field ("true" and
 // "false" read as yes and no). "Yes/No" — the format's placeholder, left in
 // or echoed — states nothing.
@@ -361,6 +445,12 @@ func (l *Labelled) YesNo(s string) (bool, error) {
 	for i, v := range vals {
 		if yesNoAlt.MatchString(after[i]) {
 			continue
+		}
+		if m := yesNoPivot.FindStringSubmatch(l.lineAfter(s, i)); m != nil {
+			turned := strings.ToLower(m[1] + m[2])
+			if (turned == "yes" || turned == "true" || turned == "是") != (strings.EqualFold(v, "yes") || strings.EqualFold(v, "true")) {
+				return false, fmt.Errorf("%s stated as %s, then turned round on its line", l.name, v)
+			}
 		}
 		switch strings.ToLower(v) {
 		case "yes", "true":
@@ -381,20 +471,8 @@ func (l *Labelled) YesNo(s string) (bool, error) {
 // skipped).
 func JSONObjects(s string) []json.RawMessage {
 	var out []json.RawMessage
-	for i := 0; i < len(s); {
-		j := strings.IndexByte(s[i:], '{')
-		if j < 0 {
-			break
-		}
-		i += j
-		dec := json.NewDecoder(strings.NewReader(s[i:]))
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil || len(raw) == 0 || raw[0] != '{' {
-			i++
-			continue
-		}
-		out = append(out, raw)
-		i += int(dec.InputOffset())
+	for _, sp := range jsonSpans(s) {
+		out = append(out, json.RawMessage(s[sp[0]:sp[1]]))
 	}
 	return out
 }

@@ -41,11 +41,22 @@ type replyCase struct {
 	// Cut: the reply stopped at its token cap (the engine drops the word
 	// the cap may have cut, judging.DropCutWord).
 	Cut bool `yaml:"cut"`
+	// JSON: the reply came in JSON mode (the judge was sent a schema).
+	JSON bool `yaml:"json"`
 }
 
-// readReply runs the reader a case names and renders what it read in the
+// judged reads a judge reply the way a run reads it: judging.Read (the
+// function the engine's judge contract calls) with the suite's own Reader
+// (the one its Process passes to JudgeWith or JudgeAs), under readers.
+func judged[T any](c replyCase, readers string, r judging.Reader[T]) (T, error) {
+	out, err := judging.Read(c.Reply, c.Cut, c.JSON, readers, r)
+	return out.V, err
+}
+
+// readReply runs the reader a case names, as a run reads it under readers
+// (judging.ReadersHalu or ReadersPaper), and renders what it read in the
 // corpus's notation; err is a rejection.
-func readReply(c replyCase) (string, error) {
+func readReply(c replyCase, readers string) (string, error) {
 	yn := func(b bool) string {
 		if b {
 			return "yes"
@@ -53,31 +64,23 @@ func readReply(c replyCase) (string, error) {
 		return "no"
 	}
 	switch c.Reader {
-	case "cfaith.choice", "cfaith.truefalse", "hypo.hypothesis", "ideas.final-idea", "hic.dhp-split":
-		// Answer readers: they read a model's answer as it came.
-	default:
-		// Judge readers see what the engine hands them (judging.JudgeWith).
-		c.Reply = judging.Clean(c.Reply, c.Quoted)
-	}
-	if c.Cut {
-		c.Reply = judging.DropCutWord(c.Reply)
-	}
-	switch c.Reader {
 	case "hic.verdict":
-		v, err := hic.ParseVerdictText(c.Reply)
+		v, err := judged(c, readers, hic.VerdictReader(c.Quoted))
 		return fmt.Sprintf("%d/%d/%d/%s", v.Originality, v.Feasibility, v.Value, yn(v.Hallucination)), err
 	case "ideas.critic":
-		v, err := ideas.ParseCriticText(c.Reply)
+		v, err := judged(c, readers, ideas.CriticReader(c.Quoted))
 		return fmt.Sprintf("%d/%d/%d", v.Originality, v.Feasibility, v.Clarity), err
 	case "ideas.fluency":
-		return ideas.ReadFluency(c.Reply)
+		v, err := judged(c, readers, ideas.FluencyReader(c.Quoted, ""))
+		return v.Grade, err
 	case "ideas.final-idea":
-		// halu's extraction (--final-idea all): the idea after a marker
-		// line; prose that mentions a "final idea" is never cut.
+		// An answer reader: halu's extraction (--final-idea all), the
+		// idea after a marker line; prose that mentions a "final idea"
+		// is never cut.
 		idea, _ := ideas.ExtractIdeaLine(c.Reply)
 		return idea, nil
 	case "hic.dhp-split":
-		// The authors' DHP split: answers at blank lines.
+		// An answer reader: the authors' DHP split, answers at blank lines.
 		parts, _ := hic.SplitAnswers(c.Reply)
 		return strings.Join(parts, " | "), nil
 	case "hypo.hypothesis":
@@ -88,29 +91,32 @@ func readReply(c replyCase) (string, error) {
 		}
 		return l, nil
 	case "hypo.groundness":
-		v, err := hypo.ParseGroundness(c.Reply)
+		v, err := judged(c, readers, hypo.GroundnessReader(c.Quoted))
 		if err != nil {
 			return "", err
 		}
+		if v.Groundness == nil {
+			return "", fmt.Errorf("no groundness")
+		}
 		return fmt.Sprint(*v.Groundness), nil
 	case "intent.missing":
-		v, err := intent.ParseMissingText(c.Reply)
+		v, err := judged(c, readers, intent.MissingReader(c.Quoted))
 		return yn(v.MentionsMissing) + "/" + yn(v.InventsMissing) + "/" + yn(v.OnTask), err
 	case "intent.fact":
-		v, err := intent.ParseFactText(c.Reply)
+		v, err := judged(c, readers, intent.FactReader(c.Quoted))
 		return yn(v.FactualInaccuracies) + "/" + yn(v.MissingRequiredFacts), err
 	case "intent.baseline":
-		v, err := intent.ParseBaselineText(c.Reply)
+		v, err := judged(c, readers, intent.BaselineReader(c.Quoted))
 		return fmt.Sprint(v.Score), err
 	case "intent.score":
-		v, err := intent.ParseScoreText(c.Reply, c.N)
+		v, err := judged(c, readers, intent.ScoreReader(c.N, c.Quoted))
 		var out []string
 		for _, b := range v {
 			out = append(out, yn(b))
 		}
 		return strings.Join(out, ","), err
 	case "intent.mapping":
-		m, err := intent.ParseMapping(c.Reply, c.Clarify)
+		m, err := judged(c, readers, intent.MappingReader(c.Clarify))
 		if m.Clarification {
 			return "clarification", err
 		}
@@ -128,7 +134,7 @@ func readReply(c replyCase) (string, error) {
 				cs = append(cs, intent.Constraint{Priority: p})
 			}
 		}
-		r, err := intent.ParseRatios(c.Reply, cs)
+		r, err := judged(c, readers, intent.RatiosReader(cs, c.Quoted))
 		var out []string
 		for _, p := range []string{"mandatory", "important", "optional"} {
 			if v, ok := r[p]; ok {
@@ -137,6 +143,7 @@ func readReply(c replyCase) (string, error) {
 		}
 		return strings.Join(out, " "), err
 	case "cfaith.choice":
+		// An answer reader, called by the suite on the model's answer.
 		l, ok := cfaith.ParseChoice(c.Reply)
 		if !ok {
 			return "", fmt.Errorf("no choice")
@@ -149,10 +156,20 @@ func readReply(c replyCase) (string, error) {
 		}
 		return fmt.Sprint(v), nil
 	case "cfaith.verify":
-		v, err := cfaith.ParseVerdict(c.Lang, c.Check, c.Reply)
+		v, err := judged(c, readers, judging.TextReader(cfaith.VerifyReader(c.Lang, c.Check)))
 		return v.Verdict, err
+	case "cfaith.label":
+		format := judging.FormatText
+		if c.JSON {
+			format = judging.FormatJSON
+		}
+		// The labelling agent is asked through JudgeAs without a schema
+		// (its format is read by LabelReader): Read sees text mode.
+		lc := c
+		lc.JSON = false
+		return judged(lc, readers, judging.TextReader(cfaith.LabelReader(c.Lang, format)))
 	case "cfaith.halu-answers":
-		v, err := cfaith.ParseHaluAnswers(c.Reply, 3)
+		v, err := judged(c, readers, judging.TextReader(cfaith.HaluAnswersReader(judging.FormatText, 3)))
 		return strings.Join(v, " | "), err
 	case "cfaith.corrector":
 		// Check names the part corrected: qa, halu, or a label's type.
@@ -167,7 +184,7 @@ func readReply(c replyCase) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		out, err := part.ReadCorrection(c.Lang, rs, judging.Clean(c.Reply), "t")
+		out, err := judged(c, readers, judging.TextReader(func(raw string) (cfaith.RuleSet, error) { return part.ReadCorrection(c.Lang, rs, raw, "t") }))
 		switch {
 		case err != nil:
 			return "", err
@@ -178,29 +195,32 @@ func readReply(c replyCase) (string, error) {
 		}
 		return out.LabelDefs[c.Check], nil
 	case "cfaith.conflict":
-		v, err := cfaith.ParseConflict(c.Lang, c.Reply)
+		v, err := judged(c, readers, cfaith.ConflictReader(c.Lang, c.Quoted))
 		if v.Conflict {
 			return "conflict", err
 		}
 		return "no conflict", err
 	case "smoke.verdict":
-		v, err := smoke.ParseVerdict(c.Reply)
+		v, err := judged(c, readers, smoke.VerdictReader(c.Quoted))
 		return fmt.Sprintf("%d/%s", v.Score, yn(v.Hallucination)), err
 	}
 	return "", fmt.Errorf("unknown reader %q", c.Reader)
 }
 
-// TestReplyCorpus runs every reader over the hand-written replies in
-// testdata/replies and fails on any wrong value accepted: a value other
-// than the one a careful human reads, or any value where the human reads
-// none. A clear verdict rejected (unscored, counted) is reported, not
-// failed: it costs a judgement, never a wrong number.
+// TestReplyCorpus reads the hand-written replies in testdata/replies the
+// way a run reads them — judge replies through judging.Read with each
+// suite's own Reader, answers through the suite's answer readers — and
+// fails on any wrong value accepted under halu's readers (the default): a
+// value other than the one a careful human reads, or any value where the
+// human reads none. A clear verdict rejected (unscored, counted) is
+// reported, not failed: it costs a judgement, never a wrong number. The
+// same replies read by the authors' rule are counted beside.
 func TestReplyCorpus(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "replies", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no corpus files: %v", err)
 	}
-	type tally struct{ n, right, rejectedClear, wrong int }
+	type tally struct{ n, right, rejectedClear, wrong, paperRight, paperUnread, paperWrong int }
 	by := map[string]*tally{}
 	total := 0
 	for _, f := range files {
@@ -224,7 +244,7 @@ func TestReplyCorpus(t *testing.T) {
 			}
 			tl.n++
 			total++
-			got, err := readReply(c)
+			got, err := readReply(c, judging.ReadersHalu)
 			switch {
 			case err != nil && c.Want == "reject", err == nil && got == c.Want:
 				tl.right++
@@ -234,6 +254,15 @@ func TestReplyCorpus(t *testing.T) {
 			default:
 				tl.wrong++
 				t.Errorf("%s #%d %s (%s): WRONG VALUE ACCEPTED: read %q, a careful human reads %q\nreply: %q", filepath.Base(f), i+1, c.Reader, c.Style, got, c.Want, c.Reply)
+			}
+			got, err = readReply(c, judging.ReadersPaper)
+			switch {
+			case err != nil && c.Want == "reject", err == nil && got == c.Want:
+				tl.paperRight++
+			case err != nil:
+				tl.paperUnread++
+			default:
+				tl.paperWrong++
 			}
 		}
 	}
@@ -246,10 +275,10 @@ func TestReplyCorpus(t *testing.T) {
 	}
 	sort.Strings(suites)
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n| suite | replies | read right | rejected clear | wrong value accepted |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&sb, "\n| suite | replies | halu: right | halu: clear verdict unscored | halu: wrong value | authors' rule: right | unscored | wrong |\n|---|---|---|---|---|---|---|---|\n")
 	for _, s := range suites {
 		tl := by[s]
-		fmt.Fprintf(&sb, "| %s | %d | %d | %d | %d |\n", s, tl.n, tl.right, tl.rejectedClear, tl.wrong)
+		fmt.Fprintf(&sb, "| %s | %d | %d | %d | %d | %d | %d | %d |\n", s, tl.n, tl.right, tl.rejectedClear, tl.wrong, tl.paperRight, tl.paperUnread, tl.paperWrong)
 	}
 	t.Log(sb.String())
 	fmt.Print(sb.String())

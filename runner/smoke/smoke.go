@@ -249,7 +249,11 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 			},
 			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(64)},
 		}
-		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, VerdictSchema), judging.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{gen.Content}, Check: true, Subject: p.Model})
+		v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(s.cfg.JudgeFormat, VerdictSchema), func() judging.Reader[Verdict] {
+			r := VerdictReader(gen.Content)
+			r.Subject = p.Model
+			return r
+		}())
 		if err != nil {
 			return nil, err
 		}
@@ -359,4 +363,10 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 	}
 	f.Disagree = len(seen) > 1
 	return f, nil
+}
+
+// VerdictReader is how the judge's reply about answer is read, in a run
+// and in the reply corpus.
+func VerdictReader(answer string) judging.Reader[Verdict] {
+	return judging.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{answer}, Check: true}
 }

@@ -39,6 +39,33 @@ func TestServerIgnoringFormat(t *testing.T) {
 	}
 }
 
+// TestJudgeRevisesJSON: a judge that states a JSON verdict and then
+// revises it is recorded by its revision (the engine reads every reply
+// through judging.Read); one whose correction states no whole verdict is
+// unscored, never read as first stated.
+func TestJudgeRevisesJSON(t *testing.T) {
+	res := run(t, "Sydney.", func(fakeollama.ChatRequest) string {
+		return `{"score": 5, "hallucination": false}` + "\n\nOn second thought, I was wrong: Sydney is not the capital.\n" +
+			`{"score": 1, "hallucination": true}`
+	})
+	_, recs, _ := engine.ReadRun(res.Dir)
+	results, err := rundir.DecodeRecords[Result](recs)
+	if err != nil || len(results) != 2 {
+		t.Fatalf("%d results: %v", len(results), err)
+	}
+	for _, rec := range results {
+		if v := rec.Judgements[0].Result; v == nil || *v != (Verdict{Score: 1, Hallucination: true}) {
+			t.Errorf("verdict %+v, want the revision {1 true}", v)
+		}
+	}
+	res = run(t, "Sydney.", func(fakeollama.ChatRequest) string {
+		return `{"score": 5, "hallucination": false}` + "\nCorrection: hallucination should be true."
+	})
+	if res.Counts.JudgeFailures != 2 {
+		t.Errorf("a partial correction: %d judge failures, want 2 (unscored)", res.Counts.JudgeFailures)
+	}
+}
+
 // TestNothingScoredShowsDash: with every judge reply unreadable, the mean
 // score and hallucination rate are "–" and absent from the metrics (a gate
 // on them fails as unmeasured), never 0.
