@@ -197,7 +197,7 @@ var checkTags = map[string]map[string]string{
 
 // ParseVerdict reads a verifier reply in the prompts' own format: the tag
 // (with or without its brackets) and a colon, then 符合 / 不符合 (Pass /
-// Fail), or 不确定 (Uncertain), in the cleaned reply (judging.Clean); a tag not
+// Fail), or 不确定 (Uncertain), in the cleaned reply (judging.Read); a tag not
 // followed by a verdict (an echoed format line such as "开头必须是符合或者不符合"
 // or "Pass or Fail") is not a verdict; every verdict stated must agree. The
 // authors' code rejects only replies starting with the tag and 不符合 and
@@ -520,7 +520,7 @@ const conflictSchema = `{"type":"object","properties":{"conflict":{"type":"boole
 // 不冲突" or "[Conflict check]: Conflict / No conflict" (also 无冲突, 没有冲突,
 // "does not conflict"), or a reply that is only the verdict. The evaluated
 // response is fenced in the prompt and removed from the reply (by the
-// engine, judging.Clean) before
+// engine, judging.Read) before
 // reading, so a verdict it carries is never read; every verdict stated must
 // agree.
 func ParseConflict(lang, reply string) (Conflict, error) {

@@ -206,7 +206,7 @@ var (
 // ParseVerdictText is halu's reader of the paper's one-line judge format,
 // "Originality: [1-5] Feasibility: [1-5] Value: [1-5] Hallucination:
 // Yes/No", by the engine's reading discipline (judging.Labelled), from the
-// cleaned reply (judging.Clean: reasoning and the quoted answer removed by
+// cleaned reply (judging.Read: reasoning and the quoted answer removed by
 // the engine); each field is read from its
 // labelled statements (bold, bulleted, "(1-5)" hints, "4/5", "4 out of 5",
 // JSON keys), never from prose; a field missing, outside 1–5, not whole, a

@@ -676,7 +676,7 @@ var (
 // ParseCriticText is halu's reader of the critic's free-text reply: the
 // three scores as stated — in the JSON block the prompt asks for, or as
 // labelled lines ("**Originality:** 8/10") — in the cleaned reply
-// (judging.Clean: reasoning and the quoted idea removed). Every statement of a score must agree (a final JSON
+// (judging.Read: reasoning and the quoted idea removed). Every statement of a score must agree (a final JSON
 // block followed by a quoted {"originality": 10, …} is ambiguous), scores
 // must be whole numbers in 1..10 ("7.5" is rejected, not read as 7).
 func ParseCriticText(reply string) (CriticScores, error) {

@@ -58,7 +58,7 @@ func TextReader[T any](parseText func(raw string) (T, error)) Reader[T] {
 // Reader is how a suite reads one kind of judge reply.
 type Reader[T any] struct {
 	// Text reads the suite's text format (halu's reader). It sees the reply
-	// cleaned (see Clean): reasoning and quoted evaluated text removed.
+	// cleaned by Read: reasoning, quoted evaluated text and what precedes a revision removed.
 	Text func(raw string) (T, error)
 	// Paper is the authors' own reading rule, where their code reads the
 	// text format differently from Text. It sees the reply with only its
