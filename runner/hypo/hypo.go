@@ -253,7 +253,7 @@ func ParseHypothesis(output string, labels []string) (statement, label string, o
 // on turns the change round. The verb's and the noun's stems alone would
 // read the noun's direction, or both directions.
 var (
-	actingVerb = regexp.MustCompile(`(?i)\b(?:(prevent|block|attenuat|revers|counteract|abolish|abrogat|rescu|mitigat|inhibit|suppress|reduc|ameliorat|antagoniz|diminish|lessen|alleviat|limit|decreas)|(increas|enhanc|promot|induc|stimulat|accelerat|exacerbat|aggravat|potentiat|augment|amplif))(?:e|es|ed|ing|s|ies|y)?\s+(?:the\s+|an?\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,3}?(?:(decrease|decline|reduction|loss|depletion|down-?regulation|suppression|inhibition|deficiency)|(increase|elevation|rise|up-?regulation|induction|activation|accumulation|overexpression))\b`)
+	actingVerb    = regexp.MustCompile(`(?i)\b(?:(prevent|block|attenuat|revers|counteract|abolish|abrogat|rescu|mitigat|inhibit|suppress|reduc|ameliorat|antagoniz|diminish|lessen|alleviat|limit|decreas)|(increas|enhanc|promot|induc|stimulat|accelerat|exacerbat|aggravat|potentiat|augment|amplif))(?:e|es|ed|ing|s|ies|y)?\s+(?:the\s+|an?\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,3}?(?:(decrease|decline|reduction|loss|depletion|down-?regulation|suppression|inhibition|deficiency)|(increase|elevation|rise|up-?regulation|induction|activation|accumulation|overexpression))\b`)
 	directionWord = regexp.MustCompile(`(?i)correlat|regulat|increas|enhanc|activat|induc|promot|stimulat|decreas|reduc|suppress|inhibit|attenuat|block|prevent|revers|loss|declin|elevat`)
 )
 
