@@ -6,8 +6,12 @@ PKGS      := ./...
 
 .PHONY: build test e2e demo readme-commands ollama lint bench bench-index bench-engine clean
 
+# The commit halu is built from, in every run's manifest (GOFLAGS may say
+# -buildvcs=false, and then the toolchain stamps none).
+REVISION  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +modified)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/halu
+	$(GO) build -ldflags "-X main.revision=$(REVISION)" -o $(BIN) ./cmd/halu
 
 # Unit tests: in-process fake Ollama, race detector on; the index's build
 # tests once more on one core (a build must not hang at any CPU count);

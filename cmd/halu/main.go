@@ -22,10 +22,16 @@ import (
 
 	"halu/localmodels"
 	"halu/runner/engine"
+	"halu/runner/rundir"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
+// version is set at build time with -ldflags "-X main.version=…", and
+// revision (the commit, "+modified" for a tree with changes) by the
+// Makefile's -X main.revision=…, where the toolchain stamps none.
+var (
+	version  = "0.1.0-dev"
+	revision = ""
+)
 
 // Exit codes, for scripts and CI pipelines.
 const (
@@ -154,7 +160,10 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.SetVersionTemplate("halu {{.Version}}\n")
+	// --version prints what `halu version` prints, the build's hash made
+	// only when asked.
+	cobra.AddTemplateFunc("haluBuild", func() string { return rundir.Build(version, revision) })
+	root.SetVersionTemplate("halu {{haluBuild}}\n")
 	// HALU_ environment variables set any command's flags (a run file,
 	// only run's: see runControl.settle).
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return applySettings(cmd, "") }
@@ -256,7 +265,7 @@ func (g *globals) engine() (*engine.Engine, error) {
 		Log:           g.stderr,
 		Interactive:   isTerminal(g.stderr),
 		Columns:       termWidth(g.stderr),
-		Version:       version,
+		Version:       rundir.Build(version, revision),
 	}
 	if ec.Repeats > 0 {
 		e.Repetition = localmodels.Repetition{MinRepeats: ec.Repeats, MinChars: localmodels.DefaultRepetition.MinChars, MaxSpan: localmodels.DefaultRepetition.MaxSpan}
@@ -295,7 +304,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print halu's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "halu %s\n", version)
+			fmt.Fprintf(cmd.OutOrStdout(), "halu %s\n", rundir.Build(version, revision))
 			return nil
 		},
 	}

@@ -290,6 +290,9 @@ func TestReadsFirstFormatRuns(t *testing.T) {
 	// A resume of a first-format run (nothing left to do) writes it in
 	// today's format, its config under today's names.
 	f := newFake(t)
+	// The runs were made with gen's weights of digest "g": a resume needs
+	// the run's own weights (other digests are refused).
+	f.SetModelDigest("gen:latest", "g")
 	work := filepath.Join(t.TempDir(), "smoke")
 	copyDir(t, filepath.Join("..", "..", "testdata", "runs-v1", "smoke"), work)
 	if r := halu(t, f, t.TempDir(), "run", "--resume", work); r.code != exitOK {

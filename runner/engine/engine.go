@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -228,6 +229,9 @@ type Engine struct {
 	// offline is set when no server answered and the cache holds every
 	// model's served record: the run works from the cache alone.
 	offline atomic.Bool
+	// offlineSeen is when the fingerprints an offline engine uses were
+	// recorded.
+	offlineSeen *time.Time
 }
 
 // logf writes a log line; while a run's progress is shown, above it.
@@ -580,19 +584,30 @@ func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, sp
 	if !e.Client.IsLoopback() && !e.Offline() {
 		fmt.Fprintf(e.Log, "warning: Ollama host %s is not on this machine: prompts and answers cross the network\n", e.Client.Host())
 	}
-	offline, seen := man.Server.Offline, man.Server.Seen
-	man.Server = rundir.ServerInfo{Host: e.Client.Host(), Version: ver, Offline: offline, Seen: seen}
+	// The server as this session finds it: a resume with a server up is
+	// not offline because the run's first session was (each session
+	// records its own, Session.Offline).
+	man.Server = rundir.ServerInfo{Host: e.Client.Host(), Version: ver}
+	if e.Offline() {
+		man.Server.Offline, man.Server.Seen = true, e.offlineSeen
+	}
 	if p := e.Client.Protocol(); p != "ollama" {
 		man.Server.API = p
 	}
 	if err := e.sizeWindow(ctx, s); err != nil {
 		return err
 	}
+	priorFPs, priorData := man.Serving.Fingerprints, man.Datasets
 	if err := e.describeModels(ctx, man, s); err != nil {
 		return err
 	}
 	if err := describeInputs(man, s); err != nil {
 		return err
+	}
+	if spec.Resume {
+		if err := sameAsBefore(spec.Dir, priorFPs, man.Serving.Fingerprints, priorData, man.Datasets); err != nil {
+			return err
+		}
 	}
 	if spec.Resume && spec.Config != nil && man.Format < rundir.FormatVersion {
 		// A resumed run of an older format is written in this one.
@@ -619,6 +634,86 @@ func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, sp
 		man.Sample = sp.Sample()
 	}
 	return nil
+}
+
+// sessionNotes say what differed between the sessions that made a run:
+// which were offline (their calls from the cache alone), and which halu
+// builds ran them when more than one did.
+func sessionNotes(man *rundir.Manifest) []string {
+	var notes []string
+	var offline []string
+	builds := map[string][]string{}
+	var order []string
+	for i, s := range man.Sessions {
+		n := strconv.Itoa(i + 1)
+		if s.Offline {
+			offline = append(offline, n)
+		}
+		if s.Halu != "" {
+			if _, ok := builds[s.Halu]; !ok {
+				order = append(order, s.Halu)
+			}
+			builds[s.Halu] = append(builds[s.Halu], n)
+		}
+	}
+	if len(offline) > 0 && len(offline) < len(man.Sessions) {
+		notes = append(notes, fmt.Sprintf("sessions: %d of %d offline (session %s: every call from the response cache); the others called a server",
+			len(offline), len(man.Sessions), strings.Join(offline, ", ")))
+	}
+	if len(order) > 1 {
+		var parts []string
+		for _, b := range order {
+			parts = append(parts, fmt.Sprintf("%s (session %s)", b, strings.Join(builds[b], ", ")))
+		}
+		notes = append(notes, fmt.Sprintf("sessions ran on %d builds of halu: %s", len(order), strings.Join(parts, "; ")))
+	}
+	return notes
+}
+
+// ErrNotTheSameRun is a resume whose models or inputs are not, by content,
+// those the run was made with: completing it would join two runs in one.
+var ErrNotTheSameRun = errors.New("not the run's own models or inputs")
+
+// sameAsBefore refuses a resume of the run in dir whose models are served
+// from other weights (or template, quantization, server version, context
+// window) than the run recorded, or whose data files' contents changed:
+// the items done and those left would be measured on two different things
+// under one name. Before the first model call, naming each model with
+// both digests and each file with both hashes.
+func sameAsBefore(dir string, priorFPs, fps []rundir.Fingerprint, priorData, data map[string]rundir.DatasetInfo) error {
+	var why []string
+	if len(priorFPs) > 0 {
+		for _, d := range rundir.FingerprintDiff(priorFPs, fps) {
+			why = append(why, "model "+d)
+		}
+	}
+	names := make([]string, 0, len(priorData))
+	for name := range priorData {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		was := priorData[name]
+		now, ok := data[name]
+		switch {
+		case !ok:
+			why = append(why, fmt.Sprintf("data file %s: not read now", name))
+		case was.SHA256 != "" && now.SHA256 != was.SHA256:
+			why = append(why, fmt.Sprintf("data file %s (%s): sha256 %s when the run was made, %s now", name, now.Path, short(was.SHA256), short(now.SHA256)))
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s cannot be resumed:\n  %s\nthe items done were measured on what the run recorded: serve the run's own models and files again, or make a new run into another directory (--out NEW)",
+		ErrNotTheSameRun, dir, strings.Join(why, "\n  "))
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
 
 // describeModels records the engine's serving settings and each model the
@@ -817,7 +912,8 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 		if spec.Resume {
 			man.Resumed = append(man.Resumed, r.sessionStart)
 		}
-		man.Sessions = append(man.Sessions, rundir.Session{Started: r.sessionStart, Ended: now, Args: spec.Invocation, Items: len(r.todo), Counts: session})
+		man.Sessions = append(man.Sessions, rundir.Session{Started: r.sessionStart, Ended: now, Args: spec.Invocation, Items: len(r.todo), Counts: session,
+			Halu: e.Version, Offline: e.Offline()})
 	}
 	delta := session.Add(r.prev)
 	man.Counts = rundir.Counts{
@@ -1274,6 +1370,7 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 		}
 		sum.Notes = append(sum.Notes, fmt.Sprintf("offline: no server was reachable; every call of the session came from the response cache, with the models' fingerprints and the server's version (%s) as the cache recorded them %s, not checked against a server", man.Server.Version, seen))
 	}
+	sum.Notes = append(sum.Notes, sessionNotes(man)...)
 	if man.Protocol != "" {
 		sum.Protocol, sum.Departures = man.Protocol, man.Departures
 		sum.Notes = append(sum.Notes, summary.DepartureNote(man.Protocol, man.Departures))

@@ -50,12 +50,29 @@ func (e *Engine) remember(model string, info localmodels.ModelInfo, ver string) 
 
 // goOffline is tried when the server does not answer: with a served
 // record in the cache for every model of the run, all of one server
-// version, the run goes on from the cache alone. It returns the server's
-// version as recorded, when the records were made (the oldest), and
-// whether the run is offline.
-func (e *Engine) goOffline(models []string) (string, time.Time, bool) {
+// version, the run goes on from the cache alone. A run being resumed
+// (prior, its manifest, records every model's fingerprint) goes on with the
+// fingerprints it recorded itself — never with those of whatever build
+// the cache saw last, which would complete it from other weights; a call
+// the cache holds only for other weights then misses and fails its item.
+// It returns the server's version as recorded, when the records were
+// made (the oldest), and whether the run is offline.
+func (e *Engine) goOffline(models []string, prior *rundir.Manifest) (string, time.Time, bool) {
 	if e.Cache == nil || len(models) == 0 {
 		return "", time.Time{}, false
+	}
+	if ver, infos, ok := ownFingerprints(models, prior); ok {
+		for m, info := range infos {
+			var s served
+			k := servedKey(e.Client.Protocol(), m)
+			if ok, err := e.Cache.get(e.Cache.servedPath(k), k, &s); err == nil && ok && s.Info.Digest != info.Digest {
+				fmt.Fprintf(e.Log, "the response cache last saw %s as digest %s; the run's own %s is used (replies of the other weights are not)\n",
+					m, localmodels.ShortDigest(s.Info.Digest), localmodels.ShortDigest(info.Digest))
+			}
+			e.models.Store(m, info)
+		}
+		e.setOffline(ver, prior.Started)
+		return ver, prior.Started, true
 	}
 	ver := ""
 	var seen time.Time
@@ -76,11 +93,40 @@ func (e *Engine) goOffline(models []string) (string, time.Time, bool) {
 	for m, info := range infos {
 		e.models.Store(m, info)
 	}
+	e.setOffline(ver, seen)
+	return ver, seen, true
+}
+
+// setOffline makes the engine work from the cache alone, with server
+// version ver as recorded at seen.
+func (e *Engine) setOffline(ver string, seen time.Time) {
 	e.verMu.Lock()
 	e.serverVers = ver
 	e.verMu.Unlock()
+	e.offlineSeen = &seen
 	e.offline.Store(true)
-	return ver, seen, true
+}
+
+// ownFingerprints are the models' infos and the server version a run's
+// manifest recorded, when it recorded every one of models.
+func ownFingerprints(models []string, man *rundir.Manifest) (string, map[string]localmodels.ModelInfo, bool) {
+	if man == nil || len(man.Serving.Fingerprints) == 0 {
+		return "", nil, false
+	}
+	ver := man.Serving.Fingerprints[0].ServerVersion
+	byName := map[string]localmodels.ModelInfo{}
+	for _, info := range man.Models {
+		byName[localmodels.CanonicalName(info.Name)] = info
+	}
+	infos := map[string]localmodels.ModelInfo{}
+	for _, m := range models {
+		info, ok := byName[localmodels.CanonicalName(m)]
+		if !ok {
+			return "", nil, false
+		}
+		infos[m] = info
+	}
+	return ver, infos, true
 }
 
 // Offline reports whether the engine works from the cache alone.
@@ -107,7 +153,11 @@ func (e *Engine) reach(ctx context.Context, man *rundir.Manifest, models []strin
 		return ver, nil
 	}
 	if localmodels.IsUnreachable(err) {
-		if ver, seen, ok := e.goOffline(models); ok {
+		var prior *rundir.Manifest
+		if len(man.Serving.Fingerprints) > 0 {
+			prior = man // a run being resumed: its own fingerprints
+		}
+		if ver, seen, ok := e.goOffline(models, prior); ok {
 			man.Server.Offline, man.Server.Seen = true, &seen
 			fmt.Fprintf(e.Log, "no server at %s (%v): working from the response cache alone — model fingerprints and server version %s as the cache recorded them (%s), not checked against a server; a call the cache does not hold fails its item\n",
 				e.Client.Host(), err, ver, seen.Format(time.RFC3339))

@@ -161,12 +161,27 @@ type SheetFile struct {
 	Rows  []SheetUnit `json:"rows"`
 }
 
-// SheetUnit is one row of a sheet: its id and the unit it stands for.
+// SheetUnit is one row of a sheet: its id, the unit it stands for, and the
+// unit hash of what people were shown (UnitHash), which a labels file
+// carries back so that a label is applied only to the text it was made on.
 type SheetUnit struct {
 	ID    string `json:"sheet_id"`
 	Stage string `json:"stage"`
 	Unit  string `json:"unit"`
+	Item  string `json:"item,omitempty"`
+	Hash  string `json:"unit_hash,omitempty"`
 }
+
+// UnitHash identifies a labelled row by content: the sha256 (16 hex
+// digits) of the unit's stage, item, judged model and text. A label made
+// on another sheet, another copy of the run, or a shuffled file carries
+// another hash.
+func UnitHash(u RunUnit) string {
+	return rundir.HashText(strings.Join([]string{u.Stage, u.Item, u.Subject, u.Text}, "\x00"))[:16]
+}
+
+// ErrSheetExists is a sheet that would replace one people may be labelling.
+var ErrSheetExists = errors.New("the run already has a sheet")
 
 // LabelsDir is where a run keeps its sheets and imported labels.
 const LabelsDir = "labels"
@@ -204,10 +219,15 @@ func Sheet(dir string, opt SheetOptions) (SheetFile, error) {
 		p, _ := u.Panel(q.Name, q.Binary)
 		return fmt.Sprintf("%s|%.0f", u.Subject, p)
 	})
+	ld := filepath.Join(dir, LabelsDir)
+	if _, err := os.Stat(filepath.Join(ld, "sheet.json")); err == nil {
+		return SheetFile{}, fmt.Errorf("%w (%s): people may be labelling it, and labels made on it would be read against a new one; import its labels first, or move %s aside for a new sheet",
+			ErrSheetExists, filepath.Join(ld, "sheet.csv"), ld)
+	}
 	sf := SheetFile{Quantity: q, Seed: opt.Seed, Shown: opt.ShowVerdict}
 	var csvBuf, jsonBuf bytes.Buffer
 	w := csv.NewWriter(&csvBuf)
-	header := []string{"sheet_id", "item", "stage", "model", "text", "context"}
+	header := []string{"sheet_id", "unit_hash", "item", "stage", "model", "text", "context"}
 	if opt.ShowVerdict {
 		header = append(header, "judges_said")
 	}
@@ -215,9 +235,10 @@ func Sheet(dir string, opt SheetOptions) (SheetFile, error) {
 	w.Write(header)
 	for i, u := range sample {
 		id := fmt.Sprintf("s%04d", i+1)
-		sf.Rows = append(sf.Rows, SheetUnit{ID: id, Stage: u.Stage, Unit: u.Unit})
-		row := []string{id, u.Item, u.Stage, u.Subject, u.Text, u.Context}
-		obj := map[string]any{"sheet_id": id, "item": u.Item, "stage": u.Stage, "model": u.Subject, "text": u.Text, "context": u.Context, "label": nil}
+		h := UnitHash(u)
+		sf.Rows = append(sf.Rows, SheetUnit{ID: id, Stage: u.Stage, Unit: u.Unit, Item: u.Item, Hash: h})
+		row := []string{id, h, u.Item, u.Stage, u.Subject, u.Text, u.Context}
+		obj := map[string]any{"sheet_id": id, "unit_hash": h, "item": u.Item, "stage": u.Stage, "model": u.Subject, "text": u.Text, "context": u.Context, "label": nil}
 		if opt.ShowVerdict {
 			p, _ := u.Panel(q.Name, q.Binary)
 			said := strconv.FormatFloat(p, 'f', -1, 64)
@@ -228,7 +249,6 @@ func Sheet(dir string, opt SheetOptions) (SheetFile, error) {
 		jsonBuf.Write(append(b, '\n'))
 	}
 	w.Flush()
-	ld := filepath.Join(dir, LabelsDir)
 	if err := os.MkdirAll(ld, 0o755); err != nil {
 		return sf, err
 	}
@@ -241,19 +261,32 @@ func Sheet(dir string, opt SheetOptions) (SheetFile, error) {
 	return sf, nil
 }
 
+// labelRow is one row of a labels file as read.
+type labelRow struct {
+	line                      int
+	id, label                 string
+	item, text, hash          string
+	hasItem, hasText, hasHash bool
+}
+
 // readLabels reads people's labels (a filled-in sheet, CSV or JSONL) by
-// sheet id: yes/no/true/false/1/0 for a yes/no quantity, a number for a
-// score; a blank label is a unit not labelled. Errors name file and line.
-func readLabels(path string, sf SheetFile) (map[string]float64, int, error) {
+// sheet id, each row checked against the sheet by content (checkRow): yes/
+// no/true/false/1/0 for a yes/no quantity, a number for a score; a blank
+// label is a unit not labelled. A CSV saved by a spreadsheet as "CSV
+// UTF-8" (a byte-order mark before the header) reads as any other; a
+// file with no row is an error, not n = 0. Errors name file and line.
+func readLabels(path string, sf SheetFile, check func(labelRow) error) (map[string]float64, int, error) {
 	known := map[string]bool{}
 	for _, r := range sf.Rows {
 		known[r.ID] = true
 	}
 	out := map[string]float64{}
-	blank := 0
+	blank, rows := 0, 0
 	line := map[string]int{}
-	add := func(n int, id, label string) error {
-		id, label = strings.TrimSpace(id), strings.TrimSpace(label)
+	add := func(r labelRow) error {
+		rows++
+		n := r.line
+		id, label := strings.TrimSpace(r.id), strings.TrimSpace(r.label)
 		if !known[id] {
 			return &rundir.InputError{File: path, Line: n, Err: fmt.Errorf("sheet_id %q is not on the run's sheet", id)}
 		}
@@ -261,6 +294,10 @@ func readLabels(path string, sf SheetFile) (map[string]float64, int, error) {
 			return &rundir.InputError{File: path, Line: n, Err: fmt.Errorf("sheet_id %s already labelled on line %d", id, first)}
 		}
 		line[id] = n
+		r.id = id
+		if err := check(r); err != nil {
+			return &rundir.InputError{File: path, Line: n, Err: err}
+		}
 		if label == "" {
 			blank++
 			return nil
@@ -281,16 +318,26 @@ func readLabels(path string, sf SheetFile) (map[string]float64, int, error) {
 		r := csv.NewReader(f)
 		head, err := r.Read()
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s:1: %w", path, err)
+			return nil, 0, &rundir.InputError{File: path, Line: 1, Err: fmt.Errorf("no header: %w", err)}
 		}
 		col := map[string]int{}
 		for i, h := range head {
+			if i == 0 {
+				h = strings.TrimPrefix(h, "\ufeff") // "CSV UTF-8"'s byte-order mark
+			}
 			col[strings.TrimSpace(h)] = i
 		}
 		ic, ok1 := col["sheet_id"]
 		lc, ok2 := col["label"]
 		if !ok1 || !ok2 {
-			return nil, 0, fmt.Errorf("%s:1: a labels CSV needs the columns sheet_id and label", path)
+			return nil, 0, &rundir.InputError{File: path, Line: 1, Err: errors.New("a labels CSV needs the columns sheet_id and label")}
+		}
+		cell := func(rec []string, name string) (string, bool) {
+			i, ok := col[name]
+			if !ok || i >= len(rec) {
+				return "", false
+			}
+			return rec[i], true
 		}
 		for {
 			rec, err := r.Read()
@@ -301,27 +348,95 @@ func readLabels(path string, sf SheetFile) (map[string]float64, int, error) {
 			if err != nil {
 				return nil, 0, fmt.Errorf("%s: %w", path, err)
 			}
-			if err := add(ln, rec[ic], rec[lc]); err != nil {
+			row := labelRow{line: ln, id: rec[ic], label: rec[lc]}
+			row.item, row.hasItem = cell(rec, "item")
+			row.text, row.hasText = cell(rec, "text")
+			row.hash, row.hasHash = cell(rec, "unit_hash")
+			if err := add(row); err != nil {
 				return nil, 0, err
 			}
 		}
-		return out, blank, nil
+	} else {
+		err = rundir.ScanJSONL(f, path, func(n int, b []byte) error {
+			var row struct {
+				ID    string          `json:"sheet_id"`
+				Label json.RawMessage `json:"label"`
+				Item  *string         `json:"item"`
+				Text  *string         `json:"text"`
+				Hash  *string         `json:"unit_hash"`
+			}
+			if err := json.Unmarshal(b, &row); err != nil {
+				return err
+			}
+			label := strings.Trim(string(row.Label), `"`)
+			if label == "null" {
+				label = ""
+			}
+			lr := labelRow{line: n, id: row.ID, label: label}
+			if row.Item != nil {
+				lr.item, lr.hasItem = *row.Item, true
+			}
+			if row.Text != nil {
+				lr.text, lr.hasText = *row.Text, true
+			}
+			if row.Hash != nil {
+				lr.hash, lr.hasHash = *row.Hash, true
+			}
+			return add(lr)
+		})
+		if err != nil {
+			return nil, 0, err
+		}
 	}
-	err = rundir.ScanJSONL(f, path, func(n int, b []byte) error {
-		var row struct {
-			ID    string          `json:"sheet_id"`
-			Label json.RawMessage `json:"label"`
+	if rows == 0 {
+		return nil, 0, &rundir.InputError{File: path, Err: errors.New("no labelled rows (only a header, or empty): nothing to measure the judges on")}
+	}
+	return out, blank, nil
+}
+
+// rowChecker checks each labels row against the sheet row of its id by
+// content: its unit_hash (sheets since unit hashes), else its item and
+// text, must be those of the unit the sheet row stands for — a label made
+// on an earlier sheet, another copy of the run, or a file whose rows were
+// shuffled is refused, never applied to a text nobody labelled. A row
+// with none of the three cannot be checked and is refused too.
+func rowChecker(sf SheetFile, units []RunUnit) func(labelRow) error {
+	byKey := map[string]RunUnit{}
+	for _, u := range units {
+		byKey[u.Stage+"\x00"+u.Unit] = u
+	}
+	rows := map[string]SheetUnit{}
+	for _, r := range sf.Rows {
+		rows[r.ID] = r
+	}
+	fold := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	return func(r labelRow) error {
+		su := rows[r.id]
+		u, ok := byKey[su.Stage+"\x00"+su.Unit]
+		if !ok {
+			return fmt.Errorf("%s: the sheet's unit is not in the run's records (were they replaced?)", r.id)
 		}
-		if err := json.Unmarshal(b, &row); err != nil {
-			return err
+		want := su.Hash
+		if want == "" {
+			want = UnitHash(u)
 		}
-		label := strings.Trim(string(row.Label), `"`)
-		if label == "null" {
-			label = ""
+		switch {
+		case r.hasHash && strings.TrimSpace(r.hash) != "":
+			if strings.TrimSpace(r.hash) != want {
+				return fmt.Errorf("%s: unit_hash %s is not the sheet's %s: the label was made on another sheet or another copy of the run", r.id, strings.TrimSpace(r.hash), want)
+			}
+		case r.hasItem || r.hasText:
+			if r.hasItem && strings.TrimSpace(r.item) != u.Item {
+				return fmt.Errorf("%s: item %q is not the sheet's %q: the label was made on another sheet, or the rows were moved", r.id, strings.TrimSpace(r.item), u.Item)
+			}
+			if r.hasText && fold(r.text) != fold(u.Text) {
+				return fmt.Errorf("%s: the text is not the one the sheet shows for this row: the label was made on another sheet, or the rows were moved", r.id)
+			}
+		default:
+			return fmt.Errorf("%s: the row has no unit_hash, item or text to check it against the sheet (keep the sheet's columns)", r.id)
 		}
-		return add(n, row.ID, label)
-	})
-	return out, blank, err
+		return nil
+	}
 }
 
 func labelValue(s string, binary bool) (float64, error) {
@@ -360,15 +475,16 @@ func Import(dir, path string) (*summary.Summary, error) {
 	if err := json.Unmarshal(b, &sf); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, LabelsDir, "sheet.json"), err)
 	}
-	labels, blank, err := readLabels(path, sf)
-	if err != nil {
-		return nil, err
-	}
 	_, recs, err := engine.ReadRun(dir)
 	if err != nil {
 		return nil, err
 	}
-	sum := Measure(RunUnits(recs), sf, labels)
+	units := RunUnits(recs)
+	labels, blank, err := readLabels(path, sf, rowChecker(sf, units))
+	if err != nil {
+		return nil, err
+	}
+	sum := Measure(units, sf, labels)
 	sum.Notes = append(sum.Notes, fmt.Sprintf("labels: %s — %d of the sheet's %d rows labelled, %d left blank", path, len(labels), len(sf.Rows), blank))
 	out, _ := json.MarshalIndent(sum, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, LabelsDir, ImportFile), out, 0o644); err != nil {

@@ -3,6 +3,7 @@ package judgeval
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,26 +25,7 @@ import (
 // points; genB the same from the other side (0 + 1/3). The panel's
 // accuracy on the six labelled units is 3/6 (genA's yes, genB's two no).
 func TestSheetAndImport(t *testing.T) {
-	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
-		switch r.Model {
-		case "genA", "genB":
-			return fakeollama.Reply{Content: "Answer by " + r.Model + "."}
-		}
-		h := strings.Contains(r.LastUser(), "Answer by genA")
-		return fakeollama.Reply{Content: fmt.Sprintf(`{"score": 3, "hallucination": %v}`, h)}
-	}, fakeollama.Model{Name: "genA:latest", Digest: "a", ParameterCount: 1e9}, fakeollama.Model{Name: "genB:latest", Digest: "b", ParameterCount: 1e9},
-		fakeollama.Model{Name: "j1:latest", Digest: "1", ParameterCount: 1e9}, fakeollama.Model{Name: "j2:latest", Digest: "2", ParameterCount: 1e9})
-	t.Cleanup(srv.Close)
-	cfg := smoke.DefaultConfig()
-	cfg.Models, cfg.Judges = []string{"genA", "genB"}, []string{"j1", "j2"}
-	s, err := smoke.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "run")
-	if _, err := srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
+	dir := judgedRun(t)
 	sf, err := Sheet(dir, SheetOptions{N: 10, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +38,7 @@ func TestSheetAndImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(rows[0], ",") != "sheet_id,item,stage,model,text,context,label" {
+	if strings.Join(rows[0], ",") != "sheet_id,unit_hash,item,stage,model,text,context,label" {
 		t.Errorf("header %v (the judges' verdict must be hidden)", rows[0])
 	}
 	labels := map[string][]string{"genA": {"yes", "no", "no"}, "genB": {"no", "no", "yes"}}
@@ -64,11 +46,11 @@ func TestSheetAndImport(t *testing.T) {
 	w := csv.NewWriter(&out)
 	w.Write(rows[0])
 	for _, row := range rows[1:] {
-		if !strings.HasPrefix(row[4], "Answer by "+row[3]) {
+		if !strings.HasPrefix(row[5], "Answer by "+row[4]) {
 			t.Errorf("row %v: the judged text is not the model's answer", row)
 		}
-		if l := labels[row[3]]; len(l) > 0 {
-			row[6], labels[row[3]] = l[0], l[1:]
+		if l := labels[row[4]]; len(l) > 0 {
+			row[7], labels[row[4]] = l[0], l[1:]
 		}
 		w.Write(row)
 	}
@@ -107,7 +89,8 @@ func TestSheetAndImport(t *testing.T) {
 	}
 	// A label that is no label, and an id not on the sheet, name the line.
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
-	os.WriteFile(bad, []byte(`{"sheet_id": "s0001", "label": "yes"}`+"\n"+`{"sheet_id": "s0002", "label": "perhaps"}`+"\n"), 0o644)
+	h1, h2 := sf.Rows[0].Hash, sf.Rows[1].Hash
+	os.WriteFile(bad, []byte(`{"sheet_id": "s0001", "unit_hash": "`+h1+`", "label": "yes"}`+"\n"+`{"sheet_id": "s0002", "unit_hash": "`+h2+`", "label": "perhaps"}`+"\n"), 0o644)
 	if _, err := Import(dir, bad); err == nil || !strings.HasSuffix(err.Error(), "bad.jsonl:2: s0002: label \"perhaps\" is not yes or no") || strings.Count(err.Error(), "bad.jsonl") != 1 {
 		t.Errorf("bad label: %v", err)
 	}
@@ -115,4 +98,92 @@ func TestSheetAndImport(t *testing.T) {
 	if _, err := Import(dir, bad); err == nil || !strings.Contains(err.Error(), `bad.jsonl:1: sheet_id "s9999" is not on the run's sheet`) {
 		t.Errorf("unknown id: %v", err)
 	}
+}
+
+// Labels are applied only to the texts they were made on: a labels file
+// whose item column was shuffled, or whose rows carry another sheet's unit
+// hashes, is refused by file and line; a new sheet never replaces one that
+// people may be labelling; a spreadsheet's "CSV UTF-8" (a byte-order mark)
+// reads; a header alone is an error, not n = 0.
+func TestLabelsMatchedByContent(t *testing.T) {
+	dir := judgedRun(t)
+	sf, err := Sheet(dir, SheetOptions{N: 6, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Sheet(dir, SheetOptions{N: 6, Seed: 2}); !errors.Is(err, ErrSheetExists) {
+		t.Fatalf("a second sheet over the first: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, LabelsDir, "sheet.csv"))
+	rows, _ := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	write := func(name string, rows [][]string, prefix string) string {
+		var out strings.Builder
+		out.WriteString(prefix)
+		w := csv.NewWriter(&out)
+		w.WriteAll(rows)
+		p := filepath.Join(t.TempDir(), name)
+		os.WriteFile(p, []byte(out.String()), 0o644)
+		return p
+	}
+	labelled := func(edit func(i int, row []string)) [][]string {
+		out := [][]string{rows[0]}
+		for i, r := range rows[1:] {
+			row := append([]string(nil), r...)
+			row[7] = "yes"
+			edit(i, row)
+			out = append(out, row)
+		}
+		return out
+	}
+	// Good, saved with a byte-order mark: imported.
+	if _, err := Import(dir, write("bom.csv", labelled(func(int, []string) {}), "\ufeff")); err != nil {
+		t.Fatalf("a CSV UTF-8 labels file: %v", err)
+	}
+	// The item column shuffled (hash column dropped, as people do): refused.
+	noHash := func(rows [][]string) [][]string {
+		var out [][]string
+		for _, r := range rows {
+			out = append(out, append(append([]string(nil), r[:1]...), r[2:]...))
+		}
+		return out
+	}
+	shuffled := noHash(labelled(func(i int, row []string) { row[2] = rows[1+(i+1)%len(sf.Rows)][2] }))
+	if _, err := Import(dir, write("shuffled.csv", shuffled, "")); err == nil || !strings.Contains(err.Error(), "shuffled.csv:2: s0001: item") {
+		t.Errorf("shuffled items: %v", err)
+	}
+	// Labels carrying another sheet's hashes (the sheet was made anew).
+	other := labelled(func(i int, row []string) { row[1] = rows[1+(i+1)%len(sf.Rows)][1] })
+	if _, err := Import(dir, write("other.csv", other, "")); err == nil || !strings.Contains(err.Error(), "other.csv:2: s0001: unit_hash") {
+		t.Errorf("another sheet's labels: %v", err)
+	}
+	// A header and nothing else.
+	if _, err := Import(dir, write("empty.csv", rows[:1], "")); err == nil || !strings.Contains(err.Error(), "no labelled rows") {
+		t.Errorf("header only: %v", err)
+	}
+}
+
+// judgedRun is TestSheetAndImport's smoke run (see there).
+func judgedRun(t *testing.T) string {
+	t.Helper()
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		switch r.Model {
+		case "genA", "genB":
+			return fakeollama.Reply{Content: "Answer by " + r.Model + "."}
+		}
+		h := strings.Contains(r.LastUser(), "Answer by genA")
+		return fakeollama.Reply{Content: fmt.Sprintf(`{"score": 3, "hallucination": %v}`, h)}
+	}, fakeollama.Model{Name: "genA:latest", Digest: "a", ParameterCount: 1e9}, fakeollama.Model{Name: "genB:latest", Digest: "b", ParameterCount: 1e9},
+		fakeollama.Model{Name: "j1:latest", Digest: "1", ParameterCount: 1e9}, fakeollama.Model{Name: "j2:latest", Digest: "2", ParameterCount: 1e9})
+	t.Cleanup(srv.Close)
+	cfg := smoke.DefaultConfig()
+	cfg.Models, cfg.Judges = []string{"genA", "genB"}, []string{"j1", "j2"}
+	s, err := smoke.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, err := srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

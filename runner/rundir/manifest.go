@@ -88,6 +88,11 @@ type Session struct {
 	Items int `json:"items"`
 	// Counts are its own model calls, cache hits, retries and tokens.
 	Counts Counts `json:"counts"`
+	// Halu is the build that ran the session (see Build).
+	Halu string `json:"halu,omitempty"`
+	// Offline is set when the session had no server: its calls came from
+	// the response cache alone (see ServerInfo.Offline).
+	Offline bool `json:"offline,omitempty"`
 }
 
 // ServerInfo identifies the model server a run talked to (Ollama, vLLM,

@@ -132,6 +132,9 @@ func ReadRecords(path string) (recs []Record, good int64, err error) {
 			}
 			return nil, 0, fmt.Errorf("%s:%d: damaged record: %w", path, line, err)
 		}
+		if r.Format > FormatVersion {
+			return nil, 0, fmt.Errorf("%s:%d: record of run format %d, newer than this halu's (%d): use a newer halu", path, line, r.Format, FormatVersion)
+		}
 		recs = append(recs, r)
 		off += nl + 1
 	}
