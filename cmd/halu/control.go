@@ -421,7 +421,7 @@ func rerun(cmd *cobra.Command, g *globals, args []string) error {
 	case stage == "":
 		return usagef("rerun: --stage STAGE or --errors")
 	}
-	plan, err := engine.StageRerun(recs, stage)
+	plan, err := engine.StageRerun(dir, m, recs, stage)
 	if err != nil {
 		return usagef("rerun %s: %v", dir, err)
 	}

@@ -153,6 +153,36 @@ func TestDryRunCountsCallsAndWritesNothing(t *testing.T) {
 	}
 }
 
+// A stage rerun of a run that is not complete (cut short: some items
+// never recorded) is refused with the remedy, generating nothing: its
+// missing items would otherwise be generated afresh, which a stage rerun
+// promises not to do.
+func TestRerunStageNeedsACompleteSource(t *testing.T) {
+	f := newFake(t)
+	cache := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "run")
+	if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "4", "--out", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	// Cut the run to 2 of its 4 records and mark it interrupted, as a
+	// killed run is left.
+	recs := filepath.Join(dir, rundir.RecordsFile)
+	b, _ := os.ReadFile(recs)
+	lines := strings.SplitAfter(string(b), "\n")
+	os.WriteFile(recs, []byte(strings.Join(lines[:2], "")), 0o644)
+	m, _ := rundir.ReadManifest(dir)
+	m.Status = "interrupted"
+	rundir.WriteManifest(dir, m)
+	gen := f.calls("gen")
+	r := halu(t, f, cache, "rerun", dir, "--stage", "judge", "--judges", "judge2")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "2 of its 4 items recorded") || !strings.Contains(r.stderr, "halu run --resume") {
+		t.Errorf("rerun of an interrupted run: exit %d\n%s", r.code, r.stderr)
+	}
+	if f.calls("gen") != gen || f.calls("judge2") != 0 {
+		t.Errorf("the refused rerun called models: %d generations, %d judge2 calls", f.calls("gen")-gen, f.calls("judge2"))
+	}
+}
+
 // A rerun of the judge stage with another judge makes no generation call;
 // --errors redoes only the items with unscored judgements.
 func TestRerunStageAndErrors(t *testing.T) {

@@ -50,11 +50,28 @@ func (r *Rerun) cacheOnly(item, stage string) bool {
 	return r != nil && r.Upstream[item][stage]
 }
 
-// StageRerun plans a rerun of stage from an earlier run's records: for each
-// item, the stages its calls went through before its first call of stage
-// are reused from the cache. It fails when no record has a call of stage,
-// naming the stages there are.
-func StageRerun(recs []rundir.Record, stage string) (*Rerun, error) {
+// ErrSourceUnfinished is a stage rerun of a run that is not complete: its
+// missing items would be generated afresh, which a stage rerun promises
+// not to do, and a comparison of the two runs would pair only the items
+// the source holds.
+var ErrSourceUnfinished = errors.New("a stage rerun needs a complete run")
+
+// StageRerun plans a rerun of stage from an earlier run (its manifest m
+// and records): for each item, the stages its calls went through before
+// its first call of stage are reused from the cache. It fails when the
+// run is not complete (running, interrupted, or with failed items: nothing
+// is generated again, so every item must be there) and when no record has
+// a call of stage, naming the stages there are.
+func StageRerun(dir string, m *rundir.Manifest, recs []rundir.Record, stage string) (*Rerun, error) {
+	if m.Status != "complete" {
+		how := "finish it first: halu run --resume " + dir
+		if m.Status == "running" {
+			how = "a process is still working on it; wait for it to end"
+		} else if m.Status == "incomplete" {
+			how = "redo its failed items first: halu rerun " + dir + " --errors"
+		}
+		return nil, fmt.Errorf("%w: %s is %s, %d of its %d items recorded; %s", ErrSourceUnfinished, dir, m.Status, len(recs), m.Counts.Items, how)
+	}
 	r := &Rerun{Stage: stage, Upstream: map[string]map[string]bool{}}
 	all := map[string]bool{}
 	found := false
