@@ -71,6 +71,11 @@ type KG struct {
 	// sortLimit is the import's sort buffer in bytes (0: sortBuffer); tests
 	// make it small to merge many runs.
 	sortLimit int
+	// digest is the verified sha256 of kg.db (checksum.go); writable is
+	// set for an import's store, imported when its last import ended well
+	// (Close then seals the store), broken when one did not.
+	digest                     string
+	writable, imported, broken bool
 }
 
 // ErrDamaged marks a kg.db that is not whole: empty, cut short, or with
@@ -97,11 +102,31 @@ const openTimeout = 10 * time.Second
 
 // Open opens the store in dir: for reading only (queries, the hypo
 // suite), or — with create — for an import, creating it when there is
-// none. A kg.db that is empty, cut short, not a bbolt file or without the
-// store's buckets is refused (ErrDamaged), never opened as an empty graph;
-// damage found later, in a page a read reaches, fails that read and every
-// later one (Err), never a crash.
+// none. An existing kg.db is first verified against the checksum its
+// import wrote (checksum.go): one that does not match is refused
+// (ErrDamaged), one without a checksum too (ErrUnverified), before bbolt
+// reads a page. A kg.db that is empty, cut short, not a bbolt file or
+// without the store's buckets is refused (ErrDamaged), never opened as an
+// empty graph; damage found later, in a page a read reaches, fails that
+// read and every later one (Err), never a crash.
 func Open(dir string, create bool) (*KG, error) {
+	var digest string
+	if st, err := os.Stat(filepath.Join(dir, kgFile)); err == nil && st.Size() > 0 {
+		if digest, err = verify(dir); err != nil {
+			return nil, err
+		}
+	}
+	g, err := openBolt(dir, create)
+	if err != nil {
+		return nil, err
+	}
+	g.digest, g.writable = digest, create
+	return g, nil
+}
+
+// openBolt opens kg.db with bbolt, checking its buckets (see Open; its
+// checksum is Open's to verify).
+func openBolt(dir string, create bool) (*KG, error) {
 	p := filepath.Join(dir, kgFile)
 	st, err := os.Stat(p)
 	switch {
@@ -192,8 +217,21 @@ func (g *KG) guard(fn func() error) (err error) {
 	return fn()
 }
 
-// Close closes the store.
-func (g *KG) Close() error { return g.db.Close() }
+// Close closes the store. A store whose import ended well is sealed: its
+// checksum written beside it, for every later Open to verify.
+func (g *KG) Close() error {
+	if err := g.db.Close(); err != nil {
+		return err
+	}
+	if g.writable && g.imported && !g.broken {
+		sum, err := seal(g.dir)
+		if err != nil {
+			return fmt.Errorf("kg %s: checksum: %w", g.dir, err)
+		}
+		g.digest = sum
+	}
+	return nil
+}
 
 // entity types as TruthHypo writes them, from PubTator and BioRED spellings.
 var typeNames = map[string]string{
@@ -334,11 +372,23 @@ type mention struct {
 // cannot be an edge or a mention (a relation type that is not a word, a
 // relation naming an entity its document never mentions) is skipped and
 // reported.
-func (g *KG) Import(ctx context.Context, files []string) (ImportInfo, error) {
-	info := ImportInfo{Files: files}
+func (g *KG) Import(ctx context.Context, files []string) (info ImportInfo, err error) {
+	info = ImportInfo{Files: files}
 	if err := CheckFiles(files); err != nil {
 		return info, err
 	}
+	// The store is about to change: until this import ends well, no
+	// checksum vouches for it.
+	if err := unseal(g.dir); err != nil {
+		return info, fmt.Errorf("kg %s: %w", g.dir, err)
+	}
+	defer func() {
+		if err != nil {
+			g.broken = true
+		} else {
+			g.imported = true
+		}
+	}()
 	// Edges stream through an external sort and go into the store in key
 	// order: memory stays bounded by the sort's buffer, and the B+tree
 	// fills page after page instead of touching pages at random.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -290,8 +291,10 @@ func TestKGImportMergesSortedRuns(t *testing.T) {
 }
 
 // A damaged kg.db — empty, cut short, bytes overwritten, not a bbolt file
-// — is an ErrDamaged from Open or from the first read that reaches the
-// damage (and every read after it), never a panic and never an empty graph.
+// — is refused by Open against its checksum (ErrDamaged); and below the
+// checksum, bbolt's open of it is an ErrDamaged from the open or from the
+// first read that reaches the damage (and every read after it), never a
+// panic and never an empty graph.
 func TestDamagedStoreIsAnErrorNeverAPanic(t *testing.T) {
 	src := t.TempDir()
 	g, err := Open(src, true)
@@ -323,8 +326,13 @@ func TestDamagedStoreIsAnErrorNeverAPanic(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, kgFile), damage(whole), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			sum, _ := os.ReadFile(filepath.Join(src, checksumFile))
+			os.WriteFile(filepath.Join(dir, checksumFile), sum, 0o644)
 			before, _ := os.ReadFile(filepath.Join(dir, kgFile))
-			g, err := Open(dir, false)
+			if _, err := Open(dir, false); !errors.Is(err, ErrDamaged) {
+				t.Fatalf("Open against the checksum: %v, want ErrDamaged", err)
+			}
+			g, err := openBolt(dir, false)
 			if err == nil {
 				defer g.Close()
 				nodes := g.Lookup("type II diabetes")
@@ -368,8 +376,9 @@ func FuzzReadKGFile(f *testing.F) {
 	})
 }
 
-// FuzzOpenStore: whatever bytes kg.db holds, Open and a read either work
-// or give ErrDamaged; never a panic, never a crash.
+// FuzzOpenStore: whatever bytes kg.db holds, bbolt's open (below the
+// checksum Open verifies first) and a read either work or give
+// ErrDamaged; never a panic, never a crash.
 func FuzzOpenStore(f *testing.F) {
 	src := f.TempDir()
 	g, err := Open(src, true)
@@ -391,7 +400,7 @@ func FuzzOpenStore(f *testing.F) {
 		}
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, kgFile), db, 0o644)
-		g, err := Open(dir, false)
+		g, err := openBolt(dir, false)
 		if err != nil {
 			if !errors.Is(err, ErrDamaged) {
 				t.Fatalf("Open: not ErrDamaged: %v", err)
@@ -442,5 +451,55 @@ func TestSearchNodes(t *testing.T) {
 	g.update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketNodeTerm) })
 	if _, err := g.SearchNodes("TP53", 100, index.TextbookBM25); !errors.Is(err, ErrNoNodeIndex) {
 		t.Errorf("no index: %v", err)
+	}
+}
+
+// Copies of a store with 200 random bytes overwritten inside its used
+// pages, at several seeds: every one is refused by Open (ErrDamaged, naming
+// the checksum) — never read as a different graph; an import into one is
+// the same clear error, never a panic. A store whose import did not end
+// (no checksum) is refused too (ErrUnverified); the undamaged copy opens,
+// with the digest its import sealed.
+func TestDamagedCopiesRefusedByChecksum(t *testing.T) {
+	src := t.TempDir()
+	g, err := Open(src, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Import(context.Background(), []string{"../../testdata/kg/biored_train_sample.pubtator"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	whole, _ := os.ReadFile(filepath.Join(src, kgFile))
+	sum, _ := os.ReadFile(filepath.Join(src, checksumFile))
+	ok, err := Open(src, false)
+	if err != nil || ok.Digest() != strings.TrimSpace(string(sum)) || len(ok.Digest()) != 64 {
+		t.Fatalf("the sealed store: %v, digest %q", err, ok.Digest())
+	}
+	ok.Close()
+	for seed := int64(1); seed <= 8; seed++ {
+		b := append([]byte(nil), whole...)
+		r := rand.New(rand.NewSource(seed))
+		for i := 0; i < 200; i++ {
+			at := 4096*2 + r.Intn(len(b)-4096*2) // past the meta pages: inside the used pages
+			b[at] ^= byte(1 + r.Intn(255))
+		}
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, kgFile), b, 0o644)
+		os.WriteFile(filepath.Join(dir, checksumFile), sum, 0o644)
+		if _, err := Open(dir, false); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "checksum") {
+			t.Errorf("seed %d: Open of a damaged copy: %v", seed, err)
+		}
+		if _, err := Open(dir, true); !errors.Is(err, ErrDamaged) {
+			t.Errorf("seed %d: an import into a damaged copy: %v", seed, err)
+		}
+	}
+	// An import that did not end: no checksum, refused.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, kgFile), whole, 0o644)
+	if _, err := Open(dir, false); !errors.Is(err, ErrUnverified) {
+		t.Errorf("a store without its checksum: %v", err)
 	}
 }

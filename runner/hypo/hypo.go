@@ -755,6 +755,14 @@ func (s *Suite) Datasets() []string {
 			d = append(d, p)
 		}
 	}
+	if s.cfg.KG != "" {
+		// The graph by its digest (the checksum its import sealed): a
+		// resume with another graph at the same path is refused. (A graph
+		// without one is refused when it is opened, with the reason.)
+		if p := kg.ChecksumPath(s.cfg.KG); fileExists(p) {
+			d = append(d, p)
+		}
+	}
 	return d
 }
 
@@ -1525,4 +1533,9 @@ func (s *Suite) knowHD(ctx context.Context, c *engine.Calls, model, output, src 
 // reader, the authors' rule beside), in a run and in the reply corpus.
 func GroundnessReader(claim string) judging.Reader[Groundness] {
 	return judging.Reader[Groundness]{Text: ParseGroundness, Paper: ParseGroundnessPaper, Quoted: []string{claim}, Check: true}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

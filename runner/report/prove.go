@@ -2,11 +2,14 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"halu/localmodels"
 	"halu/runner/engine"
 	"halu/runner/registry"
 	"halu/runner/rundir"
@@ -47,6 +50,24 @@ type Entry struct {
 	SHA256  string `yaml:"sha256"`
 	Unknown string `yaml:"unknown"`
 	Ignore  string `yaml:"ignore"`
+	// Models say what each model the value names was, for a setting that
+	// names models (judges, embedder): a name is only a name, and a model
+	// served offline under it is held against these facts.
+	Models []PublishedModel `yaml:"models"`
+	// Unordered: the value is a set (a panel whose scores the method
+	// averages), compared without regard to order.
+	Unordered bool `yaml:"unordered"`
+}
+
+// PublishedModel is what a published table's model was: a closed API model
+// (never served offline, whatever a local model is called), or open
+// weights of a family and parameter count.
+type PublishedModel struct {
+	Name       string `yaml:"name"`
+	Closed     bool   `yaml:"closed"`
+	Family     string `yaml:"family"`
+	Parameters int64  `yaml:"parameters"`
+	Source     string `yaml:"source"`
 }
 
 // UnmarshalYAML reads an entry written as a plain value or as a mapping.
@@ -127,6 +148,9 @@ type RunFacts struct {
 	// window (summary.Summary.ContentCut).
 	ContentCut int
 	Datasets   map[string]rundir.DatasetInfo
+	// Models are the models the run was served, by canonical name (the
+	// manifest's: family, parameter count, digest).
+	Models map[string]localmodels.ModelInfo
 	// UncountedRepairs counts the judges' repair turns recorded before
 	// halu counted the verdicts read from them (Counts.JudgeRepaired; a
 	// repair turn's log without CallLog.Counted), in an old run or in the
@@ -138,7 +162,10 @@ type RunFacts struct {
 // Facts reads a run's facts from its manifest and summary: its settings
 // through the suite's declaration (migrating an older run format).
 func Facts(m *rundir.Manifest, sum *summary.Summary) RunFacts {
-	f := RunFacts{Counts: m.Counts, Datasets: m.Datasets}
+	f := RunFacts{Counts: m.Counts, Datasets: m.Datasets, Models: map[string]localmodels.ModelInfo{}}
+	for _, mi := range m.Models {
+		f.Models[localmodels.CanonicalName(mi.Name)] = mi
+	}
 	if sum != nil {
 		f.ContentCut = sum.ContentCut
 	}
@@ -198,8 +225,13 @@ func (r Reference) Prove(f RunFacts) Verdict {
 		case e.Ignore != "":
 		case e.Unknown != "":
 			diff = fmt.Sprintf("--%s %s (published: not known — %s)", s.Name, s.Display(), e.Unknown)
-		case !s.Value.Same(e.Value) && !sameFile(s, e, f.Datasets):
+		case !sameValue(s, e) && !sameFile(s, e, f.Datasets):
 			diff = fmt.Sprintf("--%s %s (published: %s)", s.Name, s.Display(), e)
+		case s.IsModels():
+			// The same names: the models must be shown to be the same.
+			if why := notTheModels(s, e, f.Models); len(why) > 0 {
+				diff = fmt.Sprintf("--%s %s names the published models, but %s", s.Name, s.Display(), strings.Join(why, "; "))
+			}
 		}
 		if diff == "" {
 			continue
@@ -236,6 +268,97 @@ func (r Reference) Prove(f RunFacts) Verdict {
 		v.Label = LabelComparable
 	}
 	return v
+}
+
+// sameValue compares a run's value with the published one: as a set where
+// the published entry says the method pools the models (Unordered).
+func sameValue(s setting.Setting, e Entry) bool {
+	if !e.Unordered {
+		return s.Value.Same(e.Value)
+	}
+	a := append([]string(nil), s.Value.Items()...)
+	var b []string
+	for _, x := range strings.Split(e.Value, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			b = append(b, x)
+		}
+	}
+	sort.Strings(a)
+	sort.Strings(b)
+	return strings.Join(a, ",") == strings.Join(b, ",")
+}
+
+// paramTolerance is how far a served model's parameter count may lie from
+// the published one's and still be the same size (quantization and
+// counting conventions differ by a few percent).
+const paramTolerance = 0.10
+
+// notTheModels holds the models a run served under the published names
+// against what the published configuration says they were: a closed API
+// model is never the local model of its name; open weights must match in
+// parameter count (and family, where both say). A published model the
+// configuration says nothing of cannot be shown to be the same.
+func notTheModels(s setting.Setting, e Entry, served map[string]localmodels.ModelInfo) []string {
+	facts := map[string]PublishedModel{}
+	for _, pm := range e.Models {
+		facts[pm.Name] = pm
+	}
+	var why []string
+	for _, name := range s.Value.Items() {
+		pm, ok := facts[name]
+		mi, isServed := served[localmodels.CanonicalName(name)]
+		desc := "not recorded"
+		if isServed {
+			desc = describeServed(mi)
+		}
+		switch {
+		case !ok:
+			why = append(why, fmt.Sprintf("%s: the published configuration does not say what it was, so the served model (%s) cannot be shown to be it", name, desc))
+		case pm.Closed:
+			why = append(why, fmt.Sprintf("%s is a closed API model: no model served offline is it, whatever its name (served: %s)", name, desc))
+		case !isServed || mi.ParameterCount == 0:
+			why = append(why, fmt.Sprintf("%s: the server does not say the served model's size, so it cannot be shown to be the published %s", name, describePublished(pm)))
+		case math.Abs(float64(mi.ParameterCount)-float64(pm.Parameters)) > paramTolerance*float64(pm.Parameters):
+			why = append(why, fmt.Sprintf("%s: the served model has %s parameters, the published %s", name, humanCount(mi.ParameterCount), describePublished(pm)))
+		case pm.Family != "" && mi.Family != "" && !strings.EqualFold(pm.Family, mi.Family):
+			why = append(why, fmt.Sprintf("%s: the served model is of family %s, the published %s", name, mi.Family, describePublished(pm)))
+		}
+	}
+	return why
+}
+
+func describeServed(mi localmodels.ModelInfo) string {
+	var parts []string
+	if mi.Family != "" {
+		parts = append(parts, "family "+mi.Family)
+	}
+	if mi.ParameterCount > 0 {
+		parts = append(parts, humanCount(mi.ParameterCount)+" parameters")
+	}
+	if mi.Tiny {
+		parts = append(parts, "a toy-sized model")
+	}
+	if mi.Digest != "" {
+		parts = append(parts, "digest "+localmodels.ShortDigest(mi.Digest))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describePublished(pm PublishedModel) string {
+	s := humanCount(pm.Parameters) + " parameters"
+	if pm.Family != "" {
+		s = pm.Family + ", " + s
+	}
+	return s
+}
+
+// humanCount writes a count with thousands separators.
+func humanCount(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // sameFile reports whether a path setting names a file whose hash (as the

@@ -179,7 +179,10 @@ func facts(t *testing.T, suite string, set map[string]string) RunFacts {
 			t.Fatalf("%s --%s %s: %v", suite, k, v, err)
 		}
 	}
-	return RunFacts{Settings: list}
+	// The models served are the published ones by evidence, unless a
+	// case says otherwise (RunFacts.Models).
+	return RunFacts{Settings: list, Models: map[string]localmodels.ModelInfo{
+		"llama3.1:8b": {Name: "llama3.1:8b", Family: "llama", ParameterCount: 8_030_261_248}}}
 }
 
 // Every published table's configuration names every setting that can
@@ -220,11 +223,12 @@ func TestPublishedConfigurationsCoverEverySetting(t *testing.T) {
 func TestProveLabels(t *testing.T) {
 	pub := &Published{Source: "s", Dataset: "d", Settings: map[string]Entry{
 		"limit": {Value: "0", Text: "all five"}, "temperature": {Value: "0.7"}, "max-tokens": {Value: "48"}, "judge-format": {Value: "json"},
-		"judges": {Value: "gpt-4o"}, "readers": {Value: "paper"}, "default-top-p": {Value: "1"}, "default-top-k": {Ignore: "greedy"},
+		"judges":  {Value: "llama3.1:8b", Models: []PublishedModel{{Name: "llama3.1:8b", Family: "llama", Parameters: 8_030_261_248}}},
+		"readers": {Value: "paper"}, "default-top-p": {Value: "1"}, "default-top-k": {Ignore: "greedy"},
 		"default-repeat-penalty": {Value: "1"},
 	}}
 	ref := Reference{File: "t.csv", Published: pub}
-	same := map[string]string{"judges": "gpt-4o", "default-top-p": "1", "default-repeat-penalty": "1", "readers": "paper"}
+	same := map[string]string{"judges": "llama3.1:8b", "default-top-p": "1", "default-repeat-penalty": "1", "readers": "paper"}
 	with := func(extra map[string]string) map[string]string {
 		m := map[string]string{}
 		for k, v := range same {
@@ -244,7 +248,15 @@ func TestProveLabels(t *testing.T) {
 	}{
 		{"all equal", same, nil, LabelComparable, nil},
 		{"top-k ignored", with(map[string]string{"default-top-k": "40"}), nil, LabelComparable, nil},
-		{"other judge", with(map[string]string{"judges": "llama3.1:8b"}), nil, LabelOtherJudges, []string{"--judges llama3.1:8b (published: gpt-4o)"}},
+		{"other judge", with(map[string]string{"judges": "qwen2.5:7b"}), nil, LabelOtherJudges, []string{"--judges qwen2.5:7b (published: llama3.1:8b)"}},
+		// A name is only a name: the model served under it must be what
+		// the table's model was.
+		{"the name, not the model", same, func(f *RunFacts) {
+			f.Models["llama3.1:8b"] = localmodels.ModelInfo{Name: "llama3.1:8b", Family: "llama", ParameterCount: 127_552, Tiny: true}
+		}, LabelOtherJudges, []string{"llama3.1:8b: the served model has 127,552 parameters, the published llama, 8,030,261,248 parameters"}},
+		{"the name, another family", same, func(f *RunFacts) {
+			f.Models["llama3.1:8b"] = localmodels.ModelInfo{Name: "llama3.1:8b", Family: "qwen2", ParameterCount: 8_000_000_000}
+		}, LabelOtherJudges, []string{"llama3.1:8b: the served model is of family qwen2"}},
 		{"temperature", with(map[string]string{"temperature": "1.2"}), nil, LabelReference, []string{"--temperature 1.2 (published: 0.7)"}},
 		{"sample", with(map[string]string{"limit": "2"}), nil, LabelReference, []string{"--limit 2 (published: all five)"}},
 		// The default headline is the careful reading; a table the authors'
@@ -486,5 +498,64 @@ func TestBoardMarksUnvalidatedJudges(t *testing.T) {
 	boards, _ = Boards([]*Run{run, val})
 	if boards[0].Rows[0].Mark != "" {
 		t.Errorf("validated judges still marked %q", boards[0].Rows[0].Mark)
+	}
+}
+
+// The tiny random model imported as gpt-4o and deepseek-v3 (and as the
+// paper's SimCSE embedder) is reported as other judges against HIC-Bench
+// Table 2, with the reason — a closed model, a parameter count — and so it
+// stays when every setting the table leaves unstated is filled in with
+// the run's own values. The panel is compared as the set the method
+// averages: the other order is the same panel.
+func TestTinyModelUnderPublishedNamesIsNotThePublishedJudge(t *testing.T) {
+	refs, err := References("hic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref Reference
+	for _, r := range refs {
+		if strings.Contains(r.File, "table2") {
+			ref = r
+		}
+	}
+	if ref.Published == nil {
+		t.Fatal("no HIC Table 2 configuration")
+	}
+	tiny := localmodels.ModelInfo{Family: "llama", ParameterCount: 127_552, Tiny: true, Digest: "sha256:0123456789abcdef"}
+	for _, judges := range []string{"gpt-4o,deepseek-v3", "deepseek-v3,gpt-4o"} {
+		f := facts(t, "hic", map[string]string{"judges": judges, "embed-model": "sup-simcse-bert-base-uncased", "readers": "paper"})
+		f.Models = map[string]localmodels.ModelInfo{}
+		for _, n := range []string{"gpt-4o", "deepseek-v3", "sup-simcse-bert-base-uncased"} {
+			m := tiny
+			m.Name = n
+			f.Models[localmodels.CanonicalName(n)] = m
+		}
+		// Fill in every unstated setting with the run's own value.
+		pub := *ref.Published
+		pub.Settings = map[string]Entry{}
+		for k, e := range ref.Published.Settings {
+			if e.Unknown != "" {
+				if s, ok := f.Settings.Lookup(k); ok {
+					e = Entry{Value: s.Value.String()}
+				}
+			}
+			pub.Settings[k] = e
+		}
+		filled := Reference{File: ref.File, Published: &pub}
+		for _, r := range []Reference{ref, filled} {
+			v := r.Prove(f)
+			judgesWhy := strings.Join(v.Judges, "; ")
+			for _, want := range []string{"gpt-4o is a closed API model", "deepseek-v3: the served model has 127,552 parameters", "sup-simcse-bert-base-uncased: the served model has 127,552 parameters"} {
+				if !strings.Contains(judgesWhy, want) {
+					t.Errorf("%s (%s): the judges' differences lack %q:\n%s", judges, v.Label, want, judgesWhy)
+				}
+			}
+			if v.Label == LabelComparable {
+				t.Errorf("%s: a tiny model under the published names is comparable", judges)
+			}
+			if strings.Contains(judgesWhy, "(published: gpt-4o,deepseek-v3)") {
+				t.Errorf("%s: the panel is compared in order: %s", judges, judgesWhy)
+			}
+		}
 	}
 }
