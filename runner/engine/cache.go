@@ -113,6 +113,14 @@ func (c *Cache) get(p, key string, v any) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
+		if st, serr := os.Stat(p); serr == nil && st.IsDir() {
+			// Not an entry halu wrote (a directory where an entry goes):
+			// damaged, and cleared so the refetched value replaces it —
+			// else it would fail its item on every run.
+			c.damaged.Add(1)
+			os.RemoveAll(p)
+			return false, nil
+		}
 		return false, fmt.Errorf("cache %s: %w", c.dir, err)
 	}
 	if err := check(b, key, v); err != nil {

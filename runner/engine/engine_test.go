@@ -730,6 +730,11 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An entry replaced by a directory (holding a file): damaged too, and
+	// cleared so that the refetched reply takes its place.
+	os.Remove(entries[len(damage)])
+	os.MkdirAll(filepath.Join(entries[len(damage)], "x"), 0o755)
+	damaged := len(damage) + 1
 	// A temporary file of a writer that is gone (no such PID).
 	tmp := filepath.Join(cache, "v2", "tmp", "999999999-123")
 	if err := os.WriteFile(tmp, []byte("partial"), 0o644); err != nil {
@@ -743,8 +748,11 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Errorf("stale temporary file kept: %v", err)
 	}
-	if res.Counts.CacheDamaged != len(damage) || res.Counts.ModelCalls != len(damage) || res.Counts.CacheHits != 10-len(damage) {
-		t.Fatalf("counts %+v: want %d damaged entries refetched", res.Counts, len(damage))
+	if res.Counts.CacheDamaged != damaged || res.Counts.ModelCalls != damaged || res.Counts.CacheHits != 10-damaged {
+		t.Fatalf("counts %+v: want %d damaged entries refetched", res.Counts, damaged)
+	}
+	if st, err := os.Stat(entries[len(damage)]); err != nil || st.IsDir() {
+		t.Errorf("the directory in an entry's place was not replaced by the entry: %v", err)
 	}
 	a, b := readLines(t, filepath.Join(dir1, "records.jsonl")), readLines(t, filepath.Join(dir2, "records.jsonl"))
 	if strings.Join(a, "\n") != strings.Join(b, "\n") {
