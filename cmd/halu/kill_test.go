@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -120,9 +121,23 @@ func TestKilledReportLeavesOldOrNewFiles(t *testing.T) {
 			}
 			return false
 		})
+		// The CSV directory is the old tables or the new ones, whole.
+		tables := func(m map[string][]byte) string {
+			var names []string
+			for p := range m {
+				if strings.HasPrefix(p, "tables"+string(filepath.Separator)) {
+					names = append(names, p)
+				}
+			}
+			sort.Strings(names)
+			return strings.Join(names, ",")
+		}
+		if got := tables(files(t, work)); got != tables(old) && got != tables(fresh) {
+			t.Errorf("kill %d: tables/ holds %s: neither the old tables nor the new ones", i+1, got)
+		}
 		for p, b := range files(t, work) {
 			switch {
-			case strings.Contains(filepath.Base(p), ".tmp-"):
+			case strings.Contains(p, ".tmp-"):
 				outcomes["temporary file left (swept next time)"]++
 			case old[p] != nil && bytes.Equal(b, old[p]):
 				outcomes["as it was"]++
@@ -135,6 +150,9 @@ func TestKilledReportLeavesOldOrNewFiles(t *testing.T) {
 	}
 	t.Logf("report (%s clean), files after 20 kills: %v", whole.Round(time.Millisecond), outcomes)
 	report(work, all)
+	if got := files(t, work); len(got) != len(fresh) {
+		t.Errorf("after a report that finished, %d files where the new report has %d (temporary files not swept?)", len(got), len(fresh))
+	}
 	for p, b := range files(t, work) {
 		if !bytes.Equal(b, fresh[p]) {
 			t.Errorf("after a report that finished, %s is not the new report's (temporary files not swept?)", p)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -557,5 +559,18 @@ func TestTinyModelUnderPublishedNamesIsNotThePublishedJudge(t *testing.T) {
 				t.Errorf("%s: the panel is compared in order: %s", judges, judgesWhy)
 			}
 		}
+	}
+}
+
+// --csv replaces its directory whole, so a directory that holds anything
+// but tables is refused, untouched.
+func TestCSVRefusesADirectoryOfOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+	if _, err := CSV(dir, nil); err == nil || !strings.Contains(err.Error(), "notes.txt") {
+		t.Fatalf("CSV into a directory of other files: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "mine" {
+		t.Errorf("the refused directory changed: %v", err)
 	}
 }

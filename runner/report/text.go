@@ -2,8 +2,10 @@ package report
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -128,10 +130,27 @@ func slug(s string) string {
 // NN-SUITE-TT-TITLE.csv (run number, suite, table number, title), and
 // returns their paths.
 func CSV(dir string, runs []*Run) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The tables are written into a directory beside dir and renamed to it
+	// whole: a report that is killed leaves the previous tables or all the
+	// new ones, never a mix (what a killed report left is swept first).
+	dir = filepath.Clean(dir)
+	if err := replaceable(dir); err != nil {
 		return nil, err
 	}
-	var paths []string
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	rundir.SweepTemps(parent, rundir.TempPrefix(dir))
+	tmp, err := os.MkdirTemp(parent, rundir.TempPrefix(dir))
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp) // after the exchange, the previous tables
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	var names []string
 	for i, r := range runs {
 		refs, err := References(r.Manifest.Suite)
 		if err != nil {
@@ -142,18 +161,43 @@ func CSV(dir string, runs []*Run) ([]string, error) {
 			tables = append(tables, ref.Table)
 		}
 		for j, t := range tables {
-			p := filepath.Join(dir, fmt.Sprintf("%02d-%s-%02d-%s.csv", i+1, r.Manifest.Suite, j+1, slug(t.Title)))
-			err := rundir.WriteAtomic(p, func(f io.Writer) error {
+			name := fmt.Sprintf("%02d-%s-%02d-%s.csv", i+1, r.Manifest.Suite, j+1, slug(t.Title))
+			err := rundir.WriteAtomic(filepath.Join(tmp, name), func(f io.Writer) error {
 				w := csv.NewWriter(f)
 				w.Write(t.Columns)
 				w.WriteAll(t.Rows) // flushes
 				return w.Error()
 			})
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", p, err)
+				return nil, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
 			}
-			paths = append(paths, p)
+			names = append(names, name)
 		}
 	}
+	if err := rundir.ReplaceDir(tmp, dir); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, n := range names {
+		paths = append(paths, filepath.Join(dir, n))
+	}
 	return paths, nil
+}
+
+// replaceable refuses a --csv directory that holds anything but CSV files
+// (a report's tables): the directory is replaced whole.
+func replaceable(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--csv %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".csv") {
+			return fmt.Errorf("--csv %s holds %s, which is not a report's table: the tables replace the directory whole, so name a new or a tables-only directory", dir, e.Name())
+		}
+	}
+	return nil
 }
