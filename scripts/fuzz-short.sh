@@ -10,7 +10,7 @@ grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
   pkg="./$(dirname "${f#./}")"
   for name in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
     echo "fuzz $pkg $name ($t)"
-    fuzz() { go test -run '^$' -fuzz "^${name}\$" -fuzztime "$t" "$pkg" >/tmp/halu-fuzz.log 2>&1; }
+    fuzz() { go test -run '^$' -fuzz "^${name}\$" -fuzztime "$t" -fuzzminimizetime=100x "$pkg" >/tmp/halu-fuzz.log 2>&1; }
     fuzz && continue
     # Go before 1.27 may fail a target at the -fuzztime boundary with a
     # bare "context deadline exceeded" and no failing input (its

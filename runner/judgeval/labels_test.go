@@ -187,3 +187,38 @@ func judgedRun(t *testing.T) string {
 	}
 	return dir
 }
+
+// FuzzReadLabels: whatever a labels file holds (CSV or JSONL), the reader
+// returns labels of sheet rows it checked against the sheet, each a yes/no
+// value, or an input error naming the file; never a panic.
+func FuzzReadLabels(f *testing.F) {
+	units := []RunUnit{{Item: "q1", Stage: "judge", Unit: "u1", Subject: "gen", Text: "Paris."}, {Item: "q2", Stage: "judge", Unit: "u2", Subject: "gen", Text: "Rome."}}
+	sf := SheetFile{Quantity: Quantity{Stage: "judge", Name: "hallucination", Binary: true}}
+	for i, u := range units {
+		sf.Rows = append(sf.Rows, SheetUnit{ID: fmt.Sprintf("s%04d", i+1), Stage: u.Stage, Unit: u.Unit, Item: u.Item, Hash: UnitHash(u)})
+	}
+	check := rowChecker(sf, units)
+	f.Add([]byte("sheet_id,unit_hash,item,label\ns0001,"+UnitHash(units[0])+",q1,yes\ns0002,,q2,no\n"), true)
+	f.Add([]byte("\ufeffsheet_id,item,text,label\ns0001,q1,Paris.,1\n"), true)
+	f.Add([]byte(`{"sheet_id": "s0002", "item": "q2", "label": "no"}`+"\n"+`{"sheet_id": "s0001", "unit_hash": "x", "label": true}`), false)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte, csv bool) {
+		p := filepath.Join(dir, "labels.jsonl")
+		if csv {
+			p = filepath.Join(dir, "labels.csv")
+		}
+		os.WriteFile(p, b, 0o644)
+		labels, _, err := readLabels(p, sf, check)
+		if err != nil {
+			if !strings.Contains(err.Error(), p) {
+				t.Fatalf("an error that does not name the file: %v", err)
+			}
+			return
+		}
+		for id, v := range labels {
+			if (id != "s0001" && id != "s0002") || (v != 0 && v != 1) {
+				t.Fatalf("accepted %s = %v", id, v)
+			}
+		}
+	})
+}
