@@ -772,3 +772,36 @@ func TestGatesRefuseReadingsTheCarefulReaderRejects(t *testing.T) {
 		}
 	}
 }
+
+// The exit codes are the README's: a run directory of a newer format and
+// an empty labels file are usage errors (2), a server that cannot be
+// reached a run error (1).
+func TestExitCodesMatchTheREADME(t *testing.T) {
+	f := newFake(t)
+	cache := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "run")
+	if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "2", "--out", dir); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	future := filepath.Join(t.TempDir(), "future")
+	copyDir(t, dir, future)
+	if r := halu(t, f, cache, "judges", "sheet", dir, "--n", "2"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	empty := filepath.Join(t.TempDir(), "labels.csv")
+	os.WriteFile(empty, nil, 0o644)
+	if r := halu(t, f, cache, "judges", "import", dir, empty); r.code != exitUsage {
+		t.Errorf("an empty labels file: exit %d, want %d\n%s", r.code, exitUsage, r.stderr)
+	}
+	m, _ := rundir.ReadManifest(future)
+	b, _ := json.Marshal(m)
+	b = []byte(strings.Replace(string(b), fmt.Sprintf(`"format":%d`, rundir.FormatVersion), fmt.Sprintf(`"format":%d`, rundir.FormatVersion+1), 1))
+	os.WriteFile(filepath.Join(future, rundir.ManifestFile), b, 0o644)
+	if r := halu(t, f, cache, "report", future, "--md"); r.code != exitUsage || !strings.Contains(r.stderr, "newer") {
+		t.Errorf("a run of a newer format: exit %d, want %d\n%s", r.code, exitUsage, r.stderr)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"--ollama", "127.0.0.1:1", "--retries", "1", "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "1", "--no-cache", "--out", filepath.Join(t.TempDir(), "r")}, &out, &errb); code != exitRunError {
+		t.Errorf("no server: exit %d, want %d\n%s", code, exitRunError, errb.String())
+	}
+}

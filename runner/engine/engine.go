@@ -672,7 +672,9 @@ func sessionNotes(man *rundir.Manifest) []string {
 
 // ErrNotTheSameRun is a resume whose models or inputs are not, by content,
 // those the run was made with: completing it would join two runs in one.
-var ErrNotTheSameRun = errors.New("not the run's own models or inputs")
+// It is a usage error (exit 2): fixed by serving the run's own models and
+// files, or by a new run, never by resuming again.
+var ErrNotTheSameRun error = rundir.UsageError("not the run's own models or inputs")
 
 // sameAsBefore refuses a resume of the run in dir whose models are served
 // from other weights (or template, quantization, server version, context

@@ -36,6 +36,20 @@ func (e *InputError) Unwrap() error { return e.Err }
 // InputError marks e as an error in an input (the command exits 2).
 func (e *InputError) InputError() bool { return true }
 
+// UsageError is an error the user fixes by what they give halu (another
+// directory, the run's own models, a newer halu), never by running the
+// same command again: the command exits with the usage status (2).
+type UsageError string
+
+func (e UsageError) Error() string { return string(e) }
+
+// InputError marks e as exiting with the usage status.
+func (UsageError) InputError() bool { return true }
+
+// ErrNewerFormat is a run directory, record or manifest written in a run
+// format newer than this halu's.
+var ErrNewerFormat error = UsageError("a run format newer than this halu's")
+
 // IDs finds an ID given twice in an input: Add says where it was first.
 type IDs map[string]int
 

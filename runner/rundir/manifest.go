@@ -269,7 +269,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 		m.Format = 1
 	}
 	if m.Format > FormatVersion {
-		return nil, fmt.Errorf("run %s: run format %d is newer than this halu's (%d): use a newer halu", dir, m.Format, FormatVersion)
+		return nil, fmt.Errorf("%w: run %s: run format %d is newer than this halu's (%d): use a newer halu", ErrNewerFormat, dir, m.Format, FormatVersion)
 	}
 	if m.Status == "running" && !Live(dir) {
 		// Its process died (kill -9, power cut) before it could say so.

@@ -133,7 +133,7 @@ func ReadRecords(path string) (recs []Record, good int64, err error) {
 			return nil, 0, fmt.Errorf("%s:%d: damaged record: %w", path, line, err)
 		}
 		if r.Format > FormatVersion {
-			return nil, 0, fmt.Errorf("%s:%d: record of run format %d, newer than this halu's (%d): use a newer halu", path, line, r.Format, FormatVersion)
+			return nil, 0, fmt.Errorf("%w: %s:%d: record of run format %d, newer than this halu's (%d): use a newer halu", ErrNewerFormat, path, line, r.Format, FormatVersion)
 		}
 		recs = append(recs, r)
 		off += nl + 1
