@@ -561,10 +561,13 @@ func (s *Suite) Prompts() map[string]rundir.PromptInfo {
 }
 
 func (s *Suite) Datasets() []string {
-	if s.cfg.Data != "" {
-		return []string{s.cfg.Data}
+	var d []string
+	for _, p := range []string{s.cfg.Data, s.cfg.Human} {
+		if p != "" {
+			d = append(d, p)
+		}
 	}
-	return nil
+	return d
 }
 
 type payload struct {
