@@ -32,7 +32,7 @@ type runControl struct {
 func (rc *runControl) bind(fs *pflag.FlagSet) {
 	fs.StringVarP(&rc.file, "file", "f", "", "YAML run file: flag names as keys (flags and HALU_ environment variables override it)")
 	fs.BoolVar(&rc.dryRun, "dry-run", false, "print the plan (items, calls per stage and model, estimated tokens) and stop")
-	fs.StringVar(&rc.shard, "shard", "", "I/N: run the I-th of N slices of the items (item k goes to slice k mod N + 1) into its own run directory; `halu merge` joins the N runs")
+	fs.StringVar(&rc.shard, "shard", "", "I/N: run the I-th of N slices of the items (item k goes to slice k mod N + 1) into its own run directory; halu merge joins the N runs")
 	rc.bindGates(fs)
 }
 

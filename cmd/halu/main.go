@@ -12,16 +12,19 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"halu/localmodels"
 	"halu/runner/engine"
+	"halu/runner/registry"
 	"halu/runner/rundir"
 )
 
@@ -102,6 +105,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var ue usageError
 	var ce childExit
+	if isCobraUsage(err) {
+		// Cobra's own usage errors (an unknown command or flag, a wrong
+		// argument count) are usage errors: exit 2, with the nearest flag
+		// when one was misspelled.
+		err = usageError{withSuggestion(err, root)}
+	}
 	switch {
 	case errors.As(err, &ce):
 		// with-ollama's command ended with its own status: pass it on, so
@@ -131,6 +140,56 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
+
+// cobraUsage are the messages cobra and pflag give a command line they
+// cannot parse.
+var cobraUsage = regexp.MustCompile(`^(?:unknown command |unknown flag: |unknown shorthand flag: |flag needs an argument: |invalid argument |accepts |requires at least |requires at most |accepts between |bad flag syntax: )`)
+
+func isCobraUsage(err error) bool { return cobraUsage.MatchString(err.Error()) }
+
+var unknownFlag = regexp.MustCompile(`^unknown flag: --([^\s=]+)`)
+
+// withSuggestion adds to an unknown flag's error the nearest flag halu
+// has (by edit distance, at most a third of its length): "--modles" → "did
+// you mean --models?".
+func withSuggestion(err error, root *cobra.Command) error {
+	m := unknownFlag.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	names := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		add := func(f *pflag.Flag) {
+			if f.Deprecated == "" && !f.Hidden {
+				names[f.Name] = true
+			}
+		}
+		c.Flags().VisitAll(add)
+		c.PersistentFlags().VisitAll(add)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for _, d := range registry.All() {
+		for _, s := range d.Config().Settings() {
+			names[s.Name] = true
+		}
+	}
+	best, bestD := "", len(m[1])/3+1
+	for n := range names {
+		if d := editDistance(m[1], n); d < bestD || d == bestD && best != "" && n < best {
+			best, bestD = n, d
+		}
+	}
+	if best == "" || bestD > len(m[1])/3 {
+		return fmt.Errorf("%w (halu <command> --help lists the flags)", err)
+	}
+	return fmt.Errorf("%w — did you mean --%s?", err, best)
+}
 
 // isInputError reports whether err is in what halu was given to read (a
 // damaged or unreadable input file): packages that read inputs mark such

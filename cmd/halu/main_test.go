@@ -805,3 +805,46 @@ func TestExitCodesMatchTheREADME(t *testing.T) {
 		t.Errorf("no server: exit %d, want %d\n%s", code, exitRunError, errb.String())
 	}
 }
+
+// Every model the server lacks is named at once, each with the flag that
+// named it — a default the user never typed says so — before any call.
+func TestMissingModelsNamedAtOnce(t *testing.T) {
+	f := newFake(t)
+	r := halu(t, f, t.TempDir(), "run", "hic", "--models", "nosuch:1b", "--judges", "nosuch:1b,gen", "--questions", "1", "--answers", "1", "--out", filepath.Join(t.TempDir(), "r"))
+	if r.code != exitUsage {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"does not have 2 of the run's models", `"nosuch:1b" (--models, --judges)`, "(--embed-model)"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the error lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if n := len(f.Chats()); n != 0 {
+		t.Errorf("%d model calls", n)
+	}
+}
+
+// A misspelled flag is a usage error naming the nearest flag; an unknown
+// command and --out naming a file are usage errors too (exit 2).
+func TestUsageErrorsNameTheFix(t *testing.T) {
+	f := newFake(t)
+	afile := filepath.Join(t.TempDir(), "afile")
+	os.WriteFile(afile, []byte("x"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "smoke", "--modles", "gen"}, "did you mean --models?"},
+		{[]string{"runn"}, `unknown command "runn"`},
+		{[]string{"run", "smoke", "--models", "gen", "--judges", "judge", "--out", afile}, "is a file, not a run directory"},
+	} {
+		r := halu(t, f, t.TempDir(), tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("halu %v: exit %d, want %d with %q\n%s", tc.args, r.code, exitUsage, tc.want, r.stderr)
+		}
+	}
+	var out bytes.Buffer
+	if run([]string{"run", "--help"}, &out, &out); strings.Contains(out.String(), "--shard halu merge") {
+		t.Errorf("the help prints a usage word as the flag's type:\n%s", out.String())
+	}
+}

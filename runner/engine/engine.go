@@ -429,7 +429,7 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		defer c.Close()
 	}
 	if spec.DryRun {
-		p, err := e.dryRun(ctx, s, spec.Shard)
+		p, err := e.dryRun(ctx, s, spec.Shard, spec.Config)
 		return &Result{Plan: p, Dir: spec.Dir}, err
 	}
 	_, statErr := os.Stat(spec.Dir)
@@ -488,6 +488,9 @@ type run struct {
 func (e *Engine) open(s Suite, spec RunSpec) (*run, func(), error) {
 	r := &run{dir: spec.Dir, recPath: filepath.Join(spec.Dir, rundir.RecordsFile), done: map[string]bool{}}
 	if !spec.Resume {
+		if st, err := os.Stat(r.dir); err == nil && !st.IsDir() {
+			return nil, nil, fmt.Errorf("%w: %s is a file, not a run directory: name a new directory with --out", ErrNotADirectory, r.dir)
+		}
 		if err := os.MkdirAll(r.dir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("run directory: %w", err)
 		}
@@ -598,7 +601,7 @@ func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, sp
 		return err
 	}
 	priorFPs, priorData := man.Serving.Fingerprints, man.Datasets
-	if err := e.describeModels(ctx, man, s); err != nil {
+	if err := e.describeModels(ctx, man, s, spec.Config); err != nil {
 		return err
 	}
 	if err := describeInputs(man, s); err != nil {
@@ -670,6 +673,9 @@ func sessionNotes(man *rundir.Manifest) []string {
 	return notes
 }
 
+// ErrNotADirectory is a run directory (--out) that names a file.
+var ErrNotADirectory error = rundir.UsageError("not a directory")
+
 // ErrNotTheSameRun is a resume whose models or inputs are not, by content,
 // those the run was made with: completing it would join two runs in one.
 // It is a usage error (exit 2): fixed by serving the run's own models and
@@ -720,7 +726,7 @@ func short(s string) string {
 
 // describeModels records the engine's serving settings and each model the
 // suite calls, with its fingerprint.
-func (e *Engine) describeModels(ctx context.Context, man *rundir.Manifest, s Suite) error {
+func (e *Engine) describeModels(ctx context.Context, man *rundir.Manifest, s Suite, cfg any) error {
 	man.Models = nil
 	man.TinyModel = false
 	man.Serving = rundir.Serving{NumCtx: e.NumCtx, NumThread: e.NumThread, Parallel: e.Parallel, ItemsInFlight: e.ItemsInFlight,
@@ -733,8 +739,17 @@ func (e *Engine) describeModels(ctx context.Context, man *rundir.Manifest, s Sui
 			*d.out = d.d.String()
 		}
 	}
+	var missing []string
+	var said error // what the server said of the first
 	for _, name := range uniqueSorted(s.Models()) {
 		fp, info, err := e.fingerprint(ctx, name, e.NumCtx)
+		if errors.Is(err, localmodels.ErrModelNotFound) {
+			missing = append(missing, name)
+			if said == nil {
+				said = err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -747,7 +762,40 @@ func (e *Engine) describeModels(ctx context.Context, man *rundir.Manifest, s Sui
 			man.TinyModel = true
 		}
 	}
+	if len(missing) > 0 {
+		return missingModels(e.Client.Host(), missing, cfg, said)
+	}
 	return nil
+}
+
+// missingModels is one error naming every model the server does not have,
+// each with the flags that named it (or the suite's default that did), so
+// that a user fixes them all at once.
+func missingModels(host string, names []string, cfg any, said error) error {
+	from := map[string][]string{}
+	if c, ok := cfg.(setting.Config); ok {
+		for _, st := range c.Settings() {
+			if !st.IsModels() || !st.Applies() {
+				continue
+			}
+			for _, m := range st.Value.Items() {
+				k := localmodels.CanonicalName(m)
+				from[k] = append(from[k], "--"+st.Name)
+			}
+		}
+	}
+	var parts, pulls []string
+	for _, n := range names {
+		pulls = append(pulls, "`halu models pull "+n+"`")
+		flags := from[localmodels.CanonicalName(n)]
+		if len(flags) == 0 {
+			parts = append(parts, fmt.Sprintf("%q (a default of the suite)", n))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%q (%s)", n, strings.Join(flags, ", ")))
+	}
+	return fmt.Errorf("%w: the server at %s does not have %d of the run's models: %s — pull them (%s), or import a GGUF file (`halu models import FILE.gguf --name NAME`); the server said of the first: %v",
+		localmodels.ErrModelNotFound, host, len(names), strings.Join(parts, "; "), strings.Join(pulls, ", "), said)
 }
 
 // describeInputs records a Describer's prompt templates and data files,

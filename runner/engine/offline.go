@@ -163,6 +163,10 @@ func (e *Engine) reach(ctx context.Context, man *rundir.Manifest, models []strin
 				e.Client.Host(), err, ver, seen.Format(time.RFC3339))
 			return ver, nil
 		}
+		// Nothing listens there: retrying would only delay the same
+		// answer (a server still starting is waited for by with-ollama,
+		// and a busy one answers the probe, slowly).
+		return "", fmt.Errorf("no model server answers at %s: %w", e.Client.Host(), err)
 	}
 	return e.ServerVersion(ctx)
 }

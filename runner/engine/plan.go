@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -125,14 +126,24 @@ func (c *Calls) planChat(stage, kind string, req localmodels.ChatRequest, hit bo
 // dryRun works out s's plan without calling a model or writing anything.
 // The server is still asked for its models: a missing one is an error
 // before a real run too.
-func (e *Engine) dryRun(ctx context.Context, s Suite, shard *rundir.Shard) (*Plan, error) {
+func (e *Engine) dryRun(ctx context.Context, s Suite, shard *rundir.Shard, cfg any) (*Plan, error) {
 	if _, err := e.reach(ctx, &rundir.Manifest{}, uniqueSorted(s.Models())); err != nil {
 		return nil, err
 	}
+	var missing []string
+	var said error // what the server said of the first
 	for _, name := range uniqueSorted(s.Models()) {
-		if _, err := e.ModelInfo(ctx, name); err != nil {
+		if _, err := e.ModelInfo(ctx, name); errors.Is(err, localmodels.ErrModelNotFound) {
+			missing = append(missing, name)
+			if said == nil {
+				said = err
+			}
+		} else if err != nil {
 			return nil, err
 		}
+	}
+	if len(missing) > 0 {
+		return nil, missingModels(e.Client.Host(), missing, cfg, said)
 	}
 	items, err := s.Items(ctx)
 	if err != nil {
