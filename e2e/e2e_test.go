@@ -127,14 +127,13 @@ func importTiny(t *testing.T, host string, seed string, names ...string) {
 	}
 }
 
-// importStories imports stories260K (a real trained model, from
-// $HALU_SHARED/models) under name.
+// importStories imports stories260K (a real trained model, carried in
+// testdata/models with its licence) under name.
 func importStories(t *testing.T, host, name string) {
 	t.Helper()
-	shared := os.Getenv("HALU_SHARED")
-	stories := filepath.Join(shared, "models", "stories260K.gguf")
+	stories := filepath.Join("..", "testdata", "models", "stories260K.gguf")
 	if _, err := os.Stat(stories); err != nil {
-		t.Fatalf("need %s (HALU_SHARED=%q): %v", stories, shared, err)
+		t.Fatalf("need %s: %v", stories, err)
 	}
 	mustHalu(t, host, "models", "import", stories, "--name", name, "--template", localmodels.TinyTemplate)
 }

@@ -35,14 +35,13 @@ $HALU run hic --models "$GEN" --judges "$JUDGE" --embed-model "$EMBED" --strateg
 took
 
 step "literature index and knowledge graph (for the hypo suite)"
-SHARED="${HALU_SHARED:-../shared}"
 $HALU index build --out "$OUT/index" testdata/pubmed/biopython/*.xml testdata/pubmed/pubmedqa_contexts.jsonl testdata/pubmed/pubmed26n1335.xml.gz | tee -a "$OUT/report.txt"
 $HALU index search "$OUT/index" "pesticide exposure and thyroid function" --k 3 --max-pmid 36600000 | tee -a "$OUT/report.txt"
 $HALU kg import --out "$OUT/kg" testdata/kg/biored_train_sample.pubtator testdata/kg/pubtator3.37026113_240614.pubtator | tee -a "$OUT/report.txt"
 took
 
 step "ideas suite (LiveIdeaBench): 3 keywords × 3 ideas"
-STORIES="$SHARED/models/stories260K.gguf"
+STORIES="testdata/models/stories260K.gguf" # carried with its licence
 if [ -z "${HALU_DEMO_GEN:-}" ] && [ -f "$STORIES" ]; then
   # A different base model generates, so the panel's same-base rule leaves
   # every judge eligible: stories260K (a trained TinyStories model).

@@ -70,7 +70,11 @@ mkdir -p BioRED runs
 cp "$ROOT/testdata/kg/biored_train_sample.pubtator" BioRED/Train.PubTator
 cp "$ROOT/runner/intent/data/sample.jsonl" faithqa.jsonl
 cp "$ROOT/testdata/intent/pubmedqa_articles.jsonl" abstracts.jsonl
-cp "${HALU_SHARED:-$ROOT/../shared}/data/judge-validation/felm_science.jsonl" felm_science.jsonl
+# FELM is CC BY-NC-SA and not shipped: the command that reads it is skipped,
+# and says so, where no ../shared (or $HALU_SHARED) holds it.
+FELM="${HALU_SHARED:-$ROOT/../shared}/data/judge-validation/felm_science.jsonl"
+have_felm=0
+if [ -f "$FELM" ]; then cp "$FELM" felm_science.jsonl && have_felm=1; fi
 head -n 2 "$ROOT/testdata/cfaith/docs_zh.jsonl" >docs.jsonl
 cat >hic.yaml <<'EOF'
 suite: hic
@@ -102,6 +106,10 @@ n=0 skipped=0
 while IFS= read -r cmd; do
   case "$cmd" in
     make\ *|"halu models pull"*) echo "-- skipped (see the script's header): $cmd"; skipped=$((skipped + 1)); continue ;;
+    *felm_science.jsonl*)
+      if [ "$have_felm" = 0 ]; then
+        echo "-- skipped (FELM is CC BY-NC-SA, not shipped, and not at $FELM): $cmd"; skipped=$((skipped + 1)); continue
+      fi ;;
   esac
   run="$cmd"
   # "..." stands for what a reader fills in: models for a run, more files
