@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every command README.md shows in its ```sh blocks, as written, against
+# Runs every command README.md and docs/*.md show in their ```sh blocks, as written, against
 # a private real Ollama server (run under `halu with-ollama`, as .ci/run
 # does). What is substituted, and why:
 #   - model names: the README's models are imported, under their own names,
@@ -36,7 +36,7 @@ ln -s "$HALU_BIN" "$WORK/bin/halu"
 export PATH="$WORK/bin:$PATH" HALU_CACHE="$WORK/cache"
 
 # The README's commands: sh blocks, continuation lines joined, comments cut.
-awk '/^```sh/{f=1;next} /^```/{f=0} f' README.md |
+awk '/^```sh/{f=1;next} /^```/{f=0} f' README.md docs/servers.md docs/running.md docs/judges.md docs/run-control.md docs/reports.md docs/layout.md |
   sed -e ':a' -e '/\\$/N; s/\\\n[[:space:]]*/ /; ta' |
   sed -e 's/[[:space:]]#[[:space:]].*$//' -e 's/[[:space:]]*$//' |
   grep -v '^$' >"$WORK/commands"
