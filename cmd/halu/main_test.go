@@ -848,3 +848,18 @@ func TestUsageErrorsNameTheFix(t *testing.T) {
 		t.Errorf("the help prints a usage word as the flag's type:\n%s", out.String())
 	}
 }
+
+// A judge validation whose every reply is unscored measured nothing: it
+// exits 1 saying so, its run kept (the raw replies are there), and a
+// report given it still marks the judge unvalidated.
+func TestValidationThatMeasuredNothingFails(t *testing.T) {
+	f := newFake(t)
+	dir := filepath.Join(t.TempDir(), "v")
+	r := halu(t, f, t.TempDir(), "judges", "validate", "--judges", "bad", "--limit", "4", "--out", dir)
+	if r.code != exitRunError || !strings.Contains(r.stderr, "nothing measured") || !strings.Contains(r.stderr, "every reply unscored") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := rundir.ReadManifest(dir); err != nil {
+		t.Errorf("the run is not kept: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -330,5 +331,12 @@ func execute(cmd *cobra.Command, g *globals, s engine.Suite, spec engine.RunSpec
 	if err != nil {
 		return err
 	}
+	if res.Summary != nil && res.Summary.Nothing != "" {
+		return fmt.Errorf("%w: %s", errNothingMeasured, res.Summary.Nothing)
+	}
 	return checkGates(w, res.Summary, gates)
 }
+
+// errNothingMeasured is a run whose every figure rests on no unit
+// (Summary.Nothing): exit 1, never a measurement reported as made.
+var errNothingMeasured = errors.New("nothing measured")

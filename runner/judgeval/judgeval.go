@@ -223,8 +223,13 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		careful["panel majority"] = pm
 	}
 	var low []string
+	scored, units := 0, 0
 	for _, j := range rows {
 		a := metrics.Agreement(careful[j], 0.95)
+		if j != "panel majority" {
+			scored += a.Accuracy.N
+			units += a.Units
+		}
 		row := []string{j, fmt.Sprint(a.Units), cell(a.Unscored, true), cell(a.Accuracy, true), cell(a.Kappa, false), cell(a.TPR, true), cell(a.FPR, true), "–", "–"}
 		if av, ok := authors[j]; ok {
 			row[7] = cell(metrics.Agreement(av, 0.95).Accuracy, true)
@@ -249,6 +254,9 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 	}
 	sum.Tables = append(sum.Tables, t)
+	if scored == 0 {
+		sum.Nothing = fmt.Sprintf("the validation measured nothing: none of the judges' %d verdicts on the %d units could be read (every reply unscored; the raw replies are in the records) — a judge that does not write \"Hallucination: Yes/No\" may read with --judge-format json", units, len(decoded))
+	}
 	if a, ok := panelAlpha(decoded, s.cfg.Judges); ok {
 		sum.Notes = append(sum.Notes, a)
 	}

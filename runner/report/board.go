@@ -164,13 +164,57 @@ func board(suite string, runs []*Run) (Board, error) {
 	return b, nil
 }
 
-// validatedJudges are the digests of the judges that a judge validation
-// run among runs measured against people's labels.
-func validatedJudges(runs []*Run) map[string]bool {
-	out := map[string]bool{}
+// What makes a judge validated: a validation that measured something —
+// at least minValidated units scored against people's labels, at most
+// maxValidationUnscored of them unscored — and whose κ interval reaches
+// Landis and Koch's "moderate" (0.41): a judge measured to agree with
+// people no better than that is no validated judge.
+const (
+	minValidated          = 50
+	maxValidationUnscored = 0.2
+	moderateKappa         = 0.41
+)
+
+// validation is what the validation runs say of one judge (by digest).
+type validation struct {
+	ok  bool
+	why string // when not ok: what the best validation lacked
+}
+
+// validatedJudges are, by digest, the judges that a judge validation run
+// among runs measured against people's labels, and whether that counts
+// (see minValidated): a validation with every reply unscored, or too few
+// units, or a κ below moderate, leaves the judge unvalidated, with why.
+func validatedJudges(runs []*Run) map[string]validation {
+	out := map[string]validation{}
 	for _, r := range runs {
-		for _, m := range r.Manifest.Models {
-			out[localmodels.ShortDigest(m.Digest)] = true
+		if r.Summary == nil {
+			continue
+		}
+		for _, j := range judgesOf(r) {
+			d := digestOf(r.Manifest, j)
+			if d == "" || out[d].ok {
+				continue
+			}
+			sup := r.Summary.Support[j+".accuracy"]
+			var kHi float64 = math.NaN()
+			for _, f := range r.Summary.Figures {
+				if f.Key == j+".kappa" {
+					kHi = float64(f.Hi)
+				}
+			}
+			v := validation{ok: true}
+			switch share := sup.UnscoredShare(); {
+			case sup.N < minValidated:
+				v = validation{why: fmt.Sprintf("%s: validated on %d units scored, fewer than %d", j, sup.N, minValidated)}
+			case share > maxValidationUnscored:
+				v = validation{why: fmt.Sprintf("%s: %.0f%% of its validation replies unscored", j, 100*share)}
+			case math.IsNaN(kHi) || kHi < moderateKappa:
+				v = validation{why: fmt.Sprintf("%s: κ with people below moderate (upper 95%% bound %.2f < %.2f)", j, kHi, moderateKappa)}
+			}
+			if _, seen := out[d]; !seen || v.ok {
+				out[d] = v
+			}
 		}
 	}
 	return out
@@ -197,20 +241,25 @@ func judgesOf(r *Run) []string {
 // markUnvalidated marks "‡" the rows of runs whose judges were not all
 // validated against people's labels by a judge validation run among the
 // runs given, and says which.
-func (b *Board) markUnvalidated(runs []*Run, validated map[string]bool) {
-	var never []string
+func (b *Board) markUnvalidated(runs []*Run, validated map[string]validation) {
+	var never, weak []string
 	seen := map[string]bool{}
 	for _, r := range runs {
 		miss := false
 		for _, j := range judgesOf(r) {
 			d := digestOf(r.Manifest, j)
-			if d != "" && validated[d] {
+			v, measured := validated[d]
+			if d != "" && v.ok {
 				continue
 			}
 			miss = true
 			if !seen[j] {
 				seen[j] = true
-				never = append(never, j)
+				if measured && d != "" {
+					weak = append(weak, v.why)
+				} else {
+					never = append(never, j)
+				}
 			}
 		}
 		if !miss {
@@ -224,6 +273,10 @@ func (b *Board) markUnvalidated(runs []*Run, validated map[string]bool) {
 	}
 	if len(never) > 0 {
 		b.Notes = append(b.Notes, fmt.Sprintf("‡ judged by models that no judge validation run among these runs measured against people's labels (halu judges validate): %s — these figures carry their judges' unknown error.", strings.Join(never, ", ")))
+	}
+	if len(weak) > 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("‡ judged by models whose validation does not count (a judge counts as validated on at least %d units scored, at most %.0f%% unscored, with κ's interval reaching moderate agreement, %.2f): %s.",
+			minValidated, 100*maxValidationUnscored, moderateKappa, strings.Join(weak, "; ")))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"halu/localmodels"
 	"halu/runner/engine"
 	"halu/runner/ideas"
+	"halu/runner/judgeval"
 	"halu/runner/registry"
 	"halu/runner/rundir"
 	"halu/runner/smoke"
@@ -474,7 +475,28 @@ func TestBoardMarksUnvalidatedJudges(t *testing.T) {
 	fig := summary.Figure{Model: "gen", Metric: "hallucination rate", Key: "gen.hallucination_rate", Estimate: 0.2, N: 10, Percent: true, Headline: true}
 	run := &Run{Dir: "s", Manifest: &rundir.Manifest{Suite: "smoke", Format: rundir.FormatVersion, Config: raw, Models: models},
 		Summary: &summary.Summary{Figures: []summary.Figure{fig}}}
-	val := &Run{Dir: "v", Manifest: &rundir.Manifest{Suite: "judges", Models: models[1:2]}, Summary: &summary.Summary{}}
+	// A validation run of the judges named, each with n scored units,
+	// unscored ones and κ's interval.
+	validationOf := func(judges map[string][3]float64) *Run {
+		vc := judgeval.DefaultConfig()
+		vc.Judges = nil
+		sum := &summary.Summary{}
+		var ms []localmodels.ModelInfo
+		for _, m := range models[1:] {
+			j := strings.TrimSuffix(m.Name, ":latest")
+			v, ok := judges[j]
+			if !ok {
+				continue
+			}
+			vc.Judges = append(vc.Judges, j)
+			ms = append(ms, m)
+			sum.AddFigure(summary.Figure{Model: j, Metric: "accuracy", Key: j + ".accuracy", Estimate: 0.8, N: int(v[0]), Unscored: int(v[1])})
+			sum.AddFigure(summary.Figure{Model: j, Metric: "κ", Key: j + ".kappa", Estimate: summary.Num(v[2] - 0.1), Hi: summary.Num(v[2]), N: int(v[0])})
+		}
+		vraw, _ := json.Marshal(vc)
+		return &Run{Dir: "v", Manifest: &rundir.Manifest{Suite: "judges", Format: rundir.FormatVersion, Config: vraw, Models: ms}, Summary: sum}
+	}
+	val := validationOf(map[string][3]float64{"j1": {200, 5, 0.8}})
 	boards, err := Boards([]*Run{run, val})
 	if err != nil || len(boards) != 1 {
 		t.Fatalf("boards: %v, %d", err, len(boards))
@@ -496,10 +518,29 @@ func TestBoardMarksUnvalidatedJudges(t *testing.T) {
 		t.Errorf("ideas judges %v, want j1 alone", js)
 	}
 	// Both judges validated: no mark.
-	val.Manifest.Models = models[1:]
+	val = validationOf(map[string][3]float64{"j1": {200, 5, 0.8}, "j2": {60, 0, 0.7}})
 	boards, _ = Boards([]*Run{run, val})
 	if boards[0].Rows[0].Mark != "" {
 		t.Errorf("validated judges still marked %q", boards[0].Rows[0].Mark)
+	}
+	// A validation that measured nothing, too little, or a κ below
+	// moderate validates nothing: the mark stays, and says why.
+	for _, tc := range []struct {
+		name string
+		j2   [3]float64
+		why  string
+	}{
+		{"every reply unscored", [3]float64{0, 414, math.NaN()}, "j2: validated on 0 units scored"},
+		{"too few units", [3]float64{20, 0, 0.9}, "j2: validated on 20 units scored, fewer than 50"},
+		{"too many unscored", [3]float64{100, 50, 0.9}, "j2: 33% of its validation replies unscored"},
+		{"κ 0.00", [3]float64{200, 0, 0.15}, "j2: κ with people below moderate"},
+	} {
+		val = validationOf(map[string][3]float64{"j1": {200, 5, 0.8}, "j2": tc.j2})
+		boards, _ = Boards([]*Run{run, val})
+		notes := strings.Join(boards[0].Notes, "\n")
+		if boards[0].Rows[0].Mark != "‡" || !strings.Contains(notes, tc.why) {
+			t.Errorf("%s: mark %q, notes:\n%s", tc.name, boards[0].Rows[0].Mark, notes)
+		}
 	}
 }
 

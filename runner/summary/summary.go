@@ -22,6 +22,10 @@ import (
 type Summary struct {
 	Suite   string             `json:"suite"`
 	Metrics map[string]float64 `json:"metrics"`
+	// Nothing, when set, says why the run measured nothing at all (every
+	// figure it exists for rests on no unit): the command that made it
+	// fails, saying so, rather than report a measurement.
+	Nothing string `json:"nothing,omitempty"`
 	Tables  []Table            `json:"tables"`
 	Charts  []Chart            `json:"charts,omitempty"`
 	Notes   []string           `json:"notes,omitempty"`
