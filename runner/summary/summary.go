@@ -25,10 +25,10 @@ type Summary struct {
 	// Nothing, when set, says why the run measured nothing at all (every
 	// figure it exists for rests on no unit): the command that made it
 	// fails, saying so, rather than report a measurement.
-	Nothing string `json:"nothing,omitempty"`
-	Tables  []Table            `json:"tables"`
-	Charts  []Chart            `json:"charts,omitempty"`
-	Notes   []string           `json:"notes,omitempty"`
+	Nothing string   `json:"nothing,omitempty"`
+	Tables  []Table  `json:"tables"`
+	Charts  []Chart  `json:"charts,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 	// Support is, per metric (same key), what the figure rests on; gates
 	// fail a metric that rests on nothing or on too few of its units.
 	Support map[string]Support `json:"support,omitempty"`
