@@ -42,9 +42,14 @@ readme-commands: build ollama
 ollama:
 	@scripts/ollama-bin.sh >/dev/null
 
+# staticcheck, pinned, from the Go module proxy (built once into Go's cache).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+	$(GO) run $(STATICCHECK) -tags e2e ./e2e/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -525,18 +525,6 @@ func storedLen(t *testing.T, r bindex.IndexReader, pmid uint64) int {
 	return n
 }
 
-func sameHits(a, b []Hit) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].PMID != b[i].PMID || math.Abs(a[i].Score-b[i].Score) > 1e-9 {
-			return false
-		}
-	}
-	return true
-}
-
 // pubmedQAConclusions are the 1,000 PubMedQA conclusions (long answers)
 // with the PMID of the abstract each concludes.
 func pubmedQAConclusions(t *testing.T) []struct{ PMID, LongAnswer string } {

@@ -504,11 +504,6 @@ func unique(xs []string) []string {
 	return out
 }
 
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
 func num(v any) float64 {
 	f, _ := v.(float64)
 	return f

@@ -359,7 +359,7 @@ func (w *walk) run(ctx context.Context, cs []*cursor, hi uint64, pmidOf func(uin
 			}
 			least = min(least, c.doc)
 		}
-		score, ok, err := sh.complete(cs, cum, essential, th.b, d, dl, score)
+		_, ok, err := sh.complete(cs, cum, essential, th.b, d, dl, score) // the exact score is w.exact's
 		if err != nil {
 			return nil, err
 		}

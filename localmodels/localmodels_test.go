@@ -353,8 +353,7 @@ func parseGGUF(t *testing.T, b []byte) gguf {
 		r.Read(s)
 		return string(s)
 	}
-	var val func(typ uint32) any
-	val = func(typ uint32) any {
+	val := func(typ uint32) any {
 		switch typ {
 		case 4:
 			var v uint32

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"halu/index"
 )
@@ -141,7 +142,7 @@ func openBolt(dir string, create bool) (*KG, error) {
 	}
 	db, err := bolt.Open(p, 0o644, &bolt.Options{NoFreelistSync: true, ReadOnly: !create, Timeout: openTimeout})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("kg %s: held by another process (an import still running?): %w", dir, err)
 		}
 		return nil, fmt.Errorf("%w: kg %s: %v (import the graph again into a new directory)", ErrDamaged, dir, err)

@@ -1118,7 +1118,7 @@ feed:
 	return int(failed.Load()), nil
 }
 
-var errUnreachable = errors.New("Ollama server unreachable: the run stopped; start the server and resume")
+var errUnreachable = errors.New("the model server is unreachable: the run stopped; start the server and resume")
 
 // ModelInfo returns (and remembers) a model's metadata.
 func (e *Engine) ModelInfo(ctx context.Context, name string) (localmodels.ModelInfo, error) {

@@ -404,7 +404,7 @@ func TestFailedItemIsRedoneOnResume(t *testing.T) {
 	}
 	// A resume with nothing left to do changes neither the books nor the end.
 	done, _ := rundir.ReadManifest(dir)
-	res, err = newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir, Resume: true})
+	_, err = newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir, Resume: true})
 	again, _ := rundir.ReadManifest(dir)
 	if err != nil || !reflect.DeepEqual(again.Counts, done.Counts) || !again.Ended.Equal(*done.Ended) || again.Status != "complete" {
 		t.Fatalf("no-op resume: err %v counts %+v → %+v, ended %v → %v", err, done.Counts, again.Counts, done.Ended, again.Ended)

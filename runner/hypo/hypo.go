@@ -559,8 +559,6 @@ type OpenInput struct {
 	Background string `json:"background"`
 }
 
-var settings = map[string]bool{"parametric": true, "kg": true, "lit": true, "kg+lit": true}
-
 // New checks cfg and loads the items.
 func New(cfg Config) (*Suite, error) {
 	if err := cfg.Settings().Validate(); err != nil {
