@@ -15,6 +15,7 @@ import (
 
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/engine/enginetest"
 	"halu/runner/rundir"
 )
 
@@ -526,7 +527,7 @@ func buildAndRunAgainstFake(t *testing.T, lang, format string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := srv.Engine(t, 2)
+	e := enginetest.New(t, srv.Host(), 2)
 	res, err := RunOrResume(context.Background(), e, b, filepath.Join(dir, "run"), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -574,7 +575,7 @@ func buildAndRunAgainstFake(t *testing.T, lang, format string) {
 	mu.Lock()
 	ignoresFormat = true
 	mu.Unlock()
-	er2, err := srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "eval-noformat")})
+	er2, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "eval-noformat")})
 	if err != nil {
 		t.Fatal(err)
 	}

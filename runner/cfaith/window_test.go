@@ -9,6 +9,7 @@ import (
 
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/engine/enginetest"
 	"halu/runner/rundir"
 )
 
@@ -76,7 +77,7 @@ func TestBuildWindow(t *testing.T) {
 			docs, _ = Chunk(docs, tc.chunk)
 		}
 		b := &Builder{cfg: cfg, docs: docs}
-		e := srv.Engine(t, 1)
+		e := enginetest.New(t, srv.Host(), 1)
 		w, err := b.Window(context.Background(), e.NewCalls("window"))
 		srv.Close()
 		if tc.refused {
@@ -121,7 +122,7 @@ func TestAuthorsCorrector(t *testing.T) {
 	p := &proposer{model: "m", lang: "zh", seed: 1, round: 1, rules: rs, training: training, corrector: "authors",
 		parts: []Part{QAPart, LabelPart("SpaErr"), HaluPart}}
 	dir := t.TempDir()
-	if _, err := RunOrResume(context.Background(), srv.Engine(t, 1), p, dir, map[string]any{"round": 1}); err != nil {
+	if _, err := RunOrResume(context.Background(), enginetest.New(t, srv.Host(), 1), p, dir, map[string]any{"round": 1}); err != nil {
 		t.Fatal(err)
 	}
 	_, recs, _ := engine.ReadRun(dir)

@@ -16,6 +16,7 @@ import (
 	"halu/localmodels/fakeollama"
 	"halu/localmodels/fakeopenai"
 	"halu/runner/engine"
+	"halu/runner/engine/enginetest"
 	"halu/runner/rundir"
 )
 
@@ -394,7 +395,7 @@ func TestFitByteLevelTokenizer(t *testing.T) {
 		return fakeollama.Reply{Content: "x", PromptEvalCount: n}
 	}, fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9, ContextLength: 32768})
 	defer srv.Close()
-	e := srv.Engine(t, 1)
+	e := enginetest.New(t, srv.Host(), 1)
 	e.NumCtx = 1000
 	fixed := "Question: how are these related?"
 	var parts []string

@@ -13,6 +13,7 @@ import (
 
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/engine/enginetest"
 	"halu/runner/judging"
 	"halu/runner/rundir"
 	"halu/runner/setting"
@@ -208,7 +209,7 @@ func fake(t *testing.T, gen func(prompt string, sample int) string, judgeReply f
 	}, fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9},
 		fakeollama.Model{Name: "emb:latest", Digest: "e", ParameterCount: 1e9})
 	t.Cleanup(srv.Close)
-	return srv.Engine(t, 2)
+	return enginetest.New(t, srv.Host(), 2)
 }
 
 func TestDHPExampleUpdates(t *testing.T) {
@@ -563,7 +564,7 @@ func TestDHPPositiveRunningOrPerQuestion(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.questions = []Question{{ID: 1, Field: "F", Question: "QUESTION 1?"}, {ID: 2, Field: "F", Question: "QUESTION 2?"}, {ID: 3, Field: "F", Question: "QUESTION 3?"}}
-		res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+		res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 		srv.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -619,7 +620,7 @@ func TestJudgeCardFindsAKnownBias(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.questions = []Question{{ID: 1, Field: "F", Question: "Q1?"}, {ID: 2, Field: "F", Question: "Q2?"}, {ID: 3, Field: "F", Question: "Q3?"}}
-	e := srv.Engine(t, 2)
+	e := enginetest.New(t, srv.Host(), 2)
 	e.JudgeChecks = 1
 	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"halu/index/kg"
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/engine/enginetest"
 	"halu/runner/rundir"
 	"halu/runner/setting"
 	"halu/runner/summary"
@@ -207,7 +208,7 @@ func runWithStores(t *testing.T, ignoresFormat bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := srv.Engine(t, 1)
+	e := enginetest.New(t, srv.Host(), 1)
 	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +300,7 @@ func TestOpenEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +453,7 @@ func TestDocumentsFitTheWindow(t *testing.T) {
 	}{{8192, 10, false}, {600, 3, false}, {64, 0, true}} {
 		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply { return fakeollama.Reply{Content: "x"} },
 			fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9, ContextLength: 32768})
-		e := srv.Engine(t, 1)
+		e := enginetest.New(t, srv.Host(), 1)
 		e.NumCtx = tc.numCtx
 		s := &Suite{cfg: DefaultConfig(), prompts: LoadPrompts()}
 		vals := map[string]string{"background": "Is X related to Y?"}

@@ -16,6 +16,7 @@ import (
 	"halu/localmodels"
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/engine/enginetest"
 	"halu/runner/judging"
 	"halu/runner/setting"
 	"halu/runner/summary"
@@ -309,7 +310,7 @@ func runScoresByHand(t *testing.T, ignoresFormat bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := srv.Engine(t, 2)
+	e := enginetest.New(t, srv.Host(), 2)
 	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
@@ -379,7 +380,7 @@ func TestLongIdeaExcluded(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Models, cfg.Judges, cfg.Limit, cfg.IdeasPerKeyword, cfg.CriticsPerIdea = []string{"gen"}, []string{"j1"}, 1, 2, 1
 	s, _ := New(cfg)
-	res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +425,7 @@ func TestFinalIdeaOnlyForQwQAndSecondRefusalScored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -632,7 +633,7 @@ func runOneKeyword(t *testing.T, protocol, readers string, reply func(fakeollama
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := srv.Engine(t, 1)
+	e := enginetest.New(t, srv.Host(), 1)
 	e.Readers = readers
 	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
@@ -680,7 +681,7 @@ func TestJudgeCardFindsOrderAndLengthBias(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := srv.Engine(t, 2)
+	e := enginetest.New(t, srv.Host(), 2)
 	e.JudgeChecks = 1
 	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {

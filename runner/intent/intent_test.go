@@ -14,6 +14,7 @@ import (
 	"halu/localmodels/fakeollama"
 	"halu/metrics"
 	"halu/runner/engine"
+	"halu/runner/engine/enginetest"
 	"halu/runner/judging"
 	"halu/runner/rundir"
 	"halu/runner/setting"
@@ -518,7 +519,7 @@ func runAgainstFake(t *testing.T, ignoresFormat bool) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	res, err := srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
+	res, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +599,7 @@ func runAgainstFake(t *testing.T, ignoresFormat bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "text")})
+	res, err = enginetest.New(t, srv.Host(), 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "text")})
 	if err != nil {
 		t.Fatal(err)
 	}

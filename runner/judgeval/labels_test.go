@@ -12,6 +12,7 @@ import (
 
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/engine/enginetest"
 	"halu/runner/smoke"
 )
 
@@ -182,7 +183,7 @@ func judgedRun(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	if _, err := srv.Engine(t, 2).Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
+	if _, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -8,6 +8,7 @@ import (
 
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/engine/enginetest"
 	"halu/runner/judging"
 	"halu/runner/rundir"
 )
@@ -99,7 +100,7 @@ func run(t *testing.T, answer string, judge func(fakeollama.ChatRequest) string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := srv.Engine(t, 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}

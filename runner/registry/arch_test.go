@@ -1,0 +1,86 @@
+package registry_test
+
+import (
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The import rules ARCHITECTURE.md states, checked against `go list`: each
+// package of the module may import, of the module's own packages, only
+// those named here. A forbidden import — or a new package no rule names —
+// fails, naming both packages: the map of the code stays true.
+func TestImportRules(t *testing.T) {
+	base := []string{"embed", "index", "index/kg", "localmodels", "metrics"}
+	core := []string{"runner/engine", "runner/judging", "runner/rundir", "runner/setting", "runner/summary"}
+	suites := []string{"runner/cfaith", "runner/hic", "runner/hypo", "runner/ideas", "runner/intent", "runner/judgeval", "runner/smoke"}
+	all := func(lists ...[]string) []string {
+		var out []string
+		for _, l := range lists {
+			out = append(out, l...)
+		}
+		return out
+	}
+	allowed := map[string][]string{
+		// Below the runner: no package imports the runner or cmd.
+		"embed": nil, "metrics": nil, "localmodels": nil, "localmodels/fakeollama": nil, "localmodels/fakeopenai": nil,
+		"index/internal/zapv17": nil, "index": {"index/internal/zapv17"}, "index/kg": {"index"},
+		// The runner's core, layer by layer.
+		"runner/setting":           nil,
+		"runner/rundir":            {"localmodels", "runner/setting"},
+		"runner/judging":           {"localmodels", "runner/rundir", "runner/setting"},
+		"runner/summary":           {"localmodels", "metrics", "runner/rundir", "runner/setting"},
+		"runner/engine":            {"localmodels", "runner/judging", "runner/rundir", "runner/setting", "runner/summary"},
+		"runner/engine/enginetest": {"localmodels", "runner/engine"},
+		// The list of suites, and the reports (which find a run's suite).
+		"runner/registry": all(suites, []string{"runner/engine"}),
+		"runner/report":   all(base, core, []string{"runner/registry", "runner/judgeval"}),
+		"cmd/halu":        all(base, core, suites, []string{"runner/registry", "runner/report"}),
+	}
+	for _, s := range suites {
+		allowed[s] = all(base, core)
+	}
+	// The one suite that imports another: the judge validation asks
+	// HIC-Bench's judge exactly as a hic run does.
+	allowed["runner/judgeval"] = append(allowed["runner/judgeval"], "runner/hic")
+
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "halu/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], "halu/")
+		if pkg == "e2e" {
+			continue // tests only (build tag e2e)
+		}
+		rules, known := allowed[pkg]
+		if !known {
+			t.Errorf("package %s is named by no import rule: add it to this test and to ARCHITECTURE.md", pkg)
+			continue
+		}
+		ok := map[string]bool{}
+		for _, r := range rules {
+			ok[r] = true
+		}
+		var bad []string
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, "halu/") {
+				continue
+			}
+			n++
+			if imp = strings.TrimPrefix(imp, "halu/"); !ok[imp] {
+				bad = append(bad, imp)
+			}
+		}
+		sort.Strings(bad)
+		for _, b := range bad {
+			t.Errorf("%s imports %s: a forbidden import (ARCHITECTURE.md's rules)", pkg, b)
+		}
+	}
+	if n < 40 {
+		t.Fatalf("go list named %d imports of the module's packages: it did not list the module", n)
+	}
+}
