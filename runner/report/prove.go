@@ -34,8 +34,31 @@ type Published struct {
 	Settings map[string]Entry `yaml:"settings"`
 	// Method lists where halu's way of measuring differs from the one that
 	// made the table whatever the settings: a table with any is never
-	// comparable.
-	Method []string `yaml:"method"`
+	// comparable. A difference in the instrument alone (how a judge or an
+	// embedder is served) is a difference of the judges.
+	Method []MethodEntry `yaml:"method"`
+}
+
+// MethodEntry is one method difference: a sentence, or {text, instrument:
+// true} for one in the measuring models alone.
+type MethodEntry struct {
+	Text       string `yaml:"text"`
+	Instrument bool   `yaml:"instrument"`
+}
+
+// UnmarshalYAML reads a method entry written as a sentence or a mapping.
+func (m *MethodEntry) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		m.Text = n.Value
+		return nil
+	}
+	type plain MethodEntry
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*m = MethodEntry(p)
+	return nil
 }
 
 // Entry is one setting of a published table: the value it was made with
@@ -48,7 +71,13 @@ type Entry struct {
 	// SHA256 is the hash of the data file the value stands for: a run
 	// that names a file with this hash used the same data.
 	SHA256  string `yaml:"sha256"`
+	// Unknown: the table's value cannot be known or shown equal offline
+	// (its data or corpus is not to be had): a difference.
 	Unknown string `yaml:"unknown"`
+	// Assumed: the paper and the authors' code leave the value unstated
+	// (a cap, a provider's default, a tie rule): the run's value is an
+	// assumption, listed with it, never a difference by itself.
+	Assumed string `yaml:"assumed"`
 	Ignore  string `yaml:"ignore"`
 	// Models say what each model the value names was, for a setting that
 	// names models (judges, embedder): a name is only a name, and a model
@@ -83,7 +112,7 @@ func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*e = Entry(p)
 	kinds := 0
-	for _, set := range []bool{e.Value != "" || e.Text != "", e.Unknown != "", e.Ignore != ""} {
+	for _, set := range []bool{e.Value != "" || e.Text != "", e.Unknown != "", e.Assumed != "", e.Ignore != ""} {
 		if set {
 			kinds++
 		}
@@ -124,18 +153,28 @@ type Verdict struct {
 	// table's or cannot be shown equal; Judges the models that measure.
 	Differences []string
 	Judges      []string
+	// Assumptions are the run's values where the paper leaves them
+	// unstated: what a comparable or same-method label rests on.
+	Assumptions []string
+	// Inapplicable are differences dropped because the run's own records
+	// show they change nothing, each with the reason.
+	Inapplicable []string
 }
 
 // Why says the verdict in a sentence.
 func (v Verdict) Why() string {
+	rests := ""
+	if len(v.Assumptions) > 0 {
+		rests = fmt.Sprintf(" (resting on %d assumptions where the paper is silent: %s)", len(v.Assumptions), strings.Join(v.Assumptions, "; "))
+	}
 	switch v.Label {
 	case LabelComparable:
-		return "comparable: the data, every setting that can change these numbers and the judges are the ones they were made with"
+		return "comparable: the data, every setting that can change these numbers and the judges are the ones they were made with" + rests
 	case LabelOtherJudges:
-		return "same method, other judges: the data and every setting that can change these numbers are the ones they were made with; the models that judge differ — " + strings.Join(v.Judges, "; ")
+		return "same method, other judges: the data and every setting that can change these numbers are the ones they were made with; the models that judge differ — " + strings.Join(v.Judges, "; ") + rests
 	}
 	all := append(append([]string(nil), v.Differences...), v.Judges...)
-	return fmt.Sprintf("reference only: %d differences — %s", len(all), strings.Join(all, "; "))
+	return fmt.Sprintf("reference only: %d differences — %s%s", len(all), strings.Join(all, "; "), rests)
 }
 
 // RunFacts are what a run's numbers rest on, for a Verdict.
@@ -223,6 +262,12 @@ func (r Reference) Prove(f RunFacts) Verdict {
 		case !ok:
 			diff = fmt.Sprintf("--%s %s (the published configuration does not say)", s.Name, s.Display())
 		case e.Ignore != "":
+		case e.Assumed != "":
+			v.Assumptions = append(v.Assumptions, fmt.Sprintf("--%s %s (unstated: %s)", s.Name, s.Display(), e.Assumed))
+			continue
+		case s.Name == "readers" && !sameValue(s, e) && f.Counts.ReaderDisagreements == 0 && f.Settings != nil:
+			v.Inapplicable = append(v.Inapplicable, fmt.Sprintf("--%s %s (published: %s): the run's records hold no reply the two readers read differently, so the reading rule changes no number", s.Name, s.Display(), e))
+			continue
 		case e.Unknown != "":
 			diff = fmt.Sprintf("--%s %s (published: not known — %s)", s.Name, s.Display(), e.Unknown)
 		case !sameValue(s, e) && !sameFile(s, e, f.Datasets):
@@ -258,7 +303,13 @@ func (r Reference) Prove(f RunFacts) Verdict {
 	if f.UncountedRepairs > 0 {
 		v.Differences = append(v.Differences, fmt.Sprintf("repair turns asked of the judges: %d (asked again after a reply that did not read), a turn the published configuration does not name; they were recorded before halu counted the verdicts read from them, so any may have given one", f.UncountedRepairs))
 	}
-	v.Differences = append(v.Differences, p.Method...)
+	for _, m := range p.Method {
+		if m.Instrument {
+			v.Judges = append(v.Judges, m.Text)
+		} else {
+			v.Differences = append(v.Differences, m.Text)
+		}
+	}
 	switch {
 	case len(v.Differences) > 0:
 		v.Label = LabelReference

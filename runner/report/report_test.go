@@ -15,6 +15,7 @@ import (
 	"halu/runner/judgeval"
 	"halu/runner/registry"
 	"halu/runner/rundir"
+	"halu/runner/setting"
 	"halu/runner/smoke"
 	"halu/runner/summary"
 )
@@ -264,7 +265,10 @@ func TestProveLabels(t *testing.T) {
 		{"sample", with(map[string]string{"limit": "2"}), nil, LabelReference, []string{"--limit 2 (published: all five)"}},
 		// The default headline is the careful reading; a table the authors'
 		// rule read is not that figure.
-		{"careful reading", with(map[string]string{"readers": "halu"}), nil, LabelReference, []string{"--readers halu (published: paper)"}},
+		{"careful reading", with(map[string]string{"readers": "halu"}), func(f *RunFacts) { f.Counts.ReaderDisagreements = 3 }, LabelReference, []string{"--readers halu (published: paper)"}},
+		// A difference that cannot apply: no reply the two readers read
+		// differently, so the reading rule changes no number.
+		{"careful reading, no reply read otherwise", with(map[string]string{"readers": "halu"}), nil, LabelComparable, nil},
 		{"server defaults", with(map[string]string{"default-top-p": "server"}), nil, LabelReference, []string{"--default-top-p server (published: 1)"}},
 		{"unknown", same, func(f *RunFacts) { pub.Settings["max-tokens"] = Entry{Unknown: "lost"} }, LabelReference, []string{"--max-tokens 48 (published: not known — lost)"}},
 		{"cut", same, func(f *RunFacts) { pub.Settings["max-tokens"] = Entry{Value: "48"}; f.ContentCut = 3 }, LabelReference,
@@ -276,7 +280,7 @@ func TestProveLabels(t *testing.T) {
 		// A run recorded before halu counted them: each repair turn its
 		// records log may have given a verdict.
 		{"repairs uncounted", same, func(f *RunFacts) { f.UncountedRepairs = 2 }, LabelReference, []string{"repair turns asked of the judges: 2 "}},
-		{"method", same, func(f *RunFacts) { pub.Method = []string{"halu reads it otherwise"} }, LabelReference, []string{"halu reads it otherwise"}},
+		{"method", same, func(f *RunFacts) { pub.Method = []MethodEntry{{Text: "halu reads it otherwise"}} }, LabelReference, []string{"halu reads it otherwise"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := facts(t, "smoke", tc.set)
@@ -613,5 +617,81 @@ func TestCSVRefusesADirectoryOfOtherFiles(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "mine" {
 		t.Errorf("the refused directory changed: %v", err)
+	}
+}
+
+// A faithful offline run — every setting the table states set to its
+// value, judges of the run's own — reaches "same method, other judges"
+// (or "comparable" where the table has no judge) on each table whose data
+// can be had offline, resting on the assumptions the paper leaves open;
+// one result-affecting change makes it "reference only", naming it. The
+// tables whose data or corpus cannot be had offline stay reference only
+// for that reason (a difference, listed), never by construction.
+func TestFaithfulRunReachesItsLabel(t *testing.T) {
+	want := map[string]string{
+		"hic_table2.csv":           LabelOtherJudges,
+		"truthhypo_table2.csv":     LabelComparable,
+		"truthhypo_table3.csv":     LabelReference, // the authors' PubMed corpus and KG
+		"faithqa_table3.csv":       LabelReference, // the FaithQA test set
+		"cfaith_table5.csv":        LabelReference, // the released C-FAITH dataset
+		"cfaith_table6.csv":        LabelReference,
+		"LiveIdeaBench-202412.csv": LabelReference, // the December 2024 keywords
+	}
+	seen := 0
+	for _, d := range registry.All() {
+		refs, err := References(d.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ref := range refs {
+			if ref.Published == nil {
+				continue
+			}
+			seen++
+			set := map[string]string{}
+			for k, e := range ref.Published.Settings {
+				if e.Value != "" && e.Unknown == "" && e.Assumed == "" && e.Ignore == "" {
+					set[k] = e.Value
+				}
+			}
+			f := facts(t, d.Name, nil)
+			f.Models = map[string]localmodels.ModelInfo{}
+			for k, v := range set {
+				s, ok := f.Settings.Lookup(k)
+				if !ok {
+					continue
+				}
+				if s.Role == setting.Instrument && s.IsModels() {
+					v = "qwen2.5:7b" // the run's own judges
+				}
+				s.Value.Reset()
+				if err := s.Value.Set(v); err != nil {
+					t.Fatalf("%s --%s %s: %v", ref.File, k, v, err)
+				}
+			}
+			v := ref.Prove(f)
+			w, ok := want[filepath.Base(ref.File)]
+			if !ok {
+				t.Errorf("%s: no expected label", ref.File)
+				continue
+			}
+			if v.Label != w {
+				t.Errorf("%s: %s, want %s", ref.File, v.Why(), w)
+			}
+			t.Logf("%s: %s", filepath.Base(ref.File), v.Why())
+			if w == LabelReference {
+				continue
+			}
+			// One result-affecting change: a sample of the items.
+			s, _ := f.Settings.Lookup("limit")
+			s.Value.Reset()
+			s.Value.Set("2")
+			if v := ref.Prove(f); v.Label != LabelReference || !strings.Contains(strings.Join(v.Differences, "; "), "--limit 2") {
+				t.Errorf("%s with another temperature: %s", ref.File, v.Why())
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d tables, want %d", seen, len(want))
 	}
 }
