@@ -4,7 +4,7 @@ BIN       := bin/halu
 SHARED    ?= $(abspath ../shared)
 PKGS      := ./...
 
-.PHONY: build test e2e demo readme-commands ollama lint bench bench-index bench-engine clean
+.PHONY: build test test-slow e2e demo readme-commands ollama lint bench bench-index bench-engine clean
 
 # The commit halu is built from, in every run's manifest (GOFLAGS may say
 # -buildvcs=false, and then the toolchain stamps none).
@@ -16,10 +16,16 @@ build:
 # Unit tests: in-process fake Ollama, race detector on; the index's build
 # tests once more on one core (a build must not hang at any CPU count);
 # then a few seconds of fuzzing for every input reader (scripts/fuzz-short.sh).
+# The two slowest index tests (exhaustive top-k over real data, the analyzer
+# on 50,000 texts: minutes under -race) skip in -short; test-slow runs them,
+# and CI runs both targets.
 test:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -short -count=1 $(PKGS)
 	GOMAXPROCS=1 $(GO) test -count=1 -run 'Build|Interrupted' ./index
 	scripts/fuzz-short.sh
+
+test-slow:
+	$(GO) test -race -count=1 -run 'TestPrunedTopKIsExhaustive|TestAnalyzerMatchesEnglish' -v ./index
 
 # End-to-end: a real Ollama server on a free loopback port with its own
 # models directory, the tiny model imported, every path driven through the

@@ -67,6 +67,9 @@ func randomText(r *rand.Rand) string {
 // the same terms, offsets and positions on every real abstract at hand and
 // on 50,000 random strings, and its tokenizer to the Unicode tokenizer.
 func TestAnalyzerMatchesEnglish(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (50,000 texts; minutes under -race): make test-slow runs it, and CI")
+	}
 	cache := registry.NewCache()
 	ref, err := cache.AnalyzerNamed(en.AnalyzerName)
 	if err != nil {

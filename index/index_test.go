@@ -432,6 +432,9 @@ func TestOtherBM25ParamsTopK(t *testing.T) {
 // document's length, read from its norm, is the length stored at build
 // time, and its score is BM25Params.Score's.
 func TestPrunedTopKIsExhaustive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (minutes under -race): make test-slow runs it, and CI")
+	}
 	// Reopened, the index is all zap files, whose postings the walk
 	// reads directly.
 	dir := t.TempDir()
