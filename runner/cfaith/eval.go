@@ -356,7 +356,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	sort.Strings(models)
 	sum := &summary.Summary{Suite: "cfaith", Metrics: map[string]float64{}}
 	t5 := summary.Table{Title: "C-FAITH Table 5 — hallucination rate (%) per format; overall = mean of the three",
-		Columns: []string{"model", "Gen.", "Choice.", "True/False.", "Ova.", "unscored"}}
+		Columns: []string{"model", "Gen.", "Choice.", "True/False.", "Ova.", "unscored answers (answer or judge reply not read)"}}
 	t6 := summary.Table{Title: "C-FAITH Table 6 — generative QA hallucination rate (%) per hallucination type",
 		Columns: append([]string{"model", "Overall"}, Types...)}
 	f5 := summary.Table{Title: "C-FAITH Figure 5 — true/false errors: false negative (hallucinated statement accepted) and false positive (correct statement rejected) rates (%)",
@@ -440,6 +440,9 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		if len(st) > 0 {
 			f5.Rows = append(f5.Rows, trueFalseRow(sum, m, st, jt))
 		}
+	}
+	if len(f5.Rows) == 0 {
+		f5.Empty = "no true/false answer of the run was scored (its data holds none, or none was read)"
 	}
 	sum.Tables = append(sum.Tables, t5, t6, f5)
 	sum.Charts = append(sum.Charts, rateBars, typeBars)

@@ -225,9 +225,9 @@ code{font-size:.9em}nav li{margin:.15em 0}
 <p class="note">Refusals, excluded items and panel ties are counted in the suite's own tables below.</p>
 {{range .S.Tables}}
 <h3>{{.Title}}</h3>
-<table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{if .Rows}}<table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table>{{else}}<p class="note">no rows: {{.WhyEmpty}}</p>{{end}}
 {{end}}
 {{range .Charts}}<div class="chart"><h3>{{.Title}}</h3>{{if .Error}}<p class="note">no chart: {{.Error}}</p>{{else}}{{.SVG}}{{end}}</div>
 {{end}}

@@ -695,3 +695,22 @@ func TestFaithfulRunReachesItsLabel(t *testing.T) {
 		t.Errorf("%d tables, want %d", seen, len(want))
 	}
 }
+
+// A table with no rows is never headers over nothing: each renderer says
+// why it is empty.
+func TestEmptyTableSaysWhy(t *testing.T) {
+	tb := summary.Table{Title: "Figure 5", Columns: []string{"model", "FN rate"}, Empty: "no true/false answer was scored"}
+	var b strings.Builder
+	writeMDTable(&b, tb)
+	if !strings.Contains(b.String(), "no rows: no true/false answer was scored") || strings.Contains(b.String(), "FN rate") {
+		t.Errorf("markdown: %q", b.String())
+	}
+	var p bytes.Buffer
+	(&summary.Summary{Tables: []summary.Table{tb}}).Print(&p)
+	if !strings.Contains(p.String(), "no rows: no true/false answer was scored") || strings.Contains(p.String(), "FN rate") {
+		t.Errorf("text: %q", p.String())
+	}
+	if why := (summary.Table{}).WhyEmpty(); why == "" {
+		t.Error("an empty table without a reason says nothing")
+	}
+}

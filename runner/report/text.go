@@ -91,6 +91,10 @@ func BoardTable(b Board, s BoardSort) summary.Table {
 }
 
 func writeMDTable(b *strings.Builder, t summary.Table) {
+	if len(t.Rows) == 0 {
+		fmt.Fprintf(b, "\n### %s\n\nno rows: %s\n", mdCell(t.Title), mdCell(t.WhyEmpty()))
+		return
+	}
 	fmt.Fprintf(b, "\n### %s\n\n|", mdCell(t.Title))
 	for _, c := range t.Columns {
 		fmt.Fprintf(b, " %s |", mdCell(c))

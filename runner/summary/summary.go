@@ -98,6 +98,18 @@ type Table struct {
 	Title   string     `json:"title"`
 	Columns []string   `json:"columns"`
 	Rows    [][]string `json:"rows"`
+	// Empty says why a table has no rows; a reader is never shown
+	// headers over nothing (WhyEmpty).
+	Empty string `json:"empty,omitempty"`
+}
+
+// WhyEmpty is what a table with no rows shows instead of its headers: its
+// Empty, or that the run's records hold nothing it counts.
+func (t Table) WhyEmpty() string {
+	if t.Empty != "" {
+		return t.Empty
+	}
+	return "the run's records hold nothing this table counts"
 }
 
 func WriteSummary(dir string, s *Summary) error {
@@ -135,6 +147,10 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	for _, t := range s.Tables {
 		fmt.Fprintf(w, "\n%s\n", t.Title)
+		if len(t.Rows) == 0 {
+			fmt.Fprintf(w, "no rows: %s\n", t.WhyEmpty())
+			continue
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(t.Columns, "\t"))
 		for _, r := range t.Rows {
