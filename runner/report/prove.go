@@ -70,7 +70,7 @@ type Entry struct {
 	Text  string `yaml:"text"`
 	// SHA256 is the hash of the data file the value stands for: a run
 	// that names a file with this hash used the same data.
-	SHA256  string `yaml:"sha256"`
+	SHA256 string `yaml:"sha256"`
 	// Unknown: the table's value cannot be known or shown equal offline
 	// (its data or corpus is not to be had): a difference.
 	Unknown string `yaml:"unknown"`
