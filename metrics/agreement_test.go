@@ -174,3 +174,14 @@ func TestSlope(t *testing.T) {
 		t.Error("no spread in x must be NaN")
 	}
 }
+
+// Clip bounds an interval to the parameter's range, NaN kept.
+func TestIntervalClip(t *testing.T) {
+	got := Interval{Estimate: -0.02, Low: -0.105, High: 1.069, N: 3}.Clip(0, 1)
+	if got.Estimate != 0 || got.Low != 0 || got.High != 1 || got.N != 3 {
+		t.Errorf("clipped %+v", got)
+	}
+	if nan := (Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN()}).Clip(0, 1); !math.IsNaN(nan.Low) {
+		t.Errorf("NaN clipped to %v", nan.Low)
+	}
+}

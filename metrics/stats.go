@@ -31,6 +31,21 @@ type Interval struct {
 	N        int     `json:"n"`
 }
 
+// Clip bounds the interval (and its estimate) to the parameter's range
+// lo..hi: a normal interval around a proportion near 0 or 1 reaches past
+// what the proportion can be, and the part outside says nothing. NaN
+// bounds stay NaN.
+func (iv Interval) Clip(lo, hi float64) Interval {
+	c := func(x float64) float64 {
+		if math.IsNaN(x) {
+			return x
+		}
+		return math.Min(hi, math.Max(lo, x))
+	}
+	iv.Estimate, iv.Low, iv.High = c(iv.Estimate), c(iv.Low), c(iv.High)
+	return iv
+}
+
 // MeanCI is the mean with its t-based confidence interval at level (0.95):
 // mean ± t_{(1+level)/2, n−1} · s/√n. With fewer than two values the bounds
 // are NaN: there is no interval to give.

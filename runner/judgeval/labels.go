@@ -522,7 +522,11 @@ func Measure(units []RunUnit, sf SheetFile, labels map[string]float64) *summary.
 	}
 	sort.Strings(js)
 	sum.Tables = append(sum.Tables, agreementTable(byUnit, human, q, js))
-	sum.Tables = append(sum.Tables, ppiTable(units, human, q))
+	ppi, few := ppiTable(units, human, q)
+	sum.Tables = append(sum.Tables, ppi)
+	if len(few) > 0 {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("warning: corrected on fewer than %d labels — %s: with few labels the judges' errors may not show among them, and the corrected interval then covers the truth less often than 95%%; label more units", minPPILabels, strings.Join(few, ", ")))
+	}
 	sum.Notes = append(sum.Notes,
 		fmt.Sprintf("quantity: %s at stage %s (%s); the panel's value of a unit is its judges' %s", q.Name, q.Stage, map[bool]string{true: "yes/no", false: "a score"}[q.Binary], map[bool]string{true: "majority (a tie counts as yes)", false: "mean"}[q.Binary]),
 		"corrected: prediction-powered inference (Angelopoulos et al., Science 2023): the panel's mean over the units nobody labelled, minus its mean error on the labelled ones, with a 95% interval that carries the judges' error; it is valid when the labelled units are a random sample of the judged ones (the sheet's draw is stratified in proportion to each stratum's size, so it is self-weighting). Uncorrected: the panel's mean over every judged unit, as if it made no error")
@@ -570,7 +574,15 @@ func agreementTable(byUnit map[string]RunUnit, human map[string]float64, q Quant
 	return t
 }
 
-func ppiTable(units []RunUnit, human map[string]float64, q Quantity) summary.Table {
+// minPPILabels is the label count below which the corrected interval is
+// warned about: simulated with few labels, a judge's errors often do not
+// appear among them and the correction's variance is then zero, so the
+// interval covers the truth well under 95% of the time (as low as 64% at
+// 20 labels for an accurate judge of a rare quantity).
+const minPPILabels = 50
+
+func ppiTable(units []RunUnit, human map[string]float64, q Quantity) (summary.Table, []string) {
+	var few []string
 	t := summary.Table{Title: fmt.Sprintf("The panel's %s corrected for its judges' errors (prediction-powered, 95%% intervals)", q.Name),
 		Columns: []string{"model judged", "units", "labelled", "uncorrected", "corrected"}}
 	by := map[string][]RunUnit{}
@@ -610,8 +622,15 @@ func ppiTable(units []RunUnit, human map[string]float64, q Quantity) summary.Tab
 		if name == "" {
 			name = "(not named)"
 		}
-		t.Rows = append(t.Rows, []string{name, fmt.Sprint(len(all)), fmt.Sprint(len(lp)),
-			cell(metrics.NaiveMean(all, 0.95), q.Binary), cell(metrics.PPIMean(unl, lp, ly, 0.95), q.Binary)})
+		naive, ppi := metrics.NaiveMean(all, 0.95), metrics.PPIMean(unl, lp, ly, 0.95)
+		if q.Binary {
+			// A share lies in 0..1: the interval is clipped to it.
+			naive, ppi = naive.Clip(0, 1), ppi.Clip(0, 1)
+		}
+		if len(lp) < minPPILabels {
+			few = append(few, fmt.Sprintf("%s (%d)", name, len(lp)))
+		}
+		t.Rows = append(t.Rows, []string{name, fmt.Sprint(len(all)), fmt.Sprint(len(lp)), cell(naive, q.Binary), cell(ppi, q.Binary)})
 	}
-	return t
+	return t, few
 }

@@ -23,7 +23,8 @@ import (
 // 100%); the rectifier on the labelled three is 0, 1, 1 (mean 2/3,
 // variance 1/3), the two unlabelled say 1 (variance 0), so the corrected
 // figure is 1 − 2/3 = 33.3% with half-width 1.959964·√(1/3/3) = 65.3
-// points; genB the same from the other side (0 + 1/3). The panel's
+// points, its lower bound −32.0% clipped to 0 (a share); genB the same
+// from the other side (0 + 1/3). Three labels each: the table warns. The panel's
 // accuracy on the six labelled units is 3/6 (genA's yes, genB's two no).
 func TestSheetAndImport(t *testing.T) {
 	dir := judgedRun(t)
@@ -72,8 +73,8 @@ func TestSheetAndImport(t *testing.T) {
 		}
 	}
 	want := map[string][2]string{
-		"genA": {"100.0% [100.0%, 100.0%] n=5", "33.3% [-32.0%, 98.7%] n=3"},
-		"genB": {"0.0% [0.0%, 0.0%] n=5", "33.3% [-32.0%, 98.7%] n=3"},
+		"genA": {"100.0% [100.0%, 100.0%] n=5", "33.3% [0.0%, 98.7%] n=3"},
+		"genB": {"0.0% [0.0%, 0.0%] n=5", "33.3% [0.0%, 98.7%] n=3"},
 	}
 	for _, r := range ppi {
 		if w, ok := want[r[0]]; ok && (r[3] != w[0] || r[4] != w[1]) {
@@ -82,6 +83,9 @@ func TestSheetAndImport(t *testing.T) {
 	}
 	if len(ppi) != 3 {
 		t.Errorf("rows %v: want genA, genB and all", ppi)
+	}
+	if !strings.Contains(strings.Join(sum.Notes, "\n"), "warning: corrected on fewer than 50 labels — genA (3), genB (3), all (6)") {
+		t.Errorf("no warning for 3 labels a model: %v", sum.Notes)
 	}
 	for _, r := range agree {
 		if r[0] == "panel" && !strings.HasPrefix(r[3], "50.0%") {
