@@ -335,6 +335,9 @@ type ItemResult struct {
 	FactVotes  []bool `json:"fact_votes,omitempty"`
 	FactWrong  *bool  `json:"fact_inaccurate,omitempty"`
 	Unscorable string `json:"unscored_reason,omitempty"`
+	// TooLong marks an item left out under --too-long skip (no call made):
+	// counted from this field, never from the reason's words.
+	TooLong bool `json:"too_long,omitempty"`
 }
 
 // ScoredConstraint is a constraint with its final verdict and where it came
@@ -372,7 +375,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 	res := ItemResult{Model: p.model, ID: in.ID, Task: in.Task, Difficulty: in.Difficulty, Topic: in.Topic,
 		Missing: in.MissingPart(), HumanScore: in.HumanScore}
 	if why, ok := s.tooLong[it.ID]; ok {
-		res.Unscorable = why // --too-long skip: no call is made
+		res.Unscorable, res.TooLong = why, true // --too-long skip: no call is made
 		return res, nil
 	}
 	task := in.Prompt()

@@ -801,3 +801,30 @@ func TestBaselineTiesNoted(t *testing.T) {
 		t.Errorf("notes %q", sum.Notes)
 	}
 }
+
+// Items left out under --too-long skip are counted from the record's
+// too_long field, whatever its reason's words say.
+func TestTooLongCountedFromTheRecord(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Judge = []string{"m"}, "j"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []rundir.Record
+	for i, r := range []ItemResult{
+		{ID: "a", Model: "m", Task: "story", Unscorable: "reworded: the query is longer than the window", TooLong: true},
+		{ID: "b", Model: "m", Task: "story", Unscorable: "constraint mapping never parsed"},
+	} {
+		b, _ := json.Marshal(r)
+		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
+	}
+	sum, err := s.Summarize(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(sum.Notes, "\n")
+	if !strings.Contains(notes, "1 items left out, no call made") || strings.Contains(notes, "reworded") || !strings.Contains(notes, "1 responses unscored: constraint mapping never parsed") {
+		t.Errorf("notes %q", sum.Notes)
+	}
+}

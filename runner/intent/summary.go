@@ -439,9 +439,12 @@ func (s *Suite) notes(sum *summary.Summary, rs []ItemResult) {
 		}
 	}
 	reasons := map[string]int{}
-	mapFail, clar := 0, 0
+	mapFail, clar, tooLong := 0, 0, 0
 	for _, r := range rs {
-		if r.Unscorable != "" {
+		switch {
+		case r.TooLong:
+			tooLong++
+		case r.Unscorable != "":
 			reasons[r.Unscorable]++
 		}
 		for _, ms := range r.MapSamples {
@@ -457,12 +460,7 @@ func (s *Suite) notes(sum *summary.Summary, rs []ItemResult) {
 		rk = append(rk, k)
 	}
 	sort.Strings(rk)
-	tooLong := 0
 	for _, k := range rk {
-		if strings.HasSuffix(k, "--too-long skip)") {
-			tooLong += reasons[k]
-			continue
-		}
 		sum.Notes = append(sum.Notes, fmt.Sprintf("%d responses unscored: %s (excluded from CS and Perfect; raw replies in the records)", reasons[k], k))
 	}
 	if tooLong > 0 {
