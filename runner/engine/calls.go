@@ -307,6 +307,13 @@ func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info lo
 				c.item, stage, req.Model, resp.PromptEvalCount, fp.NumCtx)
 		}
 	}
+	if fp.NumCtx > 0 && resp.PromptEvalCount+resp.EvalCount > fp.NumCtx {
+		l.OverContext = fp.NumCtx
+		if !hit {
+			c.e.logf("warning: %s: %s %s: prompt and reply of %d tokens ran past the %d-token window (num_ctx): the server dropped the prompt's beginning while generating; raise --num-ctx\n",
+				c.item, stage, req.Model, resp.PromptEvalCount+resp.EvalCount, fp.NumCtx)
+		}
+	}
 	c.record(l)
 }
 

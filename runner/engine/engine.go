@@ -1004,6 +1004,11 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 	}
 	for _, rec := range recs {
 		man.Counts.JudgeFailures += len(rec.Failures)
+		for _, c := range rec.Calls {
+			if c.OverContext > 0 {
+				man.Counts.OverContext++
+			}
+		}
 		for _, rd := range rec.Readings {
 			switch rd.How {
 			case "fallback":

@@ -202,3 +202,34 @@ func TestSessionsRecordOfflineAndBuild(t *testing.T) {
 		t.Errorf("the summary says the run was offline after an online session:\n%s", notes)
 	}
 }
+
+// A call whose prompt and reply together run past the context window is
+// recorded as such (the server dropped the prompt's beginning while it
+// generated) and counted in the manifest from the records, a rerun from
+// the cache included.
+func TestCallsPastTheWindowCounted(t *testing.T) {
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			return fakeollama.Reply{Content: `{"score": 4}`}
+		}
+		// 4,090 prompt tokens and a reply of several tokens: past 4,096.
+		return fakeollama.Reply{Content: "a long answer", Chunks: []string{"one ", "two ", "three ", "four ", "five ", "six ", "seven "}, PromptEvalCount: 4090}
+	})
+	cache := t.TempDir()
+	e := newEngine(t, srv.Host(), cache)
+	e.NumCtx = 4096
+	res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Counts.OverContext != 3 {
+		t.Fatalf("over context %d, want 3 (one generation an item)", res.Manifest.Counts.OverContext)
+	}
+	e = newEngine(t, srv.Host(), cache)
+	e.NumCtx = 4096
+	res, err = e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "again")})
+	if err != nil || res.Counts.ModelCalls != 0 || res.Manifest.Counts.OverContext != 3 {
+		t.Fatalf("from the cache: %v, %d calls, over context %d", err, res.Counts.ModelCalls, res.Manifest.Counts.OverContext)
+	}
+}

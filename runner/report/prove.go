@@ -291,6 +291,9 @@ func (r Reference) Prove(f RunFacts) Verdict {
 	if c.NearContext > 0 {
 		v.Differences = append(v.Differences, fmt.Sprintf("%d prompts filled 90%% of the context window: the server may have cut them", c.NearContext))
 	}
+	if c.OverContext > 0 {
+		v.Differences = append(v.Differences, fmt.Sprintf("%d calls ran past their context window (prompt and reply together longer than num_ctx): the server dropped each prompt's beginning while generating", c.OverContext))
+	}
 	if f.ContentCut > 0 {
 		v.Differences = append(v.Differences, fmt.Sprintf("%d prompts lost content to fit the context window (documents or KG lines left out, or the prompt longer than the window)", f.ContentCut))
 	}

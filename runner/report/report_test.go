@@ -274,6 +274,7 @@ func TestProveLabels(t *testing.T) {
 		{"cut", same, func(f *RunFacts) { pub.Settings["max-tokens"] = Entry{Value: "48"}; f.ContentCut = 3 }, LabelReference,
 			[]string{"3 prompts lost content to fit the context window"}},
 		{"near window", same, func(f *RunFacts) { f.Counts.NearContext = 2 }, LabelReference, []string{"2 prompts filled 90% of the context window"}},
+		{"past the window", same, func(f *RunFacts) { f.Counts.OverContext = 5 }, LabelReference, []string{"5 calls ran past their context window"}},
 		// Repair turns are compared on what they did: verdicts read from one.
 		{"repairs asked, none read", with(map[string]string{"judge-repairs": "3"}), nil, LabelComparable, nil},
 		{"repaired", same, func(f *RunFacts) { f.Counts.JudgeRepaired = 4 }, LabelReference, []string{"4 judge verdicts were read from a repair turn"}},

@@ -174,6 +174,9 @@ type Counts struct {
 	StoppedBudget     int `json:"stopped_budget,omitempty"`
 	StoppedRepetition int `json:"stopped_repetition,omitempty"`
 	NearContext       int `json:"near_context,omitempty"`
+	// OverContext counts the calls in the records whose prompt and reply
+	// together ran past the context window (CallLog.OverContext).
+	OverContext int `json:"over_context,omitempty"`
 	// JudgeRepaired counts the judge verdicts read from a repair turn:
 	// the judge asked again after a reply that did not read
 	// (--judge-repairs); asked once, each would have been unscored.

@@ -51,6 +51,11 @@ type CallLog struct {
 	// NearContext is the context window when the prompt filled 90% of it
 	// or more (Ollama may have truncated it).
 	NearContext int `json:"near_context,omitempty"`
+	// OverContext is the context window when the prompt and the reply
+	// together ran past it: the server dropped the prompt's beginning
+	// while it generated (Ollama's context shift), so the reply was made
+	// from less than the prompt.
+	OverContext int `json:"over_context,omitempty"`
 	// Options are the sampling and window options the request sent
 	// (temperature, top_p, top_k, repeat_penalty, seed, num_predict,
 	// num_ctx, stop; num_thread left out: it changes no reply). An option
