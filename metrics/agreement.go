@@ -146,6 +146,47 @@ func PPIMean(unlabelled, labelledPred, labels []float64, level float64) Interval
 	return out
 }
 
+// PPIMinLabels is the label count from which PPIShare's interval is shown
+// without a warning: simulated over labels 20–200, judge accuracy
+// 0.6–0.95, prevalence 0.1 and 0.5, symmetric and under-flagging judges
+// (TestPPICoverageAcrossRegimes), it covers the truth 94.1–96.6% of the
+// time at 100 labels and 94.2–95.5% at 200; at 50, 93.6–98.6% (over-
+// covering where a judge's errors are rare), at 20, 92.8–99.8% with the
+// floor below (as little as 64% without it).
+const PPIMinLabels = 100
+
+// PPIShare is PPIMean for a yes/no quantity (predictions and labels 0 or
+// 1), with a floor on the rectifier's variance: with few labels, a
+// judge's errors often do not show among them and the rectifier's sample
+// variance is 0 — an interval that then carries none of the judge's
+// error. The floor is p̃(1−p̃) with p̃ = (k+1)/(n+2) the Laplace estimate
+// of the error rate (k labelled units on which judge and people differ).
+// The interval is clipped to 0..1.
+func PPIShare(unlabelled, labelledPred, labels []float64, level float64) Interval {
+	N, n := len(unlabelled), len(labelledPred)
+	out := Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), N: n}
+	if N < 2 || n < 2 || len(labels) != n {
+		return out
+	}
+	rect := make([]float64, n)
+	k := 0
+	for i := range rect {
+		if rect[i] = labelledPred[i] - labels[i]; rect[i] != 0 {
+			k++
+		}
+	}
+	theta := Mean(unlabelled) - Mean(rect)
+	vf, vr := SampleSD(unlabelled), SampleSD(rect)
+	vr2 := vr * vr
+	if pe := (float64(k) + 1) / (float64(n) + 2); vr2 < pe*(1-pe) {
+		vr2 = pe * (1 - pe)
+	}
+	z := distuv.UnitNormal.Quantile((1 + level) / 2)
+	half := z * math.Sqrt(vf*vf/float64(N)+vr2/float64(n))
+	out.Estimate, out.Low, out.High = theta, theta-half, theta+half
+	return out.Clip(0, 1)
+}
+
 // NaiveMean is the uncorrected figure PPIMean is set beside: the mean of
 // the judge's predictions over every unit with its normal interval,
 // as if the judge made no errors.

@@ -525,7 +525,7 @@ func Measure(units []RunUnit, sf SheetFile, labels map[string]float64) *summary.
 	ppi, few := ppiTable(units, human, q)
 	sum.Tables = append(sum.Tables, ppi)
 	if len(few) > 0 {
-		sum.Notes = append(sum.Notes, fmt.Sprintf("warning: corrected on fewer than %d labels — %s: with few labels the judges' errors may not show among them, and the corrected interval then covers the truth less often than 95%%; label more units", minPPILabels, strings.Join(few, ", ")))
+		sum.Notes = append(sum.Notes, fmt.Sprintf("warning: corrected on fewer than %d labels — %s: with few labels the judges' errors may not show among them, and the corrected interval's coverage, measured in simulation, leaves 93–97%%; label more units", minPPILabels, strings.Join(few, ", ")))
 	}
 	sum.Notes = append(sum.Notes,
 		fmt.Sprintf("quantity: %s at stage %s (%s); the panel's value of a unit is its judges' %s", q.Name, q.Stage, map[bool]string{true: "yes/no", false: "a score"}[q.Binary], map[bool]string{true: "majority (a tie counts as yes)", false: "mean"}[q.Binary]),
@@ -575,11 +575,9 @@ func agreementTable(byUnit map[string]RunUnit, human map[string]float64, q Quant
 }
 
 // minPPILabels is the label count below which the corrected interval is
-// warned about: simulated with few labels, a judge's errors often do not
-// appear among them and the correction's variance is then zero, so the
-// interval covers the truth well under 95% of the time (as low as 64% at
-// 20 labels for an accurate judge of a rare quantity).
-const minPPILabels = 50
+// warned about (metrics.PPIMinLabels: where simulation shows its coverage
+// leaves 93–97%).
+const minPPILabels = metrics.PPIMinLabels
 
 func ppiTable(units []RunUnit, human map[string]float64, q Quantity) (summary.Table, []string) {
 	var few []string
@@ -624,8 +622,9 @@ func ppiTable(units []RunUnit, human map[string]float64, q Quantity) (summary.Ta
 		}
 		naive, ppi := metrics.NaiveMean(all, 0.95), metrics.PPIMean(unl, lp, ly, 0.95)
 		if q.Binary {
-			// A share lies in 0..1: the interval is clipped to it.
-			naive, ppi = naive.Clip(0, 1), ppi.Clip(0, 1)
+			// A share: its interval floored for few labels and clipped to
+			// 0..1 (metrics.PPIShare).
+			naive, ppi = naive.Clip(0, 1), metrics.PPIShare(unl, lp, ly, 0.95)
 		}
 		if len(lp) < minPPILabels {
 			few = append(few, fmt.Sprintf("%s (%d)", name, len(lp)))

@@ -84,7 +84,7 @@ func TestSheetAndImport(t *testing.T) {
 	if len(ppi) != 3 {
 		t.Errorf("rows %v: want genA, genB and all", ppi)
 	}
-	if !strings.Contains(strings.Join(sum.Notes, "\n"), "warning: corrected on fewer than 50 labels — genA (3), genB (3), all (6)") {
+	if !strings.Contains(strings.Join(sum.Notes, "\n"), "warning: corrected on fewer than 100 labels — genA (3), genB (3), all (6)") {
 		t.Errorf("no warning for 3 labels a model: %v", sum.Notes)
 	}
 	for _, r := range agree {
