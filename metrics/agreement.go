@@ -14,8 +14,21 @@ import (
 // CohenKappa is Cohen's κ for two raters' labels of the same units
 // (Cohen 1960): κ = (p_o − p_e)/(1 − p_e), p_o the share of units they
 // label alike, p_e the share expected by chance from each rater's own
-// label frequencies. The interval uses Cohen's large-sample standard error
-// √(p_o(1 − p_o)/(n(1 − p_e)²)) with the normal quantile of (1+level)/2.
+// label frequencies.
+//
+// The interval: the variance of κ̂ is Fleiss, Cohen and Everitt's (1969)
+// large-sample variance (Fleiss, Levin & Paik 2003, eq. 18.13),
+//
+//	[Σᵢ pᵢᵢ(1 − (pᵢ. + p.ᵢ)(1 − κ))² + (1 − κ)² Σᵢ≠ⱼ pᵢⱼ(p.ᵢ + pⱼ.)² − (κ − p_e(1 − κ))²] / (n(1 − p_e)²),
+//
+// and the interval is a Wilson score interval for p_o at the effective
+// sample size that variance implies (n_eff = p_o(1 − p_o)/(se·(1 − p_e))²),
+// mapped to κ = (p_o − p_e)/(1 − p_e): it keeps the correct variance where
+// Cohen's simpler one over-covers (0.985 at κ 0.16, n = 1,000) and the
+// Wilson interval's asymmetry near perfect agreement, where a symmetric
+// interval under-covers (0.835 at κ 0.91, n = 50). Measured coverage of a
+// 95% interval (TestKappaCoverage): 0.942–0.953 over nine regimes, n
+// 50–1,000, κ 0.13–0.91.
 // κ is NaN (with NaN bounds) when there are no units or p_e = 1 (both
 // raters always give one and the same label: agreement beyond chance is
 // not defined). a and b must have the same length.
@@ -45,8 +58,33 @@ func CohenKappa(a, b []string, level float64) Interval {
 	}
 	k := (po - pe) / (1 - pe)
 	z := distuv.UnitNormal.Quantile((1 + level) / 2)
-	se := math.Sqrt(po * (1 - po) / (nf * (1 - pe) * (1 - pe)))
-	return Interval{Estimate: k, Low: math.Max(-1, k-z*se), High: math.Min(1, k+z*se), N: n}
+	// Fleiss, Cohen and Everitt's variance, over the cells.
+	cell := map[[2]string]float64{}
+	for i := range a {
+		cell[[2]string{a[i], b[i]}] += 1 / nf
+	}
+	var s1, s2 float64
+	for ij, p := range cell {
+		if ij[0] == ij[1] {
+			x := 1 - (ca[ij[0]]/nf+cb[ij[0]]/nf)*(1-k)
+			s1 += p * x * x
+			continue
+		}
+		x := cb[ij[0]]/nf + ca[ij[1]]/nf // p.ᵢ + pⱼ.
+		s2 += p * x * x
+	}
+	s3 := k - pe*(1-k)
+	v := (s1 + (1-k)*(1-k)*s2 - s3*s3) / (nf * (1 - pe) * (1 - pe))
+	// Wilson's score interval for p_o at the effective n, mapped to κ.
+	neff := nf
+	if sp := math.Sqrt(math.Max(v, 0)) * (1 - pe); sp > 0 && po > 0 && po < 1 {
+		neff = po * (1 - po) / (sp * sp)
+	}
+	den := 1 + z*z/neff
+	center := (po + z*z/(2*neff)) / den
+	half := z * math.Sqrt(po*(1-po)/neff+z*z/(4*neff*neff)) / den
+	toK := func(p float64) float64 { return math.Min(1, math.Max(-1, (p-pe)/(1-pe))) }
+	return Interval{Estimate: k, Low: toK(center - half), High: toK(center + half), N: n}
 }
 
 // LabelledVerdict is a judge's verdict on a unit people labelled: Judged is

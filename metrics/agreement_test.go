@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -9,8 +10,12 @@ import (
 func TestCohenKappa(t *testing.T) {
 	// Two raters, 50 units: yes/yes 20, yes/no 5, no/yes 10, no/no 15.
 	// p_o = 35/50 = 0.7; p_e = (25/50)(30/50) + (25/50)(20/50) = 0.5;
-	// κ = 0.2/0.5 = 0.4; se = √(0.7·0.3/(50·0.25)) = 0.129615;
-	// 95%: 0.4 ± 1.959964·0.129615 = [0.145960, 0.654040].
+	// κ = 0.2/0.5 = 0.4. Fleiss–Cohen–Everitt, by hand: cells .4 .1 .2 .3,
+	// rater a's marginals .5 .5, rater b's .6 .4; Σ pᵢᵢ(1 − (pᵢ.+p.ᵢ)(1−κ))²
+	// = .4·.34² + .3·.46² = .10972; (1−κ)² Σ pᵢⱼ(p.ᵢ+pⱼ.)² = .36·(.1·1.1² +
+	// .2·.9²) = .10188; (κ − p_e(1−κ))² = .01; var = .2016/12.5 = .016128,
+	// se = .126996; n_eff = .21/(se·.5)² = 52.0833; Wilson for p_o = .7 at
+	// n_eff: [.565375, .807149]; mapped to κ: [0.130751, 0.614297].
 	var a, b []string
 	add := func(x, y string, n int) {
 		for range n {
@@ -23,8 +28,8 @@ func TestCohenKappa(t *testing.T) {
 	add("no", "no", 15)
 	k := CohenKappa(a, b, 0.95)
 	near(t, "kappa", k.Estimate, 0.4, 1e-12)
-	near(t, "kappa low", k.Low, 0.145960, 1e-5)
-	near(t, "kappa high", k.High, 0.654040, 1e-5)
+	near(t, "kappa low", k.Low, 0.130751, 1e-5)
+	near(t, "kappa high", k.High, 0.614297, 1e-5)
 	if k.N != 50 {
 		t.Errorf("n = %d", k.N)
 	}
@@ -250,5 +255,45 @@ func TestPPICoverageAcrossRegimes(t *testing.T) {
 			}
 		}
 		t.Logf("%3d labels: corrected coverage %.3f–%.3f; uncorrected %.3f–%.3f", n, lo, hi, nlo, nhi)
+	}
+}
+
+// TestKappaCoverage simulates CohenKappa's 95% interval for a judge
+// against people's yes/no labels over sizes 50–1,000, prevalence 0.1–0.5
+// and κ from 0.1 to 0.9 (2,000 runs a regime, seeded): its coverage must
+// lie in 0.92–0.97 (Cohen's simple standard error gave 0.835 at κ 0.91,
+// n = 50, and 0.985 at κ 0.16, n = 1,000). Printed with -v.
+func TestKappaCoverage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct {
+		n              int
+		prev, tpr, fpr float64
+	}{{50, 0.3, 0.95, 0.03}, {50, 0.3, 0.8, 0.15}, {50, 0.5, 0.6, 0.4}, {200, 0.3, 0.95, 0.03}, {200, 0.1, 0.6, 0.1},
+		{100, 0.5, 0.75, 0.25}, {1000, 0.5, 0.56, 0.43}, {1000, 0.2, 0.3, 0.15}, {1000, 0.3, 0.95, 0.03}} {
+		p11, p01 := c.prev*c.tpr, (1-c.prev)*c.fpr
+		po := p11 + (1-c.prev)*(1-c.fpr)
+		judged := p11 + p01
+		pe := judged*c.prev + (1-judged)*(1-c.prev)
+		truth := (po - pe) / (1 - pe)
+		cover, runs := 0, 2000
+		a, b := make([]string, c.n), make([]string, c.n)
+		for range runs {
+			for i := range a {
+				h := rng.Float64() < c.prev
+				p := c.fpr
+				if h {
+					p = c.tpr
+				}
+				a[i], b[i] = fmt.Sprint(rng.Float64() < p), fmt.Sprint(h)
+			}
+			if iv := CohenKappa(a, b, 0.95); iv.Low <= truth && truth <= iv.High {
+				cover++
+			}
+		}
+		cv := float64(cover) / float64(runs)
+		t.Logf("n %4d, prevalence %.1f, κ %.2f: coverage %.3f", c.n, c.prev, truth, cv)
+		if cv < 0.92 || cv > 0.97 {
+			t.Errorf("n %d, κ %.2f: coverage %.3f outside 0.92–0.97", c.n, truth, cv)
+		}
 	}
 }

@@ -239,7 +239,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		un := a.Units - a.Accuracy.N
 		for _, f := range []summary.Figure{
 			summary.IntervalFigure(j, "", "accuracy", j+".accuracy", a.Accuracy, un, "Wilson"),
-			summary.IntervalFigure(j, "", "κ", j+".kappa", a.Kappa, un, "Cohen's large-sample SE"),
+			summary.IntervalFigure(j, "", "κ", j+".kappa", a.Kappa, un, "Fleiss–Cohen–Everitt variance, Wilson score"),
 			summary.IntervalFigure(j, "", "TPR", j+".tpr", a.TPR, 0, "Wilson"),
 			summary.IntervalFigure(j, "", "FPR", j+".fpr", a.FPR, 0, "Wilson"),
 		} {
