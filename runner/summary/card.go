@@ -3,6 +3,7 @@ package summary
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"strings"
 
@@ -150,15 +151,24 @@ func JudgeCard(recs []rundir.Record, families map[string]string) ([]Table, []str
 		alpha := alphaAt(level)
 		panel, worth := "– (one judge)", "–"
 		if len(js) > 1 {
-			a, n, err := alphaN(alpha, d.matrix(q, js))
+			m := d.matrix(q, js)
+			a, n, err := alphaN(alpha, m)
 			panel = alphaCell(a, n, err, "units")
+			hi := math.NaN()
+			if err == nil {
+				var lo float64
+				var ok bool
+				if lo, hi, ok = alphaCI(alpha, m); ok {
+					panel = fmt.Sprintf("%.2f [%.2f, %.2f] (%d units)", a, lo, hi, n)
+				} else {
+					hi = math.NaN()
+				}
+			}
 			if err == nil && a > 0 {
 				worth = fmt.Sprintf("%.1f of %d", metrics.EffectiveJudges(len(js), a), len(js))
 			}
-			if err == nil {
-				if a < AlphaTentative {
-					warn = append(warn, fmt.Sprintf("%s %s: panel α %.2f", q.stage, q.name, a))
-				}
+			if err == nil && lowAlpha(a, hi, n) {
+				warn = append(warn, fmt.Sprintf("%s %s: panel α %.2f on %d units", q.stage, q.name, a, n))
 			}
 		}
 		var pooled [][2]float64
@@ -172,9 +182,9 @@ func JudgeCard(recs []rundir.Record, families map[string]string) ([]Table, []str
 			}
 			row := []string{j, q.stage, q.name}
 			for _, kind := range []string{"retest", "swap"} {
-				c, a, ok := checkCell(alpha, d.checks[q][j][kind])
-				if ok && a < AlphaTentative {
-					warn = append(warn, fmt.Sprintf("%s on %s %s: %s α %.2f", j, q.stage, q.name, kind, a))
+				c, a, hi, ok := checkCell(alpha, d.checks[q][j][kind])
+				if ok && lowAlpha(a, hi, len(d.checks[q][j][kind])) {
+					warn = append(warn, fmt.Sprintf("%s on %s %s: %s α %.2f on %d pairs", j, q.stage, q.name, kind, a, len(d.checks[q][j][kind])))
 				}
 				row = append(row, c)
 			}
@@ -182,7 +192,7 @@ func JudgeCard(recs []rundir.Record, families map[string]string) ([]Table, []str
 			judgeT.Rows = append(judgeT.Rows, row)
 		}
 	}
-	notes := []string{"judge card: panel α is Krippendorff's α across the judges at the quantity's level (nominal for yes/no, ordinal for a score scale, interval otherwise); \"judges worth\" is how many independent judges the panel's agreement makes it (Spearman–Brown with α as the judges' mean agreement); test–retest α compares a judge's verdict with the same request sent with another seed, order swap α a pairwise judgement with its two texts in the other order (both on the share of judgements --judge-checks draws); length bias is the slope of the quantity on the judged text's length; self-preference is how far a judge scores texts of its own model family above the rest of the panel, against how far it scores other texts above them. α ≥ 0.80 supports conclusions, 0.667 is the lowest for tentative ones (Krippendorff); under greedy decoding a retest measures the server's determinism"}
+	notes := []string{"judge card: panel α is Krippendorff's α across the judges at the quantity's level (nominal for yes/no, ordinal for a score scale, interval otherwise); \"judges worth\" is how many independent judges the panel's agreement makes it (Spearman–Brown with α as the judges' mean agreement); test–retest α compares a judge's verdict with the same request sent with another seed, order swap α a pairwise judgement with its two texts in the other order (both on the share of judgements --judge-checks draws); length bias is the slope of the quantity on the judged text's length; self-preference is how far a judge scores texts of its own model family above the rest of the panel, against how far it scores other texts above them. α ≥ 0.80 supports conclusions, 0.667 is the lowest for tentative ones (Krippendorff), warned of from 20 pairable units on (from 10 when its whole interval lies below 0.667); α's 95% interval is a percentile bootstrap over the units (500 resamples, seeded); under greedy decoding a retest measures the server's determinism"}
 	if len(warn) > 0 {
 		notes = append(notes, fmt.Sprintf("warning: judges agree too little for conclusions (α < %.3f): %s", AlphaTentative, strings.Join(warn, "; ")))
 	}
@@ -227,9 +237,9 @@ func (d cardData) judged(q quantity, j string) bool {
 }
 
 // checkCell is a check's α over its pairs as a cell, and α when measured.
-func checkCell(alpha func([][]float64) (float64, error), pairs [][]float64) (string, float64, bool) {
+func checkCell(alpha func([][]float64) (float64, error), pairs [][]float64) (cell string, a, hi float64, ok bool) {
 	if len(pairs) == 0 {
-		return "– (none checked)", math.NaN(), false
+		return "– (none checked)", math.NaN(), math.NaN(), false
 	}
 	a, n, err := alphaN(alpha, pairs)
 	if err != nil {
@@ -240,11 +250,25 @@ func checkCell(alpha func([][]float64) (float64, error), pairs [][]float64) (str
 			}
 		}
 		if same == len(pairs) {
-			return fmt.Sprintf("all %d pairs identical", len(pairs)), math.NaN(), false
+			return fmt.Sprintf("all %d pairs identical", len(pairs)), math.NaN(), math.NaN(), false
 		}
-		return alphaCell(a, n, err, "pairs"), math.NaN(), false
+		return alphaCell(a, n, err, "pairs"), math.NaN(), math.NaN(), false
 	}
-	return alphaCell(a, n, nil, "pairs"), a, true
+	if lo, hi, ok := alphaCI(alpha, pairs); ok {
+		return fmt.Sprintf("%.2f [%.2f, %.2f] (%d pairs)", a, lo, hi, n), a, hi, true
+	}
+	return alphaCell(a, n, nil, "pairs"), a, math.NaN(), true
+}
+
+// lowAlpha is whether an α below the tentative threshold is warned of: on
+// at least minAlphaUnits pairable units, or on at least half as many when
+// even its interval's upper bound lies below the threshold (a bootstrap
+// over fewer units understates its own spread, so it proves nothing).
+func lowAlpha(a, hi float64, n int) bool {
+	if a >= AlphaTentative {
+		return false
+	}
+	return n >= minAlphaUnits || n >= minAlphaUnits/2 && !math.IsNaN(hi) && hi < AlphaTentative
 }
 
 // minLengthRange is the least spread of judged texts' lengths (in 1,000s
@@ -319,6 +343,41 @@ func alphaAt(level string) func([][]float64) (float64, error) {
 		return metrics.KrippendorffOrdinal
 	}
 	return metrics.KrippendorffInterval
+}
+
+// minAlphaUnits is the fewest pairable units on which a low α is warned
+// about: on fewer, an α is shown with its interval but warns of nothing.
+const minAlphaUnits = 20
+
+// alphaBoot are the resamples of alphaCI (seeded: a summary made twice
+// shows the same interval).
+const alphaBoot = 500
+
+// alphaCI is a 95% percentile bootstrap interval for α: the units (rows)
+// resampled with replacement alphaBoot times, α computed on each. (A
+// resampling of units, not Krippendorff's own bootstrap of pairable
+// values.) ok is false when fewer than 80% of the resamples give an α.
+func alphaCI(alpha func([][]float64) (float64, error), data [][]float64) (lo, hi float64, ok bool) {
+	if len(data) < 2 {
+		return 0, 0, false
+	}
+	rng := rand.New(rand.NewPCG(1, uint64(len(data))))
+	var as []float64
+	re := make([][]float64, len(data))
+	for range alphaBoot {
+		for i := range re {
+			re[i] = data[rng.IntN(len(data))]
+		}
+		if a, err := alpha(re); err == nil && !math.IsNaN(a) {
+			as = append(as, a)
+		}
+	}
+	if len(as) < alphaBoot*8/10 {
+		return 0, 0, false
+	}
+	sort.Float64s(as)
+	at := func(q float64) float64 { return as[int(math.Round(q*float64(len(as)-1)))] }
+	return at(0.025), at(0.975), true
 }
 
 // alphaN is α and the number of pairable units it rests on.
