@@ -214,7 +214,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	}
 	sum := &summary.Summary{Suite: "judges", Metrics: map[string]float64{}}
 	t := summary.Table{Title: "Can these judges be trusted? Agreement with people's hallucination labels (95% intervals)",
-		Columns: []string{"judge", "units", "unscored", "accuracy", "Cohen's κ", "TPR (flags hallucinated)", "FPR (flags faithful)", "authors' rule: accuracy", "readings differ"}}
+		Columns: []string{"judge", "units", "unscored", "accuracy", "Cohen's κ", "TPR (flags hallucinated)", "FPR (flags faithful)", "judge yes / people yes, judge yes / people no, judge no / people yes, judge no / people no", "authors' rule: accuracy", "readings differ"}}
 	careful, authors := verdicts(decoded, false), verdicts(decoded, true)
 	rows := append([]string(nil), s.cfg.Judges...)
 	pm := panel(decoded, s.cfg.Judges)
@@ -230,10 +230,11 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			scored += a.Accuracy.N
 			units += a.Units
 		}
-		row := []string{j, fmt.Sprint(a.Units), cell(a.Unscored, true), cell(a.Accuracy, true), cell(a.Kappa, false), cell(a.TPR, true), cell(a.FPR, true), "–", "–"}
+		row := []string{j, fmt.Sprint(a.Units), cell(a.Unscored, true), cell(a.Accuracy, true), cell(a.Kappa, false), cell(a.TPR, true), cell(a.FPR, true),
+			fmt.Sprintf("%d, %d, %d, %d", a.TP, a.FP, a.FN, a.TN), "–", "–"}
 		if av, ok := authors[j]; ok {
-			row[7] = cell(metrics.Agreement(av, 0.95).Accuracy, true)
-			row[8] = fmt.Sprint(differ(careful[j], av))
+			row[8] = cell(metrics.Agreement(av, 0.95).Accuracy, true)
+			row[9] = fmt.Sprint(differ(careful[j], av))
 		}
 		t.Rows = append(t.Rows, row)
 		un := a.Units - a.Accuracy.N

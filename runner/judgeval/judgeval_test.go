@@ -129,6 +129,12 @@ func TestValidate(t *testing.T) {
 		if row[0] == "mute" && (row[3] != "–" || row[4] != "–" || !strings.HasPrefix(row[2], "100.0%")) {
 			t.Errorf("silent judge row %v: nothing measured must be –, its unscored share 100%%", row)
 		}
+		// The counts behind κ, TPR and FPR (8 units, half labelled
+		// hallucinated): the oracle agrees on all, yes flags all.
+		want := map[string]string{"oracle": "4, 0, 0, 4", "yes": "4, 4, 0, 0", "mute": "0, 0, 0, 0"}[row[0]]
+		if want != "" && row[7] != want {
+			t.Errorf("%s: confusion counts %q, want %q", row[0], row[7], want)
+		}
 	}
 	if len(tab.Rows) != 4 {
 		t.Errorf("rows %v: want 3 judges and the panel", tab.Rows)
