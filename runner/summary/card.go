@@ -31,6 +31,61 @@ const (
 
 type quantity struct{ stage, name string }
 
+// CardCostTitle heads the card's table of what each judge cost.
+const CardCostTitle = "Judge card: what each judge cost (its calls in this run's records)"
+
+// costTable is, per judge model, its calls in the records — judgements,
+// repair turns, the card's checks (retest and swap) and their share — and
+// the tokens it read and wrote. (Time is not kept per call: a run's
+// records are the same bytes whatever the schedule; the manifest's counts
+// hold the session's time.)
+func costTable(recs []rundir.Record) (Table, bool) {
+	type cost struct {
+		calls, repairs, checks, in, out int
+	}
+	by := map[string]*cost{}
+	for _, r := range recs {
+		for _, c := range r.Calls {
+			if c.Kind != "judge" && c.Kind != "repair" {
+				continue
+			}
+			k := by[c.Model]
+			if k == nil {
+				k = &cost{}
+				by[c.Model] = k
+			}
+			k.calls++
+			if c.Kind == "repair" {
+				k.repairs++
+			}
+			if strings.HasSuffix(c.Stage, "-retest") || strings.HasSuffix(c.Stage, "-swap") {
+				k.checks++
+			}
+			k.in += c.PromptTokens
+			k.out += c.EvalTokens
+		}
+	}
+	if len(by) == 0 {
+		return Table{}, false
+	}
+	t := Table{Title: CardCostTitle, Columns: []string{"judge", "calls", "repair turns", "checks (retest, swap)", "checks' share of its calls", "tokens in", "tokens out"}}
+	for _, j := range sortedKeys(by) {
+		k := by[j]
+		t.Rows = append(t.Rows, []string{j, fmt.Sprint(k.calls), fmt.Sprint(k.repairs), fmt.Sprint(k.checks),
+			fmt.Sprintf("%.1f%%", 100*float64(k.checks)/float64(k.calls)), fmt.Sprint(k.in), fmt.Sprint(k.out)})
+	}
+	return t, true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // CardJudgeTitle heads the card's per-judge table.
 const CardJudgeTitle = "Judge card, per judge: stable, order-blind, length-blind, impartial? (95% intervals)"
 
@@ -196,7 +251,11 @@ func JudgeCard(recs []rundir.Record, families map[string]string) ([]Table, []str
 	if len(warn) > 0 {
 		notes = append(notes, fmt.Sprintf("warning: judges agree too little for conclusions (α < %.3f): %s", AlphaTentative, strings.Join(warn, "; ")))
 	}
-	return []Table{panelT, judgeT}, notes
+	out := []Table{panelT, judgeT}
+	if ct, ok := costTable(recs); ok {
+		out = append(out, ct)
+	}
+	return out, notes
 }
 
 // values are every judge's values of q.
