@@ -227,3 +227,33 @@ func FuzzReadLabels(f *testing.F) {
 		}
 	})
 }
+
+// Where the labels cover three or more models, the import says whether the
+// panel ranks them as people do (Spearman's ρ over each model's labelled
+// units): a panel that flags in the reverse order of people gives −1.
+func TestModelOrderAgainstPeople(t *testing.T) {
+	var units []RunUnit
+	human := map[string]float64{}
+	for m, rates := range map[string][2]float64{"a": {0.2, 0.8}, "b": {0.5, 0.5}, "c": {0.8, 0.2}} {
+		for i := range 10 {
+			u := RunUnit{Item: fmt.Sprint(m, i), Stage: "judge", Unit: fmt.Sprint(m, i), Subject: m,
+				Values: map[string]map[string]float64{"j": {"hallucination": 0}}}
+			if float64(i) < rates[0]*10 {
+				u.Values["j"]["hallucination"] = 1
+			}
+			units = append(units, u)
+			if float64(i) < rates[1]*10 {
+				human["judge\x00"+u.Unit] = 1
+			} else {
+				human["judge\x00"+u.Unit] = 0
+			}
+		}
+	}
+	note, ok := rankAgreement(units, human, Quantity{Stage: "judge", Name: "hallucination", Binary: true})
+	if !ok || !strings.Contains(note, "-1.00 (3 models") {
+		t.Errorf("%v %q", ok, note)
+	}
+	if _, ok := rankAgreement(units[:20], human, Quantity{Stage: "judge", Name: "hallucination", Binary: true}); ok {
+		t.Error("ranked two models")
+	}
+}
