@@ -136,6 +136,28 @@ func quantities(units []RunUnit) []Quantity {
 	return out
 }
 
+// noVerdicts says why a run has no judged unit to put on a sheet: no judge
+// was asked, every judge reply went unread, or the run predates the
+// records of verdicts.
+func noVerdicts(recs []rundir.Record) error {
+	replies, failures := 0, 0
+	for _, r := range recs {
+		for _, c := range r.Calls {
+			if c.Kind == "judge" {
+				replies++
+			}
+		}
+		failures += len(r.Failures)
+	}
+	switch {
+	case replies == 0:
+		return errors.New("the run asked no judge: there is nothing judged to label")
+	case failures > 0:
+		return fmt.Errorf("none of the run's %d judge replies was read (%d judgements unscored; their raw replies are in the records): there is no verdict to label — a judge that cannot write the suite's verdict may read with --judge-format json", replies, failures)
+	}
+	return errors.New("the run recorded no judge verdict (runs of an older format did not record them: rerun or resume it with this halu to add them)")
+}
+
 // pick is the quantity named "stage/quantity" or "quantity" (empty: the
 // first yes/no quantity).
 func pick(units []RunUnit, name string) (Quantity, error) {
@@ -205,6 +227,9 @@ func Sheet(dir string, opt SheetOptions) (SheetFile, error) {
 		return SheetFile{}, err
 	}
 	units := RunUnits(recs)
+	if len(units) == 0 {
+		return SheetFile{}, fmt.Errorf("%s: %w", dir, noVerdicts(recs))
+	}
 	q, err := pick(units, opt.Quantity)
 	if err != nil {
 		return SheetFile{}, fmt.Errorf("%s: %w", dir, err)

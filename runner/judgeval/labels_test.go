@@ -12,6 +12,7 @@ import (
 
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
+	"halu/runner/rundir"
 	"halu/runner/engine/enginetest"
 	"halu/runner/smoke"
 )
@@ -255,5 +256,18 @@ func TestModelOrderAgainstPeople(t *testing.T) {
 	}
 	if _, ok := rankAgreement(units[:20], human, Quantity{Stage: "judge", Name: "hallucination", Binary: true}); ok {
 		t.Error("ranked two models")
+	}
+}
+
+// A run whose every judge reply went unread has nothing to label, and the
+// sheet says so — not that the run's format is old.
+func TestSheetOfAnUnreadRunNamesTheCause(t *testing.T) {
+	recs := []rundir.Record{{Calls: []rundir.CallLog{{Stage: "judge", Kind: "judge", Model: "j"}},
+		Failures: []rundir.Failure{{Stage: "judge", Model: "j", Reason: "no hallucination stated"}}}}
+	if err := noVerdicts(recs); err == nil || !strings.Contains(err.Error(), "none of the run's 1 judge replies was read (1 judgements unscored") {
+		t.Errorf("%v", err)
+	}
+	if err := noVerdicts(nil); err == nil || !strings.Contains(err.Error(), "asked no judge") {
+		t.Errorf("%v", err)
 	}
 }
