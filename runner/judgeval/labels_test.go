@@ -12,8 +12,8 @@ import (
 
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
-	"halu/runner/rundir"
 	"halu/runner/engine/enginetest"
+	"halu/runner/rundir"
 	"halu/runner/smoke"
 )
 
