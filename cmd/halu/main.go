@@ -96,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "halu: %v\n", err)
 		return exitUsage
 	}
-	root.SetArgs(args)
+	root.SetArgs(boolFlagsBeforeCommand(g, args))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err = root.ExecuteContext(ctx)
@@ -137,6 +137,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "halu: %v\n", err)
 		return exitRunError
 	}
+}
+
+// boolFlagsBeforeCommand lets an engine setting's yes/no flag stand before
+// the command, as its valued flags can ("halu --no-cache run …" as
+// "halu --cache DIR run …"): cobra, finding the command, takes a flag it
+// does not know yet to consume the next word, so a bare "--no-cache" there
+// is written "--no-cache=true".
+func boolFlagsBeforeCommand(g *globals, args []string) []string {
+	isBool := map[string]bool{}
+	for _, s := range g.eng.Settings() {
+		isBool[s.Name] = s.Value.Type() == "bool"
+	}
+	out := append([]string(nil), args...)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if !strings.HasPrefix(a, "-") {
+			break // the command: what follows is its own
+		}
+		name := strings.TrimLeft(a, "-")
+		b, known := isBool[name]
+		switch {
+		case b:
+			out[i] = a + "=true"
+		case known:
+			i++ // its value
+		}
+	}
+	return out
 }
 
 type usageError struct{ error }

@@ -863,3 +863,18 @@ func TestValidationThatMeasuredNothingFails(t *testing.T) {
 		t.Errorf("the run is not kept: %v", err)
 	}
 }
+
+// An engine setting's yes/no flag may stand before the command, as its
+// valued flags can: `halu --no-cache run …` runs without the cache.
+func TestBoolFlagBeforeTheCommand(t *testing.T) {
+	f := newFake(t)
+	cache := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run([]string{"--cache", cache, "--no-cache", "--ollama", f.Host(), "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "1", "--out", filepath.Join(t.TempDir(), "r")}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("--no-cache before the command wrote the cache: %v", entries)
+	}
+}
