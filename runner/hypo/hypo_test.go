@@ -838,3 +838,24 @@ func names(deps []setting.Departure) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// Fig. 4's row, like Table 2's, shows no figure when every greedy
+// hypothesis went unread and was counted wrong: a 0.00 there would rest on
+// no reply.
+func TestSelectionRowOfNothingRead(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Candidates = []string{"m"}, 2
+	s := &Suite{cfg: cfg}
+	rs := []Result{
+		{Gold: "stimulate", Greedy: &Hypothesis{}, Candidates: []Hypothesis{{}, {}}},
+		{Gold: "inhibit", Greedy: &Hypothesis{}, Candidates: []Hypothesis{{}, {}}},
+	}
+	row := s.selectionRow("m", "parametric", rs)
+	if row[2] != "–" || row[3] != "–" || row[7] != "2" {
+		t.Errorf("row %v: want – for greedy and majority, 2 unread", row)
+	}
+	rs[0].Greedy = &Hypothesis{Parsed: true, Label: "stimulate"}
+	if row := s.selectionRow("m", "parametric", rs); row[2] == "–" {
+		t.Errorf("row %v: one greedy hypothesis read, a figure is due", row)
+	}
+}

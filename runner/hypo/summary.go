@@ -332,7 +332,16 @@ func (s *Suite) selectionRow(model, setting string, rs []Result) []string {
 	if src != "" {
 		gsel = pct(share(grounded))
 	}
-	return []string{model, setting, pct(share(greedy)), pct(share(major)), gsel, fmt.Sprint(len(greedy)), fmt.Sprint(s.cfg.Candidates), fmt.Sprint(unread)}
+	g, m := pct(share(greedy)), pct(share(major))
+	if read := len(greedy) - unread; s.cfg.unreadWrong() && read <= 0 && unread > 0 {
+		// Every greedy hypothesis unread and counted wrong: as Table 2,
+		// no figure rests on no reply.
+		g, m = "–", "–"
+		if src != "" {
+			gsel = "–"
+		}
+	}
+	return []string{model, setting, g, m, gsel, fmt.Sprint(len(greedy)), fmt.Sprint(s.cfg.Candidates), fmt.Sprint(unread)}
 }
 
 func share(b []bool) float64 {
