@@ -715,3 +715,60 @@ func TestEmptyTableSaysWhy(t *testing.T) {
 		t.Error("an empty table without a reason says nothing")
 	}
 }
+
+// The paper's values are written in two places — each setting's
+// declaration (.Paper, what a run under the paper's protocol uses) and the
+// published tables' configurations (what the table was made with). Where
+// both give a value for one setting, they agree, but for the differences
+// named here, each with why: a drift between the two fails.
+func TestPublishedValuesAgreeWithTheDeclarations(t *testing.T) {
+	differ := map[string]string{
+		"LiveIdeaBench-202412.csv --scoring": "the December 2024 board was scored by the first release's scales; the paper's protocol is the current release's",
+	}
+	checked := 0
+	ec := engine.DefaultEngineConfig()
+	for _, d := range registry.All() {
+		refs, err := References(d.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list := append(d.Config().Settings(), ec.Settings()...)
+		for _, ref := range refs {
+			if ref.Published == nil {
+				continue
+			}
+			for name, e := range ref.Published.Settings {
+				if e.Value == "" || e.Unknown != "" || e.Assumed != "" || e.Ignore != "" {
+					continue
+				}
+				s, ok := list.Lookup(name)
+				if !ok {
+					continue
+				}
+				pv, ok := s.ProtocolValue(setting.ProtocolPaper)
+				if !ok {
+					continue
+				}
+				checked++
+				key := filepath.Base(ref.File) + " --" + name
+				saved := s.Value.String()
+				s.Value.Reset()
+				same := s.Value.Set(pv) == nil && sameValue(s, e)
+				s.Value.Reset()
+				s.Value.Set(saved)
+				if same {
+					continue
+				}
+				if why, ok := differ[key]; ok {
+					t.Logf("%s: the declaration's %q, the table's %q — on purpose: %s", key, pv, e.Value, why)
+					continue
+				}
+				t.Errorf("%s: the declaration's paper value %q, the published configuration's %q: one source has drifted", key, pv, e.Value)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d values checked", checked)
+	}
+	t.Logf("%d published values checked against the declarations", checked)
+}
