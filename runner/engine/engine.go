@@ -104,6 +104,30 @@ func feedOrder(todo []Item) []Item {
 // Suite is one benchmark. Process runs every model call an item needs through
 // c and returns the item's data (any JSON-encodable value); Summarize turns
 // records into metrics and tables.
+//
+// The contract in one place. Required: the five methods below. Optional,
+// each found by a type assertion where it is used — a suite implements
+// those its paper needs:
+//
+//   - Describer (this package): its prompt templates and data files, which
+//     the manifest records by hash and a resume checks.
+//   - Methods (this package): where its method departs from the paper's
+//     whatever the settings.
+//   - Sampled (this package): the items a --limit sample drew.
+//   - Windowed (this package): the context window its prompts need, asked
+//     before the first item.
+//   - summary.Measurer: its metric names, so a gate naming none is refused
+//     before the run.
+//   - summary.Rereader: its records under the other reading rule, for the
+//     figures shown beside the headline.
+//   - summary.Flagger: flags on its records for the report's sample
+//     browser.
+//   - summary.Comparable: its outcomes unit by unit, for halu compare.
+//   - io.Closer: stores it opened (an index, a graph), closed on every way
+//     out of a run.
+//
+// runner/smoke is the template: it shows the required methods and the
+// optional ones a simple suite has.
 type Suite interface {
 	Name() string
 	// Models lists every model the suite will call, so the engine can check
