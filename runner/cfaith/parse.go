@@ -123,7 +123,8 @@ func ParseHaluAnswers(reply string, n int) ([]string, error) {
 
 // labelTakenBack is what follows a type name the reply then takes back:
 // "EntErr? No — SpaErr", "AttrErr — not quite; rather RelErr", "实体错误？不对".
-var labelTakenBack = regexp.MustCompile(`(?i)^\s*(?:\([^()\n]{0,40}\))?\s*(?:[?？]|[\s,.:;—–-]*(?:no\b|not\b|wrong\b|不是|不对|不，|否))`)
+// ("EntErr — not SpaErr" contrasts the two: EntErr stands.)
+var labelTakenBack = regexp.MustCompile(`(?i)^\s*(?:\([^()\n]{0,40}\))?\s*(?:[?？]|[\s,.:;—–-]*(?:no\b|not (?:quite|really|exactly|right|correct)\b|wrong\b|incorrect\b|不是|不对|不，|否))`)
 
 // ParseLabel reads the labelling agent's reply: the type name it starts
 // with (the authors' code reads the first four characters), or else the
