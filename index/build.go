@@ -152,7 +152,7 @@ func (b *builder) parse(i int) {
 	f := b.files[i]
 	defer close(f.done)
 	defer close(f.ops)
-	if h, err := hashFile(b.inputs[i]); err == nil {
+	if h, err := FileSHA256(b.inputs[i]); err == nil {
 		in.SHA256 = h
 	}
 	err := ReadInput(b.inputs[i], func(op Op) error {
@@ -607,7 +607,8 @@ func (l *Literature) document(a Article, s *termScratch) (*document.Document, in
 	return doc, n
 }
 
-func hashFile(path string) (string, error) {
+// FileSHA256 is the hex sha256 of the file at path.
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

@@ -167,6 +167,12 @@ func yes(b bool) string {
 // error rates, provided the n labelled units are a random sample. NaN when
 // either side has fewer than two units.
 func PPIMean(unlabelled, labelledPred, labels []float64, level float64) Interval {
+	return ppi(unlabelled, labelledPred, labels, level, nil)
+}
+
+// ppi is PPIMean with, when floor is set, the rectifier's variance raised
+// to at least floor(rectifier).
+func ppi(unlabelled, labelledPred, labels []float64, level float64, floor func(rect []float64) float64) Interval {
 	N, n := len(unlabelled), len(labelledPred)
 	out := Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), N: n}
 	if N < 2 || n < 2 || len(labels) != n {
@@ -178,8 +184,12 @@ func PPIMean(unlabelled, labelledPred, labels []float64, level float64) Interval
 	}
 	theta := Mean(unlabelled) - Mean(rect)
 	vf, vr := SampleSD(unlabelled), SampleSD(rect)
+	vr2 := vr * vr
+	if floor != nil {
+		vr2 = math.Max(vr2, floor(rect))
+	}
 	z := distuv.UnitNormal.Quantile((1 + level) / 2)
-	half := z * math.Sqrt(vf*vf/float64(N)+vr*vr/float64(n))
+	half := z * math.Sqrt(vf*vf/float64(N)+vr2/float64(n))
 	out.Estimate, out.Low, out.High = theta, theta-half, theta+half
 	return out
 }
@@ -201,28 +211,17 @@ const PPIMinLabels = 100
 // of the error rate (k labelled units on which judge and people differ).
 // The interval is clipped to 0..1.
 func PPIShare(unlabelled, labelledPred, labels []float64, level float64) Interval {
-	N, n := len(unlabelled), len(labelledPred)
-	out := Interval{Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), N: n}
-	if N < 2 || n < 2 || len(labels) != n {
-		return out
-	}
-	rect := make([]float64, n)
-	k := 0
-	for i := range rect {
-		if rect[i] = labelledPred[i] - labels[i]; rect[i] != 0 {
-			k++
+	laplace := func(rect []float64) float64 {
+		k := 0
+		for _, r := range rect {
+			if r != 0 {
+				k++
+			}
 		}
+		pe := (float64(k) + 1) / (float64(len(rect)) + 2)
+		return pe * (1 - pe)
 	}
-	theta := Mean(unlabelled) - Mean(rect)
-	vf, vr := SampleSD(unlabelled), SampleSD(rect)
-	vr2 := vr * vr
-	if pe := (float64(k) + 1) / (float64(n) + 2); vr2 < pe*(1-pe) {
-		vr2 = pe * (1 - pe)
-	}
-	z := distuv.UnitNormal.Quantile((1 + level) / 2)
-	half := z * math.Sqrt(vf*vf/float64(N)+vr2/float64(n))
-	out.Estimate, out.Low, out.High = theta, theta-half, theta+half
-	return out.Clip(0, 1)
+	return ppi(unlabelled, labelledPred, labels, level, laplace).Clip(0, 1)
 }
 
 // NaiveMean is the uncorrected figure PPIMean is set beside: the mean of

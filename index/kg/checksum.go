@@ -1,15 +1,14 @@
 package kg
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"halu/index"
 )
 
 // The store's checksum: bbolt keeps none, and a byte changed inside a used
@@ -34,18 +33,7 @@ const checksumFile = "kg.db.sha256"
 var ErrUnverified error = inputError("kg.db has no checksum")
 
 // fileSum is the hex sha256 of the file at p.
-func fileSum(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+func fileSum(p string) (string, error) { return index.FileSHA256(p) }
 
 // verify checks kg.db in dir against its checksum and returns the digest.
 func verify(dir string) (string, error) {
