@@ -859,3 +859,40 @@ func TestSelectionRowOfNothingRead(t *testing.T) {
 		t.Errorf("row %v: one greedy hypothesis read, a figure is due", row)
 	}
 }
+
+// A parametric prompt shows no knowledge, but still needs its instructions
+// and the reply's cap: the run's window is raised to hold them (at
+// --num-ctx 640 a 2,048-token reply would run past it), and a model whose
+// trained context cannot hold them is refused before the first call.
+func TestParametricPromptsSizeTheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		ctxLen int
+		refuse bool
+	}{{4096, false}, {1024, true}} {
+		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+			return fakeollama.Reply{Content: `{"proposed_hypothesis": "positive_correlate"}`}
+		}, fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9, ContextLength: tc.ctxLen})
+		cfg := DefaultConfig()
+		cfg.Models, cfg.Knowledge, cfg.Tasks, cfg.Limit = []string{"m"}, []string{"parametric"}, []string{"chem-gene"}, 1
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := enginetest.New(t, srv.Host(), 1)
+		e.NumCtx = 640
+		res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		switch {
+		case tc.refuse:
+			// Refused before any item: the one call is the engine's
+			// calibration of the model's tokens (engine.Calls.Need).
+			if err == nil || !strings.Contains(err.Error(), "lower --max-tokens") || len(srv.Chats()) > 1 {
+				t.Errorf("context %d: %v, %d calls", tc.ctxLen, err, len(srv.Chats()))
+			}
+		case err != nil:
+			t.Fatal(err)
+		case res.Manifest.Serving.NumCtx < cfg.MaxTokens:
+			t.Errorf("context %d: the run's window %d cannot hold a %d-token reply", tc.ctxLen, res.Manifest.Serving.NumCtx, cfg.MaxTokens)
+		}
+		srv.Close()
+	}
+}

@@ -20,11 +20,12 @@ const kgLineBound = `Chemical 2,3,7,8-tetrachlorodibenzo-para-dioxin derivative 
 // KG lines — beside the instructions and the reply's cap (engine.Windowed).
 // A model whose trained context cannot hold them is refused before the
 // first item; --knowledge-fit drop (a named departure) instead leaves out
-// what does not fit the window asked.
+// what does not fit the window asked. A parametric prompt, which shows no
+// knowledge, still needs its instructions and the reply's cap: without
+// them, a reply runs past the window and the server drops the prompt's
+// beginning while it generates.
 func (s *Suite) Window(ctx context.Context, c *engine.Calls) (int, error) {
-	if s.cfg.KnowledgeFit == "drop" {
-		return 0, nil
-	}
+	drop := s.cfg.KnowledgeFit == "drop"
 	items, err := s.Items(ctx)
 	if err != nil {
 		return 0, err
@@ -34,8 +35,8 @@ func (s *Suite) Window(ctx context.Context, c *engine.Calls) (int, error) {
 	for _, it := range items {
 		p := it.Payload.(payload)
 		lit, kg := strings.Contains(p.setting, "lit"), strings.Contains(p.setting, "kg")
-		if !lit && !kg {
-			continue
+		if (lit || kg) && drop {
+			continue // fitted by leaving out what does not fit
 		}
 		background := p.item.Question
 		if p.open != nil {
@@ -67,9 +68,14 @@ func (s *Suite) Window(ctx context.Context, c *engine.Calls) (int, error) {
 			return 0, err
 		}
 		if n > needs[p.model].Tokens {
-			needs[p.model] = engine.WindowNeed{Tokens: n, Item: it.ID,
+			need := engine.WindowNeed{Tokens: n, Item: it.ID,
 				Holds:  fmt.Sprintf("the instructions, %d retrieved documents and %d KG lines whole, and --max-tokens %d for the reply", litK, maxKGEdges, s.cfg.MaxTokens),
 				Remedy: "choose a model with a longer context, lower --max-tokens, or pass --knowledge-fit drop to leave out what does not fit (a named departure)"}
+			if !lit && !kg {
+				need.Holds = fmt.Sprintf("the instructions and --max-tokens %d for the reply", s.cfg.MaxTokens)
+				need.Remedy = "choose a model with a longer context, or lower --max-tokens"
+			}
+			needs[p.model] = need
 		}
 	}
 	return engine.WindowFor(ctx, c, needs)
