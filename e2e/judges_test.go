@@ -81,8 +81,14 @@ func TestJudgesValidate(t *testing.T) {
 		t.Logf("SKIPPED the FELM set: %s is not here (FELM is CC BY-NC-SA and not shipped; set HALU_SHARED to a folder that holds it)", felm)
 		return
 	}
-	r = mustHalu(t, srv.Host, "judges", "validate", "--judges", "tiny", "--set", felm, "--limit", "4", "--judge-max-tokens", "24",
+	// The tiny judge cannot write HIC-Bench's one-line verdict: every
+	// reply is unscored, and a validation that measured nothing exits 1,
+	// saying so, with the set read and its summary printed.
+	r = halu(t, srv.Host, "judges", "validate", "--judges", "tiny", "--set", felm, "--limit", "4", "--judge-max-tokens", "24",
 		"--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "felm"))
+	if r.code != 1 || !strings.Contains(r.stderr, "nothing measured") {
+		t.Errorf("a validation whose every reply went unread: exit %d\n%s", r.code, r.stderr)
+	}
 	if !strings.Contains(r.stdout, "FELM") || !strings.Contains(r.stdout, "4 of its") {
 		t.Errorf("FELM run summary:\n%s", r.stdout)
 	}
