@@ -91,7 +91,9 @@ small() {
     # JSON judges for hic: the tiny judge cannot write the paper's one-line
     # verdict, and `halu judges sheet` needs verdicts to sample.
     *"run hic"*) echo "--questions 1 --answers 2 --max-tokens 40 --judge-max-tokens 160 --judge-format json" ;;
-    *"judges validate"*) echo "--limit 6 --judge-max-tokens 40" ;;
+    # JSON judges here too: a validation whose every reply went unread
+    # measured nothing, and exits 1.
+    *"judges validate"*) echo "--limit 6 --judge-max-tokens 120 --judge-format json" ;;
     *"run smoke"*) echo "--limit 2 --max-tokens 40" ;;
     *"run ideas"*) echo "--limit 1 --max-tokens 60 --judge-max-tokens 60 --fluency-max-tokens 20" ;;
     *"run hypo"*) echo "--limit 1 --tasks chem-gene --max-tokens 40 --verifier-max-tokens 48 --candidates 1 --knowledge-fit drop" ;;
