@@ -11,7 +11,7 @@ import (
 )
 
 // TestIdeas: LiveIdeaBench on the real server — stories260K (a real trained
-// model from ../shared/models) generates, and the tiny model under three
+// model carried in testdata/models) generates, and the tiny model under three
 // names (three seeds, three digests) is the panel; 3 keywords × 3 ideas.
 func TestIdeas(t *testing.T) {
 	srv := server(t, t.TempDir())

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # make test's short fuzzing: every Fuzz target of the module, found by name,
-# for FUZZTIME each (default 3s). The seed corpora run in every `go test`;
+# for FUZZTIME each (default 2s). The seed corpora run in every `go test`;
 # this also tries new inputs. A failing input is written under the
 # package's testdata/fuzz/ (commit it: it then runs in every go test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-t="${FUZZTIME:-3s}"
+t="${FUZZTIME:-2s}"
 grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
   pkg="./$(dirname "${f#./}")"
   for name in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do

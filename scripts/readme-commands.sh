@@ -183,4 +183,4 @@ csv.writer(open(sys.argv[2], "w", newline="")).writerows(rows)' runs/hic-1/label
   esac
   n=$((n + 1))
 done <"$WORK/commands"
-echo "readme-commands: $n commands ran as the README shows them; $skipped skipped"
+echo "readme-commands: $n commands ran as README.md and docs/ show them; $skipped skipped"

@@ -800,9 +800,12 @@ func TestExitCodesMatchTheREADME(t *testing.T) {
 	if r := halu(t, f, cache, "report", future, "--md"); r.code != exitUsage || !strings.Contains(r.stderr, "newer") {
 		t.Errorf("a run of a newer format: exit %d, want %d\n%s", r.code, exitUsage, r.stderr)
 	}
+	// No server, at the default retries: it fails at once (nothing listens:
+	// retrying would only delay the same answer), naming the doctor.
 	var out, errb bytes.Buffer
-	if code := run([]string{"--ollama", "127.0.0.1:1", "--retries", "1", "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "1", "--no-cache", "--out", filepath.Join(t.TempDir(), "r")}, &out, &errb); code != exitRunError {
-		t.Errorf("no server: exit %d, want %d\n%s", code, exitRunError, errb.String())
+	if code := run([]string{"--ollama", "127.0.0.1:1", "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "1", "--no-cache", "--out", filepath.Join(t.TempDir(), "r")}, &out, &errb); code != exitRunError ||
+		strings.Contains(errb.String(), "retrying") || !strings.Contains(errb.String(), "halu doctor") {
+		t.Errorf("no server: exit %d, want %d, no retry, the doctor named\n%s", code, exitRunError, errb.String())
 	}
 }
 
