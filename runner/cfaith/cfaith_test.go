@@ -732,3 +732,26 @@ func TestParseHaluAnswers(t *testing.T) {
 		t.Errorf("the authors' prompt not verbatim:\n%s", p3)
 	}
 }
+
+// Table 5 counts unscored answers (an answer not read, or its judge reply
+// not read) and names them so; the run's counts line counts judge replies
+// never read. Two counts, two names: the demo's "unscored 9" beside
+// "unscored judgements 0" was one name for both. An unscored choice answer
+// (no letter read; no judge asked) is one unscored answer and no judge
+// reply.
+func TestUnscoredAnswersAreNotJudgeReplies(t *testing.T) {
+	s := &Suite{}
+	b, _ := json.Marshal(Answer{Model: "m", Format: "choice", ID: "c1", Response: "I am not sure.", Scored: false})
+	sum, err := s.Summarize([]rundir.Record{{Item: "c1", Data: b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t5 := sum.Tables[0]
+	last := t5.Columns[len(t5.Columns)-1]
+	if !strings.Contains(last, "unscored answers") || t5.Rows[0][len(t5.Rows[0])-1] != "1" {
+		t.Errorf("Table 5: %q = %v", last, t5.Rows)
+	}
+	if sum.Tables[2].Rows != nil || !strings.Contains(sum.Tables[2].WhyEmpty(), "no true/false answer") {
+		t.Errorf("Figure 5 with no true/false answer: %+v", sum.Tables[2])
+	}
+}
