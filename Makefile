@@ -16,9 +16,9 @@ build:
 # Unit tests: in-process fake Ollama, race detector on; the index's build
 # tests once more on one core (a build must not hang at any CPU count);
 # then a few seconds of fuzzing for every input reader (scripts/fuzz-short.sh).
-# The two slowest index tests (exhaustive top-k over real data, the analyzer
-# on 50,000 texts: minutes under -race) skip in -short; test-slow runs them,
-# and CI runs both targets.
+# The slowest tests (exhaustive top-k over real data, the analyzer on 50,000
+# texts: minutes under -race; α's coverage simulation) skip in -short;
+# test-slow runs them, and CI runs both targets.
 test:
 	$(GO) test -race -short -count=1 $(PKGS)
 	GOMAXPROCS=1 $(GO) test -count=1 -run 'Build|Interrupted' ./index
@@ -26,6 +26,7 @@ test:
 
 test-slow:
 	$(GO) test -race -count=1 -run 'TestPrunedTopKIsExhaustive|TestAnalyzerMatchesEnglish' -v ./index
+	$(GO) test -count=1 -run 'TestAlphaCoverage' -v ./runner/summary
 
 # End-to-end: a real Ollama server on a free loopback port with its own
 # models directory, the tiny model imported, every path driven through the

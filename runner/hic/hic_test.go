@@ -619,7 +619,10 @@ func TestJudgeCardFindsAKnownBias(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.questions = []Question{{ID: 1, Field: "F", Question: "Q1?"}, {ID: 2, Field: "F", Question: "Q2?"}, {ID: 3, Field: "F", Question: "Q3?"}}
+	// Six questions × 2 answers × 2 models: 24 retest pairs a judge, enough
+	// for a low α to be warned of (on fewer it is too likely by chance).
+	s.questions = []Question{{ID: 1, Field: "F", Question: "Q1?"}, {ID: 2, Field: "F", Question: "Q2?"}, {ID: 3, Field: "F", Question: "Q3?"},
+		{ID: 4, Field: "F", Question: "Q4?"}, {ID: 5, Field: "F", Question: "Q5?"}, {ID: 6, Field: "F", Question: "Q6?"}}
 	e := enginetest.New(t, srv.Host(), 2)
 	e.JudgeChecks = 1
 	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})

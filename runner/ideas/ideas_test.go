@@ -674,7 +674,7 @@ func TestJudgeCardFindsOrderAndLengthBias(t *testing.T) {
 	}, genAndThreeJudges...)
 	defer srv.Close()
 	kwFile := filepath.Join(t.TempDir(), "kw.txt")
-	os.WriteFile(kwFile, []byte("meteorology\nbotany\ngeology\noceanography\nvolcanology\nglaciology\nseismology\nhydrology\n"), 0o644) // 12 swap pairs a judge: enough to warn of a low α
+	os.WriteFile(kwFile, []byte("meteorology\nbotany\ngeology\noceanography\nvolcanology\nglaciology\nseismology\nhydrology\nlimnology\nmineralogy\nentomology\nmycology\nvirology\nastronomy\npetrology\nbiophysics\nethology\noncology\n"), 0o644) // over 20 swap pairs a judge: enough to warn of a low α
 	cfg := DefaultConfig()
 	cfg.Models, cfg.Judges, cfg.Keywords, cfg.Limit, cfg.IdeasPerKeyword, cfg.FluencyPairs = []string{"gen"}, []string{"j1", "j2", "j3"}, kwFile, 0, 3, "all"
 	s, err := New(cfg)
