@@ -895,3 +895,9 @@ func ConflictReader(lang, response string) judging.Reader[Conflict] {
 		Check:  true,
 	}
 }
+
+// CorrectionReader reads the authors' corrector's reply for part back
+// into rules (Part.ReadCorrection), in a run and in the reply corpus.
+func CorrectionReader(lang string, rules RuleSet, part Part, name string) func(raw string) (RuleSet, error) {
+	return func(raw string) (RuleSet, error) { return part.ReadCorrection(lang, rules, raw, name) }
+}

@@ -335,7 +335,7 @@ var (
 	choiceBare  = regexp.MustCompile(`^[（(\[]?((?i)[A-D])[)）\]]?[.。:：、]?$`)
 	choiceLead  = regexp.MustCompile(`^[（(\[]?((?i)[A-D])(?:[)）\]]|[)）\]]?(?:[.。:：、]|\s+[-–—]\s))`)
 	choiceLabel = judging.NewLabelled("answer", `(?:final\s+|correct\s+)?(?:answer|choice|option)|正确答案|最终答案|答案|选项|选择`, `(?-i:[（(]?\s*([A-D])\b)`)
-	choiceIs    = regexp.MustCompile(`(?:\b(?i:answer|choice|option)\s+(?i:is|would be)|\bI (?i:choose|pick|select|would choose|would pick)|答案(?:是|为|应该是|应为)|(?:应为|应该是|应选)|正确(?:的)?(?:答案|选项)(?:是|为)|我选择?|应选择?|选择|选)(?:的是|是|为)?\s*(?:(?i:option)\s+|选项\s*)?[（(]?\s*([A-D])\b`)
+	choiceIs    = regexp.MustCompile(`(?:\b(?i:answer|choice|option)\s+(?i:is|would be)|\bI (?i:choose|pick|select|would choose|would pick)|答案(?:是|为|应该是|应为)|(?:更正|修正|纠正)[^。\n]{0,40}?(?:应为|应该是)|正确(?:的)?(?:答案|选项)(?:是|为)|我选择?|应选择?|选择|选)(?:的是|是|为)?\s*(?:(?i:option)\s+|选项\s*)?[（(]?\s*([A-D])\b`)
 )
 
 // ParseChoice is the option a model states as its answer: a reply that is

@@ -239,7 +239,7 @@ func (p *proposer) request(k int, name string) (localmodels.ChatRequest, func(st
 	}
 	req := localmodels.ChatRequest{Model: p.model, Options: authorsOptions(p.seed+k, 2048),
 		Messages: []localmodels.Message{{Role: "user", Content: CorrectorPrompt(p.lang, p.rules, part, f)}}}
-	return req, func(raw string) (RuleSet, error) { return part.ReadCorrection(p.lang, p.rules, raw, name) }, true
+	return req, CorrectionReader(p.lang, p.rules, part, name), true
 }
 
 func (p *proposer) Summarize(recs []rundir.Record) (*summary.Summary, error) {

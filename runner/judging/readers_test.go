@@ -184,7 +184,7 @@ func readReply(c replyCase, readers string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		out, err := judged(c, readers, judging.TextReader(func(raw string) (cfaith.RuleSet, error) { return part.ReadCorrection(c.Lang, rs, raw, "t") }))
+		out, err := judged(c, readers, judging.TextReader(cfaith.CorrectionReader(c.Lang, rs, part, "t")))
 		switch {
 		case err != nil:
 			return "", err

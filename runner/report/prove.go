@@ -190,6 +190,13 @@ type RunFacts struct {
 	// Models are the models the run was served, by canonical name (the
 	// manifest's: family, parameter count, digest).
 	Models map[string]localmodels.ModelInfo
+	// Assumed are, by setting, the values halu assumes where a paper is
+	// silent (AssumedValues): an assumption holds only for a run that used
+	// that value.
+	Assumed map[string]string
+	// Format is the run's format: only a run of the current one records
+	// every reply the two readers read differently.
+	Format int
 	// UncountedRepairs counts the judges' repair turns recorded before
 	// halu counted the verdicts read from them (Counts.JudgeRepaired; a
 	// repair turn's log without CallLog.Counted), in an old run or in the
@@ -201,7 +208,7 @@ type RunFacts struct {
 // Facts reads a run's facts from its manifest and summary: its settings
 // through the suite's declaration (migrating an older run format).
 func Facts(m *rundir.Manifest, sum *summary.Summary) RunFacts {
-	f := RunFacts{Counts: m.Counts, Datasets: m.Datasets, Models: map[string]localmodels.ModelInfo{}}
+	f := RunFacts{Counts: m.Counts, Datasets: m.Datasets, Models: map[string]localmodels.ModelInfo{}, Format: m.Format}
 	for _, mi := range m.Models {
 		f.Models[localmodels.CanonicalName(mi.Name)] = mi
 	}
@@ -221,7 +228,25 @@ func Facts(m *rundir.Manifest, sum *summary.Summary) RunFacts {
 		return f
 	}
 	f.Settings = append(cfg.Settings(), ec.Settings()...)
+	f.Assumed = AssumedValues(def)
 	return f
+}
+
+// AssumedValues are, by setting, the values a run of suite d takes where
+// the paper is silent: the value its paper protocol declares, else its
+// default. A published table's "assumed" entry is an assumption for a run
+// with that value; another value is a difference like any other.
+func AssumedValues(d engine.Declaration) map[string]string {
+	ec := engine.DefaultEngineConfig()
+	out := map[string]string{}
+	for _, s := range append(d.Config().Settings(), ec.Settings()...) {
+		if v, ok := s.ProtocolValue(setting.ProtocolPaper); ok {
+			out[s.Name] = v
+		} else {
+			out[s.Name] = s.Display()
+		}
+	}
+	return out
 }
 
 // compared reports whether a setting is one a published table is compared
@@ -262,10 +287,12 @@ func (r Reference) Prove(f RunFacts) Verdict {
 		case !ok:
 			diff = fmt.Sprintf("--%s %s (the published configuration does not say)", s.Name, s.Display())
 		case e.Ignore != "":
-		case e.Assumed != "":
+		case e.Assumed != "" && f.assumes(s):
 			v.Assumptions = append(v.Assumptions, fmt.Sprintf("--%s %s (unstated: %s)", s.Name, s.Display(), e.Assumed))
 			continue
-		case s.Name == "readers" && !sameValue(s, e) && f.Counts.ReaderDisagreements == 0 && f.Settings != nil:
+		case e.Assumed != "":
+			diff = fmt.Sprintf("--%s %s (unstated by the paper — %s; the value halu assumes is %s)", s.Name, s.Display(), e.Assumed, f.Assumed[s.Name])
+		case s.Name == "readers" && !sameValue(s, e) && f.Counts.ReaderDisagreements == 0 && f.Format == rundir.FormatVersion:
 			v.Inapplicable = append(v.Inapplicable, fmt.Sprintf("--%s %s (published: %s): the run's records hold no reply the two readers read differently, so the reading rule changes no number", s.Name, s.Display(), e))
 			continue
 		case e.Unknown != "":
@@ -322,6 +349,13 @@ func (r Reference) Prove(f RunFacts) Verdict {
 		v.Label = LabelComparable
 	}
 	return v
+}
+
+// assumes reports whether the run used the value halu assumes for s (a
+// run whose assumed values are not known assumes nothing).
+func (f RunFacts) assumes(s setting.Setting) bool {
+	v, ok := f.Assumed[s.Name]
+	return ok && (s.Value.Same(v) || s.Display() == v)
 }
 
 // sameValue compares a run's value with the published one: as a set where

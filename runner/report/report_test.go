@@ -185,7 +185,7 @@ func facts(t *testing.T, suite string, set map[string]string) RunFacts {
 	}
 	// The models served are the published ones by evidence, unless a
 	// case says otherwise (RunFacts.Models).
-	return RunFacts{Settings: list, Models: map[string]localmodels.ModelInfo{
+	return RunFacts{Settings: list, Assumed: AssumedValues(d), Format: rundir.FormatVersion, Models: map[string]localmodels.ModelInfo{
 		"llama3.1:8b": {Name: "llama3.1:8b", Family: "llama", ParameterCount: 8_030_261_248}}}
 }
 
@@ -269,6 +269,9 @@ func TestProveLabels(t *testing.T) {
 		// A difference that cannot apply: no reply the two readers read
 		// differently, so the reading rule changes no number.
 		{"careful reading, no reply read otherwise", with(map[string]string{"readers": "halu"}), nil, LabelComparable, nil},
+		// A run of an older format may not have recorded the replies the
+		// readers read differently: its 0 proves nothing.
+		{"careful reading, an older run", with(map[string]string{"readers": "halu"}), func(f *RunFacts) { f.Format = 1 }, LabelReference, []string{"--readers halu (published: paper)"}},
 		{"server defaults", with(map[string]string{"default-top-p": "server"}), nil, LabelReference, []string{"--default-top-p server (published: 1)"}},
 		{"unknown", same, func(f *RunFacts) { pub.Settings["max-tokens"] = Entry{Unknown: "lost"} }, LabelReference, []string{"--max-tokens 48 (published: not known — lost)"}},
 		{"cut", same, func(f *RunFacts) { pub.Settings["max-tokens"] = Entry{Value: "48"}; f.ContentCut = 3 }, LabelReference,
@@ -688,7 +691,18 @@ func TestFaithfulRunReachesItsLabel(t *testing.T) {
 			s.Value.Reset()
 			s.Value.Set("2")
 			if v := ref.Prove(f); v.Label != LabelReference || !strings.Contains(strings.Join(v.Differences, "; "), "--limit 2") {
-				t.Errorf("%s with another temperature: %s", ref.File, v.Why())
+				t.Errorf("%s with a sample: %s", ref.File, v.Why())
+			}
+			s.Value.Reset()
+			s.Value.Set(set["limit"])
+			// A value the paper leaves unstated is an assumption only at
+			// the value halu assumes: a shorter cap is a difference.
+			if s, ok := f.Settings.Lookup("max-tokens"); ok && ref.Published.Settings["max-tokens"].Assumed != "" {
+				s.Value.Reset()
+				s.Value.Set("40")
+				if v := ref.Prove(f); v.Label != LabelReference || !strings.Contains(strings.Join(v.Differences, "; "), "--max-tokens 40 (unstated by the paper") {
+					t.Errorf("%s with a 40-token cap: %s", ref.File, v.Why())
+				}
 			}
 		}
 	}
