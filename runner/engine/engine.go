@@ -18,10 +18,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -719,19 +721,14 @@ func sameAsBefore(dir string, priorFPs, fps []rundir.Fingerprint, priorData, dat
 			why = append(why, "model "+d)
 		}
 	}
-	names := make([]string, 0, len(priorData))
-	for name := range priorData {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(priorData)) {
 		was := priorData[name]
 		now, ok := data[name]
 		switch {
 		case !ok:
 			why = append(why, fmt.Sprintf("data file %s: not read now", name))
 		case was.SHA256 != "" && now.SHA256 != was.SHA256:
-			why = append(why, fmt.Sprintf("data file %s (%s): sha256 %s when the run was made, %s now", name, now.Path, short(was.SHA256), short(now.SHA256)))
+			why = append(why, fmt.Sprintf("data file %s (%s): sha256 %s when the run was made, %s now", name, now.Path, localmodels.ShortDigest(was.SHA256), localmodels.ShortDigest(now.SHA256)))
 		}
 	}
 	if len(why) == 0 {
@@ -739,13 +736,6 @@ func sameAsBefore(dir string, priorFPs, fps []rundir.Fingerprint, priorData, dat
 	}
 	return fmt.Errorf("%w: %s cannot be resumed:\n  %s\nthe items done were measured on what the run recorded: serve the run's own models and files again, or make a new run into another directory (--out NEW)",
 		ErrNotTheSameRun, dir, strings.Join(why, "\n  "))
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 // describeModels records the engine's serving settings and each model the

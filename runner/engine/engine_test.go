@@ -198,23 +198,9 @@ func TestDigestChangeInvalidatesCache(t *testing.T) {
 
 func TestInterruptAndResumeEachItemOnce(t *testing.T) {
 	srv := server(t, goodJudge)
-	ctx, cancel := context.WithCancel(context.Background())
-	var judged atomic.Int32
-	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
-		if r.Model == "judge" {
-			if judged.Add(1) == 4 {
-				cancel()
-			}
-			return fakeollama.Reply{Content: `{"score": 3}`}
-		}
-		return fakeollama.Reply{Content: "answer " + r.LastUser()}
-	})
 	dir := filepath.Join(t.TempDir(), "run")
 	cacheDir := t.TempDir()
-	_, err := newEngine(t, srv.Host(), cacheDir).Run(ctx, &testSuite{n: 20}, engine.RunSpec{Dir: dir})
-	if !errors.Is(err, engine.ErrInterrupted) {
-		t.Fatalf("err = %v, want interrupted", err)
-	}
+	interrupted(t, srv, cacheDir, dir, 20)
 	m, _ := rundir.ReadManifest(dir)
 	if m.Status != "interrupted" {
 		t.Fatalf("status %q", m.Status)

@@ -297,6 +297,19 @@ func NewLabelled(name, label, value string) *Labelled {
 // All returns every value stated for the field in s, with what follows each
 // (so a caller can reject "3-4" or "3 or 4").
 func (l *Labelled) All(s string) (vals, after []string) {
+	for _, st := range l.statements(s) {
+		vals, after = append(vals, st.val), append(after, st.after)
+	}
+	return vals, after
+}
+
+// statement is one value stated for a field: the value, the 12 bytes after
+// it, and the rest of its line.
+type statement struct{ val, after, line string }
+
+// statements finds every statement of the field in s, in one pass.
+func (l *Labelled) statements(s string) []statement {
+	var out []statement
 	for _, m := range l.re.FindAllStringSubmatchIndex(s, -1) {
 		if m[3] > m[2] && m[5] == m[4] && closesQuote(s[m[7]:]) {
 			// 'Score: 10' — a verdict in quotes that close right after
@@ -304,33 +317,14 @@ func (l *Labelled) All(s string) (vals, after []string) {
 			// judge's own statement.
 			continue
 		}
-		vals = append(vals, s[m[6]:m[7]])
-		end := m[7] + 12
-		if end > len(s) {
-			end = len(s)
+		rest := s[m[7]:]
+		line := rest
+		if j := strings.IndexByte(rest, '\n'); j >= 0 {
+			line = rest[:j]
 		}
-		after = append(after, s[m[7]:end])
+		out = append(out, statement{val: s[m[6]:m[7]], after: rest[:min(12, len(rest))], line: line})
 	}
-	return vals, after
-}
-
-// lineAfter is the rest of the line after the i-th statement All finds.
-func (l *Labelled) lineAfter(s string, i int) string {
-	ms := l.re.FindAllStringSubmatchIndex(s, -1)
-	k := -1
-	for _, m := range ms {
-		if m[3] > m[2] && m[5] == m[4] && closesQuote(s[m[7]:]) {
-			continue
-		}
-		if k++; k == i {
-			rest := s[m[7]:]
-			if j := strings.IndexByte(rest, '\n'); j >= 0 {
-				rest = rest[:j]
-			}
-			return rest
-		}
-	}
-	return ""
+	return out
 }
 
 // One is the single value the field is stated as: every statement must agree
@@ -440,13 +434,13 @@ var yesNoPivot = regexp.MustCompile(`(?i)\b(?:so|thus|therefore|hence|actually|r
 // "false" read as yes and no). "Yes/No" — the format's placeholder, left in
 // or echoed — states nothing.
 func (l *Labelled) YesNo(s string) (bool, error) {
-	vals, after := l.All(s)
 	var got []string
-	for i, v := range vals {
-		if yesNoAlt.MatchString(after[i]) {
+	for _, st := range l.statements(s) {
+		v := st.val
+		if yesNoAlt.MatchString(st.after) {
 			continue
 		}
-		if m := yesNoPivot.FindStringSubmatch(l.lineAfter(s, i)); m != nil {
+		if m := yesNoPivot.FindStringSubmatch(st.line); m != nil {
 			turned := strings.ToLower(m[1] + m[2])
 			if (turned == "yes" || turned == "true" || turned == "是") != (strings.EqualFold(v, "yes") || strings.EqualFold(v, "true")) {
 				return false, fmt.Errorf("%s stated as %s, then turned round on its line", l.name, v)

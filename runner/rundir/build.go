@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"halu/localmodels"
 )
 
 // Build identifies the halu binary that runs by content: its version (the
@@ -87,7 +89,7 @@ func FingerprintDiff(a, b []Fingerprint) []string {
 		}
 		add("digest", fa.Digest, fb.Digest)
 		add("quantization", fa.Quantization, fb.Quantization)
-		add("template", short(fa.Template), short(fb.Template))
+		add("template", localmodels.ShortDigest(fa.Template), localmodels.ShortDigest(fb.Template))
 		add("server version", fa.ServerVersion, fb.ServerVersion)
 		add("context", fmt.Sprint(fa.NumCtx), fmt.Sprint(fb.NumCtx))
 		add("API", fa.API, fb.API)
@@ -112,13 +114,6 @@ func FingerprintDiff(a, b []Fingerprint) []string {
 func orNone(s string) string {
 	if s == "" {
 		return "none"
-	}
-	return s
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
 	}
 	return s
 }

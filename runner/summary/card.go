@@ -2,8 +2,10 @@ package summary
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -69,21 +71,12 @@ func costTable(recs []rundir.Record) (Table, bool) {
 		return Table{}, false
 	}
 	t := Table{Title: CardCostTitle, Columns: []string{"judge", "calls", "repair turns", "checks (retest, swap)", "checks' share of its calls", "tokens in", "tokens out"}}
-	for _, j := range sortedKeys(by) {
+	for _, j := range slices.Sorted(maps.Keys(by)) {
 		k := by[j]
 		t.Rows = append(t.Rows, []string{j, fmt.Sprint(k.calls), fmt.Sprint(k.repairs), fmt.Sprint(k.checks),
 			fmt.Sprintf("%.1f%%", 100*float64(k.checks)/float64(k.calls)), fmt.Sprint(k.in), fmt.Sprint(k.out)})
 	}
 	return t, true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // CardJudgeTitle heads the card's per-judge table.
