@@ -26,7 +26,7 @@ func realEngine(t testing.TB, host string) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engine.Engine{Client: c, Cache: cache, Parallel: 1, ItemsInFlight: 1}
+	return &engine.Engine{Client: c, Cache: cache, Config: engine.EngineConfig{Parallel: 1, ItemsInFlight: 1}}
 }
 
 // TestEmbedSameTextSimilarityOne: the same text embedded twice through the
@@ -96,7 +96,7 @@ func TestEmbedBetweenChatsNoReload(t *testing.T) {
 	srv, logPath := serverWithLog(t, t.TempDir())
 	importTiny(t, srv.Host, "1", "tiny")
 	e := realEngine(t, srv.Host)
-	e.NumCtx, e.NumThread, e.KeepAlive = 2048, 1, 5*time.Minute
+	e.Config.NumCtx, e.Config.NumThread, e.Config.KeepAlive = 2048, 1, 5*time.Minute
 	c := e.NewCalls("reload-check")
 	ctx := context.Background()
 	for i := range 2 {

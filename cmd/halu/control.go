@@ -14,6 +14,7 @@ import (
 
 	"halu/runner/engine"
 	"halu/runner/rundir"
+	"halu/runner/setting"
 	"halu/runner/summary"
 )
 
@@ -101,13 +102,6 @@ func allFlags(cmd *cobra.Command) []*pflag.Flag {
 	return out
 }
 
-// envName is the environment variable that sets a flag: HALU_ and the
-// flag's name in capitals, dashes as underscores (--max-tokens:
-// HALU_MAX_TOKENS).
-func envName(flag string) string {
-	return "HALU_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
-
 // applySettings fills every flag not given on the command line from its
 // HALU_ environment variable, else from the run file: flags override the
 // environment, which overrides the file.
@@ -142,8 +136,8 @@ func applyTo(flags []*pflag.Flag, fromFile map[string][]string, file string) err
 		}
 		var vals []string
 		source := ""
-		if v, ok := os.LookupEnv(envName(f.Name)); ok {
-			vals, source = []string{v}, envName(f.Name)
+		if v, ok := os.LookupEnv(setting.EnvName(f.Name)); ok {
+			vals, source = []string{v}, setting.EnvName(f.Name)
 		} else if v, ok := fromFile[f.Name]; ok {
 			vals, source = v, file
 		} else {

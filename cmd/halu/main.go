@@ -16,7 +16,6 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -278,49 +277,24 @@ func (g *globals) client() (*localmodels.Client, error) {
 // --backend servers, else Ollama at --ollama; several make a pool, each
 // with --parallel slots.
 func (g *globals) server() (localmodels.Backend, error) {
-	var members []localmodels.Backend
 	e := g.eng
-	timeout := max(e.Timeout, e.Budget+e.Idle)
-	if len(e.Backends) == 0 {
+	specs, flag := e.Backends, "--backend"
+	if len(specs) == 0 {
+		flag = "--ollama"
 		for _, h := range strings.Split(e.Ollama, ",") {
-			c, err := localmodels.New(strings.TrimSpace(h), timeout)
-			if err != nil {
-				return nil, usageError{err}
-			}
-			members = append(members, c)
+			specs = append(specs, "ollama="+strings.TrimSpace(h))
 		}
 	}
-	for _, spec := range e.Backends {
-		kind, addr, ok := strings.Cut(spec, "=")
-		switch {
-		case !ok || strings.TrimSpace(addr) == "":
-			return nil, usagef("--backend %q: want openai=URL or ollama=HOST", spec)
-		case kind == "ollama":
-			c, err := localmodels.New(addr, timeout)
-			if err != nil {
-				return nil, usageError{err}
-			}
-			members = append(members, c)
-		case kind == "openai":
-			o, err := localmodels.NewOpenAI(addr, timeout, os.Getenv(engine.APIKeyEnv))
-			if err != nil {
-				return nil, usageError{err}
-			}
-			o.Logf = func(format string, args ...any) { fmt.Fprintf(g.stderr, format, args...) }
-			members = append(members, o)
-		default:
-			return nil, usagef("--backend %q: unknown kind %q (want openai or ollama)", spec, kind)
-		}
-	}
-	if len(members) == 1 {
-		return members[0], nil
-	}
-	p, err := localmodels.NewPool(members, e.Parallel)
+	b, err := localmodels.DialAll(specs, e.Parallel, localmodels.DialOptions{
+		// The HTTP client's limit is a safety net behind the stream's own.
+		Timeout: max(e.Timeout, e.Budget+e.Idle),
+		APIKey:  os.Getenv(engine.APIKeyEnv),
+		Logf:    func(format string, args ...any) { fmt.Fprintf(g.stderr, format, args...) },
+	})
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usageError{fmt.Errorf("%s: %w", flag, err)}
 	}
-	p.Logf = func(format string, args ...any) { fmt.Fprintf(g.stderr, format, args...) }
-	return p, nil
+	return b, nil
 }
 
 func (g *globals) engine() (*engine.Engine, error) {
@@ -328,42 +302,12 @@ func (g *globals) engine() (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	ec := g.eng
-	parallel := ec.Parallel
-	if p, ok := c.(*localmodels.Pool); ok {
-		parallel *= p.Size() // each server has --parallel slots
+	e, err := engine.New(g.eng, c)
+	if err != nil {
+		return nil, err
 	}
-	e := &engine.Engine{
-		Config:       ec,
-		Readers:      ec.Readers,
-		JudgeChecks:  ec.JudgeChecks,
-		Client:       c,
-		Parallel:     parallel,
-		Retry:        engine.Retry{Attempts: ec.Retries, Base: time.Second, Max: 20 * time.Second},
-		CallTimeout:  ec.Timeout,
-		IdleTimeout:  ec.Idle,
-		Budget:       ec.Budget,
-		NumCtx:       ec.NumCtx,
-		NumThread:    ec.NumThread,
-		KeepAlive:    ec.KeepAlive,
-		JudgeRepairs: ec.JudgeRepairs,
-
-		ItemsInFlight: ec.ItemsInFlight,
-		Log:           g.stderr,
-		Interactive:   isTerminal(g.stderr),
-		Columns:       termWidth(g.stderr),
-		Version:       rundir.Build(version, revision),
-	}
-	if ec.Repeats > 0 {
-		e.Repetition = localmodels.Repetition{MinRepeats: ec.Repeats, MinChars: localmodels.DefaultRepetition.MinChars, MaxSpan: localmodels.DefaultRepetition.MaxSpan}
-	}
-	if !ec.NoCache {
-		cache, err := engine.OpenCache(ec.Cache)
-		if err != nil {
-			return nil, err
-		}
-		e.Cache = cache
-	}
+	e.Log, e.Interactive, e.Columns = g.stderr, isTerminal(g.stderr), termWidth(g.stderr)
+	e.Version = rundir.Build(version, revision)
 	return e, nil
 }
 

@@ -288,8 +288,9 @@ func TestRunFileAndEnvironment(t *testing.T) {
 	}
 	json.Unmarshal(m.Config, &cfg)
 	// The flag beats the file; the environment beats the file.
-	if cfg.Limit != 3 || cfg.MaxTokens != 20 || len(cfg.Models) != 1 || m.Flags["num-ctx"] != "2048" || m.Serving.NumCtx != 2048 {
-		t.Errorf("config %+v, flags num-ctx %q, serving %+v", cfg, m.Flags["num-ctx"], m.Serving)
+	ec, err := engine.Recorded(m)
+	if err != nil || cfg.Limit != 3 || cfg.MaxTokens != 20 || len(cfg.Models) != 1 || m.Flags["num-ctx"] != "2048" || ec.NumCtx != 2048 {
+		t.Errorf("config %+v, flags num-ctx %q, engine %+v (%v)", cfg, m.Flags["num-ctx"], ec, err)
 	}
 	os.WriteFile(file, []byte("models: [gen]\n\nmodle: x\n"), 0o644)
 	r = halu(t, f, cache, "run", "smoke", "-f", file, "--out", filepath.Join(dir, "x"))
@@ -445,8 +446,9 @@ func TestNumThread(t *testing.T) {
 		}
 	}
 	m, _ := rundir.ReadManifest(filepath.Join(dir, "a"))
-	if m.Serving.NumThread != 1 || m.Counts.ModelCalls != len(chats) || len(chats) == 0 {
-		t.Fatalf("manifest num_thread %d, %d calls (server saw %d)", m.Serving.NumThread, m.Counts.ModelCalls, len(chats))
+	ec, err := engine.Recorded(m)
+	if err != nil || ec.NumThread != 1 || m.Counts.ModelCalls != len(chats) || len(chats) == 0 {
+		t.Fatalf("manifest num_thread %d (%v), %d calls (server saw %d)", ec.NumThread, err, m.Counts.ModelCalls, len(chats))
 	}
 	if r := halu(t, f, cache, append(args, "--out", filepath.Join(dir, "b"))...); r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)

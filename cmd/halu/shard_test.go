@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,10 +69,22 @@ func TestShardsMergeToTheWholeRun(t *testing.T) {
 	if r := halu(t, f, t.TempDir(), append(args, "--shard", "2/2", "--seed", "9", "--out", other)...); r.code != exitOK {
 		t.Fatalf("other: exit %d: %s", r.code, r.stderr)
 	}
+	// Shard 2 as a halu that split by the list's own order wrote it: it
+	// holds other items than a seeded shard 2.
+	legacy := filepath.Join(dir, "legacy2")
+	if err := os.CopyFS(legacy, os.DirFS(shards[1])); err != nil {
+		t.Fatal(err)
+	}
+	ml, _ := rundir.ReadManifest(legacy)
+	ml.Shard.Seed = 0
+	if err := rundir.WriteManifest(legacy, ml); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		dirs []string
 		want string
 	}{
+		{[]string{shards[0], legacy}, "items ordered by shard seed 1 vs 0"},
 		{[]string{shards[0]}, "shard 2/2 missing"},
 		{[]string{shards[0], shards[0]}, "shard 1/2 is both"},
 		{[]string{shards[0], other}, "differ: configuration"},

@@ -55,12 +55,13 @@ func TestLiteraturePromptsShowEveryDocument(t *testing.T) {
 	if k := res.Knowledge; len(k.PMIDs) != 32 || k.Fit.DocsDropped != 0 {
 		t.Errorf("long: %d documents shown, %d dropped; want 32, 0", len(k.PMIDs), k.Fit.DocsDropped)
 	}
-	if m.Serving.NumCtx <= 4096 || m.Serving.NumCtx%1024 != 0 || len(m.Departures) != 0 {
-		t.Errorf("long: num_ctx %d, departures %v", m.Serving.NumCtx, m.Departures)
+	ec, err := engine.Recorded(m)
+	if err != nil || ec.NumCtx <= 4096 || ec.NumCtx%1024 != 0 || len(m.Departures) != 0 {
+		t.Errorf("long: num_ctx %d (%v), departures %v", ec.NumCtx, err, m.Departures)
 	}
 	for _, n := range numCtx["long"] {
-		if int(n) != m.Serving.NumCtx {
-			t.Errorf("long: a generation asked num_ctx %v, the run's is %d", n, m.Serving.NumCtx)
+		if int(n) != ec.NumCtx {
+			t.Errorf("long: a generation asked num_ctx %v, the run's is %d", n, ec.NumCtx)
 		}
 	}
 	if !strings.Contains(r.stderr, "num_ctx") {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"halu/runner/engine"
 	"halu/runner/judging"
+	"halu/runner/rundir"
 )
 
 // Round is one row of Table 3: the validation pass rates of the prompt kept
@@ -351,8 +351,7 @@ func (o Optimizer) build(ctx context.Context, dir string, rs RuleSet, docs []str
 // RunOrResume runs s into dir, or resumes the run already there: a
 // construction that was interrupted picks up where it stopped.
 func RunOrResume(ctx context.Context, e *engine.Engine, s engine.Suite, dir string, cfg any) (*engine.Result, error) {
-	_, err := os.Stat(filepath.Join(dir, "manifest.json"))
-	return e.Run(ctx, s, engine.RunSpec{Dir: dir, Resume: err == nil, Config: cfg})
+	return e.Run(ctx, s, engine.RunSpec{Dir: dir, Resume: rundir.Exists(dir), Config: cfg})
 }
 
 // Loop returns the optimisation loop over this optimizer's runs. Each

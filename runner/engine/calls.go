@@ -425,7 +425,7 @@ func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.Cha
 	err := e.call(ctx, stage, req.Model, load, promptKey(req.Messages), 0, func(ctx context.Context) (bool, error) {
 		var err error
 		start := time.Now()
-		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.IdleTimeout, Budget: e.Budget, Repetition: e.Repetition})
+		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.Config.Idle, Budget: e.Config.Budget, Repetition: e.repetition()})
 		took = time.Since(start)
 		return err == nil && resp.Timing.Queued(), err
 	})
@@ -472,14 +472,14 @@ func (e *Engine) serving(req localmodels.ChatRequest) localmodels.ChatRequest {
 	if req.Options.RepeatPenalty == nil && e.Config.RepeatPenalty != nil {
 		req.Options.RepeatPenalty = localmodels.Float(*e.Config.RepeatPenalty)
 	}
-	if req.Options.NumCtx == nil && e.NumCtx > 0 {
-		req.Options.NumCtx = localmodels.Int(e.NumCtx)
+	if req.Options.NumCtx == nil && e.Config.NumCtx > 0 {
+		req.Options.NumCtx = localmodels.Int(e.Config.NumCtx)
 	}
-	if req.Options.NumThread == nil && e.NumThread > 0 {
-		req.Options.NumThread = localmodels.Int(e.NumThread)
+	if req.Options.NumThread == nil && e.Config.NumThread > 0 {
+		req.Options.NumThread = localmodels.Int(e.Config.NumThread)
 	}
 	if req.KeepAlive == 0 {
-		req.KeepAlive = e.KeepAlive
+		req.KeepAlive = e.Config.KeepAlive
 	}
 	return req
 }
@@ -489,7 +489,7 @@ func (e *Engine) serving(req localmodels.ChatRequest) localmodels.ChatRequest {
 // keep_alive, so that switching between chat and embedding calls on one
 // model file does not reload its runner.
 func (e *Engine) embedRequest(model string, texts []string) localmodels.EmbedRequest {
-	return localmodels.EmbedRequest{Model: model, Texts: texts, Batch: 64, NumCtx: e.NumCtx, NumThread: e.NumThread, KeepAlive: e.KeepAlive}
+	return localmodels.EmbedRequest{Model: model, Texts: texts, Batch: 64, NumCtx: e.Config.NumCtx, NumThread: e.Config.NumThread, KeepAlive: e.Config.KeepAlive}
 }
 
 // EffectiveNumCtx is the context window a request to a model gets: its
@@ -560,14 +560,14 @@ func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatReq
 	ctx, h, unhold := c.e.withHold(ctx)
 	defer unhold()
 	ctx = localmodels.WithAffinity(ctx)
-	for attempt := 0; attempt <= c.e.JudgeRepairs; attempt++ {
+	for attempt := 0; attempt <= c.e.Config.JudgeRepairs; attempt++ {
 		r := req
 		r.Messages = msgs
 		kind := "judge"
 		if attempt > 0 {
 			kind = "repair" // a repair turn, logged apart so reports can count them
 		}
-		h.keep = attempt < c.e.JudgeRepairs
+		h.keep = attempt < c.e.Config.JudgeRepairs
 		resp, err := c.chat(ctx, stage, kind, r, 0)
 		if errors.Is(err, localmodels.ErrIncomplete) {
 			// The server ended the reply before its final message on every
@@ -650,7 +650,7 @@ func (c *Calls) verdicts() []rundir.Verdict {
 // draw does not depend on what was said, so a dry run plans exactly the
 // checks the run makes, and a rerun or resumed run draws the same.
 func (c *Calls) Checked(stage, judge string) bool {
-	p := c.e.JudgeChecks
+	p := c.e.Config.JudgeChecks
 	if p <= 0 {
 		return false
 	}
@@ -686,7 +686,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	e := c.e
 	// The window sent (embedRequest) is in the key: Ollama truncates an
 	// embedding's input to it.
-	fp, info, err := e.fingerprint(ctx, model, e.NumCtx)
+	fp, info, err := e.fingerprint(ctx, model, e.Config.NumCtx)
 	if err != nil {
 		return nil, err
 	}

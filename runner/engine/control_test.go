@@ -32,7 +32,7 @@ func TestBudgetStopsAndKeepsText(t *testing.T) {
 		return fakeollama.Reply{Chunks: []string{"a", " b", " c", " d", " e", " f"}, ChunkDelay: 150 * time.Millisecond}
 	})
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.Budget = 400 * time.Millisecond
+	e.Config.Budget = 400 * time.Millisecond
 	for round := 0; round < 2; round++ {
 		r, err := e.NewCalls("x").Chat(context.Background(), "generate", chatReq("gen", "q"), 0)
 		if err != nil {
@@ -57,7 +57,7 @@ func TestIdleTimeoutIsRetriedThenFails(t *testing.T) {
 		return fakeollama.Reply{Content: "late", Delay: time.Second}
 	})
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.IdleTimeout = 50 * time.Millisecond
+	e.Config.Idle = 50 * time.Millisecond
 	_, err := e.NewCalls("x").Chat(context.Background(), "generate", chatReq("gen", "q"), 0)
 	if err == nil || !strings.Contains(err.Error(), "gave up after 3 attempts") || !strings.Contains(err.Error(), "no token for 50ms") {
 		t.Fatalf("err = %v", err)
@@ -79,8 +79,8 @@ func TestIdleIsPerToken(t *testing.T) {
 		return fakeollama.Reply{Chunks: []string{"a", " b", " c", " d", " e", " f", " g"}, ChunkDelay: 40 * time.Millisecond}
 	})
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.IdleTimeout = 100 * time.Millisecond
-	e.Retry = engine.Retry{Attempts: 1}
+	e.Config.Idle = 100 * time.Millisecond
+	e.Config.Retries = 1
 	r, err := e.NewCalls("x").Chat(context.Background(), "generate", chatReq("gen", "steady"), 0)
 	if err != nil || r.Content != "a b c d e f g" {
 		t.Fatalf("steady reply: %q, %v", r.Content, err)
@@ -104,7 +104,7 @@ func TestRepetitionStop(t *testing.T) {
 		return fakeollama.Reply{Chunks: loop}
 	})
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.Repetition = localmodels.DefaultRepetition
+	e.Config.Repeats = localmodels.DefaultRepetition.MinRepeats
 	dir := filepath.Join(t.TempDir(), "run")
 	res, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir})
 	if err != nil {
@@ -169,8 +169,9 @@ func TestServiceUnavailableBacksOff(t *testing.T) {
 		return fakeollama.Reply{Content: "answer"}
 	})
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.Parallel = 4
-	e.Retry = engine.Retry{Attempts: 8, Base: 5 * time.Millisecond, Max: 40 * time.Millisecond}
+	e.Config.Parallel = 4
+	e.Config.Retries = 8
+	e.Retry = engine.Retry{Base: 5 * time.Millisecond, Max: 40 * time.Millisecond}
 	res, err := e.Run(context.Background(), &testSuite{n: 12}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +207,7 @@ func TestModelMajorScheduling(t *testing.T) {
 		order = nil
 		mu.Unlock()
 		e := newEngine(t, srv.Host(), t.TempDir())
-		e.Parallel, e.ItemsInFlight = 1, inFlight
+		e.Config.Parallel, e.Config.ItemsInFlight = 1, inFlight
 		res, err := e.Run(context.Background(), &testSuite{n: 10}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +272,7 @@ func TestAliasesShareTheSlots(t *testing.T) {
 				fakeollama.Model{Name: "judge:latest", Digest: "dj", Blob: c.judgeBlob, ParameterCount: 1e9})
 			t.Cleanup(srv.Close)
 			e := newEngine(t, srv.Host(), t.TempDir())
-			e.Parallel, e.ItemsInFlight = 4, 16
+			e.Config.Parallel, e.Config.ItemsInFlight = 4, 16
 			res, err := e.Run(context.Background(), &testSuite{n: 16}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 			if err != nil {
 				t.Fatal(err)
@@ -308,7 +309,7 @@ func TestServerWaitIsMeasured(t *testing.T) {
 		}, fakeollama.Model{Name: "gen:latest", Digest: "dg", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9})
 		srv.SetSlots(c.slots)
 		e := newEngine(t, srv.Host(), t.TempDir())
-		e.Parallel = 4
+		e.Config.Parallel = 4
 		res, err := e.Run(context.Background(), &testSuite{n: 12}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		srv.Close()
 		if err != nil {
@@ -338,7 +339,7 @@ func TestNumCtxAndNearContextWarning(t *testing.T) {
 	t.Cleanup(srv.Close)
 	var log bytes.Buffer
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.NumCtx, e.KeepAlive, e.Log = 4096, 7*time.Minute, &log
+	e.Config.NumCtx, e.Config.KeepAlive, e.Log = 4096, 7*time.Minute, &log
 	c := e.NewCalls("item-1")
 	if _, err := c.Chat(context.Background(), "generate", chatReq("gen", "long prompt"), 0); err != nil {
 		t.Fatal(err)
@@ -362,7 +363,7 @@ func TestFingerprintInCacheKey(t *testing.T) {
 	cache := t.TempDir()
 	call := func(numCtx int) rundir.Counts {
 		e := newEngine(t, srv.Host(), cache)
-		e.NumCtx = numCtx
+		e.Config.NumCtx = numCtx
 		if _, err := e.NewCalls("x").Chat(context.Background(), "generate", chatReq("gen", "q"), 0); err != nil {
 			t.Fatal(err)
 		}
@@ -396,7 +397,7 @@ func TestFitByteLevelTokenizer(t *testing.T) {
 	}, fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9, ContextLength: 32768})
 	defer srv.Close()
 	e := enginetest.New(t, srv.Host(), 1)
-	e.NumCtx = 1000
+	e.Config.NumCtx = 1000
 	fixed := "Question: how are these related?"
 	var parts []string
 	for i := 0; i < 40; i++ {
@@ -429,7 +430,7 @@ func TestPrefixReuseIsCounted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := &engine.Engine{Client: c, Parallel: 2, ItemsInFlight: 2, JudgeRepairs: 1, Retry: engine.Retry{Attempts: 2, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+		e := &engine.Engine{Client: c, Retry: engine.Retry{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}, Config: engine.EngineConfig{Parallel: 2, ItemsInFlight: 2, JudgeRepairs: 1, Retries: 2}}
 		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		f.Close()
 		if err != nil {

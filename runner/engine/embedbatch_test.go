@@ -76,8 +76,7 @@ func TestEmbedsGathered(t *testing.T) {
 			t.Fatal(err)
 		}
 		var sent atomic.Int32
-		e := &engine.Engine{Parallel: 1, ItemsInFlight: 16,
-			Retry: engine.Retry{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond}}
+		e := &engine.Engine{Retry: engine.Retry{Base: time.Millisecond, Max: time.Millisecond}, Config: engine.EngineConfig{Parallel: 1, ItemsInFlight: 16, Retries: 1}}
 		e.Client = gatedEmbed{Backend: c, e: e, sent: &sent, n: 16, refuse: refuse}
 		dir := filepath.Join(t.TempDir(), "run")
 		_, err = e.Run(context.Background(), &embedSuite{n: 16}, engine.RunSpec{Dir: dir})
@@ -152,8 +151,7 @@ func TestEmbedWaitsForWorkingItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	const bound = 2 * time.Second
-	e := &engine.Engine{Client: c, Parallel: 1, ItemsInFlight: 8,
-		Retry: engine.Retry{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond}}
+	e := &engine.Engine{Client: c, Retry: engine.Retry{Base: time.Millisecond, Max: time.Millisecond}, Config: engine.EngineConfig{Parallel: 1, ItemsInFlight: 8, Retries: 1}}
 	engine.GatherEmbedsFor(e, bound)
 	start := time.Now()
 	if _, err := e.Run(context.Background(), &chatEmbedSuite{n: 8, work: 20 * time.Millisecond}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")}); err != nil {

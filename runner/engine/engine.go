@@ -156,69 +156,28 @@ type Describer interface {
 	Datasets() []string
 }
 
-// Retry is the backoff policy for transient failures (unreachable server,
-// timeouts, 5xx).
+// Retry is the backoff between attempts at a call that failed with a
+// transient error (unreachable server, timeouts, 5xx); how many attempts
+// is the --retries setting (EngineConfig.Retries).
 type Retry struct {
-	Attempts int           // total attempts, first included
-	Base     time.Duration // first wait
-	Max      time.Duration // longest wait
+	Base time.Duration // first wait
+	Max  time.Duration // longest wait
 }
 
-// Engine runs suites. Its zero value is not usable: set Client, and Cache
-// unless caching is unwanted.
+// Engine runs suites. Make one with New; a test may fill one in directly
+// (Client, Config, and Cache unless caching is unwanted).
 type Engine struct {
-	// Client is the model server: Ollama's native API (*localmodels.Client)
-	// or an OpenAI-compatible one (*localmodels.OpenAI).
+	// Client is the model server: Ollama's native API (*localmodels.Client),
+	// an OpenAI-compatible one (*localmodels.OpenAI) or a pool of either.
 	Client localmodels.Backend
 	Cache  *Cache
-	// Parallel is the number of model calls in flight on the host (the
-	// server's parallel slots, OLLAMA_NUM_PARALLEL). It is lowered while the
-	// server answers 503 (queue full) and grows back after.
-	Parallel int
-	// ItemsInFlight is how many items are in progress at once (at least
-	// Parallel). More items than slots let the scheduler serve calls
-	// model-major: see scheduler. 0 is auto: defaultItemsInFlight, raised
-	// while reloading models costs the calls time (itemsAuto).
-	ItemsInFlight int
-	Retry         Retry
-	// CallTimeout bounds one non-streamed call (embeddings, model info).
-	CallTimeout time.Duration
-	// IdleTimeout fails a generation that sent no token for that long (a
-	// stalled server: the call is retried). Budget stops a generation that
-	// ran that long in all and keeps its text (done reason "budget", not
-	// cached: a faster machine would finish it). Repetition stops a
-	// generation caught in a loop (done reason "repetition").
-	IdleTimeout time.Duration
-	Budget      time.Duration
-	Repetition  localmodels.Repetition
-	// NumCtx is the context window asked of every generation (Ollama's
-	// num_ctx; a request that sets its own keeps it). Ollama truncates a
-	// longer prompt silently, so the engine warns when a prompt came within
-	// 10% of the effective window (NumCtx, capped by the model's trained
-	// context). Zero leaves the server's default.
-	NumCtx int
-	// NumThread is the CPU threads asked of every generation (Ollama's
-	// num_thread; 0: the server's choice). On a small shared machine the
-	// server's default can oversubscribe the cores many times over.
-	NumThread int
-	// KeepAlive pins how long a model stays loaded after a call, for every
-	// call of the run (zero: the server's default).
-	KeepAlive time.Duration
-	// Config is the engine's settings as given (the manifest records
-	// them); the fields above and below are what the engine works with.
+	// Config is the engine's settings, declared once (EngineConfig.Settings):
+	// the engine reads them from here, and the manifest records them as they
+	// are (Manifest.Engine). A Windowed suite's need raises Config.NumCtx
+	// before the run is described.
 	Config EngineConfig
-	// Readers chooses the readers of text-format judge replies where the
-	// authors' code reads differently from halu: ReadersHalu (the
-	// default, also when empty: the careful readers make the headline) or
-	// ReadersPaper. See judging.Reader.
-	Readers string
-	// JudgeChecks is the share of judged units (0–1) the judge card checks
-	// with extra calls: the same request with another seed (test–retest),
-	// and a pairwise judgement with its texts swapped. 0: none.
-	JudgeChecks float64
-	// JudgeRepairs is how many times an unparseable judge reply is retried
-	// with a repair turn before the judgement is recorded as unscored.
-	JudgeRepairs int
+	// Retry is the backoff between attempts (default 1 s doubling to 20 s).
+	Retry Retry
 	// SyncEvery bounds how much of records.jsonl a power cut may lose.
 	SyncEvery time.Duration
 	// Log receives progress and warnings (stderr); Interactive draws bars.
@@ -258,6 +217,33 @@ type Engine struct {
 	// offlineSeen is when the fingerprints an offline engine uses were
 	// recorded.
 	offlineSeen *time.Time
+	// slots is how many calls may be in flight on the server: --parallel
+	// for each of its servers (init).
+	slots int
+}
+
+// New returns an engine built from its settings and the server it calls
+// (localmodels.DialAll), with the response cache the settings name
+// opened unless they turn it off.
+func New(cfg EngineConfig, client localmodels.Backend) (*Engine, error) {
+	e := &Engine{Client: client, Config: cfg}
+	if !cfg.NoCache {
+		c, err := OpenCache(cfg.Cache)
+		if err != nil {
+			return nil, err
+		}
+		e.Cache = c
+	}
+	return e, nil
+}
+
+// repetition is the loop check asked of every generation: --repetition-stop
+// spans over 200 bytes (none when 0).
+func (e *Engine) repetition() localmodels.Repetition {
+	if e.Config.Repeats <= 0 {
+		return localmodels.Repetition{}
+	}
+	return localmodels.Repetition{MinRepeats: e.Config.Repeats, MinChars: localmodels.DefaultRepetition.MinChars, MaxSpan: localmodels.DefaultRepetition.MaxSpan}
 }
 
 // logf writes a log line; while a run's progress is shown, above it.
@@ -305,19 +291,21 @@ type stats struct {
 // readers is the engine's choice of readers, ReadersHalu (the careful
 // readers) when unset.
 func (e *Engine) readers() string {
-	if e.Readers == "" {
+	if e.Config.Readers == "" {
 		return judging.ReadersHalu
 	}
-	return e.Readers
+	return e.Config.Readers
 }
 
 func (e *Engine) init() {
 	e.once.Do(func() {
-		if e.Parallel <= 0 {
-			e.Parallel = 1
+		// Each server of a pool has --parallel slots.
+		e.slots = max(e.Config.Parallel, 1)
+		if p, ok := e.Client.(interface{ Size() int }); ok {
+			e.slots *= p.Size()
 		}
-		if e.Retry.Attempts <= 0 {
-			e.Retry = Retry{Attempts: 5, Base: time.Second, Max: 20 * time.Second}
+		if e.Retry.Base <= 0 {
+			e.Retry = Retry{Base: time.Second, Max: 20 * time.Second}
 		}
 		if e.SyncEvery <= 0 {
 			e.SyncEvery = time.Second
@@ -327,10 +315,7 @@ func (e *Engine) init() {
 		}
 		// Workers, retries and the progress display all write here.
 		e.Log = &lockedWriter{w: e.Log}
-		if e.ItemsInFlight > 0 {
-			e.ItemsInFlight = max(e.ItemsInFlight, e.Parallel)
-		}
-		e.sched = newScheduler(e.Parallel)
+		e.sched = newScheduler(e.slots)
 	})
 }
 
@@ -573,7 +558,7 @@ func (e *Engine) reopen(r *run, s Suite, spec RunSpec) error {
 	if r.man.Readers == "" {
 		r.man.Readers = judging.ReadersPaper
 	}
-	e.Readers = r.man.Readers // a resumed run keeps its own readers
+	e.Config.Readers = r.man.Readers // a resumed run keeps its own readers
 	return nil
 }
 
@@ -743,20 +728,11 @@ func sameAsBefore(dir string, priorFPs, fps []rundir.Fingerprint, priorData, dat
 func (e *Engine) describeModels(ctx context.Context, man *rundir.Manifest, s Suite, cfg any) error {
 	man.Models = nil
 	man.TinyModel = false
-	man.Serving = rundir.Serving{NumCtx: e.NumCtx, NumThread: e.NumThread, Parallel: e.Parallel, ItemsInFlight: e.ItemsInFlight,
-		Repetition: e.Repetition, JudgeRepairs: e.JudgeRepairs}
-	for _, d := range []struct {
-		d   time.Duration
-		out *string
-	}{{e.KeepAlive, &man.Serving.KeepAlive}, {e.IdleTimeout, &man.Serving.IdleTimeout}, {e.Budget, &man.Serving.Budget}} {
-		if d.d > 0 {
-			*d.out = d.d.String()
-		}
-	}
+	man.Serving = rundir.Serving{}
 	var missing []string
 	var said error // what the server said of the first
 	for _, name := range uniqueSorted(s.Models()) {
-		fp, info, err := e.fingerprint(ctx, name, e.NumCtx)
+		fp, info, err := e.fingerprint(ctx, name, e.Config.NumCtx)
 		if errors.Is(err, localmodels.ErrModelNotFound) {
 			missing = append(missing, name)
 			if said == nil {
@@ -1057,9 +1033,11 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 	var wg sync.WaitGroup
 	// auto raises the items in flight when --items-in-flight is 0.
 	var auto *itemsAuto
-	workers := e.ItemsInFlight
-	if workers == 0 {
-		workers = max(defaultItemsInFlight, e.Parallel)
+	workers := e.Config.ItemsInFlight
+	if workers > 0 {
+		workers = max(workers, e.slots)
+	} else {
+		workers = max(defaultItemsInFlight, e.slots)
 		auto = &itemsAuto{n: workers, limit: max(workers, min(maxRaise*workers, len(todo)))}
 		auto.reloads, auto.reloadNs, auto.ns = e.stats.reloads.Load(), e.stats.reloadNs.Load(), e.stats.timedNs.Load()
 	}
@@ -1186,7 +1164,7 @@ func (e *Engine) withRetry(ctx context.Context, fn func(context.Context) error) 
 		if err == nil || !localmodels.IsTransient(err) || ctx.Err() != nil {
 			return err
 		}
-		if attempt >= e.Retry.Attempts {
+		if attempt >= e.attempts() {
 			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 		}
 		e.stats.retries.Add(1)
@@ -1194,7 +1172,7 @@ func (e *Engine) withRetry(ctx context.Context, fn func(context.Context) error) 
 			wait = max(wait, 2*e.Retry.Base)
 		}
 		d := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
-		line := fmt.Sprintf("retrying in %s (attempt %d of %d): %v\n", d.Round(time.Millisecond), attempt+1, e.Retry.Attempts, err)
+		line := fmt.Sprintf("retrying in %s (attempt %d of %d): %v\n", d.Round(time.Millisecond), attempt+1, e.attempts(), err)
 		if p := e.prog.Load(); p != nil {
 			p.retrying(retryCause(err), line)
 		} else {
@@ -1208,6 +1186,10 @@ func (e *Engine) withRetry(ctx context.Context, fn func(context.Context) error) 
 		wait = min(wait*2, e.Retry.Max)
 	}
 }
+
+// attempts is how many times a call is made before its transient error
+// stands: --retries, at least once.
+func (e *Engine) attempts() int { return max(e.Config.Retries, 1) }
 
 // retryCause is what retries of err have in common with others of the same
 // cause, whatever the model or request: its innermost part ("connection

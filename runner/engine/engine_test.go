@@ -120,8 +120,7 @@ func newEngine(t testing.TB, host, cacheDir string) *engine.Engine {
 	// A test that calls outside Run (which waits for them) lets the
 	// cache's background writes end before its directory is removed.
 	t.Cleanup(cache.Wait)
-	return &engine.Engine{Client: c, Cache: cache, Parallel: 3, ItemsInFlight: 3, JudgeRepairs: 1,
-		Retry: engine.Retry{Attempts: 3, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+	return &engine.Engine{Client: c, Cache: cache, Retry: engine.Retry{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}, Config: engine.EngineConfig{Parallel: 3, ItemsInFlight: 3, JudgeRepairs: 1, Retries: 3}}
 }
 
 func readLines(t *testing.T, path string) []string {
@@ -305,7 +304,7 @@ func TestJudgeRepairs(t *testing.T) {
 		}, fakeollama.Model{Name: "gen:latest", Digest: "dg"}, fakeollama.Model{Name: "judge:latest", Digest: "dj"})
 		t.Cleanup(srv.Close)
 		e := newEngine(t, srv.Host(), t.TempDir())
-		e.JudgeRepairs = tc.repairs
+		e.Config.JudgeRepairs = tc.repairs
 		dir := filepath.Join(t.TempDir(), "run")
 		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
 		if err != nil {
@@ -346,7 +345,7 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 		return fakeollama.Reply{Content: `{"score": 5}`}
 	})
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.Parallel = 1
+	e.Config.Parallel = 1
 	res, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +418,7 @@ func TestUnreachableServerStopsRun(t *testing.T) {
 		return fakeollama.Reply{Content: "a"}
 	})
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.Parallel, e.ItemsInFlight = 1, 1 // items one at a time: some complete before the server goes
+	e.Config.Parallel, e.Config.ItemsInFlight = 1, 1 // items one at a time: some complete before the server goes
 	dir := filepath.Join(t.TempDir(), "run")
 	_, err := e.Run(context.Background(), &testSuite{n: 10}, engine.RunSpec{Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "unreachable") {
@@ -515,7 +514,7 @@ func TestEmbedCachesPerText(t *testing.T) {
 func TestEmbedCarriesChatServingSettings(t *testing.T) {
 	srv := server(t, goodJudge)
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.NumCtx, e.NumThread, e.KeepAlive = 8192, 1, 7*time.Minute
+	e.Config.NumCtx, e.Config.NumThread, e.Config.KeepAlive = 8192, 1, 7*time.Minute
 	c := e.NewCalls("x")
 	if _, err := c.Chat(context.Background(), "g", localmodels.ChatRequest{Model: "gen", Messages: []localmodels.Message{{Role: "user", Content: "hi"}}}, 0); err != nil {
 		t.Fatal(err)
@@ -544,7 +543,7 @@ func TestEmbedCacheKeyHoldsTheWindow(t *testing.T) {
 	cache := t.TempDir()
 	for _, n := range []int{1024, 2048, 2048} {
 		e := newEngine(t, srv.Host(), cache)
-		e.NumCtx = n
+		e.Config.NumCtx = n
 		if _, err := e.NewCalls("x").Embed(context.Background(), "s", "gen", []string{"alpha"}); err != nil {
 			t.Fatal(err)
 		}
@@ -563,7 +562,7 @@ func TestConcurrentIdenticalCallsShareOne(t *testing.T) {
 		return fakeollama.Reply{Content: fmt.Sprint(n.Add(1)), Delay: 200 * time.Millisecond}
 	})
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.Parallel = 4
+	e.Config.Parallel = 4
 	req := localmodels.ChatRequest{Model: "gen", Messages: []localmodels.Message{{Role: "user", Content: "q"}}}
 	got := make([]string, 4)
 	errs := make(chan error, 4)
@@ -598,7 +597,7 @@ func TestPaperReaderReadsTheWholeReply(t *testing.T) {
 	identity := func(s string) (string, error) { return strings.Join(strings.Fields(s), " "), nil }
 	for readers, want := range map[string]string{judging.ReadersPaper: quoted + " VERDICT", judging.ReadersHalu: "VERDICT"} {
 		e := newEngine(t, srv.Host(), t.TempDir())
-		e.Readers = readers
+		e.Config.Readers = readers
 		req := localmodels.ChatRequest{Model: "judge", Messages: []localmodels.Message{{Role: "user", Content: "judge " + readers}}}
 		got, ok, err := judging.JudgeWith(context.Background(), e.NewCalls("x"), "judge", req, nil,
 			judging.Reader[string]{Text: identity, Paper: identity, Quoted: []string{quoted}})
@@ -650,7 +649,7 @@ func TestCutStreamIsRetriedNeverCached(t *testing.T) {
 	})
 	cache := t.TempDir()
 	e := newEngine(t, srv.Host(), cache)
-	e.Parallel, e.ItemsInFlight = 1, 1
+	e.Config.Parallel, e.Config.ItemsInFlight = 1, 1
 	dir := filepath.Join(t.TempDir(), "r")
 	res, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir})
 	if err != nil {
@@ -1077,8 +1076,8 @@ func TestCachedRunNeedsNoServerOpenAI(t *testing.T) {
 			t.Fatal(err)
 		}
 		var log strings.Builder
-		e := &engine.Engine{Client: c, Cache: cc, Parallel: 2, ItemsInFlight: 2, JudgeRepairs: 1, Log: &log,
-			Retry: engine.Retry{Attempts: 2, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+		e := &engine.Engine{Client: c, Cache: cc, Log: &log,
+			Retry: engine.Retry{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}, Config: engine.EngineConfig{Parallel: 2, ItemsInFlight: 2, JudgeRepairs: 1, Retries: 2}}
 		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
 		return res, log.String(), err
 	}
@@ -1109,7 +1108,7 @@ func TestCachedRunNeedsNoServerOpenAI(t *testing.T) {
 func TestCallLogRecordsOptionsSent(t *testing.T) {
 	srv := server(t, goodJudge)
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.NumCtx, e.NumThread = 4096, 2
+	e.Config.NumCtx, e.Config.NumThread = 4096, 2
 	dir := filepath.Join(t.TempDir(), "r")
 	if _, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir}); err != nil {
 		t.Fatal(err)
@@ -1171,7 +1170,7 @@ func repairingServer(t *testing.T, answer func(fakeollama.ChatRequest) string, d
 func runOneSlot(t *testing.T, srv *fakeollama.Server, n int) rundir.Counts {
 	t.Helper()
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.Parallel, e.ItemsInFlight = 1, 8
+	e.Config.Parallel, e.Config.ItemsInFlight = 1, 8
 	res, err := e.Run(context.Background(), &testSuite{n: n}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 	if err != nil {
 		t.Fatal(err)
@@ -1240,7 +1239,7 @@ func TestItemsInFlightRiseWithReloads(t *testing.T) {
 		})
 		e := newEngine(t, srv.Host(), t.TempDir())
 		var log bytes.Buffer
-		e.Parallel, e.ItemsInFlight, e.Log = 1, tc.inFlight, &log
+		e.Config.Parallel, e.Config.ItemsInFlight, e.Log = 1, tc.inFlight, &log
 		res, err := e.Run(context.Background(), &testSuite{n: 200}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		if err != nil {
 			t.Fatal(err)
@@ -1288,7 +1287,7 @@ func TestReloadsCountedPerLoad(t *testing.T) {
 	)
 	t.Cleanup(srv.Close)
 	e := newEngine(t, srv.Host(), t.TempDir())
-	e.Parallel, e.ItemsInFlight = 1, 1
+	e.Config.Parallel, e.Config.ItemsInFlight = 1, 1
 	res, err := e.Run(context.Background(), &chatsSuite{models: []string{"a", "b", "c", "a"}}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 	if err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ func (c *Calls) Fit(ctx context.Context, model, fixed string, parts []string, nu
 	if err != nil {
 		return 0, false, err
 	}
-	asked := e.NumCtx
+	asked := e.Config.NumCtx
 	window := EffectiveNumCtx(asked, info)
 	if window <= 0 {
 		return len(parts), true, nil
@@ -190,9 +190,8 @@ func (e *Engine) sizeWindow(ctx context.Context, s Suite) error {
 	if err != nil {
 		return err
 	}
-	if need > e.NumCtx {
-		fmt.Fprintf(e.Log, "%s: the paper's prompts need a context window of %d tokens: num_ctx %d for the run (was %d)\n", s.Name(), need, need, e.NumCtx)
-		e.NumCtx = need
+	if need > e.Config.NumCtx {
+		fmt.Fprintf(e.Log, "%s: the paper's prompts need a context window of %d tokens: num_ctx %d for the run (was %d)\n", s.Name(), need, need, e.Config.NumCtx)
 		e.Config.NumCtx = need
 	}
 	return nil

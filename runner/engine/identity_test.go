@@ -218,7 +218,7 @@ func TestCallsPastTheWindowCounted(t *testing.T) {
 	})
 	cache := t.TempDir()
 	e := newEngine(t, srv.Host(), cache)
-	e.NumCtx = 4096
+	e.Config.NumCtx = 4096
 	res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestCallsPastTheWindowCounted(t *testing.T) {
 		t.Fatalf("over context %d, want 3 (one generation an item)", res.Manifest.Counts.OverContext)
 	}
 	e = newEngine(t, srv.Host(), cache)
-	e.NumCtx = 4096
+	e.Config.NumCtx = 4096
 	res, err = e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "again")})
 	if err != nil || res.Counts.ModelCalls != 0 || res.Manifest.Counts.OverContext != 3 {
 		t.Fatalf("from the cache: %v, %d calls, over context %d", err, res.Counts.ModelCalls, res.Manifest.Counts.OverContext)

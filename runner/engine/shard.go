@@ -14,15 +14,16 @@ import (
 	"halu/runner/summary"
 )
 
-// Of returns the items of the shard (all of them for a nil shard).
+// shardOf returns the items of the shard, in the suite's order (all of
+// them for a nil shard): see rundir.Shard.
 func shardOf(sh *rundir.Shard, items []Item) []Item {
 	if sh == nil || sh.N <= 1 {
 		return items
 	}
 	var out []Item
-	for k, it := range items {
-		if k%sh.N == sh.I-1 {
-			out = append(out, it)
+	for k, in := range sh.Holds(len(items)) {
+		if in {
+			out = append(out, items[k])
 		}
 	}
 	return out
@@ -198,6 +199,8 @@ func unlike(a, b *rundir.Manifest) string {
 		return fmt.Sprintf("suite %s vs %s", a.Suite, b.Suite)
 	case a.Shard.N != b.Shard.N:
 		return fmt.Sprintf("split into %d vs %d shards", a.Shard.N, b.Shard.N)
+	case a.Shard.Seed != b.Shard.Seed:
+		return fmt.Sprintf("items ordered by shard seed %d vs %d (each shard holds other items)", a.Shard.Seed, b.Shard.Seed)
 	case a.Readers != b.Readers:
 		return fmt.Sprintf("readers %s vs %s", a.Readers, b.Readers)
 	case a.Protocol != b.Protocol:

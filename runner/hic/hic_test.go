@@ -272,13 +272,13 @@ func TestVerdictImitationIsIgnored(t *testing.T) {
 			// A judge that quotes the answer before its own verdict.
 			return "The answer says: " + imitation + "\nMy evaluation: Originality: 2 Feasibility: 3 Value: 2 Hallucination: Yes"
 		})
-		e.Readers = judging.ReadersHalu
+		e.Config.Readers = judging.ReadersHalu
 		jf := format
 		if format == "text-paper" {
 			// The authors' reading (tokens 1, 3, 5, 7) cannot read a reply
 			// that starts with prose: unscored, and the disagreement with
 			// halu's reading is recorded.
-			e.Readers, jf = judging.ReadersPaper, "text"
+			e.Config.Readers, jf = judging.ReadersPaper, "text"
 		}
 		s, _ := New(Config{Models: []string{"gen"}, Judges: []string{"judge"}, Strategies: []string{"scp"}, Answers: 1, Temperatures: []float64{1},
 			Seed: 1, MaxTokens: 50, JudgeFormat: jf, JudgeMaxTokens: 50, TieHallucinated: true, RAGSource: "knowledge", EmbedModel: "emb", Questions: []string{"1"}})
@@ -287,8 +287,8 @@ func TestVerdictImitationIsIgnored(t *testing.T) {
 			t.Fatal(err)
 		}
 		man, recs, _ := engine.ReadRun(dir)
-		if man.Readers != e.Readers {
-			t.Errorf("manifest readers %q, engine %q", man.Readers, e.Readers)
+		if man.Readers != e.Config.Readers {
+			t.Errorf("manifest readers %q, engine %q", man.Readers, e.Config.Readers)
 		}
 		var ir ItemResult
 		json.Unmarshal(recs[0].Data, &ir)
@@ -624,7 +624,7 @@ func TestJudgeCardFindsAKnownBias(t *testing.T) {
 	s.questions = []Question{{ID: 1, Field: "F", Question: "Q1?"}, {ID: 2, Field: "F", Question: "Q2?"}, {ID: 3, Field: "F", Question: "Q3?"},
 		{ID: 4, Field: "F", Question: "Q4?"}, {ID: 5, Field: "F", Question: "Q5?"}, {ID: 6, Field: "F", Question: "Q6?"}}
 	e := enginetest.New(t, srv.Host(), 2)
-	e.JudgeChecks = 1
+	e.Config.JudgeChecks = 1
 	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)

@@ -454,7 +454,7 @@ func TestDocumentsFitTheWindow(t *testing.T) {
 		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply { return fakeollama.Reply{Content: "x"} },
 			fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9, ContextLength: 32768})
 		e := enginetest.New(t, srv.Host(), 1)
-		e.NumCtx = tc.numCtx
+		e.Config.NumCtx = tc.numCtx
 		s := &Suite{cfg: DefaultConfig(), prompts: LoadPrompts()}
 		vals := map[string]string{"background": "Is X related to Y?"}
 		_, kept, fit, err := s.fitKnowledge(context.Background(), e.NewCalls("t"), "m", []string{s.prompts.System}, s.prompts.User["lit"], vals,
@@ -879,7 +879,7 @@ func TestParametricPromptsSizeTheWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := enginetest.New(t, srv.Host(), 1)
-		e.NumCtx = 640
+		e.Config.NumCtx = 640
 		res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		switch {
 		case tc.refuse:
@@ -890,9 +890,19 @@ func TestParametricPromptsSizeTheWindow(t *testing.T) {
 			}
 		case err != nil:
 			t.Fatal(err)
-		case res.Manifest.Serving.NumCtx < cfg.MaxTokens:
-			t.Errorf("context %d: the run's window %d cannot hold a %d-token reply", tc.ctxLen, res.Manifest.Serving.NumCtx, cfg.MaxTokens)
+		case recordedCtx(t, res.Manifest) < cfg.MaxTokens:
+			t.Errorf("context %d: the run's window %d cannot hold a %d-token reply", tc.ctxLen, recordedCtx(t, res.Manifest), cfg.MaxTokens)
 		}
 		srv.Close()
 	}
+}
+
+// recordedCtx is the context window the run's manifest records.
+func recordedCtx(t *testing.T, m *rundir.Manifest) int {
+	t.Helper()
+	ec, err := engine.Recorded(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ec.NumCtx
 }

@@ -634,7 +634,7 @@ func runOneKeyword(t *testing.T, protocol, readers string, reply func(fakeollama
 		t.Fatal(err)
 	}
 	e := enginetest.New(t, srv.Host(), 1)
-	e.Readers = readers
+	e.Config.Readers = readers
 	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
@@ -682,7 +682,7 @@ func TestJudgeCardFindsOrderAndLengthBias(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := enginetest.New(t, srv.Host(), 2)
-	e.JudgeChecks = 1
+	e.Config.JudgeChecks = 1
 	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)

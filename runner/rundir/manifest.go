@@ -130,18 +130,23 @@ func (m *Manifest) UnmarshalJSON(b []byte) error {
 }
 
 // Serving is how the engine talked to the server: each model's serving
-// fingerprint (also in every cache key) and the engine's limits.
+// fingerprint (also in every cache key). The engine's settings — window,
+// threads, limits, slots — are the manifest's Engine section, written from
+// their declaration (engine.EngineConfig); the fields after Fingerprints
+// are where format 1 recorded some of them by hand, read only to migrate
+// such a run (engine.Recorded) and never written again.
 type Serving struct {
-	Fingerprints  []Fingerprint          `json:"fingerprints"`
+	Fingerprints []Fingerprint `json:"fingerprints"`
+
 	NumCtx        int                    `json:"num_ctx,omitempty"`
 	NumThread     int                    `json:"num_thread,omitempty"`
 	KeepAlive     string                 `json:"keep_alive,omitempty"`
-	Parallel      int                    `json:"parallel"`
-	ItemsInFlight int                    `json:"items_in_flight"`
+	Parallel      int                    `json:"parallel,omitempty"`
+	ItemsInFlight int                    `json:"items_in_flight,omitempty"`
 	IdleTimeout   string                 `json:"idle_timeout,omitempty"`
 	Budget        string                 `json:"budget,omitempty"`
-	Repetition    localmodels.Repetition `json:"repetition"`
-	JudgeRepairs  int                    `json:"judge_repairs"`
+	Repetition    localmodels.Repetition `json:"repetition,omitzero"`
+	JudgeRepairs  int                    `json:"judge_repairs,omitempty"`
 }
 
 // PromptInfo is a prompt template by hash and text, with where it came from.
@@ -255,6 +260,12 @@ type Counts struct {
 // claim fallback (absent: sentences, as format 3 did). Format 5 added hypo's
 // KG context and claim-node search (absent: edges and exact, as format 4).
 const FormatVersion = 5
+
+// Exists reports whether dir holds a run (its manifest).
+func Exists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, ManifestFile))
+	return err == nil
+}
 
 // ReadManifest reads dir/manifest.json (a manifest of format 1 keeps it:
 // migrations read the parts that changed, engine.Recorded its engine

@@ -131,6 +131,13 @@ func (s Setting) Internal() bool { return s.internal }
 // Key is the setting's JSON and run-file key: its name with underscores.
 func (s Setting) Key() string { return strings.ReplaceAll(s.Name, "-", "_") }
 
+// EnvName is the environment variable that sets a flag of any halu
+// command: HALU_ and the flag's name in capitals, dashes as underscores
+// (--max-tokens: HALU_MAX_TOKENS).
+func EnvName(flag string) string {
+	return "HALU_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
 // Paper sets the value under the paper's protocol (the authors' code where
 // the paper is silent). A run whose value differs has a departure.
 func (s Setting) Paper(v string) Setting { return s.Under(ProtocolPaper, v) }

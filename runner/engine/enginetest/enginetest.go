@@ -29,6 +29,5 @@ func New(t testing.TB, host string, parallel int) *engine.Engine {
 	// As many items in flight as calls: a test's items go to the server
 	// one batch of parallel at a time, in their order (auto would start
 	// 32 at once, in a race).
-	return &engine.Engine{Client: c, Cache: cache, Parallel: parallel, ItemsInFlight: parallel, JudgeRepairs: 1,
-		Retry: engine.Retry{Attempts: 3, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+	return &engine.Engine{Client: c, Cache: cache, Retry: engine.Retry{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}, Config: engine.EngineConfig{Parallel: parallel, ItemsInFlight: parallel, JudgeRepairs: 1, Retries: 3}}
 }

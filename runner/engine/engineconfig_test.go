@@ -1,0 +1,103 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"halu/runner/engine"
+	"halu/runner/rundir"
+)
+
+// Every field of EngineConfig is a declared setting: set each to a value
+// other than its default and the manifest's engine section, written from
+// the declaration alone, gives the same config back. A field added without
+// its setting line is lost on the way and fails here; the declaration is
+// the only place an engine setting is written down.
+func TestEveryEngineSettingIsDeclaredAndRecorded(t *testing.T) {
+	var ec engine.EngineConfig
+	v := reflect.ValueOf(&ec).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x" + v.Type().Field(i).Name)
+		case reflect.Int, reflect.Int64:
+			if f.Type() == reflect.TypeOf(time.Duration(0)) {
+				f.SetInt(int64(time.Duration(i+1) * time.Second))
+			} else {
+				f.SetInt(int64(i + 2))
+			}
+		case reflect.Float64:
+			f.SetFloat(0.25)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Slice:
+			f.Set(reflect.ValueOf([]string{"ollama=127.0.0.1:1", "ollama=127.0.0.1:2"}))
+		case reflect.Pointer:
+			x := float64(i)
+			f.Set(reflect.ValueOf(&x))
+		default:
+			t.Fatalf("field %s of kind %s: extend this test", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	ec.Readers = "paper" // a choice: one of its values
+	b, err := json.Marshal(&ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := engine.EngineConfig{}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, ec) {
+		t.Errorf("the engine section loses a setting:\n wrote %+v\n read  %+v\n json %s", ec, back, b)
+	}
+	var keys map[string]json.RawMessage
+	json.Unmarshal(b, &keys)
+	if len(keys) != len(ec.Settings()) || len(ec.Settings()) != v.NumField() {
+		t.Errorf("%d keys, %d settings, %d fields: one setting a field", len(keys), len(ec.Settings()), v.NumField())
+	}
+}
+
+// The manifest records the settings the engine ran with — the window a
+// Windowed suite raised included — in its engine section, and nothing of
+// them in the serving section, which holds the fingerprints alone.
+func TestManifestRecordsTheEngineItRanWith(t *testing.T) {
+	srv := server(t, goodJudge)
+	dir := filepath.Join(t.TempDir(), "run")
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Config.NumCtx, e.Config.NumThread, e.Config.KeepAlive, e.Config.Retries = 2048, 1, 7*time.Minute, 2
+	if _, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := rundir.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := engine.Recorded(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := e.Config
+	want.Readers = "halu" // unset is the careful readers, recorded by name
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("recorded %+v\nran with %+v", got, want)
+	}
+	var raw struct {
+		Serving map[string]json.RawMessage `json:"serving"`
+	}
+	b, _ := json.Marshal(m)
+	json.Unmarshal(b, &raw)
+	var keys []string
+	for k := range raw.Serving {
+		keys = append(keys, k)
+	}
+	if !slices.Equal(keys, []string{"fingerprints"}) {
+		t.Errorf("serving section holds %v, want the fingerprints alone", keys)
+	}
+}
