@@ -4,7 +4,7 @@ BIN       := bin/halu
 SHARED    ?= $(abspath ../shared)
 PKGS      := ./...
 
-.PHONY: build test test-slow e2e demo readme-commands ollama lint bench bench-index bench-engine clean
+.PHONY: build test test-slow e2e demo readme-commands ollama lint bench bench-index bench-engine bench-shards clean
 
 # The commit halu is built from, in every run's manifest (GOFLAGS may say
 # -buildvcs=false, and then the toolchain stamps none).
@@ -60,6 +60,13 @@ lint:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# Shards: the slowest shard's wall time over the fastest's, for 4 shards of
+# a simulated 2,000-item run (median of 3), seeded order beside the list's
+# own; then merge and report of a 100,000-record run, timed, with peak RSS.
+bench-shards:
+	$(GO) test -run '^$$' -bench '^BenchmarkShardBalance$$' -benchtime 3x ./runner/engine/ | grep Benchmark
+	HALU_BENCH_MERGE_RECORDS=100000 $(GO) test -count=1 -run '^TestBenchMergeReport$$' -v ./cmd/halu/ | grep -v '^=== RUN\|^--- \|^PASS\|^ok'
 
 clean:
 	rm -rf bin demo

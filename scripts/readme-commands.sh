@@ -30,9 +30,10 @@ HALU_BIN="$ROOT/bin/halu"
 : "${OLLAMA_HOST:?run under halu with-ollama (OLLAMA_HOST unset)}"
 : "${HALU_OLLAMA_BIN:?set HALU_OLLAMA_BIN (the pool command starts a second server)}"
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+trap '[ -n "${SLURM_CONF:-}" ] && "$ROOT/scripts/slurm-local.sh" stop "$WORK/slurm" >/dev/null 2>&1; rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/bin"
 ln -s "$HALU_BIN" "$WORK/bin/halu"
+ln -s "$ROOT/scripts" "$WORK/scripts" # the docs' scripts/slurm-local.sh
 export PATH="$WORK/bin:$PATH" HALU_CACHE="$WORK/cache"
 
 # The README's commands: sh blocks, continuation lines joined, comments cut.
@@ -76,6 +77,16 @@ FELM="${HALU_SHARED:-$ROOT/../shared}/data/judge-validation/felm_science.jsonl"
 have_felm=0
 if [ -f "$FELM" ]; then cp "$FELM" felm_science.jsonl && have_felm=1; fi
 head -n 2 "$ROOT/testdata/cfaith/docs_zh.jsonl" >docs.jsonl
+# `halu slurm`: a real single-node cluster on this machine (as root, with
+# Debian's slurm packages; CI installs them); elsewhere those commands are
+# skipped and say why.
+have_slurm=0 why_slurm=""
+if out=$("$ROOT/scripts/slurm-local.sh" start "$WORK/slurm" 2>&1); then
+  eval "$(tail -n 1 <<<"$out")" && export SLURM_CONF && have_slurm=1
+else
+  why_slurm=$(tail -n 1 <<<"$out")
+  if [ -n "${CI:-}" ]; then echo "readme-commands: $why_slurm" >&2; exit 1; fi
+fi
 cat >hic.yaml <<'EOF'
 suite: hic
 models: qwen2.5:1.5b
@@ -91,6 +102,8 @@ small() {
     # JSON judges for hic: the tiny judge cannot write the paper's one-line
     # verdict, and `halu judges sheet` needs verdicts to sample.
     *"run hic"*) echo "--questions 1 --answers 2 --max-tokens 40 --judge-max-tokens 160 --judge-format json" ;;
+    # A question a shard.
+    *"slurm submit"*"-- hic"*) echo "--questions 1,11,21,31 --answers 2 --max-tokens 40 --judge-max-tokens 160 --judge-format json" ;;
     # JSON judges here too: a validation whose every reply went unread
     # measured nothing, and exits 1.
     *"judges validate"*) echo "--limit 6 --judge-max-tokens 120 --judge-format json" ;;
@@ -108,6 +121,10 @@ n=0 skipped=0
 while IFS= read -r cmd; do
   case "$cmd" in
     make\ *|"halu models pull"*) echo "-- skipped (see the script's header): $cmd"; skipped=$((skipped + 1)); continue ;;
+    "halu slurm"*)
+      if [ "$have_slurm" = 0 ]; then
+        echo "-- skipped ($why_slurm): $cmd"; skipped=$((skipped + 1)); continue
+      fi ;;
     *felm_science.jsonl*)
       if [ "$have_felm" = 0 ]; then
         echo "-- skipped (FELM is CC BY-NC-SA, not shipped, and not at $FELM): $cmd"; skipped=$((skipped + 1)); continue
@@ -158,6 +175,19 @@ while IFS= read -r cmd; do
   fi
   # Commands that name runs the README's later lines use.
   case "$cmd" in
+    "halu slurm submit"*)
+      # The later lines read the submission once the cluster is done
+      # with it: wait for the merged run (or for nothing left queued).
+      case "$cmd" in *--print*) ;; *)
+        sub=$(sed -E 's/.*--out ([^ ]+).*/\1/' <<<"$cmd")
+        for _ in $(seq 600); do
+          st=$(halu slurm status "$sub")
+          grep -q "merged: complete" <<<"$st" && break
+          grep -q "^merge .*not in the queue" <<<"$st" && { echo "$st"; cat "$sub"/slurm/*.out >&2; echo "readme-commands: the merge job left the queue with no merged run" >&2; exit 1; }
+          sleep 1
+        done
+        grep -q "merged: complete" <<<"$st" || { echo "$st"; echo "readme-commands: $sub: not merged after 10 minutes" >&2; exit 1; } ;;
+      esac ;;
     *"--out runs/hic-1"*)
       # The runs `halu compare` compares, one per generator; JSON judges,
       # since the tiny judge cannot write the paper's one-line verdict.

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -187,11 +188,15 @@ func withSuggestion(err error, root *cobra.Command) error {
 		return err
 	}
 	names := map[string]bool{}
+	var where []string // commands that take the flag, when it is halu's
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		add := func(f *pflag.Flag) {
 			if f.Deprecated == "" && !f.Hidden {
 				names[f.Name] = true
+				if f.Name == m[1] && !slices.Contains(where, c.CommandPath()) {
+					where = append(where, c.CommandPath())
+				}
 			}
 		}
 		c.Flags().VisitAll(add)
@@ -205,6 +210,12 @@ func withSuggestion(err error, root *cobra.Command) error {
 		for _, s := range d.Config().Settings() {
 			names[s.Name] = true
 		}
+	}
+	if len(where) > 0 {
+		if len(where) > 3 {
+			where = append(where[:3], "…")
+		}
+		return fmt.Errorf("%w: it is a flag of %s — give it after the command that takes it", err, strings.Join(where, ", "))
 	}
 	best, bestD := "", len(m[1])/3+1
 	for n := range names {
@@ -254,7 +265,7 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	// only run's: see runControl.settle).
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return applySettings(cmd, "") }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newVersionCmd(), newDoctorCmd(g), newModelsCmd(g), newRunCmd(g), newWithOllamaCmd(g), newIndexCmd(g), newKGCmd(g), newIntentCmd(), newBuildCmd(g), newJudgesCmd(g), newRerunCmd(g), newReportCmd(), newCompareCmd(), newMergeCmd())
+	root.AddCommand(newVersionCmd(), newDoctorCmd(g), newModelsCmd(g), newRunCmd(g), newWithOllamaCmd(g), newIndexCmd(g), newKGCmd(g), newIntentCmd(), newBuildCmd(g), newJudgesCmd(g), newRerunCmd(g), newReportCmd(), newCompareCmd(), newMergeCmd(), newSlurmCmd(g))
 	return root
 }
 

@@ -33,10 +33,12 @@ func TestImportRules(t *testing.T) {
 		"runner/summary":           {"localmodels", "metrics", "runner/rundir", "runner/setting"},
 		"runner/engine":            {"localmodels", "runner/judging", "runner/rundir", "runner/setting", "runner/summary"},
 		"runner/engine/enginetest": {"localmodels", "runner/engine"},
+		// Handing a sharded run to a cluster: it reads run directories.
+		"runner/slurm": {"runner/rundir"},
 		// The list of suites, and the reports (which find a run's suite).
 		"runner/registry": all(suites, []string{"runner/engine"}),
 		"runner/report":   all(base, core, []string{"runner/registry", "runner/judgeval"}),
-		"cmd/halu":        all(base, core, suites, []string{"runner/registry", "runner/report"}),
+		"cmd/halu":        all(base, core, suites, []string{"runner/registry", "runner/report", "runner/slurm"}),
 	}
 	for _, s := range suites {
 		allowed[s] = all(base, core)

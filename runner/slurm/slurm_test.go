@@ -1,0 +1,215 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"halu/runner/rundir"
+)
+
+// The scripts for given options, line by line.
+func TestScripts(t *testing.T) {
+	o := Options{Halu: "/opt/halu/bin/halu", Dir: "/shared/runs/hic 7b", Suite: "hic", Args: []string{"--models", "qwen2.5:7b", "--judges", "a,b", "--note", "it's"},
+		Shards: 4, Partition: "gpu", Account: "lab", Time: "4:00:00", GPUsPerTask: "1", CPUsPerTask: 8, Extra: []string{"--mem=16G"}}
+	want := `#!/bin/bash
+#SBATCH --job-name=halu-hic
+#SBATCH --array=1-4
+#SBATCH --output='/shared/runs/hic 7b/slurm/shard-%a.out'
+#SBATCH --partition=gpu
+#SBATCH --account=lab
+#SBATCH --time=4:00:00
+#SBATCH --gpus-per-task=1
+#SBATCH --cpus-per-task=8
+#SBATCH --mem=16G
+# Written by halu slurm submit. Task I runs shard I/4 of the run below into
+# /shared/runs/hic 7b/shards/I; run again (halu slurm resubmit), it resumes its shard.
+set -euo pipefail
+i="$SLURM_ARRAY_TASK_ID"
+shard='/shared/runs/hic 7b/shards'/"$i"
+if [ -e "$shard/manifest.json" ]; then where=(--resume "$shard"); else where=(--out "$shard"); fi
+exec /opt/halu/bin/halu run hic --models qwen2.5:7b --judges a,b --note 'it'\''s' --shard "$i/4" "${where[@]}"
+`
+	if got := o.Array(); got != want {
+		t.Errorf("array script:\n%s\nwant:\n%s", diffLines(got, want), want)
+	}
+	wantMerge := `#!/bin/bash
+#SBATCH --job-name=halu-hic-merge
+#SBATCH --output='/shared/runs/hic 7b/slurm/merge.out'
+#SBATCH --partition=gpu
+#SBATCH --account=lab
+#SBATCH --time=4:00:00
+# Written by halu slurm submit: joins the shards once every task succeeded.
+set -euo pipefail
+exec /opt/halu/bin/halu merge '/shared/runs/hic 7b/shards/1' '/shared/runs/hic 7b/shards/2' '/shared/runs/hic 7b/shards/3' '/shared/runs/hic 7b/shards/4' --out '/shared/runs/hic 7b/merged'
+`
+	if got := o.Merge(); got != wantMerge {
+		t.Errorf("merge script:\n%s", diffLines(got, wantMerge))
+	}
+	// Each task's own Ollama: the run goes through with-ollama.
+	o = Options{Halu: "/h", Dir: "/d", Suite: "smoke", Shards: 2, OllamaBin: "/o/ollama", OllamaModels: "/m"}
+	last := o.Array()[strings.LastIndex(strings.TrimSpace(o.Array()), "\n")+1:]
+	if want := `exec /h with-ollama --bin /o/ollama --models /m --log /d/slurm/ollama-"$i".log -- /h run smoke --shard "$i/2" "${where[@]}"` + "\n"; last != want {
+		t.Errorf("with-ollama line:\n%s\nwant\n%s", last, want)
+	}
+}
+
+func diffLines(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	var out []string
+	for i := range max(len(g), len(w)) {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			out = append(out, fmt.Sprintf("line %d: got  %q\n         want %q", i+1, a, b))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestCheck(t *testing.T) {
+	good := Options{Halu: "/h", Dir: "/d", Suite: "hic", Shards: 3}
+	for _, tc := range []struct {
+		change func(*Options)
+		want   string
+	}{
+		{func(o *Options) { o.Shards = 0 }, "--shards 0"},
+		{func(o *Options) { o.Dir = "runs/x" }, "absolute"},
+		{func(o *Options) { o.Suite = "" }, "name the suite"},
+		{func(o *Options) { o.Args = []string{"--models", "a", "--out", "x"} }, "hold --out"},
+		{func(o *Options) { o.Args = []string{"--shard=1/2"} }, "hold --shard"},
+		{func(o *Options) { o.Args = []string{"--resume", "x"} }, "hold --resume"},
+		{func(o *Options) { o.Extra = []string{"mem=1G"} }, "want one sbatch option"},
+		{func(o *Options) { o.Extra = []string{"--mem=1G\n#SBATCH --x"} }, "want one sbatch option"},
+		{func(o *Options) { o.OllamaModels = "/m" }, "needs --private-ollama"},
+		{func(o *Options) {}, ""},
+	} {
+		o := good
+		tc.change(&o)
+		err := o.Check()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v, want %q", o, err, tc.want)
+		}
+	}
+}
+
+// fakeCluster answers sbatch with job ids in turn and squeue with what the
+// test puts in queue; it records every command.
+type fakeCluster struct {
+	next  int
+	queue map[string]string // job id → "STATE|reason"
+	ran   []string
+}
+
+func (f *fakeCluster) cluster() Cluster {
+	return Cluster{Run: func(_ context.Context, name string, args ...string) ([]byte, error) {
+		f.ran = append(f.ran, name+" "+strings.Join(args, " "))
+		switch name {
+		case "sbatch":
+			f.next++
+			return []byte(fmt.Sprintf("%d\n", 100+f.next)), nil
+		case "squeue":
+			var out []string
+			for id, s := range f.queue {
+				out = append(out, id+"|"+s)
+			}
+			return []byte(strings.Join(out, "\n")), nil
+		case "scancel":
+			return nil, nil
+		case "sacct":
+			return nil, fmt.Errorf("sacct: Slurm accounting storage is disabled")
+		}
+		return nil, fmt.Errorf("unexpected %s", name)
+	}}
+}
+
+// writeShard leaves shard i of dir as a run of status with done of items
+// recorded.
+func writeShard(t *testing.T, dir string, i int, status string, done, items int) {
+	d := ShardDir(dir, i)
+	os.MkdirAll(d, 0o755)
+	if err := rundir.WriteManifest(d, &rundir.Manifest{Suite: "hic", Status: status, Counts: rundir.Counts{Items: items}}); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for k := range done {
+		fmt.Fprintf(&b, `{"format":%d,"suite":"hic","item":"i%d-%d","data":{}}`+"\n", rundir.FormatVersion, i, k)
+	}
+	os.WriteFile(filepath.Join(d, rundir.RecordsFile), []byte(b.String()), 0o644)
+}
+
+// Submit sends the array, then the merge after it; resubmit sends again
+// only the shards not complete and out of the queue, cancels the merge
+// left waiting on the failed array, and refuses while a shard's task is
+// still queued.
+func TestSubmitStatusResubmit(t *testing.T) {
+	dir := t.TempDir()
+	f := &fakeCluster{queue: map[string]string{}}
+	o := Options{Halu: "/h", Dir: dir, Suite: "hic", Shards: 3}
+	j, err := Submit(context.Background(), f.cluster(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"sbatch --parsable " + filepath.Join(dir, "slurm", ArrayScript), "sbatch --parsable --dependency=afterok:101 " + filepath.Join(dir, "slurm", MergeScript)}; strings.Join(f.ran, "\n") != strings.Join(want, "\n") {
+		t.Errorf("commands:\n%s\nwant\n%s", strings.Join(f.ran, "\n"), strings.Join(want, "\n"))
+	}
+	if s := j.Submissions[0]; s.Array != "101" || s.Merge != "102" || len(s.Indices) != 3 {
+		t.Errorf("submission %+v", s)
+	}
+	if _, err := Submit(context.Background(), f.cluster(), o); err == nil || !strings.Contains(err.Error(), "already holds a submission") {
+		t.Errorf("a second submit into the directory: %v", err)
+	}
+
+	// Shard 1 complete, 2 cancelled half-way, 3 running; the merge waits.
+	writeShard(t, dir, 1, "complete", 4, 4)
+	writeShard(t, dir, 2, "interrupted", 1, 4)
+	writeShard(t, dir, 3, "running", 2, 4)
+	f.queue = map[string]string{"101_3": "RUNNING|None", "102": "PENDING|DependencyNeverSatisfied"}
+	_, states, merge, err := States(context.Background(), f.cluster(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%+v %v", states, merge)
+	want := "[{I:1 Status:complete Done:4 Items:4 Job:101_1 Queue: Reason:} {I:2 Status:interrupted Done:1 Items:4 Job:101_2 Queue: Reason:} {I:3 Status:running Done:2 Items:4 Job:101_3 Queue:RUNNING Reason:None}] [102 PENDING DependencyNeverSatisfied]"
+	if got != want {
+		t.Errorf("states\n%s\nwant\n%s", got, want)
+	}
+	if _, _, err := Resubmit(context.Background(), f.cluster(), dir); err == nil || !strings.Contains(err.Error(), "shard 3/3 is RUNNING as job 101_3") {
+		t.Errorf("resubmit while shard 3 runs: %v", err)
+	}
+	// Shard 3 was pre-empted too.
+	writeShard(t, dir, 3, "interrupted", 2, 4)
+	delete(f.queue, "101_3")
+	f.ran = nil
+	j, redo, err := Resubmit(context.Background(), f.cluster(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = strings.Join([]string{
+		"squeue -h -r -j 101,102 -o %i|%T|%r",
+		"scancel 102",
+		"sbatch --parsable --array=2,3 " + filepath.Join(dir, "slurm", ArrayScript),
+		"sbatch --parsable --dependency=afterok:103 " + filepath.Join(dir, "slurm", MergeScript),
+	}, "\n")
+	if strings.Join(f.ran, "\n") != want || fmt.Sprint(redo) != "[2 3]" {
+		t.Errorf("resubmit ran\n%s\nwant\n%s (redo %v)", strings.Join(f.ran, "\n"), want, redo)
+	}
+	if last, _ := j.Last(2); last != "103_2" {
+		t.Errorf("shard 2 last ran as %s", last)
+	}
+	if last, _ := j.Last(1); last != "101_1" {
+		t.Errorf("shard 1 last ran as %s", last)
+	}
+	back, err := ReadJobs(dir)
+	if err != nil || len(back.Submissions) != 2 || back.Options.Shards != 3 {
+		t.Errorf("jobs.json read back: %+v %v", back, err)
+	}
+}
