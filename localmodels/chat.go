@@ -98,6 +98,26 @@ type ChatRequest struct {
 	// KeepAlive is how long the model stays loaded after the call; zero
 	// leaves the server's default.
 	KeepAlive time.Duration `json:"keep_alive,omitempty"`
+	// Logprobs asks for each generated token's log-probability, and
+	// TopLogprobs for that many of the most likely tokens at each position
+	// (0–20). Both are part of the request, so of its cache key: a reply
+	// cached without them is not one with them.
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs int  `json:"top_logprobs,omitempty"`
+}
+
+// TokenLogprob is a generated token's natural-log probability, with the
+// most likely tokens at its position (Top) when they were asked for.
+type TokenLogprob struct {
+	Token   string        `json:"t"`
+	Logprob float64       `json:"lp"`
+	Top     []Alternative `json:"top,omitempty"`
+}
+
+// Alternative is one of the most likely tokens at a position.
+type Alternative struct {
+	Token   string  `json:"t"`
+	Logprob float64 `json:"lp"`
 }
 
 // ChatResponse is a finished generation with Ollama's token counts.
@@ -114,6 +134,10 @@ type ChatResponse struct {
 	// cached: they describe one call, not the reply).
 	Timing Timing `json:"-"`
 	Reuse  Reuse  `json:"-"`
+	// Logprobs are the generated tokens' log-probabilities, when the
+	// request asked for them (thinking tokens excluded where the server
+	// tells them apart).
+	Logprobs []TokenLogprob `json:"logprobs,omitempty"`
 }
 
 // Reuse is how much of a call's prompt the server took from its prefix
@@ -256,14 +280,30 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, lim StreamLimits) (C
 	if req.KeepAlive > 0 {
 		ar.KeepAlive = &api.Duration{Duration: req.KeepAlive}
 	}
+	ar.Logprobs, ar.TopLogprobs = req.Logprobs, req.TopLogprobs
 
 	return runStream(ctx, lim, func(ctx context.Context, on func(streamChunk) error) error {
 		return c.chatStream(ctx, ar, func(r api.ChatResponse) error {
 			return on(streamChunk{content: r.Message.Content, thinking: r.Message.Thinking, done: r.Done,
 				doneReason: r.DoneReason, promptEval: r.PromptEvalCount, eval: r.EvalCount, total: r.TotalDuration,
-				load: r.LoadDuration, prompt: r.PromptEvalDuration, evalDur: r.EvalDuration})
+				load: r.LoadDuration, prompt: r.PromptEvalDuration, evalDur: r.EvalDuration, logprobs: fromAPILogprobs(r.Logprobs)})
 		})
 	}, func(err error) error { return c.wrap("chat "+req.Model, err) })
+}
+
+// fromAPILogprobs converts Ollama's token log-probabilities.
+func fromAPILogprobs(in []api.Logprob) []TokenLogprob {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]TokenLogprob, len(in))
+	for i, l := range in {
+		out[i] = TokenLogprob{Token: l.Token, Logprob: l.Logprob}
+		for _, a := range l.TopLogprobs {
+			out[i].Top = append(out[i].Top, Alternative{Token: a.Token, Logprob: a.Logprob})
+		}
+	}
+	return out
 }
 
 // idleWatch calls fail when no chunk of a stream came for d. A chunk only
@@ -382,6 +422,8 @@ type streamChunk struct {
 	// when it says (cachedKnown).
 	cached      int
 	cachedKnown bool
+	// logprobs are the chunk's tokens' log-probabilities, when asked.
+	logprobs []TokenLogprob
 }
 
 // runStream runs a streamed generation under lim. transport sends the
@@ -414,6 +456,7 @@ func runStream(ctx context.Context, lim StreamLimits, transport func(ctx context
 		}
 		content.WriteString(r.content)
 		thinking.WriteString(r.thinking)
+		out.Logprobs = append(out.Logprobs, r.logprobs...)
 		out.EvalCount++ // chunks so far; the final count replaces it
 		if r.done {
 			done = true

@@ -361,6 +361,8 @@ type chatCompletion struct {
 	ResponseFormat    *responseFormat `json:"response_format,omitempty"`
 	ReasoningEff      string          `json:"reasoning_effort,omitempty"`
 	TemplateKwargs    map[string]any  `json:"chat_template_kwargs,omitempty"`
+	Logprobs          bool            `json:"logprobs,omitempty"`
+	TopLogprobs       *int            `json:"top_logprobs,omitempty"`
 }
 
 type streamOptions struct {
@@ -387,6 +389,16 @@ type chatChunk struct {
 			ReasoningContent string `json:"reasoning_content"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
+		Logprobs     *struct {
+			Content []struct {
+				Token       string  `json:"token"`
+				Logprob     float64 `json:"logprob"`
+				TopLogprobs []struct {
+					Token   string  `json:"token"`
+					Logprob float64 `json:"logprob"`
+				} `json:"top_logprobs"`
+			} `json:"content"`
+		} `json:"logprobs"`
 	} `json:"choices"`
 	Usage *struct {
 		PromptTokens     int `json:"prompt_tokens"`
@@ -411,6 +423,12 @@ func (o *OpenAI) body(req ChatRequest, withFormat bool) chatCompletion {
 			b.ResponseFormat = &responseFormat{Type: "json_object"}
 		} else {
 			b.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: &jsonSchemaSpec{Name: "reply", Schema: req.Format, Strict: true}}
+		}
+	}
+	if req.Logprobs {
+		b.Logprobs = true
+		if req.TopLogprobs > 0 {
+			b.TopLogprobs = &req.TopLogprobs
 		}
 	}
 	if req.Think != nil && !*req.Think {
@@ -485,6 +503,15 @@ func (o *OpenAI) chat(ctx context.Context, req ChatRequest, lim StreamLimits, wi
 				ch.thinking += choice.Delta.Reasoning + choice.Delta.ReasoningContent
 				if choice.FinishReason != nil && *choice.FinishReason != "" {
 					final.doneReason = *choice.FinishReason
+				}
+				if lp := choice.Logprobs; lp != nil {
+					for _, t := range lp.Content {
+						tl := TokenLogprob{Token: t.Token, Logprob: t.Logprob}
+						for _, a := range t.TopLogprobs {
+							tl.Top = append(tl.Top, Alternative{Token: a.Token, Logprob: a.Logprob})
+						}
+						ch.logprobs = append(ch.logprobs, tl)
+					}
 				}
 			}
 			if c.Usage != nil {

@@ -90,18 +90,52 @@ func BootstrapCI(xs []float64, statistic func([]float64) float64, resamples int,
 	if len(xs) < 2 || resamples < 1 {
 		return iv
 	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
-	stats := make([]float64, resamples)
 	buf := make([]float64, len(xs))
-	for r := range stats {
-		for i := range buf {
-			buf[i] = xs[rng.IntN(len(xs))]
+	stats := resampled(len(xs), resamples, seed, func(idx []int) float64 {
+		for k, i := range idx {
+			buf[k] = xs[i]
 		}
-		stats[r] = statistic(buf)
-	}
+		return statistic(buf)
+	})
 	iv.Low = Percentile(stats, 100*(1-level)/2)
 	iv.High = Percentile(stats, 100*(1+level)/2)
 	return iv
+}
+
+// resampled is statistic over `resamples` resamples, with replacement, of
+// n units (their indices), drawn with a PCG generator seeded with seed.
+func resampled(n, resamples int, seed uint64, statistic func(idx []int) float64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	stats := make([]float64, resamples)
+	idx := make([]int, n)
+	for r := range stats {
+		for i := range idx {
+			idx[i] = rng.IntN(n)
+		}
+		stats[r] = statistic(idx)
+	}
+	return stats
+}
+
+// BootstrapUnits is a percentile-bootstrap interval for a statistic of
+// paired data (a score and a label per unit): statistic is given the
+// indices of each resample of the n units. Resamples where it is not
+// defined (NaN: one class only) are left out; when they are half or more,
+// the interval is NaN.
+func BootstrapUnits(n, resamples int, seed uint64, level float64, statistic func(idx []int) float64) (lo, hi float64) {
+	if n < 2 || resamples < 1 {
+		return math.NaN(), math.NaN()
+	}
+	var stats []float64
+	for _, v := range resampled(n, resamples, seed, statistic) {
+		if !math.IsNaN(v) {
+			stats = append(stats, v)
+		}
+	}
+	if 2*len(stats) <= resamples {
+		return math.NaN(), math.NaN()
+	}
+	return Percentile(stats, 100*(1-level)/2), Percentile(stats, 100*(1+level)/2)
 }
 
 // TestResult is a test statistic and its two-sided p-value.

@@ -3,10 +3,13 @@
 # Chromium, saves a screenshot, and checks the rendered page has its tables
 # and charts and that no script ran (model text is escaped, and the page's
 # Content-Security-Policy forbids script). Without Chromium it says so and
-# passes, except in CI (CI set), where .ci/run installs it.
+# passes, except in CI (CI set), where .ci/run installs it. Further texts the
+# rendered page must hold can be given as more arguments.
 set -euo pipefail
 page="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 shot="$2"
+shift 2
+extra=("$@")
 bin=""
 for b in chromium chromium-browser google-chrome; do
   if command -v "$b" >/dev/null; then bin="$b"; break; fi
@@ -25,7 +28,7 @@ chrome() {
 }
 dom="$(chrome --dump-dom)" || { cat "$profile/chromium.log" >&2; exit 1; }
 fail=0
-for want in '<table' '<svg' 'id="leaderboards"' 'class="sample"'; do
+for want in '<table' '<svg' 'id="leaderboards"' 'class="sample"' "${extra[@]}"; do
   if ! grep -q -- "$want" <<<"$dom"; then echo "check-report: the rendered page has no $want" >&2; fail=1; fi
 done
 if grep -q 'data-xss="' <<<"$dom"; then echo "check-report: a script ran in the report" >&2; fail=1; fi

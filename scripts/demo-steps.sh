@@ -97,8 +97,8 @@ $HALU run cfaith --data testdata/cfaith/sample_en --models "$GEN" --judges "$JUD
   --out "$OUT/runs/cfaith" --cache "$CACHE" | tee -a "$OUT/report.txt"
 took
 
-step "judges: the hic judge against people's labels (20 HaluEval responses), and the hic run's own texts labelled"
-$HALU judges validate --judges "$JUDGE" --limit 20 --judge-format json --judge-max-tokens 80 \
+step "judges: the hic judge against people's labels (20 HaluEval responses), its confidence checked against them too (--logprobs), and the hic run's own texts labelled"
+$HALU judges validate --judges "$JUDGE" --limit 20 --judge-format json --judge-max-tokens 80 --logprobs 5 \
   --out "$OUT/runs/judges" --cache "$CACHE" | tee -a "$OUT/report.txt"
 $HALU judges sheet "$OUT/runs/hic" --n 8 | tee -a "$OUT/report.txt"
 # Stand-in labels (the demo has no annotators): yes and no in turn.

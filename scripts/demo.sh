@@ -23,7 +23,8 @@ echo "== report: HTML with charts, Markdown, CSV per table"
 SECONDS=0
 bin/halu report "$OUT"/runs/* "$OUT/cfaith-build/run" --html "$OUT/report.html" --csv "$OUT/tables" --long "$OUT/figures.csv" --samples "$OUT/samples.jsonl"
 bin/halu report "$OUT"/runs/* "$OUT/cfaith-build/run" --md >"$OUT/report.md"
-scripts/check-report.sh "$OUT/report.html" "$OUT/report.png"
+# The judges' confidence checked against people's labels: its table and ROC.
+scripts/check-report.sh "$OUT/report.html" "$OUT/report.png" "Model-side confidence checked against" "ROC of the confidence scores"
 printf '%s\t%s\n' "$SECONDS" "report (HTML, Markdown, CSV; checked in headless Chromium when present)" >>"$OUT/timings.tsv"
 
 echo

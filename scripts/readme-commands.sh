@@ -37,7 +37,7 @@ ln -s "$ROOT/scripts" "$WORK/scripts" # the docs' scripts/slurm-local.sh
 export PATH="$WORK/bin:$PATH" HALU_CACHE="$WORK/cache"
 
 # The README's commands: sh blocks, continuation lines joined, comments cut.
-awk '/^```sh/{f=1;next} /^```/{f=0} f' README.md docs/servers.md docs/running.md docs/judges.md docs/run-control.md docs/reports.md docs/layout.md |
+awk '/^```sh/{f=1;next} /^```/{f=0} f' README.md docs/servers.md docs/running.md docs/judges.md docs/confidence.md docs/run-control.md docs/reports.md docs/layout.md |
   sed -e ':a' -e '/\\$/N; s/\\\n[[:space:]]*/ /; ta' |
   sed -e 's/[[:space:]]#[[:space:]].*$//' -e 's/[[:space:]]*$//' |
   grep -v '^$' >"$WORK/commands"

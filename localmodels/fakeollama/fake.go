@@ -32,6 +32,18 @@ type ChatRequest struct {
 	Stream  *bool           `json:"stream"`
 	// Think is the think value sent (null when none was).
 	Think json.RawMessage `json:"think"`
+	// Logprobs and TopLogprobs are what the request asked of token
+	// log-probabilities.
+	Logprobs    bool `json:"logprobs"`
+	TopLogprobs int  `json:"top_logprobs"`
+}
+
+// Logprob is a generated token's log-probability as the fake reports it,
+// with its alternatives (Top, cut to the request's top_logprobs).
+type Logprob struct {
+	Token   string
+	Logprob float64
+	Top     []Logprob
 }
 
 // LastUser returns the content of the last user message.
@@ -53,6 +65,9 @@ type Reply struct {
 	Status  int
 	Error   string
 	Delay   time.Duration
+	// Logprobs are reported, with the first chunk, when the request asks
+	// for them.
+	Logprobs []Logprob
 	// ChunkDelay is the pause before each chunk after the first.
 	ChunkDelay time.Duration
 	// PromptEvalCount, when set, is the prompt_eval_count reported
@@ -321,7 +336,25 @@ func (s *Server) chatHandler(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		evals += len(strings.Fields(c))
-		writeJSON(w, map[string]any{"model": req.Model, "message": map[string]string{"role": "assistant", "content": c}, "done": false})
+		msg := map[string]any{"model": req.Model, "message": map[string]string{"role": "assistant", "content": c}, "done": false}
+		if i == 0 && req.Logprobs && len(rep.Logprobs) > 0 {
+			var lps []map[string]any
+			for _, l := range rep.Logprobs {
+				m := map[string]any{"token": l.Token, "logprob": l.Logprob}
+				var top []map[string]any
+				for k, a := range l.Top {
+					if k < req.TopLogprobs {
+						top = append(top, map[string]any{"token": a.Token, "logprob": a.Logprob})
+					}
+				}
+				if len(top) > 0 {
+					m["top_logprobs"] = top
+				}
+				lps = append(lps, m)
+			}
+			msg["logprobs"] = lps
+		}
+		writeJSON(w, msg)
 		if fl != nil {
 			fl.Flush()
 		}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"halu/localmodels"
+	"halu/metrics"
 	"halu/runner/rundir"
 )
 
@@ -155,6 +156,10 @@ type chatKey struct {
 	Format   json.RawMessage       `json:"format,omitempty"`
 	Think    *bool                 `json:"think,omitempty"`
 	Sample   int                   `json:"sample"`
+	// Logprobs and TopLogprobs: a reply asked with its log-probabilities
+	// is another entry (left out when not asked: keys stay as they were).
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs int  `json:"top_logprobs,omitempty"`
 }
 
 // Chat runs one generation for stage. sample numbers the draws of a sampled
@@ -218,6 +223,7 @@ func chatCacheKey(fp rundir.Fingerprint, req localmodels.ChatRequest, sample int
 	return Key(chatKey{
 		Kind: "chat", Serving: fp.CacheKeyForm(),
 		Messages: req.Messages, Options: keyOpts, Format: req.Format, Think: req.Think, Sample: sample,
+		Logprobs: req.Logprobs, TopLogprobs: req.TopLogprobs,
 	})
 }
 
@@ -299,6 +305,7 @@ func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info lo
 		l.Options = m
 	}
 	c.transcript(&l, req.Messages, resp.Content)
+	l.Confidence = ReplyConfidence(resp)
 	if fp.NumCtx > 0 && resp.PromptEvalCount*10 >= fp.NumCtx*9 {
 		l.NearContext = fp.NumCtx
 		if !hit {
@@ -481,7 +488,28 @@ func (e *Engine) serving(req localmodels.ChatRequest) localmodels.ChatRequest {
 	if req.KeepAlive == 0 {
 		req.KeepAlive = e.Config.KeepAlive
 	}
+	if e.Config.Logprobs > 0 && !req.Logprobs {
+		req.Logprobs, req.TopLogprobs = true, e.Config.Logprobs
+	}
 	return req
+}
+
+// ReplyConfidence is how sure the model was of a reply, from the token
+// log-probabilities it came with (--logprobs); nil when it has none.
+func ReplyConfidence(resp localmodels.ChatResponse) *metrics.TokenConfidence {
+	if len(resp.Logprobs) == 0 {
+		return nil
+	}
+	lps := make([]float64, len(resp.Logprobs))
+	tops := make([][]float64, len(resp.Logprobs))
+	for i, t := range resp.Logprobs {
+		lps[i] = t.Logprob
+		for _, a := range t.Top {
+			tops[i] = append(tops[i], a.Logprob)
+		}
+	}
+	c := metrics.Confidence(lps, tops)
+	return &c
 }
 
 // embedRequest is an embedding call for texts with the serving settings

@@ -43,6 +43,9 @@ type EngineConfig struct {
 	TopP          *float64
 	TopK          *float64
 	RepeatPenalty *float64
+	// Logprobs asks every generation for its tokens' log-probabilities,
+	// with this many alternatives per token (0: not asked).
+	Logprobs int
 }
 
 // MarshalJSON encodes the config by its settings (the manifest's engine).
@@ -126,6 +129,12 @@ func (c *EngineConfig) Settings() setting.List {
 			return nil
 		}),
 		setting.Int("judge-repairs", &c.JudgeRepairs, "repair turns for a judge reply that does not read: the judge is asked again, shown its reply and what was wrong with it, before the judgement counts as unscored; 0: asked once. A verdict read from a repair turn is counted (judge_repaired), and a published table is compared on that count").As(setting.Serving).Min(0),
+		setting.Int("logprobs", &c.Logprobs, "ask every generation for each token's log-probability and its N most likely alternatives (1–20): the model-side confidence scores a suite checks against its truth, at no extra call (replies cached without them are asked again); 0: not asked").As(setting.Beside).Min(0).Check(func() error {
+			if c.Logprobs > 20 {
+				return fmt.Errorf("want 0 to 20 (the servers give at most 20 alternatives)")
+			}
+			return nil
+		}),
 		setting.OptFloat("default-top-p", &c.TopP, "top_p sent with every generation that sets none (server: not sent, the server's default)", "server").Check(func() error {
 			if c.TopP != nil && (*c.TopP <= 0 || *c.TopP > 1) {
 				return fmt.Errorf("want a number in (0, 1], or server")

@@ -3,12 +3,16 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"halu/localmodels/fakeollama"
+	"halu/metrics"
 	"halu/runner/engine"
 	"halu/runner/rundir"
 )
@@ -99,5 +103,68 @@ func TestManifestRecordsTheEngineItRanWith(t *testing.T) {
 	}
 	if !slices.Equal(keys, []string{"fingerprints"}) {
 		t.Errorf("serving section holds %v, want the fingerprints alone", keys)
+	}
+}
+
+// With --logprobs N every generation asks for its tokens' log-probabilities
+// and N alternatives; the record's call log carries the reply's confidence,
+// computed by hand here. The cache keys say they were asked: the same run
+// again is answered by the cache with the same figures, and a run that
+// does not ask is not answered by replies cached with them, nor they by it.
+func TestLogprobsRecordedAndKeyed(t *testing.T) {
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			return fakeollama.Reply{Content: `{"score": 4}`}
+		}
+		// Tokens at log-probabilities −0.2 and −1.0; alternatives at the
+		// first position two equal ones (entropy ln 2), at the second one
+		// (entropy 0).
+		return fakeollama.Reply{Content: "answer to " + r.LastUser(), Logprobs: []fakeollama.Logprob{
+			{Token: "answer", Logprob: -0.2, Top: []fakeollama.Logprob{{Token: "answer", Logprob: -0.7}, {Token: "reply", Logprob: -0.7}}},
+			{Token: " to", Logprob: -1.0, Top: []fakeollama.Logprob{{Token: " to", Logprob: -1.0}}},
+		}}
+	})
+	cache := t.TempDir()
+	run := func(logprobs int) (*engine.Result, []rundir.Record) {
+		e := newEngine(t, srv.Host(), cache)
+		e.Config.Logprobs = logprobs
+		dir := filepath.Join(t.TempDir(), "run")
+		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, recs, _ := engine.ReadRun(dir)
+		return res, recs
+	}
+	res, recs := run(2)
+	if res.Counts.ModelCalls != 6 {
+		t.Fatalf("%d calls, want 6", res.Counts.ModelCalls)
+	}
+	for _, c := range srv.Chats() {
+		if !c.Logprobs || c.TopLogprobs != 2 {
+			t.Fatalf("a call asked logprobs %v, top %d", c.Logprobs, c.TopLogprobs)
+		}
+	}
+	gen := recs[0].Calls[0]
+	want := "tokens 2, mean −0.600000, min −1.000000, seq 0.548812, neg entropy −0.346574, top 2"
+	got := func(c *metrics.TokenConfidence) string {
+		if c == nil {
+			return "none"
+		}
+		return strings.ReplaceAll(fmt.Sprintf("tokens %d, mean %f, min %f, seq %f, neg entropy %f, top %d", c.Tokens, c.MeanLogprob, c.MinLogprob, c.SeqProb, c.NegEntropy, c.TopK), "-", "−")
+	}
+	if g := got(gen.Confidence); gen.Stage != "generate" || g != want {
+		t.Errorf("%s call's confidence: %s\nwant %s", gen.Stage, g, want)
+	}
+	again, recs2 := run(2)
+	gen2 := recs2[0].Calls[0]
+	if again.Counts.ModelCalls != 0 || got(gen2.Confidence) != want {
+		t.Errorf("cached rerun: %d calls, confidence %s", again.Counts.ModelCalls, got(gen2.Confidence))
+	}
+	plain, recs3 := run(0)
+	gen3 := recs3[0].Calls[0]
+	if plain.Counts.ModelCalls != 6 || gen3.Confidence != nil {
+		t.Errorf("a run not asking: %d calls (want 6: none answered by replies asked with logprobs), confidence %v", plain.Counts.ModelCalls, gen3.Confidence)
 	}
 }

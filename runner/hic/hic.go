@@ -651,6 +651,9 @@ type Answer struct {
 	Embedding    []float32   `json:"embedding,omitempty"`
 }
 
+// JudgeStage is the stage of the judges' calls.
+const JudgeStage = "judge"
+
 // Judgement is one judge's verdict; Scored is false when the judge's reply
 // never parsed (its raw replies are in the record's failures).
 type Judgement struct {
@@ -863,7 +866,7 @@ func Judge(ctx context.Context, c *engine.Calls, spec JudgeSpec, judge, question
 			jd.Other = &o
 		}
 	}
-	v, ok, err := judging.JudgeWith(ctx, c, "judge", req, judging.Schema(spec.Format, VerdictSchema), r)
+	v, ok, err := judging.JudgeWith(ctx, c, JudgeStage, req, judging.Schema(spec.Format, VerdictSchema), r)
 	if err != nil {
 		return jd, err
 	}

@@ -892,6 +892,9 @@ type Hypothesis struct {
 	Label     string                `json:"label,omitempty"`
 	Parsed    bool                  `json:"parsed"`
 	Grounding map[string]*Grounding `json:"grounding,omitempty"`
+	// Confidence is how sure the model was of the hypothesis, from its
+	// tokens' log-probabilities (--logprobs N; nil when not asked).
+	Confidence *metrics.TokenConfidence `json:"confidence,omitempty"`
 }
 
 // Grounding is KnowHD's verdict for one knowledge source.
@@ -971,7 +974,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		if err != nil {
 			return Hypothesis{}, err
 		}
-		h := Hypothesis{Sample: sample, Raw: out.Content}
+		h := Hypothesis{Sample: sample, Raw: out.Content, Confidence: engine.ReplyConfidence(out)}
 		if labels != nil {
 			h.Statement, h.Label, h.Parsed = ParseHypothesis(out.Content, labels)
 		} else {

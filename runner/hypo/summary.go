@@ -66,6 +66,14 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 	}
 	t.add(sum, len(s.cfg.KnowHD) > 0)
+	var conf []summary.ConfidenceGroup
+	for _, k := range keys {
+		conf = append(conf, summary.ConfidenceGroup{Model: k.m, Setting: k.st, Units: confidenceUnits(by[k], s.cfg.unreadWrong())})
+	}
+	if ct, charts, ok := summary.ConfidenceCheck("TruthHypo's link labels (the greedy hypothesis's relation against the gold one)", conf); ok {
+		sum.Tables = append(sum.Tables, ct)
+		sum.Charts = append(sum.Charts, charts...)
+	}
 	if len(s.cfg.KnowHD) > 0 && s.cfg.Verifier == VerifierSelf {
 		sum.Notes = append(sum.Notes, "KnowHD verifier = generator (--verifier self): each generator split and checked its own claims; the authors check every generator's claims with one fixed verifier, so groundedness here also measures each model as a judge of itself.")
 	}
@@ -571,4 +579,43 @@ func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
 			swap(&r.Candidates[i])
 		}
 	})
+}
+
+// confidenceUnits are the items with a gold relation, their greedy
+// hypothesis checked against it — an unreadable one wrong when
+// unreadWrong (--unreadable wrong, as accuracy counts it), else left out —
+// with the model-side confidence scores it has: its tokens' (--logprobs)
+// and, with two or more candidates read, the candidates' semantic entropy
+// and their agreement with it. Relations are labels, so a semantic set is
+// one label (exact equality, no entailment call).
+func confidenceUnits(rs []Result, unreadWrong bool) []summary.ConfidenceUnit {
+	var units []summary.ConfidenceUnit
+	for _, r := range rs {
+		if r.Greedy == nil || r.Gold == "" || !r.Greedy.Parsed && !unreadWrong {
+			continue
+		}
+		u := summary.ConfidenceUnit{Correct: r.Greedy.Parsed && r.Greedy.Label == r.Gold, Scores: summary.TokenScores(r.Greedy.Confidence)}
+		var labels []string
+		for _, c := range r.Candidates {
+			if c.Parsed {
+				labels = append(labels, c.Label)
+			}
+		}
+		if len(labels) >= 2 {
+			if u.Scores == nil {
+				u.Scores = map[string]float64{}
+			}
+			sets := metrics.SemanticSets(len(labels), func(i, j int) bool { return labels[i] == labels[j] })
+			u.Scores[summary.ScoreNegSemanticEntropy.Key] = -metrics.SemanticEntropy(sets)
+			agree := 0
+			for _, l := range labels {
+				if l == r.Greedy.Label {
+					agree++
+				}
+			}
+			u.Scores[summary.ScoreAgreement.Key] = float64(agree) / float64(len(labels))
+		}
+		units = append(units, u)
+	}
+	return units
 }

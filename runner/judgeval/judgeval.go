@@ -280,7 +280,32 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	if len(low) > 0 {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("warning: low agreement with people (κ < %.2f, Landis and Koch's \"moderate\" starts at 0.41): %s — figures these judges make carry their error", lowKappa, strings.Join(low, ", ")))
 	}
+	if ct, charts, ok := summary.ConfidenceCheck("people's labels (a judge right where its verdict agrees with them; the score: its confidence in its reply)", s.judgeConfidence(recs, decoded)); ok {
+		sum.Tables = append(sum.Tables, ct)
+		sum.Charts = append(sum.Charts, charts...)
+	}
 	return sum, nil
+}
+
+// judgeConfidence is each judge's scored verdicts checked against people's
+// labels, with the confidence of the reply that gave the verdict (its
+// tokens' log-probabilities: --logprobs N).
+func (s *Suite) judgeConfidence(recs []rundir.Record, decoded []Result) []summary.ConfidenceGroup {
+	var groups []summary.ConfidenceGroup
+	for _, j := range s.cfg.Judges {
+		g := summary.ConfidenceGroup{Model: j, Setting: "judge reply"}
+		for i, r := range decoded {
+			for _, jd := range r.Judgements {
+				if jd.Judge != j || !jd.Scored || jd.Verdict == nil {
+					continue
+				}
+				g.Units = append(g.Units, summary.ConfidenceUnit{Correct: jd.Verdict.Hallucination == r.Human,
+					Scores: summary.TokenScores(summary.VerdictCall(recs[i].Calls, hic.JudgeStage, j))})
+			}
+		}
+		groups = append(groups, g)
+	}
+	return groups
 }
 
 // differ counts units two readings of the same replies disagree on.

@@ -28,10 +28,10 @@ func TestImportRules(t *testing.T) {
 		"index/internal/zapv17": nil, "index": {"index/internal/zapv17"}, "index/kg": {"index"},
 		// The runner's core, layer by layer.
 		"runner/setting":           nil,
-		"runner/rundir":            {"localmodels", "runner/setting"},
+		"runner/rundir":            {"localmodels", "metrics", "runner/setting"},
 		"runner/judging":           {"localmodels", "runner/rundir", "runner/setting"},
 		"runner/summary":           {"localmodels", "metrics", "runner/rundir", "runner/setting"},
-		"runner/engine":            {"localmodels", "runner/judging", "runner/rundir", "runner/setting", "runner/summary"},
+		"runner/engine":            {"localmodels", "metrics", "runner/judging", "runner/rundir", "runner/setting", "runner/summary"},
 		"runner/engine/enginetest": {"localmodels", "runner/engine"},
 		// Handing a sharded run to a cluster: it reads run directories.
 		"runner/slurm": {"runner/rundir"},

@@ -45,6 +45,8 @@ func SVG(c summary.Chart) ([]byte, error) {
 		return scatter(c)
 	case "heatmap":
 		return heatmap(c)
+	case "curves":
+		return curves(c)
 	}
 	return nil, fmt.Errorf("chart %q: unknown kind %q", c.Title, c.Kind)
 }
@@ -300,6 +302,52 @@ func scatter(c summary.Chart) ([]byte, error) {
 	p.Y.Min, p.Y.Max = pad(ymin, ymax)
 	p.Add(plotter.NewGrid())
 	return render(p, 560, 380)
+}
+
+// curves draws each series as a line through its (X, Values) points over
+// the unit square, with the diagonal dashed: an ROC curve beside chance.
+func curves(c summary.Chart) ([]byte, error) {
+	p := newPlot(c)
+	diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
+	if err != nil {
+		return nil, err
+	}
+	diag.Color = color.Gray{Y: 150}
+	diag.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(diag)
+	p.Legend.Add("random", diag)
+	drawn := 0
+	for i, se := range c.Series {
+		var xys plotter.XYs
+		for k := range se.Values {
+			if k < len(se.X) && finite(se.X[k]) && finite(se.Values[k]) {
+				xys = append(xys, plotter.XY{X: float64(se.X[k]), Y: float64(se.Values[k])})
+			}
+		}
+		if len(xys) < 2 {
+			continue
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("chart %q: %w", c.Title, err)
+		}
+		l.Color = colour(i)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(se.Name, l)
+		drawn++
+	}
+	if drawn == 0 {
+		return nil, fmt.Errorf("chart %q: no data", c.Title)
+	}
+	// Bottom right: below the diagonal, where a score worth having
+	// draws nothing.
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.XOffs = vg.Points(-10)
+	p.Legend.YOffs = vg.Points(10)
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
+	p.Add(plotter.NewGrid())
+	return render(p, 480, 420)
 }
 
 // grid is a heatmap's cells: column c, row r at (c, r).

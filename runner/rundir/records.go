@@ -11,6 +11,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"halu/metrics"
 )
 
 // Record is one completed item of a run, one line of records.jsonl. It holds
@@ -78,7 +80,10 @@ type CallLog struct {
 	// browser: question, answer, each judge's raw reply and verdict.
 	Prompt string `json:"prompt,omitempty"`
 	Reply  string `json:"reply,omitempty"`
-	Parsed string `json:"parsed,omitempty"`
+	// Confidence summarises the reply's token log-probabilities, when the
+	// run asked for them (--logprobs).
+	Confidence *metrics.TokenConfidence `json:"confidence,omitempty"`
+	Parsed     string                   `json:"parsed,omitempty"`
 }
 
 // Failure is a judgement that could not be scored: every attempt's raw reply

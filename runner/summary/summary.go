@@ -407,7 +407,9 @@ func UndeclaredMetrics(declared []string, sum *Summary) []string {
 //   - "scatter": labelled Points, those with Front set joined as a Pareto
 //     front;
 //   - "heatmap": Cells[row][col] over Rows × Groups;
-//   - "histogram": each Series' Values binned into Bins bins over [Min, Max].
+//   - "histogram": each Series' Values binned into Bins bins over [Min, Max];
+//   - "curves": each Series a line through (X[i], Values[i]), over the
+//     unit square, with the diagonal dashed (an ROC curve's random).
 type Chart struct {
 	Kind   string   `json:"kind"`
 	Title  string   `json:"title"`
@@ -426,6 +428,7 @@ type Chart struct {
 // Series is one named run of values of a chart (NaN: no value).
 type Series struct {
 	Name   string `json:"name"`
+	X      []Num  `json:"x,omitempty"`
 	Values []Num  `json:"values"`
 	Lo     []Num  `json:"lo,omitempty"`
 	Hi     []Num  `json:"hi,omitempty"`

@@ -1,0 +1,93 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// confidenceRows are the rows of the summary's model-side confidence table
+// as printed.
+func confidenceRows(out string) []string {
+	var rows []string
+	in := false
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "Model-side confidence checked against"):
+			in = true
+		case in && (strings.TrimSpace(l) == "" || strings.HasPrefix(l, "note:")):
+			return rows
+		case in:
+			rows = append(rows, l)
+		}
+	}
+	return rows
+}
+
+var aurocWithInterval = regexp.MustCompile(`\b[01]\.\d{3} \[[01]\.\d{3}, [01]\.\d{3}\]`)
+
+// TestConfidenceAgainstTruth runs the model-side confidence scores on the
+// real server: the judge's confidence (its replies' token log-probabilities,
+// --logprobs) checked against people's labels by judges validate, and a
+// hypo run's against TruthHypo's gold relations. The tiny model's numbers
+// mean nothing; the pipeline is real: Ollama's log-probabilities, the
+// cache, AUROC with its bootstrap interval. A cached rerun makes no call
+// and prints the same figures; the dry run plans exactly the calls the run
+// makes (log-probabilities add none).
+func TestConfidenceAgainstTruth(t *testing.T) {
+	srv := server(t, t.TempDir())
+	importTiny(t, srv.Host, "1", "tj")
+	work := t.TempDir()
+	cache := filepath.Join(work, "cache")
+	validate := []string{"judges", "validate", "--judges", "tj", "--limit", "30", "--judge-format", "json", "--judge-max-tokens", "120", "--logprobs", "5", "--cache", cache}
+
+	plan := mustHalu(t, srv.Host, append(validate, "--dry-run")...)
+	first := mustHalu(t, srv.Host, append(validate, "--out", filepath.Join(work, "jv1"))...)
+	rows := confidenceRows(first.stdout)
+	if len(rows) < 2 || !aurocWithInterval.MatchString(strings.Join(rows, "\n")) {
+		t.Fatalf("judges validate printed no AUROC with its interval:\n%s", first.stdout)
+	}
+	t.Logf("judge confidence against people's labels:\n%s", strings.Join(rows, "\n"))
+	if !regexp.MustCompile(`total\s+30\s+0\s`).MatchString(plan.stdout) {
+		t.Errorf("the dry run does not plan the run's 30 calls (none cached):\n%s", plan.stdout)
+	}
+	if !strings.Contains(first.stdout, "model calls 30,") {
+		t.Errorf("the run made other than the 30 planned calls:\n%s", lastLines(first.stdout, 4))
+	}
+	again := mustHalu(t, srv.Host, append(validate, "--out", filepath.Join(work, "jv2"))...)
+	if !strings.Contains(again.stdout, "model calls 0, cache hits 30") {
+		t.Errorf("the cached rerun called the server:\n%s", lastLines(again.stdout, 4))
+	}
+	if got := confidenceRows(again.stdout); strings.Join(got, "\n") != strings.Join(rows, "\n") {
+		t.Errorf("the cached rerun's figures differ:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(rows, "\n"))
+	}
+	// Without --logprobs the replies cached with them do not answer: the
+	// cache key says what was asked.
+	plain := mustHalu(t, srv.Host, "judges", "validate", "--judges", "tj", "--limit", "30", "--judge-format", "json", "--judge-max-tokens", "120", "--cache", cache, "--dry-run")
+	if !regexp.MustCompile(`total\s+30\s+0\s`).MatchString(plain.stdout) {
+		t.Errorf("a run not asking for log-probabilities is planned from replies cached with them:\n%s", plain.stdout)
+	}
+
+	// The same through the server's OpenAI-compatible API (as vLLM or
+	// llama-server would serve it): its log-probabilities read from the
+	// stream's chunks.
+	v1 := mustHalu(t, srv.Host, "--backend", "openai=http://"+srv.Host+"/v1", "judges", "validate", "--judges", "tj", "--limit", "30", "--judge-format", "json",
+		"--judge-max-tokens", "120", "--logprobs", "5", "--cache", filepath.Join(work, "cache-v1"), "--out", filepath.Join(work, "jv-v1"))
+	if vrows := confidenceRows(v1.stdout); len(vrows) < 2 || !regexp.MustCompile(`mean token log-prob\s+\d+\s+\d+\s+\S`).MatchString(strings.Join(vrows, "\n")) {
+		t.Errorf("through /v1: no confidence table:\n%s", v1.stdout)
+	}
+
+	// hypo: the greedy hypothesis's token confidence and its candidates'
+	// agreement, against the gold relation. The tiny model writes no
+	// TruthHypo label: every greedy hypothesis is unreadable, counted
+	// wrong as accuracy counts it, and AUROC is not defined — said so.
+	hy := mustHalu(t, srv.Host, "run", "hypo", "--models", "tj", "--setting", "parametric", "--limit", "5", "--candidates", "2",
+		"--max-tokens", "40", "--logprobs", "5", "--cache", cache, "--out", filepath.Join(work, "hy"))
+	hrows := confidenceRows(hy.stdout)
+	if len(hrows) < 2 || !regexp.MustCompile(`mean token log-prob\s+(1[0-5])\s+(1[0-5])\s+– \(one class only\)`).MatchString(strings.Join(hrows, "\n")) {
+		t.Errorf("hypo's confidence table:\n%s", strings.Join(hrows, "\n"))
+	}
+}

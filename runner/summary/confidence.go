@@ -1,0 +1,138 @@
+package summary
+
+import (
+	"fmt"
+	"math"
+
+	"halu/metrics"
+	"halu/runner/rundir"
+)
+
+// ConfidenceScore names a model-side confidence score (higher: surer) that
+// a suite may give each answer it can check against its truth.
+type ConfidenceScore struct {
+	Key, Name string
+}
+
+// The confidence scores, in the table's order. The token scores come from
+// the answer's log-probabilities (metrics.TokenConfidence: --logprobs N);
+// the sample scores from the k answers a suite draws for the same prompt.
+var (
+	ScoreMeanLogprob = ConfidenceScore{"mean_logprob", "mean token log-prob"}
+	ScoreMinLogprob  = ConfidenceScore{"min_logprob", "least token log-prob"}
+	ScoreNegEntropy  = ConfidenceScore{"neg_entropy", "− mean top-k entropy"}
+	// ScoreNegSemanticEntropy is minus the discrete semantic entropy of
+	// the samples (metrics.SemanticEntropy).
+	ScoreNegSemanticEntropy = ConfidenceScore{"neg_semantic_entropy", "− semantic entropy (samples)"}
+	// ScoreAgreement is the share of the samples in the answer's own
+	// semantic set (self-consistency, Wang et al. 2023).
+	ScoreAgreement   = ConfidenceScore{"agreement", "samples agreeing with the answer"}
+	confidenceScores = []ConfidenceScore{ScoreMeanLogprob, ScoreMinLogprob, ScoreNegEntropy, ScoreNegSemanticEntropy, ScoreAgreement}
+)
+
+// TokenScores are the token-level confidence scores of c (nil for none).
+func TokenScores(c *metrics.TokenConfidence) map[string]float64 {
+	if c == nil || c.Tokens == 0 {
+		return nil
+	}
+	return map[string]float64{ScoreMeanLogprob.Key: c.MeanLogprob, ScoreMinLogprob.Key: c.MinLogprob, ScoreNegEntropy.Key: c.NegEntropy}
+}
+
+// VerdictCall is the confidence of the reply a judge's verdict was read
+// from: the last call of stage to model (a repair turn, when there was
+// one), nil when the run did not ask for log-probabilities.
+func VerdictCall(calls []rundir.CallLog, stage, model string) *metrics.TokenConfidence {
+	for i := len(calls) - 1; i >= 0; i-- {
+		c := calls[i]
+		if c.Stage == stage && c.Model == model && (c.Kind == "judge" || c.Kind == "repair") {
+			return c.Confidence
+		}
+	}
+	return nil
+}
+
+// ConfidenceUnit is one answer checked against the suite's truth: whether
+// it was right, and its confidence scores (a score missing or NaN was not
+// measured for it).
+type ConfidenceUnit struct {
+	Correct bool
+	Scores  map[string]float64
+}
+
+// ConfidenceGroup is the units of one model in one setting.
+type ConfidenceGroup struct {
+	Model, Setting string
+	Units          []ConfidenceUnit
+}
+
+// confidenceResamples and confidenceSeed fix the bootstrap of AUROC.
+const (
+	confidenceResamples = 2000
+	confidenceSeed      = 1
+)
+
+// ConfidenceCheck checks every confidence score a group's units carry
+// against their truth: per model, setting and score, the units scored
+// (n) and the wrong among them, AUROC of the score as a detector of right
+// answers with its percentile-bootstrap 95% interval (random: 0.5), AURC
+// beside a random ranking's (the error rate), and the share wrong among the
+// most confident tenth (confident hallucination); and per group, the ROC
+// curve of each score whose AUROC is defined. ok is false when no unit
+// carries any score: the table is then left out.
+func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []Chart, ok bool) {
+	t = Table{Title: "Model-side confidence checked against " + truth + ": does the model know when it is wrong? (AUROC of each score for telling right answers from wrong, 95% bootstrap interval; random 0.5. AURC: lower is better; beside it a random ranking's, the error rate. Confident-wrong: wrong answers among the most confident tenth.)",
+		Columns: []string{"model", "setting", "score", "n", "wrong", "AUROC [95% CI]", "AURC (random)", "confident-wrong"}}
+	for _, g := range groups {
+		roc := Chart{Kind: "curves", Title: fmt.Sprintf("ROC of the confidence scores: %s %s (right answers detected; the diagonal is random)", g.Model, g.Setting),
+			X: "share of wrong answers above the threshold (FPR)", Y: "share of right answers above it (TPR)"}
+		for _, sc := range confidenceScores {
+			var conf []float64
+			var correct []bool
+			for _, u := range g.Units {
+				v, has := u.Scores[sc.Key]
+				if !has || math.IsNaN(v) {
+					continue
+				}
+				conf, correct = append(conf, v), append(correct, u.Correct)
+			}
+			if len(conf) == 0 {
+				continue
+			}
+			ok = true
+			wrong := 0
+			for _, c := range correct {
+				if !c {
+					wrong++
+				}
+			}
+			auroc := "– (one class only)"
+			if fpr, tpr := metrics.ROC(conf, correct); fpr != nil {
+				roc.Series = append(roc.Series, Series{Name: sc.Name, X: Nums(fpr...), Values: Nums(tpr...)})
+			}
+			if a := metrics.AUROC(conf, correct); !math.IsNaN(a) {
+				lo, hi := metrics.BootstrapUnits(len(conf), confidenceResamples, confidenceSeed, 0.95, func(idx []int) float64 {
+					c, k := make([]float64, len(idx)), make([]bool, len(idx))
+					for j, i := range idx {
+						c[j], k[j] = conf[i], correct[i]
+					}
+					return metrics.AUROC(c, k)
+				})
+				auroc = fmt.Sprintf("%.3f [%s, %s]", a, f3(lo), f3(hi))
+			}
+			t.Rows = append(t.Rows, []string{g.Model, g.Setting, sc.Name, fmt.Sprint(len(conf)), fmt.Sprint(wrong), auroc,
+				fmt.Sprintf("%.3f (%.3f)", metrics.AURC(conf, correct), float64(wrong)/float64(len(conf))),
+				fmt.Sprintf("%.0f%% of %d", 100*metrics.ConfidentWrong(conf, correct), (len(conf)+9)/10)})
+		}
+		if len(roc.Series) > 0 {
+			charts = append(charts, roc)
+		}
+	}
+	return t, charts, ok
+}
+
+func f3(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f", x)
+}

@@ -1,0 +1,42 @@
+package summary
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// Rows computed by hand: four answers whose mean log-probability orders
+// the right ones (−0.1, −0.3) above the wrong (−0.5, −0.9): AUROC 1 (every
+// resample that holds both kinds gives 1), risk at coverage 1…4 is 0, 0,
+// 1/3, 2/4 — AURC 0.208 beside the error rate 0.5 — and the most confident
+// tenth (1 answer) is right. A score measured on one kind only has no
+// AUROC; a score no unit has makes no row, and no score at all no table.
+func TestConfidenceTable(t *testing.T) {
+	units := []ConfidenceUnit{
+		{Correct: true, Scores: map[string]float64{ScoreMeanLogprob.Key: -0.1, ScoreAgreement.Key: 1}},
+		{Correct: false, Scores: map[string]float64{ScoreMeanLogprob.Key: -0.5}},
+		{Correct: true, Scores: map[string]float64{ScoreMeanLogprob.Key: -0.3, ScoreNegEntropy.Key: math.NaN()}},
+		{Correct: false, Scores: map[string]float64{ScoreMeanLogprob.Key: -0.9}},
+	}
+	tab, charts, ok := ConfidenceCheck("the gold labels", []ConfidenceGroup{{Model: "m", Setting: "kg", Units: units}})
+	if !ok || len(tab.Rows) != 2 {
+		t.Fatalf("ok %v, rows %v", ok, tab.Rows)
+	}
+	want := [][]string{
+		{"m", "kg", "mean token log-prob", "4", "2", "1.000 [1.000, 1.000]", "0.208 (0.500)", "0% of 1"},
+		{"m", "kg", "samples agreeing with the answer", "1", "0", "– (one class only)", "0.000 (0.000)", "0% of 1"},
+	}
+	for i := range want {
+		if strings.Join(tab.Rows[i], " | ") != strings.Join(want[i], " | ") {
+			t.Errorf("row %d:\n got %v\nwant %v", i, tab.Rows[i], want[i])
+		}
+	}
+	if len(charts) != 1 || len(charts[0].Series) != 1 || fmt.Sprint(charts[0].Series[0].X, charts[0].Series[0].Values) != "[0 0 0 0.5 1] [0 0.5 1 1 1]" {
+		t.Errorf("ROC chart %+v", charts)
+	}
+	if _, _, ok := ConfidenceCheck("x", []ConfidenceGroup{{Model: "m", Units: []ConfidenceUnit{{Correct: true}}}}); ok {
+		t.Error("a table of units without scores")
+	}
+}
