@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"halu/runner/engine"
 )
 
 // confidenceRows are the rows of the summary's model-side confidence table
@@ -34,7 +36,7 @@ var aurocWithInterval = regexp.MustCompile(`\b[01]\.\d{3} \[[01]\.\d{3}, [01]\.\
 // --logprobs) checked against people's labels by judges validate, and a
 // hypo run's against TruthHypo's gold relations. The tiny model's numbers
 // mean nothing; the pipeline is real: Ollama's log-probabilities, the
-// cache, AUROC with its bootstrap interval. A cached rerun makes no call
+// cache, AUROC with its interval. A cached rerun makes no call
 // and prints the same figures; the dry run plans exactly the calls the run
 // makes (log-probabilities add none).
 func TestConfidenceAgainstTruth(t *testing.T) {
@@ -79,6 +81,36 @@ func TestConfidenceAgainstTruth(t *testing.T) {
 	if vrows := confidenceRows(v1.stdout); len(vrows) < 2 || !regexp.MustCompile(`mean token log-prob\s+\d+\s+\d+\s+\S`).MatchString(strings.Join(vrows, "\n")) {
 		t.Errorf("through /v1: no confidence table:\n%s", v1.stdout)
 	}
+
+	// hic: each answer's token confidence against the panel's verdict,
+	// and its question's answers sorted into semantic sets by entailment
+	// calls (--entailment), planned by the dry run: 2 questions × 3·2/2
+	// (no repair turns: they are not planned).
+	hicArgs := []string{"run", "hic", "--models", "tj", "--judges", "tj", "--embed-model", "tj", "--questions", "1,11", "--answers", "3",
+		"--judge-format", "json", "--max-tokens", "40", "--judge-max-tokens", "120", "--logprobs", "5", "--entailment", "tj", "--judge-repairs", "0", "--cache", cache}
+	hp := mustHalu(t, srv.Host, append(hicArgs, "--dry-run")...)
+	planned := regexp.MustCompile(`(?m)^tj\s+entailment\s+judge\s+(\d+)\s`).FindStringSubmatch(hp.stdout)
+	hr := mustHalu(t, srv.Host, append(hicArgs, "--out", filepath.Join(work, "hic"))...)
+	hcrows := strings.Join(confidenceRows(hr.stdout), "\n")
+	if !regexp.MustCompile(`mean token log-prob\s+\d+\s+\d+\s+(– \(one class only\)|[01]\.\d{3} (\[|\(no interval))`).MatchString(hcrows) {
+		t.Errorf("hic's confidence table:\n%s", hcrows)
+	}
+	made := 0
+	_, recs, err := engine.ReadRun(filepath.Join(work, "hic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		for _, c := range r.Calls {
+			if c.Stage == "entailment" {
+				made++
+			}
+		}
+	}
+	if planned == nil || planned[1] != "6" || made != 6 || !strings.Contains(hr.stdout, "semantic sets (--entailment tj") {
+		t.Errorf("entailment calls: planned %v, made %d (want 6, 6: no two answers shared a meaning)\n%s", planned, made, hp.stdout)
+	}
+	t.Logf("hic, answers' confidence against the panel:\n%s", hcrows)
 
 	// hypo: the greedy hypothesis's token confidence and its candidates'
 	// agreement, against the gold relation. The tiny model writes no

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // TokenConfidence is how sure a model was of one reply, from its tokens'
@@ -173,6 +175,29 @@ func AUROC(score []float64, positive []bool) float64 {
 		i = j
 	}
 	return (rankSum - np*(np+1)/2) / (np * nn)
+}
+
+// AUROCInterval is a confidence interval for an AUROC a measured on nPos
+// positive and nNeg negative units: Hanley & McNeil's (1982, Radiology
+// 143:29, eq. 2) variance, on the logit scale so that the interval stays
+// inside (0, 1); an estimate of 0 or 1 is taken as half a pair from it.
+// Its coverage is measured by a seeded simulation (TestAUROCIntervalCoverage:
+// 95–99% of binormal samples from 5 units of each kind, AUROC 0.5 to 0.98,
+// balanced, unbalanced and tied) — the percentile bootstrap, which this
+// replaced, covered as little as 58% at 5 of each and 84% at 10.
+func AUROCInterval(a float64, nPos, nNeg int, level float64) (lo, hi float64) {
+	if math.IsNaN(a) || nPos < 1 || nNeg < 1 {
+		return math.NaN(), math.NaN()
+	}
+	pairs := float64(nPos * nNeg)
+	a = min(max(a, 0.5/pairs), 1-0.5/pairs)
+	q1, q2 := a/(2-a), 2*a*a/(1+a)
+	v := (a*(1-a) + float64(nPos-1)*(q1-a*a) + float64(nNeg-1)*(q2-a*a)) / pairs
+	z := distuv.UnitNormal.Quantile((1 + level) / 2)
+	se := math.Sqrt(v) / (a * (1 - a))
+	l := math.Log(a / (1 - a))
+	inv := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	return inv(l - z*se), inv(l + z*se)
 }
 
 // riskCurve is, for k = 1 … n, the expected share of wrong units among the

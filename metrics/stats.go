@@ -117,27 +117,6 @@ func resampled(n, resamples int, seed uint64, statistic func(idx []int) float64)
 	return stats
 }
 
-// BootstrapUnits is a percentile-bootstrap interval for a statistic of
-// paired data (a score and a label per unit): statistic is given the
-// indices of each resample of the n units. Resamples where it is not
-// defined (NaN: one class only) are left out; when they are half or more,
-// the interval is NaN.
-func BootstrapUnits(n, resamples int, seed uint64, level float64, statistic func(idx []int) float64) (lo, hi float64) {
-	if n < 2 || resamples < 1 {
-		return math.NaN(), math.NaN()
-	}
-	var stats []float64
-	for _, v := range resampled(n, resamples, seed, statistic) {
-		if !math.IsNaN(v) {
-			stats = append(stats, v)
-		}
-	}
-	if 2*len(stats) <= resamples {
-		return math.NaN(), math.NaN()
-	}
-	return Percentile(stats, 100*(1-level)/2), Percentile(stats, 100*(1+level)/2)
-}
-
 // TestResult is a test statistic and its two-sided p-value.
 type TestResult struct {
 	Statistic float64 `json:"statistic"`

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"halu/localmodels"
+	"halu/metrics"
 	"halu/runner/engine"
 	"halu/runner/judging"
 	"halu/runner/rundir"
@@ -293,6 +294,10 @@ type Config struct {
 	// that had one meeting Or ≥ 4, Fe ≥ 3, Va ≥ 4).
 	DHPPositive string
 	EmbedModel  string
+	// Entailment, when set, is the model asked whether a question's
+	// answers entail each other, to sort them into semantic sets
+	// (semantic entropy: figures beside the paper's).
+	Entailment string
 	// Human is an optional CSV of human labels (answer id, IH/DH/neutral).
 	Human string
 	// Data is a CDID-format CSV; empty uses the bundled dataset.
@@ -337,6 +342,7 @@ func (c *Config) Settings() setting.List {
 		setting.Choice("dhp-positive", &c.DHPPositive, "DHP's positive example: running (the best answer so far over all questions, Algorithm 1 of the paper) or question (the best of the latest question that had a qualifying one, the authors' dhp.py)", "running", "question").
 			Paper("running").When(has(isDHP)),
 		setting.String("embed-model", &c.EmbedModel, "embedding model for Flu (the paper: SimCSE sup-simcse-bert-base-uncased)").As(setting.Instrument).Models().Required(),
+		setting.String("entailment", &c.Entailment, "model asked, with Farquhar et al.'s prompt (Nature 2024), whether two of a question's answers entail each other — both ways makes one meaning — to sort each question's answers into semantic sets: semantic entropy and agreement, checked against the panel's verdicts beside the paper's figures; each answer is compared with each set's first answer only. Empty: not asked").As(setting.Beside).Models(),
 		setting.String("human", &c.Human, "CSV of human labels: answer id (model/strategy/T<t>/q<id>/a<i>), IH|DH|neutral").As(setting.Beside).Path(),
 		setting.String("data", &c.Data, "CDID-format CSV (default: the bundled 100 questions)").As(setting.Data).Path().Unset("the bundled CDID.csv (the authors' 100 questions)"),
 	}
@@ -548,6 +554,9 @@ func (s *Suite) MetricNames() []string {
 
 func (s *Suite) Models() []string {
 	m := append(append([]string(nil), s.cfg.Models...), s.cfg.Judges...)
+	if s.cfg.Entailment != "" {
+		m = append(m, s.cfg.Entailment)
+	}
 	return append(m, s.cfg.EmbedModel)
 }
 
@@ -623,6 +632,11 @@ type QuestionResult struct {
 	// parts that held nothing.
 	Split      bool `json:"split,omitempty"`
 	EmptyParts int  `json:"empty_parts,omitempty"`
+	// Sets is each answer's semantic set (--entailment), when every
+	// entailment reply the sorting needed was read; SetsUnread counts the
+	// replies that were not (the sets are then left out, not guessed).
+	Sets       []int `json:"semantic_sets,omitempty"`
+	SetsUnread int   `json:"semantic_sets_unread,omitempty"`
 }
 
 // SplitAnswers cuts a DHP reply into answers as the authors' code does:
@@ -649,6 +663,10 @@ type Answer struct {
 	DoneReason   string      `json:"done_reason,omitempty"`
 	Judgements   []Judgement `json:"judgements"`
 	Embedding    []float32   `json:"embedding,omitempty"`
+	// Confidence is how sure the model was of the answer, from its
+	// generation's token log-probabilities (--logprobs N); nil when not
+	// asked, or when the answer is one part of a reply cut at blank lines.
+	Confidence *metrics.TokenConfidence `json:"confidence,omitempty"`
 }
 
 // JudgeStage is the stage of the judges' calls.
@@ -789,6 +807,9 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 				return qr, err
 			}
 			a := Answer{Index: len(qr.Answers), Text: answer, TokensCL100K: ntok, EvalCount: gen.EvalCount, DoneReason: gen.DoneReason}
+			if !split {
+				a.Confidence = engine.ReplyConfidence(gen)
+			}
 			for _, j := range s.cfg.Judges {
 				jd, err := s.judge(ctx, c, j, p.model, isDHP(p.strategy), q.Question, answer)
 				if err != nil {
@@ -802,6 +823,11 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 	}
 	if len(texts) == 0 {
 		return qr, nil // a DHP reply with no answer in it: nothing to judge or embed
+	}
+	if s.cfg.Entailment != "" && len(texts) >= 2 {
+		if qr.Sets, qr.SetsUnread, err = SemanticSets(ctx, c, JudgeSpec{Seed: s.cfg.Seed, MaxTokens: s.cfg.JudgeMaxTokens}, s.cfg.Entailment, q.Question, texts); err != nil {
+			return qr, err
+		}
 	}
 	vecs, err := c.Embed(ctx, "embed", s.cfg.EmbedModel, texts)
 	if err != nil {
@@ -831,6 +857,12 @@ type JudgeSpec struct {
 	Subject string
 }
 
+// VerdictReader is how a judge's reply about answer is read (halu's
+// reader, the authors' rule beside), in a run and in the reply corpus.
+func VerdictReader(answer string) judging.Reader[Verdict] {
+	return judging.Reader[Verdict]{Text: ParseVerdictText, Paper: ParseVerdictPaper, Quoted: []string{answer}, Check: true}
+}
+
 // Judge asks one judge for its verdict on an answer to a question, greedy,
 // with the system prompt the authors' code sends for the strategy: DHP's
 // own (dhp.py's words without line breaks) for DHP answers,
@@ -838,12 +870,6 @@ type JudgeSpec struct {
 // (the headline) and by the authors' rule (beside it). Judge validation
 // (package judgeval) asks its judges through this too, so a judge is
 // measured with the very prompt and reading a HIC run uses.
-// VerdictReader is how a judge's reply about answer is read (halu's
-// reader, the authors' rule beside), in a run and in the reply corpus.
-func VerdictReader(answer string) judging.Reader[Verdict] {
-	return judging.Reader[Verdict]{Text: ParseVerdictText, Paper: ParseVerdictPaper, Quoted: []string{answer}, Check: true}
-}
-
 func Judge(ctx context.Context, c *engine.Calls, spec JudgeSpec, judge, question, answer string) (Judgement, error) {
 	system := prompt("evaluation_system_prompt")
 	if spec.DHP {

@@ -662,3 +662,116 @@ func TestJudgeCardFindsAKnownBias(t *testing.T) {
 		t.Errorf("no warning on the unstable judge:\n%s", notes)
 	}
 }
+
+// A fake judge that answers entailment questions from the meanings the
+// test gives the answers sorts them into the expected semantic sets, with
+// the expected calls: four answers meaning A, B, A, C give sets 0, 1, 0, 2
+// (answer 2 joins answer 0's set: both directions asked; answer 3 is
+// compared with each set's first answer, one direction refused each), in
+// 1 + 2 + 2 = 5 entailment calls; the dry run planned 4·3/2 = 6, and says
+// what it assumed. A reply that does not read leaves the question
+// unsorted, counted. The panel's verdicts are the truth the sets are
+// checked against.
+func TestEntailmentSortsAnswersBySemanticSets(t *testing.T) {
+	meaning := map[string]string{"drones over the sea": "A", "satellites": "B", "drones at sea": "A", "buoys": "C"}
+	texts := []string{"drones over the sea", "satellites", "drones at sea", "buoys"}
+	var mu sync.Mutex
+	entailCalls := 0
+	garble := false
+	e := fake(t, func(p string, seed int) string { return texts[(seed-DefaultConfig().Seed)%4] }, func(p string) string {
+		if !strings.HasPrefix(p, "We are evaluating answers to the question") {
+			// The panel: answers meaning A are sound, the rest hallucinate.
+			for text, m := range meaning {
+				if strings.Contains(p, "[Answers to be evaluated]:"+text) && m == "A" {
+					return "Originality: 4 Feasibility: 3 Value: 4 Hallucination: No"
+				}
+			}
+			return "Originality: 2 Feasibility: 2 Value: 2 Hallucination: Yes"
+		}
+		mu.Lock()
+		entailCalls++
+		mu.Unlock()
+		a1 := between(p, "Possible Answer 1: ", "\n")
+		a2 := between(p, "Possible Answer 2: ", "\n")
+		if garble && a1 == "buoys" {
+			return "entailment or neutral, hard to say"
+		}
+		if meaning[a1] == meaning[a2] {
+			return "Entailment."
+		}
+		return "contradiction"
+	})
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Judges, cfg.Strategies, cfg.EmbedModel, cfg.Entailment = []string{"gen"}, []string{"judge"}, []string{"scp"}, "emb", "judge"
+	cfg.Answers = 4
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.questions = []Question{{ID: 1, Field: "F", Question: "How to measure sea salt?"}}
+	dir := filepath.Join(t.TempDir(), "r")
+	plan, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := 0
+	for _, r := range plan.Plan.Rows {
+		if r.Stage == EntailmentStage {
+			planned += r.Calls
+		}
+	}
+	if planned != 6 || !strings.Contains(strings.Join(plan.Plan.Assumptions, "\n"), "from 3 (one meaning) to 12") {
+		t.Errorf("planned %d entailment calls (want 6), assumptions %v", planned, plan.Plan.Assumptions)
+	}
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs, _ := engine.ReadRun(res.Dir)
+	var ir ItemResult
+	json.Unmarshal(recs[0].Data, &ir)
+	q := ir.Questions[0]
+	if fmt.Sprint(q.Sets) != "[0 1 0 2]" || q.SetsUnread != 0 || entailCalls != 5 {
+		t.Fatalf("sets %v (unread %d) in %d entailment calls; want [0 1 0 2] in 5", q.Sets, q.SetsUnread, entailCalls)
+	}
+	// Right answers (meaning A: two of four, each in a set of 2) agree
+	// with half the samples, wrong ones with a quarter: agreement tells
+	// them apart (AUROC 1; risk at coverage 1…4: 0, 0, 1/3, 2/4, AURC
+	// 0.208); the question's entropy is one value for all.
+	var row []string
+	for _, tab := range res.Summary.Tables {
+		if !strings.HasPrefix(tab.Title, "Model-side confidence") {
+			continue
+		}
+		for _, r := range tab.Rows {
+			if r[2] == "samples agreeing with the answer" {
+				row = r
+			}
+		}
+	}
+	if strings.Join(row, " | ") != "gen | SCP T1 | samples agreeing with the answer | 4 | 2 | 1.000 (no interval: 2 right, 2 wrong; it needs 5 of each) | 0.208 (0.500) | 0% of 1" {
+		t.Errorf("agreement row: %v", row)
+	}
+	// One entailment reply that does not read: the question is unsorted.
+	garble = true
+	e.Cache = nil // asked again, not answered by the first run's replies
+	res2, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r2"), Config: nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs2, _ := engine.ReadRun(res2.Dir)
+	var ir2 ItemResult
+	json.Unmarshal(recs2[0].Data, &ir2)
+	if q := ir2.Questions[0]; q.Sets != nil || q.SetsUnread == 0 || !strings.Contains(strings.Join(res2.Summary.Notes, "\n"), "0 of 1 questions with two answers or more sorted; 1 left unsorted") {
+		t.Errorf("garbled: sets %v unread %d; notes %v", q.Sets, q.SetsUnread, res2.Summary.Notes)
+	}
+}
+
+func between(s, start, end string) string {
+	_, after, ok := strings.Cut(s, start)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, end)
+	return v
+}

@@ -200,7 +200,65 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	if n := s.unmatchedHuman(decoded); n > 0 {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("%d of %d human labels (--human) name no answer of this run (an answer index it did not make, or items not run yet): they are not in Table 8.", n, len(s.human)))
 	}
+	var conf []summary.ConfidenceGroup
+	unsorted, questions := 0, 0
+	for _, k := range keys {
+		units, uq, nq := s.confidenceUnits(groups[k])
+		unsorted, questions = unsorted+uq, questions+nq
+		conf = append(conf, summary.ConfidenceGroup{Model: k.m, Setting: fmt.Sprintf("%s T%g", strings.ToUpper(k.s), k.t), Units: units})
+	}
+	if ct, charts, ok := summary.ConfidenceCheck("the panel's verdicts (an answer right where the panel does not judge it hallucinated: judge-made truth, see the judge card)", conf); ok {
+		sum.Tables = append(sum.Tables, ct)
+		sum.Charts = append(sum.Charts, charts...)
+	}
+	if s.cfg.Entailment != "" {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("semantic sets (--entailment %s; Kuhn et al. 2023's Algorithm 1, strict bidirectional entailment, Farquhar et al. 2024's prompt): %d of %d questions with two answers or more sorted; %d left unsorted because an entailment reply did not read (not guessed neutral, as the authors' code would).",
+			s.cfg.Entailment, questions-unsorted, questions, unsorted))
+	}
 	return sum, nil
+}
+
+// confidenceUnits are a group's answers the panel scored, checked against
+// its verdict, with the confidence scores each has: its generation's tokens
+// (--logprobs; not for DHP answers cut from one reply) and its question's
+// semantic sets (--entailment): minus their semantic entropy and the share
+// of the answers in its own set. unsorted counts the questions whose sets
+// were left out (an entailment reply that did not read), of questions
+// with two answers or more.
+func (s *Suite) confidenceUnits(items []ItemResult) (units []summary.ConfidenceUnit, unsorted, questions int) {
+	for _, ir := range items {
+		for _, q := range ir.Questions {
+			if len(q.Answers) >= 2 {
+				questions++
+				if q.SetsUnread > 0 {
+					unsorted++
+				}
+			}
+			sorted := len(q.Sets) == len(q.Answers) && len(q.Sets) >= 2
+			for i, a := range q.Answers {
+				pan := Aggregate(a.Judgements, s.cfg.TieHallucinated)
+				if !pan.Scored {
+					continue
+				}
+				u := summary.ConfidenceUnit{Correct: !pan.Hallucination, Scores: summary.TokenScores(a.Confidence)}
+				if sorted {
+					if u.Scores == nil {
+						u.Scores = map[string]float64{}
+					}
+					u.Scores[summary.ScoreNegSemanticEntropy.Key] = -metrics.SemanticEntropy(q.Sets)
+					same := 0
+					for _, set := range q.Sets {
+						if set == q.Sets[i] {
+							same++
+						}
+					}
+					u.Scores[summary.ScoreAgreement.Key] = float64(same) / float64(len(q.Sets))
+				}
+				units = append(units, u)
+			}
+		}
+	}
+	return units, unsorted, questions
 }
 
 // unmatchedHuman counts the human labels that name no answer of items.

@@ -67,6 +67,8 @@ func readReply(c replyCase, readers string) (string, error) {
 	case "hic.verdict":
 		v, err := judged(c, readers, hic.VerdictReader(c.Quoted))
 		return fmt.Sprintf("%d/%d/%d/%s", v.Originality, v.Feasibility, v.Value, yn(v.Hallucination)), err
+	case "hic.entailment":
+		return judged(c, readers, hic.EntailmentReader(c.Quoted))
 	case "ideas.critic":
 		v, err := judged(c, readers, ideas.CriticReader(c.Quoted))
 		return fmt.Sprintf("%d/%d/%d", v.Originality, v.Feasibility, v.Clarity), err

@@ -65,22 +65,21 @@ type ConfidenceGroup struct {
 	Units          []ConfidenceUnit
 }
 
-// confidenceResamples and confidenceSeed fix the bootstrap of AUROC.
-const (
-	confidenceResamples = 2000
-	confidenceSeed      = 1
-)
+// minPerClass is the right and the wrong answers AUROC's interval needs
+// of each: its coverage is measured from 5 of each up
+// (metrics.AUROCInterval).
+const minPerClass = 5
 
 // ConfidenceCheck checks every confidence score a group's units carry
 // against their truth: per model, setting and score, the units scored
 // (n) and the wrong among them, AUROC of the score as a detector of right
-// answers with its percentile-bootstrap 95% interval (random: 0.5), AURC
+// answers with its 95% interval (Hanley & McNeil, logit scale: metrics.AUROCInterval; random: 0.5), AURC
 // beside a random ranking's (the error rate), and the share wrong among the
 // most confident tenth (confident hallucination); and per group, the ROC
 // curve of each score whose AUROC is defined. ok is false when no unit
 // carries any score: the table is then left out.
 func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []Chart, ok bool) {
-	t = Table{Title: "Model-side confidence checked against " + truth + ": does the model know when it is wrong? (AUROC of each score for telling right answers from wrong, 95% bootstrap interval; random 0.5. AURC: lower is better; beside it a random ranking's, the error rate. Confident-wrong: wrong answers among the most confident tenth.)",
+	t = Table{Title: "Model-side confidence checked against " + truth + ": does the model know when it is wrong? (AUROC of each score for telling right answers from wrong, 95% interval (Hanley–McNeil, logit); random 0.5. AURC: lower is better; beside it a random ranking's, the error rate. Confident-wrong: wrong answers among the most confident tenth.)",
 		Columns: []string{"model", "setting", "score", "n", "wrong", "AUROC [95% CI]", "AURC (random)", "confident-wrong"}}
 	for _, g := range groups {
 		roc := Chart{Kind: "curves", Title: fmt.Sprintf("ROC of the confidence scores: %s %s (right answers detected; the diagonal is random)", g.Model, g.Setting),
@@ -109,14 +108,10 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 			if fpr, tpr := metrics.ROC(conf, correct); fpr != nil {
 				roc.Series = append(roc.Series, Series{Name: sc.Name, X: Nums(fpr...), Values: Nums(tpr...)})
 			}
-			if a := metrics.AUROC(conf, correct); !math.IsNaN(a) {
-				lo, hi := metrics.BootstrapUnits(len(conf), confidenceResamples, confidenceSeed, 0.95, func(idx []int) float64 {
-					c, k := make([]float64, len(idx)), make([]bool, len(idx))
-					for j, i := range idx {
-						c[j], k[j] = conf[i], correct[i]
-					}
-					return metrics.AUROC(c, k)
-				})
+			if a := metrics.AUROC(conf, correct); !math.IsNaN(a) && (wrong < minPerClass || len(conf)-wrong < minPerClass) {
+				auroc = fmt.Sprintf("%.3f (no interval: %d right, %d wrong; it needs %d of each)", a, len(conf)-wrong, wrong, minPerClass)
+			} else if !math.IsNaN(a) {
+				lo, hi := metrics.AUROCInterval(a, len(conf)-wrong, wrong, 0.95)
 				auroc = fmt.Sprintf("%.3f [%s, %s]", a, f3(lo), f3(hi))
 			}
 			t.Rows = append(t.Rows, []string{g.Model, g.Setting, sc.Name, fmt.Sprint(len(conf)), fmt.Sprint(wrong), auroc,
