@@ -92,7 +92,8 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool, onFai
 // same run made unsharded.
 func TestSlurmArrayEqualsOneRun(t *testing.T) {
 	c := startCluster(t)
-	srv := server(t, t.TempDir())
+	models := t.TempDir()
+	srv := server(t, models)
 	importTiny(t, srv.Host, "1", "ta")
 	work := t.TempDir()
 	args := []string{"hic", "--models", "ta", "--judges", "ta", "--embed-model", "ta", "--questions", "1,11,21,31,41,51,61,71,81,91,101,111", "--answers", "2",
@@ -202,4 +203,31 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 		t.Errorf("%d records unsharded, %d merged", len(rw), len(rm))
 	}
 	t.Logf("%d tables equal; %d items in 3 shards, shard 2 cancelled after %d records and resumed", len(sw.Tables), len(rm), strings.Count(string(before), "\n"))
+
+	// Each task with its own Ollama on its node (--private-ollama), the
+	// models read from the directory the nodes share.
+	priv := filepath.Join(work, "private")
+	mustHalu(t, srv.Host, "slurm", "submit", "--shards", "2", "--out", priv, "--private-ollama", ollamaBin, "--private-ollama-models", models, "--",
+		"smoke", "--models", "ta", "--judges", "ta", "--limit", "3", "--max-tokens", "20", "--cache", filepath.Join(work, "c2"))
+	pj, _ := slurm.ReadJobs(priv)
+	waitFor(t, "the private-Ollama run's merge", 5*time.Minute, func() bool {
+		m, err := rundir.ReadManifest(slurm.MergedDir(priv))
+		if err == nil && m.Status == "complete" {
+			return true
+		}
+		if !inQueue(pj.Submissions[0].Merge) {
+			for _, f := range []string{"shard-1.out", "shard-2.out", "merge.out", "ollama-1.log"} {
+				b, _ := os.ReadFile(filepath.Join(priv, "slurm", f))
+				t.Logf("%s:\n%s", f, lastLines(string(b), 15))
+			}
+			t.Fatalf("slurm: the private-Ollama run's merge job left the queue with no merged run")
+		}
+		return false
+	}, func() {})
+	for i := 1; i <= 2; i++ {
+		out, _ := os.ReadFile(filepath.Join(priv, "slurm", fmt.Sprintf("shard-%d.out", i)))
+		if !strings.Contains(string(out), "serving on 127.0.0.1:") {
+			t.Errorf("shard %d did not start its own Ollama:\n%s", i, lastLines(string(out), 10))
+		}
+	}
 }

@@ -42,36 +42,31 @@ type TokenConfidence struct {
 	TopK int `json:"top_k,omitempty"`
 }
 
-// MarshalJSON writes a score that is not defined (NaN) as null: JSON has
-// no NaN.
+// tokenConfidenceJSON is TokenConfidence as JSON writes it: a score that
+// is not defined (NaN) is null, as JSON has no NaN.
+type tokenConfidenceJSON struct {
+	Tokens      int      `json:"tokens"`
+	MeanLogprob *float64 `json:"mean_logprob"`
+	MinLogprob  *float64 `json:"min_logprob"`
+	SeqProb     *float64 `json:"seq_prob"`
+	NegEntropy  *float64 `json:"neg_entropy"`
+	TopK        int      `json:"top_k,omitempty"`
+}
+
+// MarshalJSON writes a score that is not defined (NaN) as null.
 func (c TokenConfidence) MarshalJSON() ([]byte, error) {
-	type plain struct {
-		Tokens      int      `json:"tokens"`
-		MeanLogprob *float64 `json:"mean_logprob"`
-		MinLogprob  *float64 `json:"min_logprob"`
-		SeqProb     *float64 `json:"seq_prob"`
-		NegEntropy  *float64 `json:"neg_entropy"`
-		TopK        int      `json:"top_k,omitempty"`
-	}
 	num := func(x float64) *float64 {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil
 		}
 		return &x
 	}
-	return json.Marshal(plain{c.Tokens, num(c.MeanLogprob), num(c.MinLogprob), num(c.SeqProb), num(c.NegEntropy), c.TopK})
+	return json.Marshal(tokenConfidenceJSON{c.Tokens, num(c.MeanLogprob), num(c.MinLogprob), num(c.SeqProb), num(c.NegEntropy), c.TopK})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote, null as NaN.
 func (c *TokenConfidence) UnmarshalJSON(b []byte) error {
-	var v struct {
-		Tokens      int      `json:"tokens"`
-		MeanLogprob *float64 `json:"mean_logprob"`
-		MinLogprob  *float64 `json:"min_logprob"`
-		SeqProb     *float64 `json:"seq_prob"`
-		NegEntropy  *float64 `json:"neg_entropy"`
-		TopK        int      `json:"top_k"`
-	}
+	var v tokenConfidenceJSON
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}

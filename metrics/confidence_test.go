@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -113,7 +114,7 @@ func TestSemanticSetsAndEntropy(t *testing.T) {
 	meaning := []string{"A", "B", "A", "C"}
 	asked := 0
 	sets := SemanticSets(4, func(i, j int) bool { asked++; return meaning[i] == meaning[j] })
-	if want := []int{0, 1, 0, 2}; !equalInts(sets, want) {
+	if want := []int{0, 1, 0, 2}; !slices.Equal(sets, want) {
 		t.Errorf("sets %v, want %v", sets, want)
 	}
 	// Sample 1: vs 0 (1 ask, fails); 2: vs 0 (2 asks, joins); 3: vs 0 (1), vs 1 (1): 5.
@@ -122,7 +123,7 @@ func TestSemanticSetsAndEntropy(t *testing.T) {
 	}
 	// Entailment one way only is not the same meaning.
 	oneWay := SemanticSets(2, func(i, j int) bool { return i > j })
-	if !equalInts(oneWay, []int{0, 1}) {
+	if !slices.Equal(oneWay, []int{0, 1}) {
 		t.Errorf("one-way entailment: %v", oneWay)
 	}
 	// p = ½, ¼, ¼: H = ½ ln 2 + ½ ln 4 = 1.0397…; one set: 0; one sample:
@@ -136,18 +137,6 @@ func TestSemanticSetsAndEntropy(t *testing.T) {
 	if h := SemanticEntropy([]int{0}); !math.IsNaN(h) {
 		t.Errorf("k = 1: %v, want NaN", h)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Hanley & McNeil's interval, by hand: AUROC 0.75 on 4 right and 4 wrong
