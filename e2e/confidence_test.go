@@ -87,25 +87,32 @@ func TestConfidenceAgainstTruth(t *testing.T) {
 	// calls (--entailment), planned by the dry run: 2 questions × 3·2/2
 	// (no repair turns: they are not planned).
 	hicArgs := []string{"run", "hic", "--models", "tj", "--judges", "tj", "--embed-model", "tj", "--questions", "1,11", "--answers", "3",
-		"--judge-format", "json", "--max-tokens", "40", "--judge-max-tokens", "120", "--logprobs", "5", "--entailment", "tj", "--judge-repairs", "0", "--cache", cache}
+		"--judge-format", "json", "--max-tokens", "40", "--judge-max-tokens", "120", "--logprobs", "5", "--entailment", "tj", "--p-true", "--judge-repairs", "0", "--cache", cache}
 	hp := mustHalu(t, srv.Host, append(hicArgs, "--dry-run")...)
 	planned := regexp.MustCompile(`(?m)^tj\s+entailment\s+judge\s+(\d+)\s`).FindStringSubmatch(hp.stdout)
+	plannedPTrue := regexp.MustCompile(`(?m)^tj\s+p-true\s+chat\s+(\d+)\s`).FindStringSubmatch(hp.stdout)
 	hr := mustHalu(t, srv.Host, append(hicArgs, "--out", filepath.Join(work, "hic"))...)
 	hcrows := strings.Join(confidenceRows(hr.stdout), "\n")
 	if !regexp.MustCompile(`mean token log-prob\s+\d+\s+\d+\s+(– \(one class only\)|[01]\.\d{3} (\[|\(no interval))`).MatchString(hcrows) {
 		t.Errorf("hic's confidence table:\n%s", hcrows)
 	}
-	made := 0
+	made, madePTrue := 0, 0
 	_, recs, err := engine.ReadRun(filepath.Join(work, "hic"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range recs {
 		for _, c := range r.Calls {
-			if c.Stage == "entailment" {
+			switch c.Stage {
+			case "entailment":
 				made++
+			case "p-true":
+				madePTrue++
 			}
 		}
+	}
+	if plannedPTrue == nil || plannedPTrue[1] != "6" || madePTrue != 6 || !strings.Contains(hr.stdout, "P(True) (--p-true") {
+		t.Errorf("P(True) calls: planned %v, made %d (want 6, 6: one an answer)\n%s", plannedPTrue, madePTrue, hp.stdout)
 	}
 	if planned == nil || planned[1] != "6" || made != 6 || !strings.Contains(hr.stdout, "semantic sets (--entailment tj") {
 		t.Errorf("entailment calls: planned %v, made %d (want 6, 6: no two answers shared a meaning)\n%s", planned, made, hp.stdout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"halu/localmodels"
 	"halu/localmodels/fakeollama"
 	"halu/metrics"
 	"halu/runner/engine"
@@ -166,5 +168,25 @@ func TestLogprobsRecordedAndKeyed(t *testing.T) {
 	gen3 := recs3[0].Calls[0]
 	if plain.Counts.ModelCalls != 6 || gen3.Confidence != nil {
 		t.Errorf("a run not asking: %d calls (want 6: none answered by replies asked with logprobs), confidence %v", plain.Counts.ModelCalls, gen3.Confidence)
+	}
+}
+
+// P(True) by hand: the first token's alternatives " A" 0.6, "A" 0.1, "B"
+// 0.2 and "The" 0.05 give A 0.7 of A and B's 0.9: 0.7778. With neither
+// letter among them, or no alternatives, it is not known.
+func TestPTrueOf(t *testing.T) {
+	ln := math.Log
+	lp := func(tok string, p float64) localmodels.Alternative { return localmodels.Alternative{Token: tok, Logprob: ln(p)} }
+	resp := localmodels.ChatResponse{Logprobs: []localmodels.TokenLogprob{{Token: " A", Logprob: ln(0.6),
+		Top: []localmodels.Alternative{lp(" A", 0.6), lp("A", 0.1), lp("B", 0.2), lp("The", 0.05)}}}}
+	if p, ok := engine.PTrueOf(resp); !ok || math.Abs(p-0.7/0.9) > 1e-12 {
+		t.Errorf("P(True) %v %v, want 0.7778", p, ok)
+	}
+	resp.Logprobs[0].Top = []localmodels.Alternative{lp("The", 0.5), lp("Yes", 0.3)}
+	if p, ok := engine.PTrueOf(resp); ok || !math.IsNaN(p) {
+		t.Errorf("no letter: %v %v", p, ok)
+	}
+	if _, ok := engine.PTrueOf(localmodels.ChatResponse{}); ok {
+		t.Error("no log-probabilities, yet a P(True)")
 	}
 }

@@ -294,6 +294,9 @@ type Config struct {
 	// that had one meeting Or ≥ 4, Fe ≥ 3, Va ≥ 4).
 	DHPPositive string
 	EmbedModel  string
+	// PTrue asks each model under test whether its own answer is true
+	// (P(True), an extra call an answer: figures beside the paper's).
+	PTrue bool
 	// Entailment, when set, is the model asked whether a question's
 	// answers entail each other, to sort them into semantic sets
 	// (semantic entropy: figures beside the paper's).
@@ -342,6 +345,7 @@ func (c *Config) Settings() setting.List {
 		setting.Choice("dhp-positive", &c.DHPPositive, "DHP's positive example: running (the best answer so far over all questions, Algorithm 1 of the paper) or question (the best of the latest question that had a qualifying one, the authors' dhp.py)", "running", "question").
 			Paper("running").When(has(isDHP)),
 		setting.String("embed-model", &c.EmbedModel, "embedding model for Flu (the paper: SimCSE sup-simcse-bert-base-uncased)").As(setting.Instrument).Models().Required(),
+		setting.Bool("p-true", &c.PTrue, "ask the model under test, once an answer, whether its answer is true, shown its other answers to the question (P(True), Kadavath et al. 2022, in Farquhar et al.'s zero-shot prompt): the probability of \"A) True\" among its 20 likeliest first tokens, checked against the panel's verdicts beside the paper's figures").As(setting.Beside),
 		setting.String("entailment", &c.Entailment, "model asked, with Farquhar et al.'s prompt (Nature 2024), whether two of a question's answers entail each other — both ways makes one meaning — to sort each question's answers into semantic sets: semantic entropy and agreement, checked against the panel's verdicts beside the paper's figures; each answer is compared with each set's first answer only. Empty: not asked").As(setting.Beside).Models(),
 		setting.String("human", &c.Human, "CSV of human labels: answer id (model/strategy/T<t>/q<id>/a<i>), IH|DH|neutral").As(setting.Beside).Path(),
 		setting.String("data", &c.Data, "CDID-format CSV (default: the bundled 100 questions)").As(setting.Data).Path().Unset("the bundled CDID.csv (the authors' 100 questions)"),
@@ -667,6 +671,11 @@ type Answer struct {
 	// generation's token log-probabilities (--logprobs N); nil when not
 	// asked, or when the answer is one part of a reply cut at blank lines.
 	Confidence *metrics.TokenConfidence `json:"confidence,omitempty"`
+	// PTrue is the model's P(True) for the answer (--p-true); nil when not
+	// asked or not known (PTrueUnread: neither A nor B among the first
+	// token's alternatives).
+	PTrue       *float64 `json:"p_true,omitempty"`
+	PTrueUnread bool     `json:"p_true_unread,omitempty"`
 }
 
 // JudgeStage is the stage of the judges' calls.
@@ -823,6 +832,20 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 	}
 	if len(texts) == 0 {
 		return qr, nil // a DHP reply with no answer in it: nothing to judge or embed
+	}
+	if s.cfg.PTrue {
+		for i := range qr.Answers {
+			others := append(append([]string(nil), texts[:i]...), texts[i+1:]...)
+			pt, ok, err := c.PTrue(ctx, p.model, q.Question, others, texts[i])
+			if err != nil {
+				return qr, err
+			}
+			if ok {
+				qr.Answers[i].PTrue = &pt
+			} else {
+				qr.Answers[i].PTrueUnread = true
+			}
+		}
 	}
 	if s.cfg.Entailment != "" && len(texts) >= 2 {
 		if qr.Sets, qr.SetsUnread, err = SemanticSets(ctx, c, JudgeSpec{Seed: s.cfg.Seed, MaxTokens: s.cfg.JudgeMaxTokens}, s.cfg.Entailment, q.Question, texts); err != nil {

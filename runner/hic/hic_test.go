@@ -775,3 +775,102 @@ func between(s, start, end string) string {
 	v, _, _ := strings.Cut(after, end)
 	return v
 }
+
+// --p-true asks the model under test once an answer, shown its other
+// answers, and reads P(True) from the first token's alternatives: a fake
+// model sure of its sound answers (A 0.8, B 0.2) and unsure of the others
+// (A 0.3, B 0.6: P(True) 1/3), one answer's reply without either letter
+// (not known, counted). The dry run plans one call an answer; the run
+// makes them; the table checks P(True) against the panel.
+func TestPTrueAskedOnceAnAnswer(t *testing.T) {
+	texts := []string{"drones over the sea", "satellites", "drones at sea", "buoys"}
+	sound := map[string]bool{"drones over the sea": true, "drones at sea": true}
+	ln := math.Log
+	var mu sync.Mutex
+	ptrueCalls := 0
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		u := r.LastUser()
+		switch {
+		case r.Model == "judge":
+			for text := range sound {
+				if strings.Contains(u, "[Answers to be evaluated]:"+text) {
+					return fakeollama.Reply{Content: "Originality: 4 Feasibility: 3 Value: 4 Hallucination: No"}
+				}
+			}
+			return fakeollama.Reply{Content: "Originality: 2 Feasibility: 2 Value: 2 Hallucination: Yes"}
+		case strings.HasPrefix(u, "Question: "):
+			mu.Lock()
+			ptrueCalls++
+			mu.Unlock()
+			if !r.Logprobs || r.TopLogprobs != 20 || r.Options["num_predict"].(float64) != 1 {
+				return fakeollama.Reply{Status: 400, Error: "P(True) asked without 20 alternatives of one token"}
+			}
+			answer := between(u, "Possible answer: ", "\n")
+			switch {
+			case answer == "buoys":
+				return fakeollama.Reply{Content: "The", Logprobs: []fakeollama.Logprob{{Token: "The", Logprob: ln(0.9), Top: []fakeollama.Logprob{{Token: "The", Logprob: ln(0.9)}}}}}
+			case sound[answer]:
+				return fakeollama.Reply{Content: "A", Logprobs: []fakeollama.Logprob{{Token: "A", Logprob: ln(0.8), Top: []fakeollama.Logprob{{Token: "A", Logprob: ln(0.8)}, {Token: "B", Logprob: ln(0.2)}}}}}
+			}
+			return fakeollama.Reply{Content: " B", Logprobs: []fakeollama.Logprob{{Token: " B", Logprob: ln(0.6), Top: []fakeollama.Logprob{{Token: " B", Logprob: ln(0.6)}, {Token: " A", Logprob: ln(0.3)}}}}}
+		}
+		return fakeollama.Reply{Content: texts[(int(r.Options["seed"].(float64))-DefaultConfig().Seed)%4]}
+	}, fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9},
+		fakeollama.Model{Name: "emb:latest", Digest: "e", ParameterCount: 1e9})
+	t.Cleanup(srv.Close)
+	e := enginetest.New(t, srv.Host(), 2)
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Judges, cfg.Strategies, cfg.EmbedModel, cfg.PTrue, cfg.Answers = []string{"gen"}, []string{"judge"}, []string{"scp"}, "emb", true, 4
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.questions = []Question{{ID: 1, Field: "F", Question: "How to measure sea salt?"}}
+	dir := filepath.Join(t.TempDir(), "r")
+	plan, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := 0
+	for _, r := range plan.Plan.Rows {
+		if r.Stage == engine.PTrueStage {
+			planned += r.Calls
+		}
+	}
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if planned != 4 || ptrueCalls != 4 {
+		t.Errorf("P(True) calls: planned %d, made %d; want 4 and 4", planned, ptrueCalls)
+	}
+	_, recs, _ := engine.ReadRun(res.Dir)
+	var ir ItemResult
+	json.Unmarshal(recs[0].Data, &ir)
+	var got []string
+	for _, a := range ir.Questions[0].Answers {
+		if a.PTrue == nil {
+			got = append(got, fmt.Sprintf("%s: unknown %v", a.Text, a.PTrueUnread))
+		} else {
+			got = append(got, fmt.Sprintf("%s: %.4f", a.Text, *a.PTrue))
+		}
+	}
+	if want := "drones over the sea: 0.8000 | satellites: 0.3333 | drones at sea: 0.8000 | buoys: unknown true"; strings.Join(got, " | ") != want {
+		t.Errorf("P(True)\n got %s\nwant %s", strings.Join(got, " | "), want)
+	}
+	// Three answers known: two sound at 0.8, one not at 1/3: AUROC 1.
+	var row []string
+	for _, tab := range res.Summary.Tables {
+		for _, r := range tab.Rows {
+			if strings.HasPrefix(tab.Title, "Model-side confidence") && r[2] == "P(True), asked" {
+				row = r
+			}
+		}
+	}
+	if len(row) < 6 || row[3] != "3" || row[4] != "1" || !strings.HasPrefix(row[5], "1.000") {
+		t.Errorf("P(True) row %v", row)
+	}
+	if !strings.Contains(strings.Join(res.Summary.Notes, "\n"), "asked of 4 answers, one call each; 1 not known") {
+		t.Errorf("notes: %v", res.Summary.Notes)
+	}
+}

@@ -211,6 +211,22 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		sum.Tables = append(sum.Tables, ct)
 		sum.Charts = append(sum.Charts, charts...)
 	}
+	if s.cfg.PTrue {
+		asked, unread := 0, 0
+		for _, ir := range decoded {
+			for _, q := range ir.Questions {
+				for _, a := range q.Answers {
+					if a.PTrue != nil || a.PTrueUnread {
+						asked++
+					}
+					if a.PTrueUnread {
+						unread++
+					}
+				}
+			}
+		}
+		sum.Notes = append(sum.Notes, fmt.Sprintf("P(True) (--p-true; Kadavath et al. 2022, Farquhar et al.'s zero-shot prompt): asked of %d answers, one call each; %d not known (neither A nor B among the 20 likeliest first tokens: left out, not guessed).", asked, unread))
+	}
 	if s.cfg.Entailment != "" {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("semantic sets (--entailment %s; Kuhn et al. 2023's Algorithm 1, strict bidirectional entailment, Farquhar et al. 2024's prompt): %d of %d questions with two answers or more sorted; %d left unsorted because an entailment reply did not read (not guessed neutral, as the authors' code would).",
 			s.cfg.Entailment, questions-unsorted, questions, unsorted))
@@ -220,7 +236,8 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 
 // confidenceUnits are a group's answers the panel scored, checked against
 // its verdict, with the confidence scores each has: its generation's tokens
-// (--logprobs; not for DHP answers cut from one reply) and its question's
+// (--logprobs; not for DHP answers cut from one reply), its P(True)
+// (--p-true) and its question's
 // semantic sets (--entailment): minus their semantic entropy and the share
 // of the answers in its own set. unsorted counts the questions whose sets
 // were left out (an entailment reply that did not read), of questions
@@ -241,10 +258,13 @@ func (s *Suite) confidenceUnits(items []ItemResult) (units []summary.ConfidenceU
 					continue
 				}
 				u := summary.ConfidenceUnit{Correct: !pan.Hallucination, Scores: summary.TokenScores(a.Confidence)}
+				if u.Scores == nil {
+					u.Scores = map[string]float64{}
+				}
+				if a.PTrue != nil {
+					u.Scores[summary.ScorePTrue.Key] = *a.PTrue
+				}
 				if sorted {
-					if u.Scores == nil {
-						u.Scores = map[string]float64{}
-					}
 					u.Scores[summary.ScoreNegSemanticEntropy.Key] = -metrics.SemanticEntropy(q.Sets)
 					same := 0
 					for _, set := range q.Sets {

@@ -26,8 +26,11 @@ var (
 	ScoreNegSemanticEntropy = ConfidenceScore{"neg_semantic_entropy", "− semantic entropy (samples)"}
 	// ScoreAgreement is the share of the samples in the answer's own
 	// semantic set (self-consistency, Wang et al. 2023).
-	ScoreAgreement   = ConfidenceScore{"agreement", "samples agreeing with the answer"}
-	confidenceScores = []ConfidenceScore{ScoreMeanLogprob, ScoreMinLogprob, ScoreNegEntropy, ScoreNegSemanticEntropy, ScoreAgreement}
+	ScoreAgreement = ConfidenceScore{"agreement", "samples agreeing with the answer"}
+	// ScorePTrue is the model's own probability that its answer is true,
+	// asked in one more call (Kadavath et al. 2022).
+	ScorePTrue       = ConfidenceScore{"p_true", "P(True), asked"}
+	confidenceScores = []ConfidenceScore{ScoreMeanLogprob, ScoreMinLogprob, ScoreNegEntropy, ScoreNegSemanticEntropy, ScoreAgreement, ScorePTrue}
 )
 
 // TokenScores are the token-level confidence scores of c (nil for none).
