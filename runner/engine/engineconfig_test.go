@@ -176,7 +176,9 @@ func TestLogprobsRecordedAndKeyed(t *testing.T) {
 // letter among them, or no alternatives, it is not known.
 func TestPTrueOf(t *testing.T) {
 	ln := math.Log
-	lp := func(tok string, p float64) localmodels.Alternative { return localmodels.Alternative{Token: tok, Logprob: ln(p)} }
+	lp := func(tok string, p float64) localmodels.Alternative {
+		return localmodels.Alternative{Token: tok, Logprob: ln(p)}
+	}
 	resp := localmodels.ChatResponse{Logprobs: []localmodels.TokenLogprob{{Token: " A", Logprob: ln(0.6),
 		Top: []localmodels.Alternative{lp(" A", 0.6), lp("A", 0.1), lp("B", 0.2), lp("The", 0.05)}}}}
 	if p, ok := engine.PTrueOf(resp); !ok || math.Abs(p-0.7/0.9) > 1e-12 {
