@@ -702,30 +702,10 @@ func TestEntailmentSortsAnswersBySemanticSets(t *testing.T) {
 		return "contradiction"
 	})
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Judges, cfg.Strategies, cfg.EmbedModel, cfg.Entailment = []string{"gen"}, []string{"judge"}, []string{"scp"}, "emb", "judge"
-	cfg.Answers = 4
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.questions = []Question{{ID: 1, Field: "F", Question: "How to measure sea salt?"}}
-	dir := filepath.Join(t.TempDir(), "r")
-	plan, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	planned := 0
-	for _, r := range plan.Plan.Rows {
-		if r.Stage == EntailmentStage {
-			planned += r.Calls
-		}
-	}
+	cfg.Entailment = "judge"
+	s, plan, planned, res := planThenRun(t, e, cfg, EntailmentStage)
 	if planned != 6 || !strings.Contains(strings.Join(plan.Plan.Assumptions, "\n"), "from 3 (one meaning) to 12") {
 		t.Errorf("planned %d entailment calls (want 6), assumptions %v", planned, plan.Plan.Assumptions)
-	}
-	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
 	}
 	_, recs, _ := engine.ReadRun(res.Dir)
 	var ir ItemResult
@@ -820,27 +800,8 @@ func TestPTrueAskedOnceAnAnswer(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e := enginetest.New(t, srv.Host(), 2)
 	cfg := DefaultConfig()
-	cfg.Models, cfg.Judges, cfg.Strategies, cfg.EmbedModel, cfg.PTrue, cfg.Answers = []string{"gen"}, []string{"judge"}, []string{"scp"}, "emb", true, 4
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.questions = []Question{{ID: 1, Field: "F", Question: "How to measure sea salt?"}}
-	dir := filepath.Join(t.TempDir(), "r")
-	plan, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	planned := 0
-	for _, r := range plan.Plan.Rows {
-		if r.Stage == engine.PTrueStage {
-			planned += r.Calls
-		}
-	}
-	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg.PTrue = true
+	_, _, planned, res := planThenRun(t, e, cfg, engine.PTrueStage)
 	if planned != 4 || ptrueCalls != 4 {
 		t.Errorf("P(True) calls: planned %d, made %d; want 4 and 4", planned, ptrueCalls)
 	}
@@ -873,4 +834,30 @@ func TestPTrueAskedOnceAnAnswer(t *testing.T) {
 	if !strings.Contains(strings.Join(res.Summary.Notes, "\n"), "asked of 4 answers, one call each; 1 not known") {
 		t.Errorf("notes: %v", res.Summary.Notes)
 	}
+}
+
+// planThenRun makes cfg a one-question SCP run of gen, judged by judge,
+// with four answers; it plans it (counting the calls planned at stage),
+// then runs it.
+func planThenRun(t *testing.T, e *engine.Engine, cfg Config, stage string) (s *Suite, plan *engine.Result, planned int, res *engine.Result) {
+	t.Helper()
+	cfg.Models, cfg.Judges, cfg.Strategies, cfg.EmbedModel, cfg.Answers = []string{"gen"}, []string{"judge"}, []string{"scp"}, "emb", 4
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.questions = []Question{{ID: 1, Field: "F", Question: "How to measure sea salt?"}}
+	dir := filepath.Join(t.TempDir(), "r")
+	if plan, err = e.Run(context.Background(), s, engine.RunSpec{Dir: dir, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range plan.Plan.Rows {
+		if r.Stage == stage {
+			planned += r.Calls
+		}
+	}
+	if res, err = e.Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	return s, plan, planned, res
 }
