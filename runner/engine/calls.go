@@ -35,6 +35,18 @@ type Calls struct {
 	verdict []rundir.Verdict
 	ordinal map[string]int    // stage, judge → judgements so far (Checked)
 	prompts map[string]string // SHA-256 → a generation's messages (Record.Prompts)
+	// last is each stage and model's latest reply (LastReply).
+	last map[[2]string]localmodels.ChatResponse
+}
+
+// LastReply is the latest reply of model at stage in this item — for a
+// judgement, the reply its verdict was read from (its last repair turn,
+// when there was one) — with its token log-probabilities when asked.
+func (c *Calls) LastReply(stage, model string) (localmodels.ChatResponse, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.last[[2]string{stage, model}]
+	return r, ok
 }
 
 // NewCalls returns a Calls outside a run, for tools that make model calls
@@ -203,6 +215,12 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 		c.e.stats.hits.Add(1)
 	}
 	c.logChat(stage, kind, req, info, fp, key, resp, hit)
+	c.mu.Lock()
+	if c.last == nil {
+		c.last = map[[2]string]localmodels.ChatResponse{}
+	}
+	c.last[[2]string{stage, req.Model}] = resp
+	c.mu.Unlock()
 	return resp, nil
 }
 

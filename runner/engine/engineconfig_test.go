@@ -192,3 +192,45 @@ func TestPTrueOf(t *testing.T) {
 		t.Error("no log-probabilities, yet a P(True)")
 	}
 }
+
+// A judge's P(verdict), by hand, at the token that begins the value after
+// the field's last mention: JSON " true" 0.7 against " false" 0.2 (" maybe"
+// neither): 0.7/0.9; text " No" 0.6 and "No" 0.05 against " Yes" 0.3:
+// 0.65/0.95; a token holding the separator and the value, `": true` 0.9
+// against `": false` 0.1: 0.9. Not known: a value other than the verdict
+// read, no alternatives, no such field.
+func TestVerdictProb(t *testing.T) {
+	ln := math.Log
+	tok := func(s string, p float64, top ...localmodels.Alternative) localmodels.TokenLogprob {
+		return localmodels.TokenLogprob{Token: s, Logprob: ln(p), Top: top}
+	}
+	alt := func(s string, p float64) localmodels.Alternative {
+		return localmodels.Alternative{Token: s, Logprob: ln(p)}
+	}
+	reply := func(ts ...localmodels.TokenLogprob) localmodels.ChatResponse {
+		return localmodels.ChatResponse{Logprobs: ts}
+	}
+	inJSON := reply(tok(`{"`, 0.9), tok("hall", 0.9), tok("ucination", 0.9), tok(`":`, 0.9),
+		tok(" true", 0.7, alt(" true", 0.7), alt(" false", 0.2), alt(" maybe", 0.05)), tok("}", 0.9))
+	text := reply(tok("Hallucination", 0.5), tok(": yes", 0.5), tok(" —", 0.5), tok(" revised", 0.5), tok("\nHall", 0.9), tok("ucination", 0.9), tok(":", 0.9),
+		tok(" No", 0.6, alt(" No", 0.6), alt(" Yes", 0.3), alt("No", 0.05)))
+	joined := reply(tok(`{"hallucination`, 0.9), tok(`": true`, 0.9, alt(`": true`, 0.9), alt(`": false`, 0.1)), tok("}", 0.9))
+	for _, tc := range []struct {
+		name    string
+		resp    localmodels.ChatResponse
+		verdict bool
+		want    float64 // NaN: not known
+	}{
+		{"json", inJSON, true, 0.7 / 0.9},
+		{"text, its last mention", text, false, 0.65 / 0.95},
+		{"separator and value in one token", joined, true, 0.9},
+		{"another verdict read", inJSON, false, math.NaN()},
+		{"no alternatives", reply(tok("hallucination", 1), tok(": ", 1), tok("no", 0.8)), false, math.NaN()},
+		{"no such field", reply(tok("Score: 4", 1, alt("Score: 4", 1))), true, math.NaN()},
+	} {
+		p, ok := engine.VerdictProb(tc.resp, "hallucination", tc.verdict)
+		if math.IsNaN(tc.want) != !ok || ok && math.Abs(p-tc.want) > 1e-12 {
+			t.Errorf("%s: %v %v, want %v", tc.name, p, ok, tc.want)
+		}
+	}
+}

@@ -692,6 +692,10 @@ type Judgement struct {
 	// when the two differ; OtherUnread when it read none.
 	Other       *Verdict `json:"other_verdict,omitempty"`
 	OtherUnread bool     `json:"other_unread,omitempty"`
+	// VerdictProb is the judge's probability for its hallucination
+	// verdict, from the verdict token's alternatives (--logprobs N:
+	// engine.VerdictProb); nil when not asked or not found.
+	VerdictProb *float64 `json:"verdict_prob,omitempty"`
 }
 
 // Panel is an answer's aggregate over the judges that answered: mean
@@ -921,6 +925,11 @@ func Judge(ctx context.Context, c *engine.Calls, spec JudgeSpec, judge, question
 	}
 	if ok {
 		jd.Scored, jd.Verdict = true, &v
+		if resp, has := c.LastReply(JudgeStage, judge); has {
+			if p, known := engine.VerdictProb(resp, "hallucination", v.Hallucination); known {
+				jd.VerdictProb = &p
+			}
+		}
 	}
 	return jd, nil
 }

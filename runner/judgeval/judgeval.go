@@ -299,8 +299,15 @@ func (s *Suite) judgeConfidence(recs []rundir.Record, decoded []Result) []summar
 				if jd.Judge != j || !jd.Scored || jd.Verdict == nil {
 					continue
 				}
-				g.Units = append(g.Units, summary.ConfidenceUnit{Correct: jd.Verdict.Hallucination == r.Human,
-					Scores: summary.TokenScores(summary.VerdictCall(recs[i].Calls, hic.JudgeStage, j))})
+				u := summary.ConfidenceUnit{Correct: jd.Verdict.Hallucination == r.Human,
+					Scores: summary.TokenScores(summary.VerdictCall(recs[i].Calls, hic.JudgeStage, j))}
+				if jd.VerdictProb != nil {
+					if u.Scores == nil {
+						u.Scores = map[string]float64{}
+					}
+					u.Scores[summary.ScoreVerdictProb.Key] = *jd.VerdictProb
+				}
+				g.Units = append(g.Units, u)
 			}
 		}
 		groups = append(groups, g)

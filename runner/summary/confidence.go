@@ -29,8 +29,11 @@ var (
 	ScoreAgreement = ConfidenceScore{"agreement", "samples agreeing with the answer"}
 	// ScorePTrue is the model's own probability that its answer is true,
 	// asked in one more call (Kadavath et al. 2022).
-	ScorePTrue       = ConfidenceScore{"p_true", "P(True), asked"}
-	confidenceScores = []ConfidenceScore{ScoreMeanLogprob, ScoreMinLogprob, ScoreNegEntropy, ScoreNegSemanticEntropy, ScoreAgreement, ScorePTrue}
+	ScorePTrue = ConfidenceScore{"p_true", "P(True), asked"}
+	// ScoreVerdictProb is a judge's probability for the verdict it gave,
+	// read at its verdict token.
+	ScoreVerdictProb = ConfidenceScore{"verdict_prob", "P(verdict), at its token"}
+	confidenceScores = []ConfidenceScore{ScoreVerdictProb, ScoreMeanLogprob, ScoreMinLogprob, ScoreNegEntropy, ScoreNegSemanticEntropy, ScoreAgreement, ScorePTrue}
 )
 
 // TokenScores are the token-level confidence scores of c (nil for none).
