@@ -80,11 +80,18 @@ func TestShardsMergeToTheWholeRun(t *testing.T) {
 	if err := rundir.WriteManifest(legacy, ml); err != nil {
 		t.Fatal(err)
 	}
+	// Shard 2 asked for log-probabilities: its records carry confidence
+	// the other shard's lack.
+	withLogprobs := filepath.Join(dir, "logprobs2")
+	if r := halu(t, f, t.TempDir(), append(args, "--shard", "2/2", "--logprobs", "2", "--out", withLogprobs)...); r.code != exitOK {
+		t.Fatalf("logprobs shard: exit %d: %s", r.code, r.stderr)
+	}
 	for _, tc := range []struct {
 		dirs []string
 		want string
 	}{
 		{[]string{shards[0], legacy}, "items ordered by shard seed 1 vs 0"},
+		{[]string{shards[0], withLogprobs}, "engine settings: --logprobs 0 vs 2"},
 		{[]string{shards[0]}, "shard 2/2 missing"},
 		{[]string{shards[0], shards[0]}, "shard 1/2 is both"},
 		{[]string{shards[0], other}, "differ: configuration"},

@@ -71,6 +71,9 @@ func newSlurmSubmitCmd(g *globals) *cobra.Command {
 			if o.Halu, err = haluPath(); err != nil {
 				return err
 			}
+			if o.HaluSHA256, err = rundir.HashFile(o.Halu); err != nil {
+				return err
+			}
 			o.Suite, o.Args = args[0], args[1:]
 			if o.OllamaModels != "" {
 				if o.OllamaModels, err = filepath.Abs(o.OllamaModels); err != nil {

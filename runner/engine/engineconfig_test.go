@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"halu/localmodels"
 	"halu/localmodels/fakeollama"
@@ -173,7 +176,8 @@ func TestLogprobsRecordedAndKeyed(t *testing.T) {
 
 // P(True) by hand: the first token's alternatives " A" 0.6, "A" 0.1, "B"
 // 0.2 and "The" 0.05 give A 0.7 of A and B's 0.9: 0.7778. With neither
-// letter among them, or no alternatives, it is not known.
+// letter among them, no alternatives or no log-probabilities, it is not
+// known.
 func TestPTrueOf(t *testing.T) {
 	ln := math.Log
 	lp := func(tok string, p float64) localmodels.Alternative {
@@ -191,46 +195,70 @@ func TestPTrueOf(t *testing.T) {
 	if _, ok := engine.PTrueOf(localmodels.ChatResponse{}); ok {
 		t.Error("no log-probabilities, yet a P(True)")
 	}
+	// A server that ignores top_logprobs: the chosen "A" alone is no
+	// P(True) of 1.
+	if p, ok := engine.PTrueOf(localmodels.ChatResponse{Logprobs: []localmodels.TokenLogprob{{Token: "A", Logprob: ln(0.4)}}}); ok {
+		t.Errorf("no alternatives, yet P(True) %v", p)
+	}
 }
 
-// A judge's P(verdict), by hand, at the token that begins the value after
-// the field's last mention: JSON " true" 0.7 against " false" 0.2 (" maybe"
-// neither): 0.7/0.9; text " No" 0.6 and "No" 0.05 against " Yes" 0.3:
-// 0.65/0.95; a token holding the separator and the value, `": true` 0.9
-// against `": false` 0.1: 0.9. Not known: a value other than the verdict
-// read, no alternatives, no such field.
+// A judge's P(verdict), by hand, on the token streams of
+// testdata/replies/tokens/verdict.yaml (real judges' styles): at the token
+// that begins the value after the field's one mention, the chosen value's
+// probability over it and its opposite among the alternatives; not known
+// for two mentions (a revision, a quoted fake verdict), no alternatives,
+// or a value other than the verdict read. Also: the separator and the
+// value in one token, and no such field.
 func TestVerdictProb(t *testing.T) {
-	ln := math.Log
-	tok := func(s string, p float64, top ...localmodels.Alternative) localmodels.TokenLogprob {
-		return localmodels.TokenLogprob{Token: s, Logprob: ln(p), Top: top}
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "replies", "tokens", "verdict.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	alt := func(s string, p float64) localmodels.Alternative {
-		return localmodels.Alternative{Token: s, Logprob: ln(p)}
+	var cases []struct {
+		Style   string  `yaml:"style"`
+		Verdict bool    `yaml:"verdict"`
+		Tokens  [][]any `yaml:"tokens"`
+		Want    string  `yaml:"want"`
 	}
-	reply := func(ts ...localmodels.TokenLogprob) localmodels.ChatResponse {
-		return localmodels.ChatResponse{Logprobs: ts}
+	if err := yaml.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
 	}
-	inJSON := reply(tok(`{"`, 0.9), tok("hall", 0.9), tok("ucination", 0.9), tok(`":`, 0.9),
-		tok(" true", 0.7, alt(" true", 0.7), alt(" false", 0.2), alt(" maybe", 0.05)), tok("}", 0.9))
-	text := reply(tok("Hallucination", 0.5), tok(": yes", 0.5), tok(" —", 0.5), tok(" revised", 0.5), tok("\nHall", 0.9), tok("ucination", 0.9), tok(":", 0.9),
-		tok(" No", 0.6, alt(" No", 0.6), alt(" Yes", 0.3), alt("No", 0.05)))
-	joined := reply(tok(`{"hallucination`, 0.9), tok(`": true`, 0.9, alt(`": true`, 0.9), alt(`": false`, 0.1)), tok("}", 0.9))
-	for _, tc := range []struct {
-		name    string
-		resp    localmodels.ChatResponse
-		verdict bool
-		want    float64 // NaN: not known
-	}{
-		{"json", inJSON, true, 0.7 / 0.9},
-		{"text, its last mention", text, false, 0.65 / 0.95},
-		{"separator and value in one token", joined, true, 0.9},
-		{"another verdict read", inJSON, false, math.NaN()},
-		{"no alternatives", reply(tok("hallucination", 1), tok(": ", 1), tok("no", 0.8)), false, math.NaN()},
-		{"no such field", reply(tok("Score: 4", 1, alt("Score: 4", 1))), true, math.NaN()},
-	} {
-		p, ok := engine.VerdictProb(tc.resp, "hallucination", tc.verdict)
-		if math.IsNaN(tc.want) != !ok || ok && math.Abs(p-tc.want) > 1e-12 {
-			t.Errorf("%s: %v %v, want %v", tc.name, p, ok, tc.want)
+	num := func(v any) float64 {
+		switch x := v.(type) {
+		case float64:
+			return x
+		case int:
+			return float64(x)
 		}
+		t.Fatalf("not a number: %v", v)
+		return 0
+	}
+	for _, c := range cases {
+		var resp localmodels.ChatResponse
+		for _, tk := range c.Tokens {
+			tl := localmodels.TokenLogprob{Token: tk[0].(string), Logprob: math.Log(num(tk[1]))}
+			for _, a := range tk[2:] {
+				pair := a.([]any)
+				tl.Top = append(tl.Top, localmodels.Alternative{Token: pair[0].(string), Logprob: math.Log(num(pair[1]))})
+			}
+			resp.Logprobs = append(resp.Logprobs, tl)
+		}
+		p, ok := engine.VerdictProb(resp, "hallucination", c.Verdict)
+		got := "unknown"
+		if ok {
+			got = fmt.Sprintf("%.6f", p)
+		}
+		if got != c.Want {
+			t.Errorf("%s: %s, want %s", c.Style, got, c.Want)
+		}
+	}
+	ln := math.Log
+	joined := localmodels.ChatResponse{Logprobs: []localmodels.TokenLogprob{{Token: `{"hallucination`, Logprob: ln(0.9)},
+		{Token: `": true`, Logprob: ln(0.9), Top: []localmodels.Alternative{{Token: `": true`, Logprob: ln(0.9)}, {Token: `": false`, Logprob: ln(0.1)}}}}}
+	if p, ok := engine.VerdictProb(joined, "hallucination", true); !ok || math.Abs(p-0.9) > 1e-12 {
+		t.Errorf("separator and value in one token: %v %v, want 0.9", p, ok)
+	}
+	if _, ok := engine.VerdictProb(localmodels.ChatResponse{Logprobs: []localmodels.TokenLogprob{{Token: "Score: 4", Logprob: 0}}}, "hallucination", true); ok {
+		t.Error("no such field, yet a P(verdict)")
 	}
 }

@@ -55,17 +55,17 @@ func (c *Calls) PTrue(ctx context.Context, model, question string, brainstormed 
 
 // PTrueOf reads P(True) from a reply's first token: the probability of the
 // alternatives that read as the letter A — "A", " A", "(A", "A)" — over
-// those that read as A or B. Not known (ok false) when the reply carries
-// no alternatives or neither letter among them.
+// those that read as A or B — a first token "A" is read as the option, as
+// Kadavath et al. read it (the prompt ends "The possible answer is:").
+// Not known (ok false) when the reply carries no alternatives or neither
+// letter among them.
 func PTrueOf(resp localmodels.ChatResponse) (p float64, ok bool) {
 	if len(resp.Logprobs) == 0 {
 		return math.NaN(), false
 	}
-	first := resp.Logprobs[0]
-	alts := first.Top
-	if len(alts) == 0 {
-		alts = []localmodels.Alternative{{Token: first.Token, Logprob: first.Logprob}}
-	}
+	// Without alternatives the chosen token alone would make P(True) 1 or
+	// 0: a server that ignores top_logprobs gives no P(True).
+	alts := resp.Logprobs[0].Top
 	var pa, pb float64
 	for _, a := range alts {
 		switch strings.Trim(strings.TrimSpace(a.Token), "().:") {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"halu/runner/rundir"
+	"halu/runner/setting"
 	"halu/runner/summary"
 )
 
@@ -209,12 +210,42 @@ func unlike(a, b *rundir.Manifest) string {
 	if diff, err := configDiff(a.Config, b.Config); err != nil || len(diff) > 0 {
 		return fmt.Sprintf("configuration: %s", strings.Join(diff, "; "))
 	}
+	if diff := engineDiff(a, b); len(diff) > 0 {
+		return fmt.Sprintf("engine settings: %s", strings.Join(diff, "; "))
+	}
 	fa, _ := json.Marshal(a.Serving.Fingerprints)
 	fb, _ := json.Marshal(b.Serving.Fingerprints)
 	if !bytes.Equal(fa, fb) {
 		return fmt.Sprintf("serving fingerprints (server version, model digests, templates, context): %s vs %s", fa, fb)
 	}
 	return ""
+}
+
+// engineDiff names the engine settings that change what a run measures
+// (--logprobs, --readers, --judge-repairs, the default sampling …) on which
+// two runs differ. Which server each used is not among them: shards run on
+// other machines, and their serving fingerprints are compared instead.
+func engineDiff(a, b *rundir.Manifest) []string {
+	ea, errA := Recorded(a)
+	eb, errB := Recorded(b)
+	if errA != nil || errB != nil {
+		return []string{fmt.Sprintf("unreadable (%v, %v)", errA, errB)}
+	}
+	server := map[string]bool{}
+	for _, s := range ea.ServerSettings() {
+		server[s.Name] = true
+	}
+	vb := eb.Settings().Values()
+	var out []string
+	for _, s := range ea.Settings() {
+		if s.Effect != setting.Measures || server[s.Name] {
+			continue
+		}
+		if v := s.Value.String(); v != vb[s.Name] {
+			out = append(out, fmt.Sprintf("--%s %s vs %s", s.Name, v, vb[s.Name]))
+		}
+	}
+	return out
 }
 
 // sumCounts adds two runs' books.

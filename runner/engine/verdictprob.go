@@ -11,15 +11,16 @@ import (
 
 // VerdictProb is a judge's probability for the yes/no verdict it gave in
 // field (a field name as the reply writes it: "hallucination"), read as
-// verdict (true: yes) by the suite's reader: at the
-// token that begins the value after the field's last mention — `"field":
-// true`, `Field: Yes` — the chosen value's probability over its own and the
-// opposite value's among the position's alternatives ("yes"/"true" against
-// "no"/"false", by their first letters as tokens may cut them). An opposite
-// value missing from the alternatives counts 0: it was less likely than
-// the last of them. ok is false when the reply carries no
-// log-probabilities or alternatives, or the value found there is not the
-// verdict read: never guessed.
+// verdict (true: yes) by the suite's reader: at the token that begins the
+// value after the field's one mention — `"field": true`, `Field: Yes` —
+// the chosen value's probability over its own and the opposite value's
+// among the position's alternatives ("yes"/"true" against "no"/"false", by
+// their first letters as tokens may cut them). An opposite value missing
+// from the alternatives counts 0: it was less likely than the last of
+// them. ok is false — never guessed — when the reply carries no
+// log-probabilities or alternatives, names the field more than once (a
+// revision, a verdict quoted from the judged text) or not at all, or the
+// value there is not the verdict read.
 func VerdictProb(resp localmodels.ChatResponse, field string, verdict bool) (p float64, ok bool) {
 	if len(resp.Logprobs) == 0 || field == "" {
 		return math.NaN(), false
@@ -33,10 +34,13 @@ func VerdictProb(resp localmodels.ChatResponse, field string, verdict bool) (p f
 	s := text.String()
 	re := regexp.MustCompile(`(?i)` + regexp.QuoteMeta(field) + `\W{0,6}?\s*[:：]\s*\**\s*"?`)
 	locs := re.FindAllStringIndex(s, -1)
-	if len(locs) == 0 {
+	if len(locs) != 1 {
+		// None, or several: a revision, a verdict quoted from the judged
+		// text, prose about the field — which one the reader read is not
+		// known here.
 		return math.NaN(), false
 	}
-	at := locs[len(locs)-1][1]
+	at := locs[0][1]
 	// The token holding the value's first letter.
 	k := -1
 	for i := range resp.Logprobs {

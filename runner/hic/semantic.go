@@ -41,7 +41,7 @@ func SemanticSets(ctx context.Context, c *engine.Calls, spec JudgeSpec, model, q
 				map[string]string{"question": question, "answer1": answers[i], "answer2": answers[j]})}},
 			Options: localmodels.Options{Temperature: localmodels.Float(0), Seed: localmodels.Int(spec.Seed), NumPredict: localmodels.Int(spec.MaxTokens)},
 		}
-		v, ok, e := judging.JudgeWith(ctx, c, EntailmentStage, req, nil, EntailmentReader(answers[i], answers[j]))
+		v, ok, e := judging.JudgeWith(ctx, c, EntailmentStage, req, nil, EntailmentReader(question, answers[i], answers[j]))
 		if e != nil {
 			err = e
 			return false
@@ -71,14 +71,16 @@ func SemanticSets(ctx context.Context, c *engine.Calls, spec JudgeSpec, model, q
 // two, or negating the one it names, does not read); the authors' rule
 // (semantic_entropy.py) looks in the first 30 characters for entailment,
 // then neutral, then contradiction, and reads neutral when none is there.
-func EntailmentReader(answers ...string) judging.Reader[string] {
-	var quoted []string
-	for _, a := range answers {
+// quoted are the texts the prompt shows — the question and the two
+// answers —, whose words a reply that repeats them does not state.
+func EntailmentReader(quoted ...string) judging.Reader[string] {
+	var shown []string
+	for _, a := range quoted {
 		if strings.TrimSpace(a) != "" {
-			quoted = append(quoted, a)
+			shown = append(shown, a)
 		}
 	}
-	return judging.Reader[string]{Text: parseEntailment, Paper: parseEntailmentPaper, Quoted: quoted}
+	return judging.Reader[string]{Text: parseEntailment, Paper: parseEntailmentPaper, Quoted: shown}
 }
 
 var (

@@ -22,15 +22,22 @@ func TestConfidenceUnits(t *testing.T) {
 		{Gold: "pos", Greedy: &Hypothesis{Parsed: true, Label: "pos", Confidence: &tc},
 			Candidates: []Hypothesis{{Parsed: true, Label: "pos"}, {Parsed: true, Label: "pos"}, {Parsed: true, Label: "neg"}, {Parsed: false}}},
 		{Gold: "neg", Greedy: &Hypothesis{Parsed: true, Label: "pos"}, Candidates: []Hypothesis{{Parsed: true, Label: "pos"}}},
-		{Gold: "pos", Greedy: &Hypothesis{Parsed: false}},
+		{Gold: "pos", Greedy: &Hypothesis{Parsed: false}, Candidates: []Hypothesis{{Parsed: true, Label: "pos"}, {Parsed: true, Label: "neg"}}},
 		{Greedy: &Hypothesis{Parsed: true, Label: "pos"}},
 	}
 	units := confidenceUnits(rs, false)
 	if len(units) != 2 || !units[0].Correct || units[1].Correct {
 		t.Fatalf("units %+v", units)
 	}
-	if all := confidenceUnits(rs, true); len(all) != 3 || all[2].Correct {
+	// Under --unreadable wrong the unread greedy hypothesis is a wrong
+	// unit with its candidates' entropy (ln 2), but no agreement: an
+	// unread answer has no meaning to agree with.
+	all := confidenceUnits(rs, true)
+	if len(all) != 3 || all[2].Correct {
 		t.Fatalf("unreadable wrong: units %+v", all)
+	}
+	if _, has := all[2].Scores[summary.ScoreAgreement.Key]; has || math.Abs(all[2].Scores[summary.ScoreNegSemanticEntropy.Key]+math.Log(2)) > 1e-12 {
+		t.Errorf("unread greedy's scores %v", all[2].Scores)
 	}
 	h := -(2.0/3*math.Log(2.0/3) + 1.0/3*math.Log(1.0/3))
 	for key, want := range map[string]float64{

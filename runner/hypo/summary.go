@@ -607,13 +607,17 @@ func confidenceUnits(rs []Result, unreadWrong bool) []summary.ConfidenceUnit {
 			}
 			sets := metrics.SemanticSets(len(labels), func(i, j int) bool { return labels[i] == labels[j] })
 			u.Scores[summary.ScoreNegSemanticEntropy.Key] = -metrics.SemanticEntropy(sets)
-			agree := 0
-			for _, l := range labels {
-				if l == r.Greedy.Label {
-					agree++
+			if r.Greedy.Parsed {
+				// An unread hypothesis has no meaning to agree with: no
+				// agreement score, not a zero.
+				agree := 0
+				for _, l := range labels {
+					if l == r.Greedy.Label {
+						agree++
+					}
 				}
+				u.Scores[summary.ScoreAgreement.Key] = float64(agree) / float64(len(labels))
 			}
-			u.Scores[summary.ScoreAgreement.Key] = float64(agree) / float64(len(labels))
 		}
 		units = append(units, u)
 	}

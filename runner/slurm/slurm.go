@@ -39,6 +39,10 @@ type Options struct {
 	// Halu is the halu binary the tasks run: an absolute path every node
 	// sees (a shared file system).
 	Halu string `json:"halu"`
+	// HaluSHA256 is that binary's sha256 when submitted: each job checks
+	// it before it runs, so a shard is never made by another build that
+	// replaced the file meanwhile ("" : not checked).
+	HaluSHA256 string `json:"halu_sha256,omitempty"`
 	// Dir is the submission's directory, absolute (see the package doc).
 	Dir string `json:"dir"`
 	// Suite and Args are the run: `halu run Suite Args…` without --out,
@@ -147,6 +151,16 @@ func (o Options) directives(gpus bool) []string {
 	return d
 }
 
+// checkBuild is the script line that refuses to run another halu build
+// than the one submitted.
+func (o Options) checkBuild() []string {
+	if o.HaluSHA256 == "" {
+		return nil
+	}
+	return []string{"echo " + quote(o.HaluSHA256+"  "+o.Halu) + " | sha256sum --check --status || { echo " +
+		quote("halu slurm: "+o.Halu+" is not the halu build submitted (sha256 "+o.HaluSHA256+"): submit again with this build") + " >&2; exit 2; }"}
+}
+
 // Array is the job array's script: task I runs shard I/N, or resumes it
 // when its run directory already holds a manifest.
 func (o Options) Array() string {
@@ -162,6 +176,9 @@ func (o Options) Array() string {
 		"# Written by halu slurm submit. Task I runs shard I/"+n+" of the run below into",
 		"# "+o.shardDir("I")+"; run again (halu slurm resubmit), it resumes its shard.",
 		"set -euo pipefail",
+	)
+	lines = append(lines, o.checkBuild()...)
+	lines = append(lines,
 		`i="$SLURM_ARRAY_TASK_ID"`,
 		`shard=`+quote(filepath.Join(o.Dir, "shards"))+`/"$i"`,
 		`if [ -e "$shard/`+rundir.ManifestFile+`" ]; then where=(--resume "$shard"); else where=(--out "$shard"); fi`,
@@ -196,6 +213,7 @@ func (o Options) Merge() string {
 		"# Written by halu slurm submit: joins the shards once every task succeeded.",
 		"set -euo pipefail",
 	)
+	lines = append(lines, o.checkBuild()...)
 	args := []string{o.Halu, "merge"}
 	for i := 1; i <= o.Shards; i++ {
 		args = append(args, o.shardDir(strconv.Itoa(i)))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 
 // The scripts for given options, line by line.
 func TestScripts(t *testing.T) {
-	o := Options{Halu: "/opt/halu/bin/halu", Dir: "/shared/runs/hic 7b", Suite: "hic", Args: []string{"--models", "qwen2.5:7b", "--judges", "a,b", "--note", "it's"},
+	o := Options{Halu: "/opt/halu/bin/halu", HaluSHA256: "ab12", Dir: "/shared/runs/hic 7b", Suite: "hic", Args: []string{"--models", "qwen2.5:7b", "--judges", "a,b", "--note", "it's"},
 		Shards: 4, Partition: "gpu", Account: "lab", Time: "4:00:00", GPUsPerTask: "1", CPUsPerTask: 8, Extra: []string{"--mem=16G"}}
 	want := `#!/bin/bash
 #SBATCH --job-name=halu-hic
@@ -28,6 +29,7 @@ func TestScripts(t *testing.T) {
 # Written by halu slurm submit. Task I runs shard I/4 of the run below into
 # /shared/runs/hic 7b/shards/I; run again (halu slurm resubmit), it resumes its shard.
 set -euo pipefail
+echo 'ab12  /opt/halu/bin/halu' | sha256sum --check --status || { echo 'halu slurm: /opt/halu/bin/halu is not the halu build submitted (sha256 ab12): submit again with this build' >&2; exit 2; }
 i="$SLURM_ARRAY_TASK_ID"
 shard='/shared/runs/hic 7b/shards'/"$i"
 if [ -e "$shard/manifest.json" ]; then where=(--resume "$shard"); else where=(--out "$shard"); fi
@@ -44,6 +46,7 @@ exec /opt/halu/bin/halu run hic --models qwen2.5:7b --judges a,b --note 'it'\''s
 #SBATCH --time=4:00:00
 # Written by halu slurm submit: joins the shards once every task succeeded.
 set -euo pipefail
+echo 'ab12  /opt/halu/bin/halu' | sha256sum --check --status || { echo 'halu slurm: /opt/halu/bin/halu is not the halu build submitted (sha256 ab12): submit again with this build' >&2; exit 2; }
 exec /opt/halu/bin/halu merge '/shared/runs/hic 7b/shards/1' '/shared/runs/hic 7b/shards/2' '/shared/runs/hic 7b/shards/3' '/shared/runs/hic 7b/shards/4' --out '/shared/runs/hic 7b/merged'
 `
 	if got := o.Merge(); got != wantMerge {
@@ -211,5 +214,27 @@ func TestSubmitStatusResubmit(t *testing.T) {
 	back, err := ReadJobs(dir)
 	if err != nil || len(back.Submissions) != 2 || back.Options.Shards != 3 {
 		t.Errorf("jobs.json read back: %+v %v", back, err)
+	}
+}
+
+// The scripts run only the halu build submitted: the check line passes on
+// the binary it was written for and stops a job (exit 2, saying why) once
+// another build has replaced the file.
+func TestScriptsRefuseAnotherBuild(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "halu")
+	os.WriteFile(bin, []byte("build one"), 0o755)
+	sum, err := rundir.HashFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Halu: bin, HaluSHA256: sum}
+	line := o.checkBuild()[0]
+	if out, err := exec.Command("bash", "-c", line).CombinedOutput(); err != nil {
+		t.Fatalf("the submitted build refused: %v %s", err, out)
+	}
+	os.WriteFile(bin, []byte("build two"), 0o755)
+	out, err := exec.Command("bash", "-c", line).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "is not the halu build submitted") {
+		t.Errorf("another build: %v %s", err, out)
 	}
 }
