@@ -90,31 +90,18 @@ func BootstrapCI(xs []float64, statistic func([]float64) float64, resamples int,
 	if len(xs) < 2 || resamples < 1 {
 		return iv
 	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	stats := make([]float64, resamples)
 	buf := make([]float64, len(xs))
-	stats := resampled(len(xs), resamples, seed, func(idx []int) float64 {
-		for k, i := range idx {
-			buf[k] = xs[i]
+	for r := range stats {
+		for i := range buf {
+			buf[i] = xs[rng.IntN(len(xs))]
 		}
-		return statistic(buf)
-	})
+		stats[r] = statistic(buf)
+	}
 	iv.Low = Percentile(stats, 100*(1-level)/2)
 	iv.High = Percentile(stats, 100*(1+level)/2)
 	return iv
-}
-
-// resampled is statistic over `resamples` resamples, with replacement, of
-// n units (their indices), drawn with a PCG generator seeded with seed.
-func resampled(n, resamples int, seed uint64, statistic func(idx []int) float64) []float64 {
-	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
-	stats := make([]float64, resamples)
-	idx := make([]int, n)
-	for r := range stats {
-		for i := range idx {
-			idx[i] = rng.IntN(n)
-		}
-		stats[r] = statistic(idx)
-	}
-	return stats
 }
 
 // TestResult is a test statistic and its two-sided p-value.

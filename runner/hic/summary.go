@@ -201,58 +201,56 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("%d of %d human labels (--human) name no answer of this run (an answer index it did not make, or items not run yet): they are not in Table 8.", n, len(s.human)))
 	}
 	var conf []summary.ConfidenceGroup
-	unsorted, questions := 0, 0
+	var n confidenceCounts
 	for _, k := range keys {
-		units, uq, nq := s.confidenceUnits(groups[k])
-		unsorted, questions = unsorted+uq, questions+nq
-		conf = append(conf, summary.ConfidenceGroup{Model: k.m, Setting: fmt.Sprintf("%s T%g", strings.ToUpper(k.s), k.t), Units: units})
+		conf = append(conf, summary.ConfidenceGroup{Model: k.m, Setting: fmt.Sprintf("%s T%g", strings.ToUpper(k.s), k.t), Units: s.confidenceUnits(groups[k], &n)})
 	}
 	if ct, charts, ok := summary.ConfidenceCheck("the panel's verdicts (an answer right where the panel does not judge it hallucinated: judge-made truth, see the judge card)", conf); ok {
 		sum.Tables = append(sum.Tables, ct)
 		sum.Charts = append(sum.Charts, charts...)
 	}
 	if s.cfg.PTrue {
-		asked, unread := 0, 0
-		for _, ir := range decoded {
-			for _, q := range ir.Questions {
-				for _, a := range q.Answers {
-					if a.PTrue != nil || a.PTrueUnread {
-						asked++
-					}
-					if a.PTrueUnread {
-						unread++
-					}
-				}
-			}
-		}
-		sum.Notes = append(sum.Notes, fmt.Sprintf("P(True) (--p-true; Kadavath et al. 2022, Farquhar et al.'s zero-shot prompt): asked of %d answers, one call each; %d not known (neither A nor B among the 20 likeliest first tokens: left out, not guessed).", asked, unread))
+		sum.Notes = append(sum.Notes, fmt.Sprintf("P(True) (--p-true; Kadavath et al. 2022, Farquhar et al.'s zero-shot prompt): asked of %d answers, one call each; %d not known (neither A nor B among the 20 likeliest first tokens: left out, not guessed).", n.pTrueAsked, n.pTrueUnread))
 	}
 	if s.cfg.Entailment != "" {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("semantic sets (--entailment %s; Kuhn et al. 2023's Algorithm 1, strict bidirectional entailment, Farquhar et al. 2024's prompt): %d of %d questions with two answers or more sorted; %d left unsorted because an entailment reply did not read (not guessed neutral, as the authors' code would).",
-			s.cfg.Entailment, questions-unsorted, questions, unsorted))
+			s.cfg.Entailment, n.questions-n.unsorted, n.questions, n.unsorted))
 	}
 	return sum, nil
+}
+
+// confidenceCounts are what the summary's notes say of the answers'
+// confidence: questions with two answers or more and those whose sets
+// were left out (an entailment reply that did not read); answers asked
+// P(True) and those whose P(True) is not known.
+type confidenceCounts struct {
+	questions, unsorted     int
+	pTrueAsked, pTrueUnread int
 }
 
 // confidenceUnits are a group's answers the panel scored, checked against
 // its verdict, with the confidence scores each has: its generation's tokens
 // (--logprobs; not for DHP answers cut from one reply), its P(True)
-// (--p-true) and its question's
-// semantic sets (--entailment): minus their semantic entropy and the share
-// of the answers in its own set. unsorted counts the questions whose sets
-// were left out (an entailment reply that did not read), of questions
-// with two answers or more.
-func (s *Suite) confidenceUnits(items []ItemResult) (units []summary.ConfidenceUnit, unsorted, questions int) {
+// (--p-true) and its question's semantic sets (--entailment): minus their
+// semantic entropy and the share of the answers in its own set. It adds
+// the group's answers and questions to n.
+func (s *Suite) confidenceUnits(items []ItemResult, n *confidenceCounts) (units []summary.ConfidenceUnit) {
 	for _, ir := range items {
 		for _, q := range ir.Questions {
 			if len(q.Answers) >= 2 {
-				questions++
+				n.questions++
 				if q.SetsUnread > 0 {
-					unsorted++
+					n.unsorted++
 				}
 			}
 			sorted := len(q.Sets) == len(q.Answers) && len(q.Sets) >= 2
 			for i, a := range q.Answers {
+				if a.PTrue != nil || a.PTrueUnread {
+					n.pTrueAsked++
+				}
+				if a.PTrueUnread {
+					n.pTrueUnread++
+				}
 				pan := Aggregate(a.Judgements, s.cfg.TieHallucinated)
 				if !pan.Scored {
 					continue
@@ -278,7 +276,7 @@ func (s *Suite) confidenceUnits(items []ItemResult) (units []summary.ConfidenceU
 			}
 		}
 	}
-	return units, unsorted, questions
+	return units
 }
 
 // unmatchedHuman counts the human labels that name no answer of items.

@@ -238,15 +238,37 @@ type Submission struct {
 	Merge   string    `json:"merge"`
 }
 
-// Last is the submission that last ran shard i ("" and false when none).
+// Last is the array task that last ran shard i (12_3; "" and false when
+// none).
 func (j *Jobs) Last(i int) (string, bool) {
+	s := j.lastRun(i)
+	if s == nil {
+		return "", false
+	}
+	return fmt.Sprintf("%s_%d", s.Array, i), true
+}
+
+// lastRun is the submission whose array last ran shard i (nil: none).
+func (j *Jobs) lastRun(i int) *Submission {
 	for k := len(j.Submissions) - 1; k >= 0; k-- {
-		s := j.Submissions[k]
-		if slices.Contains(s.Indices, i) {
-			return fmt.Sprintf("%s_%d", s.Array, i), true
+		if slices.Contains(j.Submissions[k].Indices, i) {
+			return &j.Submissions[k]
 		}
 	}
-	return "", false
+	return nil
+}
+
+// ids are the job ids the submission holds: every array and merge job.
+func (j *Jobs) ids() []string {
+	var ids []string
+	for _, s := range j.Submissions {
+		for _, id := range []string{s.Array, s.Merge} {
+			if id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
 }
 
 // ReadJobs reads the submission in dir.
@@ -415,14 +437,7 @@ func States(ctx context.Context, c Cluster, dir string) (*Jobs, []ShardState, [3
 	if err != nil {
 		return nil, nil, merge, err
 	}
-	var ids []string
-	for _, s := range j.Submissions {
-		ids = append(ids, s.Array)
-		if s.Merge != "" {
-			ids = append(ids, s.Merge)
-		}
-	}
-	q, err := c.queue(ctx, ids)
+	q, err := c.queue(ctx, j.ids())
 	if err != nil {
 		return nil, nil, merge, err
 	}
@@ -439,10 +454,10 @@ func States(ctx context.Context, c Cluster, dir string) (*Jobs, []ShardState, [3
 		st.Job, _ = j.Last(i)
 		if s, ok := q[st.Job]; ok {
 			st.Queue, st.Reason = s[0], s[1]
-		} else if k := lastArray(j, i); k != "" {
+		} else if last := j.lastRun(i); last != nil {
 			// A pending array shows its tasks as one line (12_[2-3]).
 			for id, s := range q {
-				if strings.HasPrefix(id, k+"_[") {
+				if strings.HasPrefix(id, last.Array+"_[") {
 					st.Queue, st.Reason = s[0], s[1]
 				}
 			}
@@ -463,26 +478,10 @@ func States(ctx context.Context, c Cluster, dir string) (*Jobs, []ShardState, [3
 	return j, states, merge, nil
 }
 
-func lastArray(j *Jobs, i int) string {
-	for k := len(j.Submissions) - 1; k >= 0; k-- {
-		if slices.Contains(j.Submissions[k].Indices, i) {
-			return j.Submissions[k].Array
-		}
-	}
-	return ""
-}
-
 // Accounting is what sacct says of the submission's jobs, one line each
 // ("" and the reason when accounting is off: sacct then knows nothing).
 func Accounting(ctx context.Context, c Cluster, j *Jobs) (string, error) {
-	var ids []string
-	for _, s := range j.Submissions {
-		ids = append(ids, s.Array)
-		if s.Merge != "" {
-			ids = append(ids, s.Merge)
-		}
-	}
-	out, err := c.run(ctx, "sacct", "-n", "-P", "-X", "-j", strings.Join(ids, ","), "-o", "JobID,State,ExitCode,Elapsed")
+	out, err := c.run(ctx, "sacct", "-n", "-P", "-X", "-j", strings.Join(j.ids(), ","), "-o", "JobID,State,ExitCode,Elapsed")
 	if err != nil {
 		return "", err
 	}
