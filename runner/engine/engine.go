@@ -148,6 +148,15 @@ type Methods interface {
 	MethodDepartures() []string
 }
 
+// MethodScopes is implemented by suites some of whose method departures
+// touch only items of one kind: by departure (its text), the scope — a key
+// of the summary's Scopes, which the suite's Summarize counts from the
+// records — whose items it touches. A departure whose scope holds no item
+// of the run cannot apply: the summary sets it aside with the reason.
+type MethodScopes interface {
+	MethodScopes() map[string]string
+}
+
 // Describer is implemented by suites that use prompt templates and data
 // files; both are recorded in the manifest by hash (the engine computes the
 // hashes: a suite gives the text and its source).
@@ -1377,6 +1386,27 @@ func (e *Engine) hostCounts() map[string]localmodels.HostCount {
 	return nil
 }
 
+// applicableMethods splits a run's method departures into those that
+// apply and those whose scope (MethodScopes) holds no item of the run's
+// records (scopes: Summary.Scopes), the latter with the reason. A scope the
+// summary did not count is not known to be empty: its departures apply.
+func applicableMethods(s Suite, methods []string, scopes map[string]int) (apply, not []string) {
+	ms, ok := s.(MethodScopes)
+	if !ok {
+		return methods, nil
+	}
+	by := ms.MethodScopes()
+	for _, m := range methods {
+		scope := by[m]
+		if n, counted := scopes[scope]; scope != "" && counted && n == 0 {
+			not = append(not, fmt.Sprintf("%s (the run's records hold no %s item)", m, scope))
+			continue
+		}
+		apply = append(apply, m)
+	}
+	return apply, not
+}
+
 // Summarize is the run's summary: the suite's tables and metrics over recs,
 // with the engine's counts and notes (readings, thinking, model identity,
 // protocol, assumptions).
@@ -1426,9 +1456,12 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 		sum.Protocol, sum.Departures = man.Protocol, man.Departures
 		sum.Notes = append(sum.Notes, summary.DepartureNote(man.Protocol, man.Departures))
 	}
-	if len(man.Methods) > 0 {
-		sum.Methods = man.Methods
-		sum.Notes = append(sum.Notes, summary.MethodNote(man.Methods))
+	sum.Methods, sum.MethodsInapplicable = applicableMethods(s, man.Methods, sum.Scopes)
+	if len(sum.Methods) > 0 {
+		sum.Notes = append(sum.Notes, summary.MethodNote(sum.Methods))
+	}
+	for _, m := range sum.MethodsInapplicable {
+		sum.Notes = append(sum.Notes, "method departure that cannot apply: "+m)
 	}
 	if len(man.Assumptions) > 0 {
 		sum.Assumptions = man.Assumptions

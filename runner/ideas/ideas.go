@@ -512,6 +512,10 @@ type ItemResult struct {
 	Ideas    []Idea        `json:"ideas"`
 	Fluency  []FluencyPair `json:"fluency,omitempty"`
 	Panel    []string      `json:"eligible_judges"`
+	// CapNotApplied says why the panel's organisation cap was not applied
+	// (Panel.CapNotApplied): a departure from the paper's panel the summary
+	// counts from the records, as a report made later reads them.
+	CapNotApplied string `json:"cap_not_applied,omitempty"`
 }
 
 // Idea is one generated idea with its critiques.
@@ -781,7 +785,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		return nil, err
 	}
 	eligible := panel.Eligible(p.model)
-	res := ItemResult{Keyword: p.kw.Keyword, Category: p.kw.Category, Model: p.model, Panel: eligible}
+	res := ItemResult{Keyword: p.kw.Keyword, Category: p.kw.Category, Model: p.model, Panel: eligible, CapNotApplied: panel.CapNotApplied}
 	used := map[string]bool{}
 	for i := 0; i < s.cfg.IdeasPerKeyword; i++ {
 		idea, err := s.generate(ctx, c, p, i)

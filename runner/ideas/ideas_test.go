@@ -187,8 +187,70 @@ func TestPanelEligibility(t *testing.T) {
 	}
 	// Too small to honour the cap: not applied, and said so.
 	p3 := FormPanel([]string{"qwen-a", "qwen-b", "qwen-c"}, mi, 0.2, 3, nil, nil)
-	if len(p3.Members) != 3 || !strings.Contains(p3.Notes[0], "too small") {
-		t.Fatalf("small panel %v %v", p3.Members, p3.Notes)
+	if len(p3.Members) != 3 || !strings.Contains(p3.CapNotApplied, "too small") {
+		t.Fatalf("small panel %v %q", p3.Members, p3.CapNotApplied)
+	}
+}
+
+// A cap the panel was too small to honour is a setting not carried out:
+// every record says so, and the summary — remade from the records alone,
+// as a report made later does — lists it among what was not applied.
+func TestCapNotAppliedIsInTheRecords(t *testing.T) {
+	oneFamily := []fakeollama.Model{genAndThreeJudges[0],
+		{Name: "qa:latest", Digest: "1", Family: "qwen2", ParameterSize: "7B", ParameterCount: 7e9},
+		{Name: "qb:latest", Digest: "2", Family: "qwen2", ParameterSize: "14B", ParameterCount: 14e9},
+		{Name: "qc:latest", Digest: "3", Family: "qwen2", ParameterSize: "32B", ParameterCount: 32e9}}
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		switch {
+		case r.Model == "gen":
+			return fakeollama.Reply{Content: "Idea about the keyword: " + longEnough}
+		case strings.Contains(r.LastUser(), "ONLY ANSWER"):
+			return fakeollama.Reply{Content: `{"grade": "B"}`}
+		}
+		return fakeollama.Reply{Content: `{"analysis": "fine", "originality": 6, "feasibility": 4, "clarity": 8}`}
+	}, oneFamily...)
+	defer srv.Close()
+	kwFile := filepath.Join(t.TempDir(), "kw.txt")
+	os.WriteFile(kwFile, []byte("meteorology\nvolcano\n"), 0o644)
+	for _, tc := range []struct {
+		judges  []string
+		critics int
+		want    string
+	}{
+		// One organisation (the qwen2 family stands in): honouring 20%
+		// leaves one judge, fewer than 2 critics + 1.
+		{[]string{"qa", "qb", "qc"}, 2, "--family-cap 0.2 not applied on 2 of 2 items: panel too small to honour the 20% organisation cap (3 judges; honouring it leaves 1, fewer than 2 critics + 1)"},
+		// A panel of one judge honours it.
+		{[]string{"qa"}, 1, ""},
+	} {
+		cfg := DefaultConfig()
+		cfg.Models, cfg.Judges, cfg.Keywords, cfg.Limit, cfg.IdeasPerKeyword, cfg.CriticsPerIdea = []string{"gen"}, tc.judges, kwFile, 0, 1, tc.critics
+		cfg.JudgeFormat = "json"
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := New(cfg) // a fresh suite: no panel but the records'
+		if err != nil {
+			t.Fatal(err)
+		}
+		man, recs, err := engine.ReadRun(res.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := engine.Summarize(again, man, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range [][]string{res.Summary.Unapplied, sum.Unapplied} {
+			if strings.Join(got, "\n") != tc.want {
+				t.Errorf("judges %v: unapplied %q, want %q", tc.judges, got, tc.want)
+			}
+		}
 	}
 }
 

@@ -19,8 +19,12 @@ import (
 type Panel struct {
 	Members []string
 	Notes   []string
-	info    map[string]localmodels.ModelInfo
-	same    map[string]map[string]bool // declared same-base pairs
+	// CapNotApplied says why the organisation cap was not applied (the
+	// panel too small to honour it), "" when it was or none was set: a
+	// departure from the paper's panel rule every record carries.
+	CapNotApplied string
+	info          map[string]localmodels.ModelInfo
+	same          map[string]map[string]bool // declared same-base pairs
 	// declaredOnly ignores Ollama's metadata for same-base decisions.
 	declaredOnly bool
 	orgs         map[string]string // declared organisations
@@ -132,8 +136,8 @@ func FormPanel(judges []string, info map[string]localmodels.ModelInfo, famCap fl
 		p.Notes = append(p.Notes, fmt.Sprintf("organisation cap %.0f%% (%d per organisation): left out %s", 100*famCap, limit, strings.Join(dropped, ", ")))
 	} else {
 		p.Members = uniq
-		p.Notes = append(p.Notes, fmt.Sprintf("panel too small to honour the %.0f%% organisation cap (%d judges; honouring it leaves %d, fewer than %d critics + 1): cap not applied",
-			100*famCap, len(uniq), len(capped), need))
+		p.CapNotApplied = fmt.Sprintf("panel too small to honour the %.0f%% organisation cap (%d judges; honouring it leaves %d, fewer than %d critics + 1)",
+			100*famCap, len(uniq), len(capped), need)
 	}
 	return p
 }

@@ -217,9 +217,29 @@ func (s *Suite) notes(sum *summary.Summary, decoded []ItemResult) {
 		"Average is the mean of fluency, feasibility, originality and flexibility (the December 2024 leaderboard's four); Average (5 dims) adds clarity (the current release). "+board,
 		fmt.Sprintf("Ideas are scored when over %d and under %d characters and under %d words (the authors' filter); a reply refused twice is scored as written, as the authors' code does. \"Final Idea\" extraction: %s.",
 			MinChars, MaxChars, MaxWords, map[string]string{"qwq": "only for qwq models, whose prompt asks for it (the authors' code)", "all": "every model, after a line that starts with a Final Idea marker"}[s.cfg.FinalIdea]))
+	if u := capNotApplied(decoded, s.cfg.FamilyCap); u != "" {
+		sum.Unapplied = append(sum.Unapplied, u)
+		sum.Notes = append(sum.Notes, u)
+	}
 	if n := fewerCritics(decoded, s.cfg.CriticsPerIdea); n > 0 {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("%d scored ideas got fewer than %d critics (fewer eligible judges than asked; see the \"critics\" column)", n, s.cfg.CriticsPerIdea))
 	}
+}
+
+// capNotApplied says, from the records, on how many items the panel's
+// organisation cap was not applied and why ("" when it was on every one).
+func capNotApplied(decoded []ItemResult, famCap float64) string {
+	n, why := 0, ""
+	for _, r := range decoded {
+		if r.CapNotApplied != "" {
+			n++
+			why = r.CapNotApplied
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("--family-cap %g not applied on %d of %d items: %s", famCap, n, len(decoded), why)
 }
 
 // ideasCharts are the leaderboard's dimensions with their CIs, the

@@ -121,7 +121,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 		byModel[r.Model] = append(byModel[r.Model], r)
 	}
-	sum := &summary.Summary{Suite: "intent", Metrics: map[string]float64{}}
+	sum := &summary.Summary{Suite: "intent", Metrics: map[string]float64{}, Scopes: scopes(rs)}
 	table3(sum, models, byModel)
 	sum.Charts = append(sum.Charts, intentCharts(models, byModel)...)
 	table4(sum, models, byModel)
@@ -609,8 +609,41 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 // MethodDepartures are where intent's method is not the paper's whatever
 // its settings (engine.Methods).
 func (s *Suite) MethodDepartures() []string {
-	return []string{
-		"misinterpretation scoring is halu's design (the paper publishes none): the constraints mapped from the task with the withheld part in its place, an added missing-content constraint, halu's own missing-content prompt, and CS = 10 by rule when the model asks for the missing part",
-		"fact checks: Appendix D.2.3's step 1 (Wikipedia retrieval) needs a network and is not done offline; step 0 (self-consistency over the local judge) decides alone",
+	out := []string{methodMisinterpretation}
+	if s.cfg.FactSamples > 0 {
+		out = append(out, methodFactChecks)
 	}
+	return out
+}
+
+// The method departures of intent, each touching the items of one scope
+// (MethodScopes): a run whose records hold none of them is not touched.
+const (
+	methodMisinterpretation = "misinterpretation scoring is halu's design (the paper publishes none): the constraints mapped from the task with the withheld part in its place, an added missing-content constraint, halu's own missing-content prompt, and CS = 10 by rule when the model asks for the missing part"
+	methodFactChecks        = "fact checks: Appendix D.2.3's step 1 (Wikipedia retrieval) needs a network and is not done offline; step 0 (self-consistency over the local judge) decides alone"
+	// ScopeMisinterpretation and ScopeFactQA are the summary's scopes:
+	// the misinterpretation tasks' items and the Fact QA items.
+	ScopeMisinterpretation = "misinterpretation"
+	ScopeFactQA            = "factqa"
+)
+
+// MethodScopes says which items each method departure touches
+// (engine.MethodScopes).
+func (s *Suite) MethodScopes() map[string]string {
+	return map[string]string{methodMisinterpretation: ScopeMisinterpretation, methodFactChecks: ScopeFactQA}
+}
+
+// scopes counts the records' items of each scope a method departure
+// touches (summary.Summary.Scopes).
+func scopes(rs []ItemResult) map[string]int {
+	out := map[string]int{ScopeMisinterpretation: 0, ScopeFactQA: 0}
+	for _, r := range rs {
+		if Misinterpretation(r.Task) {
+			out[ScopeMisinterpretation]++
+		}
+		if r.Task == "factqa" {
+			out[ScopeFactQA]++
+		}
+	}
+	return out
 }

@@ -44,6 +44,10 @@ type Published struct {
 type MethodEntry struct {
 	Text       string `yaml:"text"`
 	Instrument bool   `yaml:"instrument"`
+	// Scope names the kind of item the difference touches (a key of the
+	// run summary's Scopes): a run whose records hold none of them is not
+	// touched by it.
+	Scope string `yaml:"scope"`
 }
 
 // UnmarshalYAML reads a method entry written as a sentence or a mapping.
@@ -186,7 +190,13 @@ type RunFacts struct {
 	// ContentCut counts prompts that lost content to fit the context
 	// window (summary.Summary.ContentCut).
 	ContentCut int
-	Datasets   map[string]rundir.DatasetInfo
+	// Unapplied are the settings the records show were not carried out as
+	// set (summary.Summary.Unapplied).
+	Unapplied []string
+	// Scopes count the run's items of each kind a method difference may
+	// touch (summary.Summary.Scopes); nil when not counted.
+	Scopes   map[string]int
+	Datasets map[string]rundir.DatasetInfo
 	// Models are the models the run was served, by canonical name (the
 	// manifest's: family, parameter count, digest).
 	Models map[string]localmodels.ModelInfo
@@ -214,6 +224,8 @@ func Facts(m *rundir.Manifest, sum *summary.Summary) RunFacts {
 	}
 	if sum != nil {
 		f.ContentCut = sum.ContentCut
+		f.Unapplied = sum.Unapplied
+		f.Scopes = sum.Scopes
 	}
 	def, ok := registry.Find(m.Suite)
 	if !ok {
@@ -324,6 +336,7 @@ func (r Reference) Prove(f RunFacts) Verdict {
 	if f.ContentCut > 0 {
 		v.Differences = append(v.Differences, fmt.Sprintf("%d prompts lost content to fit the context window (documents or KG lines left out, or the prompt longer than the window)", f.ContentCut))
 	}
+	v.Differences = append(v.Differences, f.Unapplied...)
 	if n := c.StoppedBudget + c.StoppedRepetition; n > 0 {
 		v.Differences = append(v.Differences, fmt.Sprintf("%d generations stopped by halu (time budget or repetition), a stop the published runs did not have", n))
 	}
@@ -334,6 +347,10 @@ func (r Reference) Prove(f RunFacts) Verdict {
 		v.Differences = append(v.Differences, fmt.Sprintf("repair turns asked of the judges: %d (asked again after a reply that did not read), a turn the published configuration does not name; they were recorded before halu counted the verdicts read from them, so any may have given one", f.UncountedRepairs))
 	}
 	for _, m := range p.Method {
+		if n, counted := f.Scopes[m.Scope]; m.Scope != "" && counted && n == 0 {
+			v.Inapplicable = append(v.Inapplicable, fmt.Sprintf("%s: the run's records hold no %s item, so it changes no number", m.Text, m.Scope))
+			continue
+		}
 		if m.Instrument {
 			v.Judges = append(v.Judges, m.Text)
 		} else {

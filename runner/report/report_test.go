@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -785,4 +786,73 @@ func TestPublishedValuesAgreeWithTheDeclarations(t *testing.T) {
 		t.Errorf("only %d values checked", checked)
 	}
 	t.Logf("%d published values checked against the declarations", checked)
+}
+
+// A method difference touching items the run has none of cannot change
+// its numbers: a poem-only intent run is not touched by the
+// misinterpretation design — neither the suite's departure nor FaithQA
+// Table 3's — while a run holding one misinterpretation item is.
+func TestMethodDifferenceOfItemsTheRunHasNot(t *testing.T) {
+	d, ok := registry.Find("intent")
+	if !ok {
+		t.Fatal("no intent suite")
+	}
+	refs, err := References("intent")
+	if err != nil || len(refs) != 1 {
+		t.Fatalf("%d references, %v", len(refs), err)
+	}
+	for _, tc := range []struct {
+		tasks   []string
+		applies bool
+	}{
+		{[]string{"poem", "poem", "story"}, false},
+		{[]string{"poem", "summary"}, true},
+	} {
+		cfg := d.Config()
+		for k, v := range map[string]string{"models": "m", "judges": "j"} {
+			s, _ := cfg.Settings().Lookup(k)
+			if err := s.Value.Set(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := d.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(cfg)
+		man := &rundir.Manifest{Suite: "intent", Config: raw, Format: rundir.FormatVersion, Methods: s.(engine.Methods).MethodDepartures()}
+		var recs []rundir.Record
+		for i, task := range tc.tasks {
+			data, _ := json.Marshal(map[string]any{"model": "m", "id": fmt.Sprint("q", i), "task": task, "response": "…"})
+			recs = append(recs, rundir.Record{Item: fmt.Sprint("m/q", i), Data: data})
+		}
+		sum, err := engine.Summarize(s, man, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mis := func(list []string) bool {
+			return strings.Contains(strings.Join(list, "\n"), "misinterpretation scoring is halu's design")
+		}
+		if mis(sum.Methods) != tc.applies || mis(sum.MethodsInapplicable) == tc.applies {
+			t.Errorf("tasks %v: methods %q, inapplicable %q", tc.tasks, sum.Methods, sum.MethodsInapplicable)
+		}
+		v := refs[0].Prove(Facts(man, sum))
+		if mis(v.Differences) != tc.applies || mis(v.Inapplicable) == tc.applies {
+			t.Errorf("tasks %v against %s: differences %q, inapplicable %q", tc.tasks, refs[0].File, v.Differences, v.Inapplicable)
+		}
+	}
+}
+
+// A setting the records show was not carried out (the ideas panel's cap on
+// a panel too small for it) is a difference from a table made with it.
+func TestUnappliedSettingIsADifference(t *testing.T) {
+	refs, err := References("ideas")
+	if err != nil || len(refs) != 1 {
+		t.Fatalf("%d references, %v", len(refs), err)
+	}
+	sum := &summary.Summary{Unapplied: []string{"--family-cap 0.2 not applied on 2 of 2 items: panel too small"}}
+	f := Facts(&rundir.Manifest{Suite: "ideas"}, sum)
+	if v := refs[0].Prove(f); !strings.Contains(strings.Join(v.Differences, "\n"), "--family-cap 0.2 not applied on 2 of 2 items") {
+		t.Errorf("differences %q", v.Differences)
+	}
 }

@@ -47,6 +47,19 @@ type Summary struct {
 	// out), or were longer than it anyway: a published table shows all of
 	// it, so a run with any is not comparable with one.
 	ContentCut int `json:"content_cut,omitempty"`
+	// Unapplied are the settings the run's records show were not carried
+	// out as set (the ideas panel's organisation cap on a panel too small
+	// to honour it), each in a sentence: a difference from any published
+	// table made with the setting as set.
+	Unapplied []string `json:"unapplied,omitempty"`
+	// Scopes are, per kind of item a method departure touches (a scope the
+	// suite names: intent's "misinterpretation" items), how many of the
+	// run's records hold one; a scope not listed was not counted.
+	Scopes map[string]int `json:"scopes,omitempty"`
+	// MethodsInapplicable are the suite's method departures that cannot
+	// apply to this run — their scope holds no item of its records — each
+	// with the reason; Methods holds the rest.
+	MethodsInapplicable []string `json:"method_departures_inapplicable,omitempty"`
 	// Readers is how the run read text judge replies where the authors'
 	// rule and halu's careful reader differ ("paper": the authors' rule
 	// decided; "halu": the careful reading did), and JudgeReplies how many
