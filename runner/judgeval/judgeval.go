@@ -159,6 +159,25 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 	return res, nil
 }
 
+// Flag marks a unit for the sample browser: people's label (Labelled),
+// judged hallucinated by a judge, a judge whose verdict differs from
+// people's label (AgainstPeople: the disagreements behind its κ), a judge's
+// reply that never read (unscored). The headline reading decides, as in
+// the tables.
+func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
+	r, err := rundir.Decode[Result](rec)
+	f := summary.Flags{Labelled: true}
+	for _, j := range r.Judgements {
+		if !j.Scored || j.Verdict == nil {
+			f.Unscored = true
+			continue
+		}
+		f.Hallucinated = f.Hallucinated || j.Verdict.Hallucination
+		f.AgainstPeople = f.AgainstPeople || j.Verdict.Hallucination != r.Human
+	}
+	return f, err
+}
+
 // verdicts are each judge's verdicts on the units, in record order, under
 // the careful reading (other false) or the authors' rule (other true).
 func verdicts(decoded []Result, other bool) map[string][]metrics.LabelledVerdict {

@@ -11,6 +11,8 @@ import (
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
 	"halu/runner/engine/enginetest"
+	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 func writeFile(t *testing.T, lines ...string) string {
@@ -123,6 +125,30 @@ func TestValidate(t *testing.T) {
 		if got, ok := m[k]; !ok || got != v {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
 		}
+	}
+	// The sample browser's flags: every unit labelled; "yes" differs from
+	// people on the four units they did not label hallucinated; "mute"
+	// leaves every unit with an unscored reply.
+	_, recs, err := engine.ReadRun(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	against := 0
+	for _, rec := range recs {
+		f, err := summary.RecordFlags(s, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := rundir.Decode[Result](rec)
+		if !f.Labelled || !f.Unscored || f.AgainstPeople == r.Human || !f.Hallucinated {
+			t.Errorf("unit %s (people: %v): flags %+v", r.Unit, r.Human, f)
+		}
+		if f.AgainstPeople {
+			against++
+		}
+	}
+	if against != 4 {
+		t.Errorf("%d units where a judge differs from people, want 4", against)
 	}
 	tab := res.Summary.Tables[0]
 	for _, row := range tab.Rows {

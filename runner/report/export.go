@@ -225,7 +225,11 @@ func Browsers(runs []*Run) []Browser {
 			{"unscored", func(f summary.Flags) bool { return f.Unscored }},
 			{"refused", func(f summary.Flags) bool { return f.Refused }},
 			{"cut short", func(f summary.Flags) bool { return f.CutShort }},
+			{"judge ≠ people's label", func(f summary.Flags) bool { return f.AgainstPeople }},
 		} {
+			if f.name == "judge ≠ people's label" && !labelled(b.Groups) {
+				continue // no unit of these records was labelled by people
+			}
 			bf := BrowserFilter{Name: f.name}
 			for _, g := range b.Groups {
 				if f.has(g.Flags) {
@@ -240,5 +244,16 @@ func Browsers(runs []*Run) []Browser {
 
 func orFlags(a, b summary.Flags) summary.Flags {
 	return summary.Flags{Hallucinated: a.Hallucinated || b.Hallucinated, Disagree: a.Disagree || b.Disagree,
-		Refused: a.Refused || b.Refused, Unscored: a.Unscored || b.Unscored, CutShort: a.CutShort || b.CutShort}
+		Refused: a.Refused || b.Refused, Unscored: a.Unscored || b.Unscored, CutShort: a.CutShort || b.CutShort,
+		Labelled: a.Labelled || b.Labelled, AgainstPeople: a.AgainstPeople || b.AgainstPeople}
+}
+
+// labelled reports whether people labelled any unit of the groups.
+func labelled(gs []SampleGroup) bool {
+	for _, g := range gs {
+		if g.Flags.Labelled {
+			return true
+		}
+	}
+	return false
 }

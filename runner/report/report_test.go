@@ -446,6 +446,21 @@ func TestBrowserGroupsByPrompt(t *testing.T) {
 	if counts["unscored"] != 1 || counts["cut short"] != 4 || counts["judged hallucinated"] != 0 {
 		t.Errorf("filter lists %v", counts)
 	}
+	if _, ok := counts["judge ≠ people's label"]; ok {
+		t.Errorf("records no person labelled list the units a judge and people disagree on: %v", counts)
+	}
+	// Units people labelled: the ones a judge read otherwise are listed.
+	lab := run("c", rec("u1/j", "Is it true?", 1, false), rec("u2/j", "Is it so?", 1, false))
+	lab.Flags = []summary.Flags{{Labelled: true, AgainstPeople: true}, {Labelled: true}}
+	listed := false
+	for _, f := range Browsers([]*Run{lab})[0].Filters {
+		if f.Name == "judge ≠ people's label" {
+			listed = len(f.Links) == 1 && f.Links[0].Label == "u1/j"
+		}
+	}
+	if !listed {
+		t.Errorf("the unit a judge read otherwise than people is not listed: %+v", Browsers([]*Run{lab})[0].Filters)
+	}
 }
 
 // C-FAITH Table 5 as printed: GPT-3.5's Gen. 45.69 is 100 − 54.31 and

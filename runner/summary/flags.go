@@ -19,6 +19,11 @@ type Flags struct {
 	Refused  bool `json:"refused"`
 	Unscored bool `json:"unscored"`
 	CutShort bool `json:"cut_short"`
+	// Labelled: people labelled the record's unit (judges validate);
+	// AgainstPeople: a judge's verdict differs from their label — the
+	// disagreements behind a judge's κ, listed in the sample browser.
+	Labelled      bool `json:"labelled,omitempty"`
+	AgainstPeople bool `json:"judge_vs_people,omitempty"`
 }
 
 // Flagger is a suite that flags its records for the sample browser.
