@@ -291,7 +291,7 @@ func (e *Engine) ask(ctx context.Context, stage, kind string, req localmodels.Ch
 	made := false
 	v, err, _ := e.flights.Do(key, func() (any, error) {
 		made = true
-		resp, err := e.chatOnce(ctx, stage, req)
+		resp, err := e.chatOnce(ctx, stage, kind, req)
 		if err != nil {
 			return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
 		}
@@ -442,7 +442,7 @@ func promptKey(messages []localmodels.Message) string {
 // chatOnce makes one generation call (its serving defaults already in
 // req), streamed under the engine's limits (idle timeout, budget,
 // repetition stop), and counts its tokens.
-func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
+func (e *Engine) chatOnce(ctx context.Context, stage, kind string, req localmodels.ChatRequest) (localmodels.ChatResponse, error) {
 	var resp localmodels.ChatResponse
 	var took time.Duration
 	load := e.loadKey(req.Model, req.Options)
@@ -455,6 +455,9 @@ func (e *Engine) chatOnce(ctx context.Context, stage string, req localmodels.Cha
 		return err == nil && resp.Timing.Queued(), err
 	})
 	if err == nil {
+		if kind == "judge" || kind == "repair" {
+			e.timeJudge(req.Model, took, resp.Timing)
+		}
 		if tm := resp.Timing; tm.Known {
 			e.stats.timed.Add(1)
 			e.stats.timedNs.Add(int64(took))

@@ -217,6 +217,9 @@ type Engine struct {
 	once   sync.Once
 	tok    Tokenizer
 	stats  stats
+	// judgeTime is the time of the judges' calls, by model (judgeMu).
+	judgeMu   sync.Mutex
+	judgeTime map[string]rundir.JudgeTime
 
 	verMu      sync.Mutex
 	serverVers string
@@ -500,6 +503,7 @@ type run struct {
 	prevEnded    *time.Time
 	base         rundir.Counts
 	hostBase     map[string]localmodels.HostCount
+	judgeBase    map[string]rundir.JudgeTime
 }
 
 // open makes or locks the run directory and reads the run there (a
@@ -884,6 +888,7 @@ func (e *Engine) workInto(ctx context.Context, r *run, s Suite, rerun *Rerun) (i
 	}
 	r.base = e.snapshot()
 	r.hostBase = e.hostCounts()
+	r.judgeBase = e.judgeTimes()
 	failed, runErr := e.work(ctx, s, r.todo, w, ew, rerun)
 	if c, ok := s.(io.Closer); ok {
 		c.Close() // stores a suite opened (index, knowledge graph)
@@ -955,6 +960,7 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 	man.Ended = &now
 	session := e.snapshot().Sub(r.base)
 	session.Hosts = rundir.SubHosts(e.hostCounts(), r.hostBase)
+	session.JudgeTime = rundir.SubJudgeTimes(e.judgeTimes(), r.judgeBase)
 	if len(r.todo) == 0 && spec.Resume && r.prevEnded != nil {
 		man.Ended, man.Checked = r.prevEnded, &now
 	} else {
@@ -1000,6 +1006,7 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 		CacheDamaged:       delta.CacheDamaged,
 		CacheWriteFailures: delta.CacheWriteFailures,
 		Hosts:              rundir.AddHosts(r.prev.Hosts, session.Hosts),
+		JudgeTime:          rundir.AddJudgeTimes(r.prev.JudgeTime, session.JudgeTime),
 	}
 	for _, rec := range recs {
 		man.Counts.JudgeFailures += len(rec.Failures)
@@ -1378,6 +1385,29 @@ func defaultsNotes(man *rundir.Manifest) []string {
 	return out
 }
 
+// judgeTimes are the engine's judge times so far (a copy), by judge model.
+func (e *Engine) judgeTimes() map[string]rundir.JudgeTime {
+	e.judgeMu.Lock()
+	defer e.judgeMu.Unlock()
+	return rundir.AddJudgeTimes(e.judgeTime, nil)
+}
+
+// timeJudge adds one judge call's time (Counts.JudgeTime).
+func (e *Engine) timeJudge(model string, took time.Duration, tm localmodels.Timing) {
+	e.judgeMu.Lock()
+	defer e.judgeMu.Unlock()
+	if e.judgeTime == nil {
+		e.judgeTime = map[string]rundir.JudgeTime{}
+	}
+	k := e.judgeTime[model]
+	k.Calls++
+	k.Seconds += took.Seconds()
+	if tm.Known {
+		k.ServerSeconds += (tm.Prompt + tm.Eval).Seconds()
+	}
+	e.judgeTime[model] = k
+}
+
 // hostCounts are the per-server counts of a pool (nil for one server).
 func (e *Engine) hostCounts() map[string]localmodels.HostCount {
 	if hc, ok := e.Client.(localmodels.HostCounter); ok {
@@ -1438,7 +1468,7 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 			families[localmodels.CanonicalName(m.Name)] = m.Family
 		}
 	}
-	card, notes := summary.JudgeCard(recs, families)
+	card, notes := summary.JudgeCard(recs, families, man.Counts.JudgeTime)
 	sum.Tables = append(sum.Tables, card...)
 	sum.Notes = append(sum.Notes, notes...)
 	sum.Notes = append(sum.Notes, summary.ReadingNotes(recs, man.Readers)...)

@@ -255,5 +255,6 @@ func sumCounts(a, b rundir.Counts) rundir.Counts {
 	c.JudgeFailures = a.JudgeFailures + b.JudgeFailures
 	c.TextFallbacks, c.ReaderDisagreements = a.TextFallbacks+b.TextFallbacks, a.ReaderDisagreements+b.ReaderDisagreements
 	c.Hosts = rundir.AddHosts(a.Hosts, b.Hosts)
+	c.JudgeTime = rundir.AddJudgeTimes(a.JudgeTime, b.JudgeTime)
 	return c
 }

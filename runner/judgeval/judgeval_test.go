@@ -126,6 +126,28 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
 		}
 	}
+	// Each judge's time is in the counts, its calls made beside it on the
+	// card: the oracle's 8 judgements (one a unit, none cached).
+	if jt := res.Counts.JudgeTime["oracle"]; jt.Calls != 8 || jt.Seconds <= 0 {
+		t.Errorf("oracle's time %+v, want 8 calls", jt)
+	}
+	costRows := 0
+	for _, tb := range res.Summary.Tables {
+		if tb.Title != summary.CardCostTitle {
+			continue
+		}
+		for _, row := range tb.Rows {
+			if row[0] == "oracle" {
+				costRows++
+				if row[len(row)-2] != "8" || row[len(row)-1] == "–" {
+					t.Errorf("oracle's cost row %v", row)
+				}
+			}
+		}
+	}
+	if costRows != 1 {
+		t.Errorf("%d cost rows for the oracle, want 1", costRows)
+	}
 	// The sample browser's flags: every unit labelled; "yes" differs from
 	// people on the four units they did not label hallucinated; "mute"
 	// leaves every unit with an unscored reply.

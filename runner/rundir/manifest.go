@@ -246,6 +246,10 @@ type Counts struct {
 	// Hosts are the calls each server of a pool answered and the calls
 	// that failed on it (and went to another or were retried).
 	Hosts map[string]localmodels.HostCount `json:"hosts,omitempty"`
+	// JudgeTime is, per judge model, the time its judge and repair calls
+	// took (the judge card's cost table shows it): kept here, not in the
+	// records, which are the same bytes whatever the schedule.
+	JudgeTime map[string]JudgeTime `json:"judge_time,omitempty"`
 }
 
 // FormatVersion is the version of the run format this halu writes:
@@ -377,6 +381,52 @@ func (c Counts) PrefixReuse() (float64, bool) {
 		return 0, false
 	}
 	return float64(c.ReusedTokens) / float64(c.ReusePromptTokens), true
+}
+
+// JudgeTime is what one judge model's calls cost in time (its judge and
+// repair calls made in a session; cache hits take none): Calls timed,
+// Seconds as halu measured them (with any wait at the server) and
+// ServerSeconds the server's reading of the prompt and generating.
+type JudgeTime struct {
+	Calls         int     `json:"calls"`
+	Seconds       float64 `json:"seconds"`
+	ServerSeconds float64 `json:"server_seconds"`
+}
+
+// AddJudgeTimes is a plus b, judge by judge (nil when both are); SubJudgeTimes
+// is a minus b.
+func AddJudgeTimes(a, b map[string]JudgeTime) map[string]JudgeTime {
+	return combineJudgeTimes(a, b, 1)
+}
+
+// SubJudgeTimes is a minus b, judge by judge.
+func SubJudgeTimes(a, b map[string]JudgeTime) map[string]JudgeTime {
+	return combineJudgeTimes(a, b, -1)
+}
+
+func combineJudgeTimes(a, b map[string]JudgeTime, sign int) map[string]JudgeTime {
+	if len(a) == 0 && len(b) == 0 {
+		return nil
+	}
+	out := map[string]JudgeTime{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		o := out[k]
+		o.Calls += sign * v.Calls
+		o.Seconds += float64(sign) * v.Seconds
+		o.ServerSeconds += float64(sign) * v.ServerSeconds
+		if o == (JudgeTime{}) {
+			delete(out, k)
+			continue
+		}
+		out[k] = o
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Add is c plus b, for the engine-wide counters.

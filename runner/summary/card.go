@@ -37,11 +37,13 @@ type quantity struct{ stage, name string }
 const CardCostTitle = "Judge card: what each judge cost (its calls in this run's records)"
 
 // costTable is, per judge model, its calls in the records — judgements,
-// repair turns, the card's checks (retest and swap) and their share — and
-// the tokens it read and wrote. (Time is not kept per call: a run's
-// records are the same bytes whatever the schedule; the manifest's counts
-// hold the session's time.)
-func costTable(recs []rundir.Record) (Table, bool) {
+// repair turns, the card's checks (retest and swap) and their share — the
+// tokens it read and wrote, and its time from the manifest's counts
+// (times: Counts.JudgeTime; time is not kept per call, as a run's records
+// are the same bytes whatever the schedule): the calls made (a cached reply
+// takes none), their seconds as halu measured them and, in brackets, the
+// server's own seconds of reading and generating; "–" when none was made.
+func costTable(recs []rundir.Record, times map[string]rundir.JudgeTime) (Table, bool) {
 	type cost struct {
 		calls, repairs, checks, in, out int
 	}
@@ -70,11 +72,16 @@ func costTable(recs []rundir.Record) (Table, bool) {
 	if len(by) == 0 {
 		return Table{}, false
 	}
-	t := Table{Title: CardCostTitle, Columns: []string{"judge", "calls", "repair turns", "checks (retest, swap)", "checks' share of its calls", "tokens in", "tokens out"}}
+	t := Table{Title: CardCostTitle, Columns: []string{"judge", "calls", "repair turns", "checks (retest, swap)", "checks' share of its calls", "tokens in", "tokens out",
+		"calls made (not cached)", "seconds (the server's)"}}
 	for _, j := range slices.Sorted(maps.Keys(by)) {
 		k := by[j]
+		made, secs := "0", "–"
+		if jt := times[j]; jt.Calls > 0 {
+			made, secs = fmt.Sprint(jt.Calls), fmt.Sprintf("%.1f (%.1f)", jt.Seconds, jt.ServerSeconds)
+		}
 		t.Rows = append(t.Rows, []string{j, fmt.Sprint(k.calls), fmt.Sprint(k.repairs), fmt.Sprint(k.checks),
-			fmt.Sprintf("%.1f%%", 100*float64(k.checks)/float64(k.calls)), fmt.Sprint(k.in), fmt.Sprint(k.out)})
+			fmt.Sprintf("%.1f%%", 100*float64(k.checks)/float64(k.calls)), fmt.Sprint(k.in), fmt.Sprint(k.out), made, secs})
 	}
 	return t, true
 }
@@ -162,7 +169,7 @@ func gather(recs []rundir.Record) cardData {
 // per judged quantity (the panel's agreement), its second per judge and
 // quantity (test–retest, order swap, length bias, self-preference). It
 // returns no table when the run recorded no verdict.
-func JudgeCard(recs []rundir.Record, families map[string]string) ([]Table, []string) {
+func JudgeCard(recs []rundir.Record, families map[string]string, times map[string]rundir.JudgeTime) ([]Table, []string) {
 	d := gather(recs)
 	if len(d.primary) == 0 {
 		replies := 0
@@ -240,7 +247,7 @@ func JudgeCard(recs []rundir.Record, families map[string]string) ([]Table, []str
 		notes = append(notes, fmt.Sprintf("warning: judges agree too little for conclusions (α < %.3f): %s", AlphaTentative, strings.Join(warn, "; ")))
 	}
 	out := []Table{panelT, judgeT}
-	if ct, ok := costTable(recs); ok {
+	if ct, ok := costTable(recs, times); ok {
 		out = append(out, ct)
 	}
 	return out, notes

@@ -95,17 +95,19 @@ func TestJudgeCostFromRecords(t *testing.T) {
 		{Stage: "judge-retest", Kind: "judge", Model: "j1", PromptTokens: 100, EvalTokens: 10},
 		{Stage: "judge", Kind: "judge", Model: "j2", PromptTokens: 90, EvalTokens: 8},
 	}}}
-	tb, ok := costTable(recs)
+	// j1's calls were made in a session (two of them; the third came from
+	// the cache); j2's all came from the cache.
+	tb, ok := costTable(recs, map[string]rundir.JudgeTime{"j1": {Calls: 2, Seconds: 3.25, ServerSeconds: 2.5}})
 	if !ok || len(tb.Rows) != 2 {
 		t.Fatalf("table %+v", tb)
 	}
-	if got := strings.Join(tb.Rows[0], "|"); got != "j1|3|1|1|33.3%|350|32" {
+	if got := strings.Join(tb.Rows[0], "|"); got != "j1|3|1|1|33.3%|350|32|2|3.2 (2.5)" {
 		t.Errorf("j1: %s", got)
 	}
-	if got := strings.Join(tb.Rows[1], "|"); got != "j2|1|0|0|0.0%|90|8" {
+	if got := strings.Join(tb.Rows[1], "|"); got != "j2|1|0|0|0.0%|90|8|0|–" {
 		t.Errorf("j2: %s", got)
 	}
-	if _, ok := costTable([]rundir.Record{{Calls: []rundir.CallLog{{Kind: "chat"}}}}); ok {
+	if _, ok := costTable([]rundir.Record{{Calls: []rundir.CallLog{{Kind: "chat"}}}}, nil); ok {
 		t.Error("a cost table for a run with no judge")
 	}
 }
