@@ -120,13 +120,33 @@ func TestConfidenceAgainstTruth(t *testing.T) {
 	t.Logf("hic, answers' confidence against the panel:\n%s", hcrows)
 
 	// hypo: the greedy hypothesis's token confidence and its candidates'
-	// agreement, against the gold relation. The tiny model writes no
-	// TruthHypo label: every greedy hypothesis is unreadable, counted
-	// wrong as accuracy counts it, and AUROC is not defined — said so.
-	hy := mustHalu(t, srv.Host, "run", "hypo", "--models", "tj", "--setting", "parametric", "--limit", "5", "--candidates", "2",
-		"--max-tokens", "40", "--logprobs", "5", "--cache", cache, "--out", filepath.Join(work, "hy"))
-	hrows := confidenceRows(hy.stdout)
-	if len(hrows) < 2 || !regexp.MustCompile(`mean token log-prob\s+(1[0-5])\s+(1[0-5])\s+– \(one class only\)`).MatchString(strings.Join(hrows, "\n")) {
-		t.Errorf("hypo's confidence table:\n%s", strings.Join(hrows, "\n"))
+	// semantic entropy and agreement (labels: exact equality), against the
+	// gold relation. The tiny model writes no TruthHypo label of itself;
+	// held to the task's labels by structured output (--hypothesis-format
+	// labels, a departure named in the run) it states one in every reply,
+	// right on some items and wrong on others: AUROC with its interval.
+	// Log-probabilities and the agreement add no call: the dry run plans
+	// the 10 × 3 items' greedy and 2 candidates, 90 calls; a cached rerun
+	// makes none and prints the same rows.
+	hypoArgs := []string{"run", "hypo", "--models", "tj", "--setting", "parametric", "--limit", "10", "--candidates", "2",
+		"--max-tokens", "80", "--logprobs", "5", "--hypothesis-format", "labels", "--cache", cache}
+	hyPlan := mustHalu(t, srv.Host, append(hypoArgs, "--dry-run")...)
+	if !regexp.MustCompile(`total\s+90\s+0\s`).MatchString(hyPlan.stdout) {
+		t.Errorf("hypo's dry run does not plan its 90 calls:\n%s", hyPlan.stdout)
 	}
+	hy := mustHalu(t, srv.Host, append(hypoArgs, "--out", filepath.Join(work, "hy"))...)
+	hrows := confidenceRows(hy.stdout)
+	for _, score := range []string{"mean token log-prob", "− semantic entropy (samples)"} {
+		if !regexp.MustCompile(regexp.QuoteMeta(score) + `\s+30\s+\d+\s+[01]\.\d{3} \[[01]\.\d{3}, [01]\.\d{3}\]`).MatchString(strings.Join(hrows, "\n")) {
+			t.Errorf("hypo's %s: no AUROC with its interval:\n%s", score, strings.Join(hrows, "\n"))
+		}
+	}
+	if !strings.Contains(hy.stdout, "model calls 90,") || !strings.Contains(hy.stdout, "--hypothesis-format labels (paper: free)") {
+		t.Errorf("hypo made other than its 90 planned calls, or does not name its departure:\n%s", hy.stdout)
+	}
+	hyAgain := mustHalu(t, srv.Host, append(hypoArgs, "--out", filepath.Join(work, "hy2"))...)
+	if !strings.Contains(hyAgain.stdout, "model calls 0, cache hits 90") || strings.Join(confidenceRows(hyAgain.stdout), "\n") != strings.Join(hrows, "\n") {
+		t.Errorf("hypo's cached rerun:\n%s", hyAgain.stdout)
+	}
+	t.Logf("hypo, the greedy hypothesis's confidence against the gold relation:\n%s", strings.Join(hrows, "\n"))
 }

@@ -286,6 +286,20 @@ func composedLabel(statement string, labels []string) (label string, found, ok b
 	return "", true, false
 }
 
+// LabelSchema is the structured output of --hypothesis-format labels: the
+// prompt's JSON object, its proposed_hypothesis one of labels.
+func LabelSchema(labels []string) json.RawMessage {
+	b, err := json.Marshal(map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"proposed_hypothesis": map[string]any{"type": "string", "enum": labels}},
+		"required":   []string{"proposed_hypothesis"},
+	})
+	if err != nil {
+		panic(err) // strings only
+	}
+	return b
+}
+
 // HypothesisLabel maps a hypothesis statement to one of labels (see
 // ParseHypothesis).
 func HypothesisLabel(statement string, labels []string) (string, bool) {
@@ -353,6 +367,14 @@ type Config struct {
 	// anywhere in it, is read beside the careful reading) or "json"
 	// (structured output capped at 16 tokens).
 	VerdictFormat string
+	// HypothesisFormat is how a hypothesis is asked for: "free" (the
+	// paper: the authors' prompt, a free reply whose proposed_hypothesis is
+	// read for its label) or "labels" (the same prompt, the reply held by
+	// structured output to {"proposed_hypothesis": LABEL} with LABEL one of
+	// the task's labels — lm-eval's constrained choice: every reply states
+	// one, no reasoning is written; for models that do not follow the
+	// prompt's format, a departure from the paper named in the run).
+	HypothesisFormat string
 	// Protocol is setting.ProtocolPaper (the default: the authors' code's
 	// values) or setting.ProtocolHalu (textbook BM25, KG chains ranked by
 	// their supporting articles).
@@ -468,6 +490,13 @@ func (c *Config) Settings() setting.List {
 			Paper("lines").Halu("sentences").When(func() bool { return len(c.KnowHD) > 0 }),
 		setting.Choice("unreadable", &c.Unreadable, "how a hypothesis whose label cannot be read counts in F1 and accuracy: wrong (the paper: every item counts; it matches no label and predicts no link) or unscored (left out, counted)", "wrong", "unscored").
 			Paper("wrong").Halu("unscored"),
+		setting.Choice("hypothesis-format", &c.HypothesisFormat, "free (the paper: the authors' prompt and a free reply, read for its label) or labels (structured output holds the reply to {\"proposed_hypothesis\": LABEL}, LABEL one of the task's labels: every reply states one and none reasons; for models that do not follow the prompt's format; not with --knowhd or --open)", "free", "labels").
+			Paper("free").Check(func() error {
+			if c.HypothesisFormat == "labels" && (len(c.KnowHD) > 0 || c.Open != "") {
+				return errors.New("labels holds a hypothesis to a bare label: KnowHD has no claims to check in it and an open-ended background has no labels (use free)")
+			}
+			return nil
+		}),
 	}
 }
 
@@ -480,7 +509,8 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // DefaultConfig is the paper's protocol.
 func DefaultConfig() Config {
 	return Config{Protocol: setting.ProtocolPaper, Knowledge: []string{"parametric"}, BelowPMID: 36600000, Tasks: []string{"chem-gene", "dis-gene", "gene-gene"},
-		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 2048, VerdictFormat: "text", Sample: "stratified", BM25: "pyserini", KGChains: "sampled", KGContext: "chains", ClaimNodes: "bm25", Unreadable: "wrong", KnowledgeFit: "all", ClaimFallback: "lines"}
+		Seed: 0, MaxTokens: 2048, Candidates: 5, Temperature: 0.7, VerifierMaxTokens: 2048, VerdictFormat: "text", Sample: "stratified", BM25: "pyserini", KGChains: "sampled", KGContext: "chains", ClaimNodes: "bm25", Unreadable: "wrong", KnowledgeFit: "all", ClaimFallback: "lines",
+		HypothesisFormat: "free"}
 }
 
 // Declaration declares the suite to the registry.
@@ -964,12 +994,17 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		res.Knowledge.PMIDs = append(res.Knowledge.PMIDs, h.PMID)
 	}
 	user := fill(s.prompts.User[p.setting], vals)
+	var format json.RawMessage
+	if s.cfg.HypothesisFormat == "labels" {
+		format = LabelSchema(labels)
+	}
 	gen := func(sample int, temp float64) (Hypothesis, error) {
 		out, err := c.Chat(ctx, "generate", localmodels.ChatRequest{
 			Model:    p.model,
 			Messages: []localmodels.Message{{Role: "system", Content: s.prompts.System}, {Role: "user", Content: user}},
 			Options: localmodels.Options{Temperature: localmodels.Float(temp), Seed: localmodels.Int(s.cfg.Seed + sample),
 				NumPredict: localmodels.Int(s.cfg.MaxTokens)},
+			Format: format,
 		}, sample)
 		if err != nil {
 			return Hypothesis{}, err

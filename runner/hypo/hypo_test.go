@@ -906,3 +906,63 @@ func recordedCtx(t *testing.T, m *rundir.Manifest) int {
 	}
 	return ec.NumCtx
 }
+
+// --hypothesis-format labels asks for the prompt's JSON object with its
+// proposed_hypothesis held to the task's labels (the server's structured
+// output), reads the reply like any other, and is a departure named in the
+// run; with KnowHD or open-ended backgrounds it is refused.
+func TestHypothesisFormatLabels(t *testing.T) {
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if len(r.Format) == 0 {
+			return fakeollama.Reply{Content: "### Step-by-step Reasoning\nIt rises.\n```json\n{\"proposed_hypothesis\": \"X increases Y\"}\n```"}
+		}
+		return fakeollama.Reply{Content: `{ "proposed_hypothesis" : "negative_correlate"}`}
+	}, fakeollama.Model{Name: "m:latest", Digest: "d", ParameterCount: 1e9, ContextLength: 8192})
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Knowledge, cfg.Tasks, cfg.Limit, cfg.Candidates, cfg.HypothesisFormat = []string{"m"}, []string{"parametric"}, []string{"chem-gene"}, 2, 1, "labels"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"properties":{"proposed_hypothesis":{"enum":["positive_correlate","negative_correlate","no_relation"],"type":"string"}},"required":["proposed_hypothesis"],"type":"object"}`
+	asked := 0
+	for _, r := range srv.Chats() {
+		if len(r.Format) > 0 {
+			asked++
+			if string(r.Format) != want {
+				t.Errorf("format %s, want %s", r.Format, want)
+			}
+		}
+	}
+	if asked != 4 { // 2 items × (greedy + 1 candidate)
+		t.Errorf("%d generations held to the labels, want 4", asked)
+	}
+	_, recs, err := engine.ReadRun(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		r, _ := rundir.Decode[Result](rec)
+		if r.Greedy == nil || !r.Greedy.Parsed || r.Greedy.Label != "negative_correlate" {
+			t.Errorf("%s: greedy %+v", rec.Item, r.Greedy)
+		}
+	}
+	if got := names(s.cfg.Settings().Departures()); got != "--candidates 1 (paper: 5); --hypothesis-format labels (paper: free)" {
+		t.Errorf("departures: %s", got)
+	}
+	for _, bad := range []func(*Config){
+		func(c *Config) { c.KnowHD, c.Verifier = []string{"kg"}, "m" },
+		func(c *Config) { c.Open = "backgrounds.jsonl" },
+	} {
+		c := cfg
+		bad(&c)
+		if err := c.Settings().Validate(); err == nil || !strings.Contains(err.Error(), "hypothesis-format") {
+			t.Errorf("labels with KnowHD or open-ended backgrounds: %v", err)
+		}
+	}
+}

@@ -34,7 +34,7 @@ const (
 type quantity struct{ stage, name string }
 
 // CardCostTitle heads the card's table of what each judge cost.
-const CardCostTitle = "Judge card: what each judge cost (its calls in this run's records)"
+const CardCostTitle = "Judge card: what each judge cost, and how sure of its replies it was (its calls in this run's records)"
 
 // costTable is, per judge model, its calls in the records — judgements,
 // repair turns, the card's checks (retest and swap) and their share — the
@@ -42,10 +42,15 @@ const CardCostTitle = "Judge card: what each judge cost (its calls in this run's
 // (times: Counts.JudgeTime; time is not kept per call, as a run's records
 // are the same bytes whatever the schedule): the calls made (a cached reply
 // takes none), their seconds as halu measured them and, in brackets, the
-// server's own seconds of reading and generating; "–" when none was made.
+// server's own seconds of reading and generating; "–" when none was made;
+// and its confidence in its replies where they carry token log-probabilities
+// (--logprobs): the geometric mean of the replies' per-token probability,
+// exp(mean of each reply's mean token log-prob) — the judge's own account,
+// checked against people's labels only by judges validate.
 func costTable(recs []rundir.Record, times map[string]rundir.JudgeTime) (Table, bool) {
 	type cost struct {
 		calls, repairs, checks, in, out int
+		sure                            []float64 // replies' mean token log-probs
 	}
 	by := map[string]*cost{}
 	for _, r := range recs {
@@ -67,21 +72,28 @@ func costTable(recs []rundir.Record, times map[string]rundir.JudgeTime) (Table, 
 			}
 			k.in += c.PromptTokens
 			k.out += c.EvalTokens
+			if cf := c.Confidence; cf != nil && cf.Tokens > 0 && !math.IsNaN(cf.MeanLogprob) {
+				k.sure = append(k.sure, cf.MeanLogprob)
+			}
 		}
 	}
 	if len(by) == 0 {
 		return Table{}, false
 	}
 	t := Table{Title: CardCostTitle, Columns: []string{"judge", "calls", "repair turns", "checks (retest, swap)", "checks' share of its calls", "tokens in", "tokens out",
-		"calls made (not cached)", "seconds (the server's)"}}
+		"calls made (not cached)", "seconds (the server's)", "replies' token probability (geometric mean; replies with log-probs)"}}
 	for _, j := range slices.Sorted(maps.Keys(by)) {
 		k := by[j]
 		made, secs := "0", "–"
 		if jt := times[j]; jt.Calls > 0 {
 			made, secs = fmt.Sprint(jt.Calls), fmt.Sprintf("%.1f (%.1f)", jt.Seconds, jt.ServerSeconds)
 		}
+		sure := "–"
+		if len(k.sure) > 0 {
+			sure = fmt.Sprintf("%.3f (%d)", math.Exp(metrics.Mean(k.sure)), len(k.sure))
+		}
 		t.Rows = append(t.Rows, []string{j, fmt.Sprint(k.calls), fmt.Sprint(k.repairs), fmt.Sprint(k.checks),
-			fmt.Sprintf("%.1f%%", 100*float64(k.checks)/float64(k.calls)), fmt.Sprint(k.in), fmt.Sprint(k.out), made, secs})
+			fmt.Sprintf("%.1f%%", 100*float64(k.checks)/float64(k.calls)), fmt.Sprint(k.in), fmt.Sprint(k.out), made, secs, sure})
 	}
 	return t, true
 }

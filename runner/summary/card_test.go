@@ -90,8 +90,8 @@ func TestAlphaCoverage(t *testing.T) {
 func TestJudgeCostFromRecords(t *testing.T) {
 	recs := []rundir.Record{{Calls: []rundir.CallLog{
 		{Stage: "generate", Kind: "chat", Model: "gen", PromptTokens: 5, EvalTokens: 9},
-		{Stage: "judge", Kind: "judge", Model: "j1", PromptTokens: 100, EvalTokens: 10},
-		{Stage: "judge", Kind: "repair", Model: "j1", PromptTokens: 150, EvalTokens: 12},
+		{Stage: "judge", Kind: "judge", Model: "j1", PromptTokens: 100, EvalTokens: 10, Confidence: &metrics.TokenConfidence{Tokens: 10, MeanLogprob: -0.2}},
+		{Stage: "judge", Kind: "repair", Model: "j1", PromptTokens: 150, EvalTokens: 12, Confidence: &metrics.TokenConfidence{Tokens: 12, MeanLogprob: -0.6}},
 		{Stage: "judge-retest", Kind: "judge", Model: "j1", PromptTokens: 100, EvalTokens: 10},
 		{Stage: "judge", Kind: "judge", Model: "j2", PromptTokens: 90, EvalTokens: 8},
 	}}}
@@ -101,10 +101,10 @@ func TestJudgeCostFromRecords(t *testing.T) {
 	if !ok || len(tb.Rows) != 2 {
 		t.Fatalf("table %+v", tb)
 	}
-	if got := strings.Join(tb.Rows[0], "|"); got != "j1|3|1|1|33.3%|350|32|2|3.2 (2.5)" {
+	if got := strings.Join(tb.Rows[0], "|"); got != "j1|3|1|1|33.3%|350|32|2|3.2 (2.5)|0.670 (2)" {
 		t.Errorf("j1: %s", got)
 	}
-	if got := strings.Join(tb.Rows[1], "|"); got != "j2|1|0|0|0.0%|90|8|0|–" {
+	if got := strings.Join(tb.Rows[1], "|"); got != "j2|1|0|0|0.0%|90|8|0|–|–" {
 		t.Errorf("j2: %s", got)
 	}
 	if _, ok := costTable([]rundir.Record{{Calls: []rundir.CallLog{{Kind: "chat"}}}}, nil); ok {
