@@ -47,6 +47,9 @@ func TestBenchEngine(t *testing.T) {
 	t.Run("cached", benchCachedRerun)
 	t.Run("pool", benchPool)
 	t.Run("inflight", benchItemsInFlight)
+	if os.Getenv("HALU_BENCH_LARGE") != "" {
+		t.Run("inflight-1000", benchItemsInFlightLarge)
+	}
 	t.Run("promptfoo", func(t *testing.T) { benchPromptfoo(t, "promptfoo wall ratio") })
 	// A server whose memory holds one of the two models at a time (a GPU
 	// holding the judge or the generator, not both), as Ollama does with
@@ -542,7 +545,7 @@ func benchPool(t *testing.T) {
 		}
 		calls := len(h.ba) + len(h.bb)
 		if calls == 0 || calls != len(prev.ba)+len(prev.bb) {
-			figure("pool req/s ratio", fmt.Sprintf("– (not measured: halu sent %d requests through the proxies, %d the time before)", calls, len(prev.ba)+len(prev.bb)))
+			figure("pool vs own-split replay req/s ratio", fmt.Sprintf("– (not measured: halu sent %d requests through the proxies, %d the time before)", calls, len(prev.ba)+len(prev.bb)))
 			return
 		}
 		hr, dr, pr := float64(calls)/h.wall.Seconds(), float64(calls)/shared.Seconds(), float64(calls)/split.Seconds()
@@ -553,8 +556,15 @@ func benchPool(t *testing.T) {
 			h.lead.Round(time.Millisecond), h.tail.Round(time.Millisecond), float64(calls)/h.span.Seconds(), h.busy, sbusy, pbusy))
 		prev = h
 	}
-	detail = append(detail, fmt.Sprintf("halu ÷ a direct client replaying halu's own split (halu's overhead alone; the direct side inherits halu's choices): %.3f", medianF(splitRatios)))
-	figure("pool req/s ratio", fmt.Sprintf("%.3f", medianF(ratios)), detail...)
+	var sp, nv []string
+	for i := range ratios {
+		sp = append(sp, fmt.Sprintf("%.3f", splitRatios[i]))
+		nv = append(nv, fmt.Sprintf("%.3f", ratios[i]))
+	}
+	detail = append(detail,
+		fmt.Sprintf("halu ÷ a direct client replaying halu's own split, per pair: %s (halu's overhead alone: the direct side inherits halu's choices)", strings.Join(sp, ", ")),
+		fmt.Sprintf("beside it, halu ÷ a naive direct client from one queue: %.3f (pairs %s; its gain is routing repair turns to the server holding their prompt)", medianF(ratios), strings.Join(nv, ", ")))
+	figure("pool vs own-split replay req/s ratio", fmt.Sprintf("%.3f (median of %d pairs)", medianF(splitRatios), len(splitRatios)), detail...)
 }
 
 // merge is two proxies' requests in the order they came; on[i] is 0
@@ -649,86 +659,112 @@ func busyOf(pa, pb *proxy) string {
 	return strings.Join(out, ", ")
 }
 
-// benchItemsInFlight: four generators and two judges (HIC-Bench, 8
-// questions, 2 answers each, Flu embedded by the first judge), with
-// --items-in-flight unset (the default) and 4, 8, 16, 32, 64, once with
-// four distinct models and once with four aliases of one set of weights;
-// the default's wall time ÷ the best's. One untimed run first loads the
-// models (the setting timed first would otherwise also pay the server's
-// first loads). A sweep of sweepRounds rounds, each round starting three
-// settings later, finds the best setting (the least median); then
-// confirmPairs pairs time the default and that best one after the other,
-// the order turning each pair (default first, best first, …), and the
-// figure is the median of the pairs' ratios. The sweep alone could not
-// give it: the least of five noisy medians is low by the noise, and with
-// 32 items the default, 32 and 64 are the same run, so the sweep's
-// "best" among them was the server's minute-to-minute speed (±8% between
-// identical runs in one bench); a pair's two runs are minutes apart at
-// most, and the turning order cancels a server that speeds up or slows.
+// benchItemsInFlight: hic on 30 questions for four generators (120
+// items, one answer each), judged by two judges and embedded by a third
+// model, on a server with four slots (OLLAMA_NUM_PARALLEL=4, halu's
+// --parallel 4), with --items-in-flight unset (the default) and 4, 8, 16,
+// 32, 64 — once with seven distinct sets of weights (the server holds
+// three at a time: models are swapped) and once with seven aliases of one
+// set (a lab that judges with the model it evaluates, or several
+// system-prompt variants of one base: no swap, and the calls' prompts
+// shared across models). The figure is the default's wall time ÷ the
+// best fixed setting's. One untimed run first loads the models (the
+// setting timed first would otherwise also pay the server's first loads).
+// A sweep of sweepRounds rounds finds the best setting (the least median);
+// then confirmPairs pairs time the default and that best one after the
+// other, the order turning each pair (default first, best first, …), and
+// the figure is the median of the pairs' ratios. The sweep alone could not
+// give it: the least of several noisy medians is low by the noise, and
+// with 32 items the default, 32 and 64 are the same run; a pair's two runs
+// are a minute apart, and the turning order cancels a server that speeds
+// up or slows.
 func benchItemsInFlight(t *testing.T) {
-	const sweepRounds, confirmPairs = 2, 4
-	for _, kind := range []string{"distinct", "aliases"} {
-		srv := server(t, t.TempDir())
-		if kind == "distinct" {
-			for i, n := range []string{"g1", "g2", "g3", "g4", "j1", "j2"} {
-				importTiny(t, srv.Host, fmt.Sprint(i+1), n)
-			}
-		} else {
-			importTiny(t, srv.Host, "1", "g1", "g2", "g3", "g4", "j1", "j2")
-		}
-		work := t.TempDir()
-		run := func(s, name string) time.Duration {
-			var args []string
-			if s != "default" {
-				args = append(args, "--items-in-flight", s)
-			}
-			args = append(args, "run", "hic", "--no-cache", "--models", "g1,g2,g3,g4", "--judges", "j1,j2", "--limit", "8", "--answers", "2", "--max-tokens", "40",
-				"--judge-format", "json", "--judge-max-tokens", "40", "--embed-model", "j1", "--judge-checks", "0", "--out", filepath.Join(work, name))
-			start := time.Now()
-			mustHalu(t, srv.Host, args...)
-			return time.Since(start)
-		}
-		run("default", "warm-up")
-		settings := []string{"default", "4", "8", "16", "32", "64"}
-		walls := map[string][]time.Duration{}
-		for r := 0; r < sweepRounds; r++ {
-			for i := range settings {
-				s := settings[(i+r*len(settings)/sweepRounds)%len(settings)]
-				walls[s] = append(walls[s], run(s, fmt.Sprintf("sweep-%s-%d", s, r)))
-			}
-		}
-		best := "4"
-		for _, s := range settings[1:] {
-			if median(walls[s]) < median(walls[best]) {
-				best = s
-			}
-		}
-		var ratios []float64
-		var pairs []string
-		for p := 0; p < confirmPairs; p++ {
-			var d, b time.Duration
-			if p%2 == 0 {
-				d = run("default", fmt.Sprintf("pair-%d-default", p))
-				b = run(best, fmt.Sprintf("pair-%d-%s", p, best))
-			} else {
-				b = run(best, fmt.Sprintf("pair-%d-%s", p, best))
-				d = run("default", fmt.Sprintf("pair-%d-default", p))
-			}
-			ratios = append(ratios, d.Seconds()/b.Seconds())
-			pairs = append(pairs, fmt.Sprintf("%s/%s = %.3f", d.Round(time.Millisecond), b.Round(time.Millisecond), d.Seconds()/b.Seconds()))
-		}
-		_, recs, err := engine.ReadRun(filepath.Join(work, "warm-up"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var parts []string
-		for _, s := range settings {
-			parts = append(parts, fmt.Sprintf("%s %.3fs (%s)", s, median(walls[s]).Seconds(), durations(walls[s])))
-		}
-		figure("items in flight default/best wall", fmt.Sprintf("%.3f (%s models; best: %s)", medianF(ratios), kind, best),
-			fmt.Sprintf("%d items a run (a setting of at least that many runs them all at once); sweep, median of %d rounds after one untimed run: ", len(recs), sweepRounds)+strings.Join(parts, ", "),
-			fmt.Sprintf("default ÷ %s in %d pairs, the order turning: %s", best, confirmPairs, strings.Join(pairs, "; ")))
+	for _, kind := range []string{"aliases", "distinct weights"} {
+		t.Run(strings.ReplaceAll(kind, " ", "-"), func(t *testing.T) { itemsInFlightFigure(t, kind, 30, 2, 3) })
 	}
+}
+
+// benchItemsInFlightLarge: the same on 1,000 items (all 100 questions for
+// ten generators, aliases of one set of weights): the default against the
+// best fixed setting of a one-round sweep over 4, 16 and 64, in three
+// pairs; about an hour and a half on 2 cores (make bench-engine-large).
+func benchItemsInFlightLarge(t *testing.T) {
+	itemsInFlightFigure(t, "aliases", 100, 1, 3, "4", "16", "64")
+}
+
+// itemsInFlightFigure prints the figure for kind ("aliases" or "distinct
+// weights") on questions × the generators' items, swept over settings (the
+// default and 4, 8, 16, 32, 64 unless given).
+func itemsInFlightFigure(t *testing.T, kind string, questions, sweepRounds, confirmPairs int, fixed ...string) {
+	srv, _ := serverWithLog(t, t.TempDir(), "OLLAMA_NUM_PARALLEL=4")
+	gens := []string{"g1", "g2", "g3", "g4"}
+	if questions > 30 {
+		gens = append(gens, "g5", "g6", "g7", "g8", "g9", "g10")
+	}
+	names := append(append([]string(nil), gens...), "j1", "j2", "emb")
+	if kind == "distinct weights" {
+		for i, n := range names {
+			importTiny(t, srv.Host, fmt.Sprint(i+1), n)
+		}
+	} else {
+		importTiny(t, srv.Host, "1", names...)
+	}
+	work := t.TempDir()
+	run := func(s, name string) time.Duration {
+		args := []string{"--parallel", "4"}
+		if s != "default" {
+			args = append(args, "--items-in-flight", s)
+		}
+		args = append(args, "run", "hic", "--no-cache", "--models", strings.Join(gens, ","), "--judges", "j1,j2", "--embed-model", "emb",
+			"--limit", fmt.Sprint(questions), "--answers", "1", "--max-tokens", "32", "--judge-format", "json", "--judge-max-tokens", "64",
+			"--judge-checks", "0", "--out", filepath.Join(work, name))
+		start := time.Now()
+		mustHalu(t, srv.Host, args...)
+		return time.Since(start)
+	}
+	run("default", "warm-up")
+	_, recs, err := engine.ReadRun(filepath.Join(work, "warm-up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fixed) == 0 {
+		fixed = []string{"4", "8", "16", "32", "64"}
+	}
+	settings := append([]string{"default"}, fixed...)
+	walls := map[string][]time.Duration{}
+	for r := 0; r < sweepRounds; r++ {
+		for i := range settings {
+			s := settings[(i+r*len(settings)/max(1, sweepRounds))%len(settings)]
+			walls[s] = append(walls[s], run(s, fmt.Sprintf("sweep-%s-%d", s, r)))
+		}
+	}
+	best := fixed[0]
+	for _, s := range fixed {
+		if median(walls[s]) < median(walls[best]) {
+			best = s
+		}
+	}
+	var ratios []float64
+	var pairs []string
+	for p := 0; p < confirmPairs; p++ {
+		var d, b time.Duration
+		if p%2 == 0 {
+			d = run("default", fmt.Sprintf("pair-%d-default", p))
+			b = run(best, fmt.Sprintf("pair-%d-%s", p, best))
+		} else {
+			b = run(best, fmt.Sprintf("pair-%d-%s", p, best))
+			d = run("default", fmt.Sprintf("pair-%d-default", p))
+		}
+		ratios = append(ratios, d.Seconds()/b.Seconds())
+		pairs = append(pairs, fmt.Sprintf("%s/%s = %.3f", d.Round(time.Millisecond), b.Round(time.Millisecond), d.Seconds()/b.Seconds()))
+	}
+	var parts []string
+	for _, s := range settings {
+		parts = append(parts, fmt.Sprintf("%s %.3fs (%s)", s, median(walls[s]).Seconds(), durations(walls[s])))
+	}
+	figure(fmt.Sprintf("items in flight default/best wall (%d items, %s)", len(recs), kind), fmt.Sprintf("%.3f (best fixed setting: %s)", medianF(ratios), best),
+		fmt.Sprintf("sweep, median of %d rounds after one untimed run: ", sweepRounds)+strings.Join(parts, ", "),
+		fmt.Sprintf("default ÷ %s in %d pairs, the order turning: %s", best, confirmPairs, strings.Join(pairs, "; ")))
 }
 
 // benchSlots: 100 generator models of distinct weights (tiny models of

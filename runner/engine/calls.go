@@ -406,9 +406,12 @@ func (e *Engine) call(ctx context.Context, stage, model, load, prompt string, ti
 		// Working again before the slot frees: the call the freed slot
 		// wakes may be an embedding request this caller is about to join.
 		e.embeds.working.Add(1)
-		if h != nil && h.keep && err == nil {
-			e.sched.keep(h, load, busy, queued)
-		} else {
+		switch {
+		case h != nil && h.keep && err == nil:
+			e.sched.keep(h, load, busy, queued, e.sched.holdFor)
+		case h != nil && h.item && err == nil && e.sched.contended(load):
+			e.sched.keep(h, load, busy, queued, e.sched.itemHoldFor)
+		default:
 			e.sched.release(load, busy, queued)
 		}
 		return err
@@ -420,10 +423,26 @@ type holdKey struct{}
 
 // withHold returns ctx under which the calls made take and keep slots as
 // h says (scheduler.hold), and a function that frees the slot h holds
-// when the caller is done.
+// when the caller is done. Under an item's hold (itemHold) it is that
+// hold: done, the caller's slot is kept no longer than for any call of the
+// item.
 func (e *Engine) withHold(ctx context.Context) (context.Context, *hold, func()) {
+	if h, _ := ctx.Value(holdKey{}).(*hold); h != nil && h.item {
+		return ctx, h, func() {
+			h.keep = false
+			e.sched.shorten(h, e.sched.itemHoldFor)
+		}
+	}
 	h := &hold{}
 	return context.WithValue(ctx, holdKey{}, h), h, func() { e.sched.unhold(h) }
+}
+
+// itemHold returns ctx for an item's calls: each keeps its slot for the
+// item's next call while other calls wait (hold.item), and the function
+// that frees a slot still held when the item is done.
+func (e *Engine) itemHold(ctx context.Context) (context.Context, func()) {
+	h := &hold{item: true}
+	return context.WithValue(ctx, holdKey{}, h), func() { e.sched.unhold(h) }
 }
 
 // promptKey is messages as one string, in order, for the scheduler to

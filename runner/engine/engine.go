@@ -1063,7 +1063,9 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 		for it := range jobs {
 			calls := &Calls{e: e, item: it.ID, rerun: rerun}
 			e.embeds.working.Add(1)
-			data, err := s.Process(ctx, calls, it)
+			ictx, unhold := e.itemHold(ctx)
+			data, err := s.Process(ictx, calls, it)
+			unhold()
 			e.embeds.working.Add(-1)
 			if ctx.Err() != nil {
 				continue // interrupted: the item is redone on resume

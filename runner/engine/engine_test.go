@@ -1296,3 +1296,60 @@ func TestReloadsCountedPerLoad(t *testing.T) {
 		t.Errorf("%d reloads (%g s) counted, want 2 (0.6 s)", res.Counts.Reloads, res.Counts.ReloadSeconds)
 	}
 }
+
+// twoCallSuite makes two calls of one model an item, the second asking the
+// same prompt again (a second judge of one answer, aliases of one set of
+// weights).
+type twoCallSuite struct{ n int }
+
+func (s *twoCallSuite) Name() string                                 { return "two" }
+func (s *twoCallSuite) Models() []string                             { return []string{"gen"} }
+func (s *twoCallSuite) Items(context.Context) ([]engine.Item, error) { return numberedItems(s.n), nil }
+func (s *twoCallSuite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
+	for i := range 2 {
+		if _, err := c.Chat(ctx, fmt.Sprint("call-", i), localmodels.ChatRequest{Model: "gen",
+			Messages: []localmodels.Message{{Role: "user", Content: fmt.Sprintf("item %d: a long shared prompt", it.Payload)}},
+			Options:  localmodels.Options{Seed: localmodels.Int(i)}}, 0); err != nil {
+			return nil, err
+		}
+	}
+	return it.Payload, nil
+}
+func (s *twoCallSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+	return &summary.Summary{Suite: "two", Metrics: map[string]float64{}}, nil
+}
+
+// With more items in flight than slots, an item's next call takes the
+// slot its last call freed, before the calls of other items that wait for
+// one (the server still holds the prompt they share there); with as many
+// items as slots nothing waits and nothing is held.
+func TestItemsNextCallTakesItsSlot(t *testing.T) {
+	for _, tc := range []struct {
+		items int
+		held  bool
+	}{{8, true}, {1, false}} {
+		srv := server(t, goodJudge)
+		srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+			return fakeollama.Reply{Content: "ok", Delay: 2 * time.Millisecond}
+		})
+		e := newEngine(t, srv.Host(), t.TempDir())
+		e.Config.Parallel, e.Config.ItemsInFlight = 1, tc.items
+		res, err := e.Run(context.Background(), &twoCallSuite{n: 8}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chats := srv.Chats()
+		apart := 0
+		for i := 0; i+1 < len(chats); i += 2 {
+			if chats[i].Messages[0].Content != chats[i+1].Messages[0].Content {
+				apart++
+			}
+		}
+		if apart != 0 {
+			t.Errorf("%d items in flight: %d of 8 items' two calls were not sent one after the other", tc.items, apart)
+		}
+		if held := res.Counts.HeldSlots > 0; held != tc.held {
+			t.Errorf("%d items in flight: %d slots taken by the item's next call, want some: %v", tc.items, res.Counts.HeldSlots, tc.held)
+		}
+	}
+}

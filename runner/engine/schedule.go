@@ -70,11 +70,11 @@ type scheduler struct {
 	eased    int
 	use      slotUse
 	clock    func() time.Time
-	// holdFor bounds a hold (holdFor; tests shorten it), resumed counts
-	// the follow-ups that took a held slot, lapsed the holds given back
-	// after holdFor.
-	holdFor         time.Duration
-	resumed, lapsed int
+	// holdFor bounds a hold (holdFor; tests shorten it) and itemHoldFor
+	// an item's (itemHoldFor), resumed counts the follow-ups that took a
+	// held slot, lapsed the holds given back after their bound.
+	holdFor, itemHoldFor time.Duration
+	resumed, lapsed      int
 }
 
 // waiter is a call waiting for a slot: its prompt, how many calls of its
@@ -147,7 +147,7 @@ func (s *scheduler) working(on bool) {
 
 func newScheduler(slots int) *scheduler {
 	return &scheduler{max: slots, limit: slots, running: map[string]int{},
-		queue: map[string][]*waiter{}, recent: map[string][]string{}, picked: map[string]*waiter{}, clock: time.Now, holdFor: holdFor}
+		queue: map[string][]*waiter{}, recent: map[string][]string{}, picked: map[string]*waiter{}, clock: time.Now, holdFor: holdFor, itemHoldFor: itemHoldFor}
 }
 
 // next is the load served after the current one: the one with the most
@@ -441,6 +441,13 @@ func (s *scheduler) adapt(busy, queued bool) {
 type hold struct {
 	// keep asks for the next call's slot to be held once it has answered.
 	keep bool
+	// item marks an item's hold (Engine.itemHold): every call of the item
+	// keeps its slot for the item's next call, for itemHoldFor, when other
+	// calls wait for a slot of its load — were it freed, one of them would
+	// take it at once and the server would drop the prompt the item's next
+	// call most likely begins with (a second judge asked about the same
+	// answer, a sample of the same question).
+	item bool
 	// load is the load of the slot held, "" when none is; timer frees it
 	// after holdFor. Both under the scheduler's mu.
 	load  string
@@ -451,16 +458,46 @@ type hold struct {
 // takes a few milliseconds; a caller held up longer gives it back.
 const holdFor = 250 * time.Millisecond
 
+// itemHoldFor is the longest a slot is held for an item's next call
+// (hold.item): an item reads a reply and asks its next call within a
+// millisecond or two; one that does not (its work is done, or its next
+// call is answered by the cache) gives the slot back soon.
+const itemHoldFor = 20 * time.Millisecond
+
 // keep ends a call of load as release does but holds its slot for h's
-// next call.
-func (s *scheduler) keep(h *hold, load string, busy, queued bool) {
+// next call, for at most d.
+func (s *scheduler) keep(h *hold, load string, busy, queued bool, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.adapt(busy, queued)
 	s.drop(h) // a slot held already: its caller did not resume it
 	h.load = load
-	h.timer = time.AfterFunc(s.holdFor, func() { s.lapse(h) })
+	h.timer = time.AfterFunc(d, func() { s.lapse(h) })
 	s.dispatch()
+}
+
+// contended reports whether a call waits that a slot of load freed now
+// would admit: only then does holding the slot for an item's next call
+// keep the server's copy of its prompt (an idle slot keeps it anyway).
+func (s *scheduler) contended(load string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for l, q := range s.queue {
+		if len(q) > 0 && (l == load || l == s.current || s.running[l] > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// shorten makes the hold on h's slot, if any, end within d.
+func (s *scheduler) shorten(h *hold, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h.load != "" && h.timer != nil {
+		h.timer.Stop()
+		h.timer = time.AfterFunc(d, func() { s.lapse(h) })
+	}
 }
 
 // resume hands a call of load with prompt the slot h holds, if it holds

@@ -372,7 +372,7 @@ func TestSchedulerHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("m", "judge: grade B")
-	s.keep(h, "m", false, false)
+	s.keep(h, "m", false, false, s.holdFor)
 	select {
 	case p := <-admitted:
 		t.Fatalf("%q took the slot held for the follow-up", p)
@@ -392,7 +392,7 @@ func TestSchedulerHold(t *testing.T) {
 	// Not taken up: given back after holdFor.
 	s.holdFor = 20 * time.Millisecond
 	wait("m", "judge: grade C")
-	s.keep(h, "m", false, false)
+	s.keep(h, "m", false, false, s.holdFor)
 	select {
 	case p := <-admitted:
 		if p != "judge: grade C" {
@@ -410,7 +410,7 @@ func TestSchedulerHold(t *testing.T) {
 
 	// A follow-up of another load frees the held slot.
 	s.holdFor = time.Hour
-	s.keep(h, "m", false, false) // holds C's slot
+	s.keep(h, "m", false, false, s.holdFor) // holds C's slot
 	if s.resume(h, "n", "other model") {
 		t.Error("a call of another load took the held slot")
 	}

@@ -194,9 +194,10 @@ type Counts struct {
 	// QueueBackoffs counts the times a call queued at the server most of
 	// its time lowered the calls in flight by one.
 	QueueBackoffs int `json:"queue_backoffs,omitempty"`
-	// HeldSlots counts the calls (a judge's repair turns) that took the
-	// slot of the call before them, HoldsLapsed the slots kept for such a
-	// call and given back unused after the longest hold.
+	// HeldSlots counts the calls that took the slot of their item's call
+	// before them (a judge's repair turn; with more items in flight than
+	// slots, an item's next call of the same model), HoldsLapsed the slots
+	// kept for such a call and given back unused after the longest hold.
 	HeldSlots   int `json:"held_slots,omitempty"`
 	HoldsLapsed int `json:"holds_lapsed,omitempty"`
 	// BusySeconds is the integral of the calls in flight over the time
