@@ -410,8 +410,13 @@ func (a *affinity) set(host string) {
 // server serves the model, is healthy and has a free slot: a call that
 // continues the one before it (a judge's repair turn, whose prompt begins
 // with the judgement's prompt and reply) finds that beginning held in the
-// server's cache. Other backends ignore it.
+// server's cache. Under a ctx that has an affinity already (an item's,
+// whose calls follow each other) it is ctx: the call keeps to the server of
+// the call before it. Other backends ignore it.
 func WithAffinity(ctx context.Context) context.Context {
+	if a, _ := ctx.Value(affinityKey{}).(*affinity); a != nil {
+		return ctx
+	}
 	return context.WithValue(ctx, affinityKey{}, &affinity{})
 }
 

@@ -438,11 +438,13 @@ func (e *Engine) withHold(ctx context.Context) (context.Context, *hold, func()) 
 }
 
 // itemHold returns ctx for an item's calls: each keeps its slot for the
-// item's next call while other calls wait (hold.item), and the function
+// item's next call while other calls wait (hold.item) and, on a pool, goes
+// first to the server that answered the item's call before it (where the
+// prompt they share is held: localmodels.WithAffinity); and the function
 // that frees a slot still held when the item is done.
 func (e *Engine) itemHold(ctx context.Context) (context.Context, func()) {
 	h := &hold{item: true}
-	return context.WithValue(ctx, holdKey{}, h), func() { e.sched.unhold(h) }
+	return context.WithValue(localmodels.WithAffinity(ctx), holdKey{}, h), func() { e.sched.unhold(h) }
 }
 
 // promptKey is messages as one string, in order, for the scheduler to

@@ -210,39 +210,15 @@ func TestPTrueOf(t *testing.T) {
 // or a value other than the verdict read. Also: the separator and the
 // value in one token, and no such field.
 func TestVerdictProb(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "replies", "tokens", "verdict.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cases []struct {
 		Style   string  `yaml:"style"`
 		Verdict bool    `yaml:"verdict"`
 		Tokens  [][]any `yaml:"tokens"`
 		Want    string  `yaml:"want"`
 	}
-	if err := yaml.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
-	num := func(v any) float64 {
-		switch x := v.(type) {
-		case float64:
-			return x
-		case int:
-			return float64(x)
-		}
-		t.Fatalf("not a number: %v", v)
-		return 0
-	}
+	readTokenCases(t, "verdict.yaml", &cases)
 	for _, c := range cases {
-		var resp localmodels.ChatResponse
-		for _, tk := range c.Tokens {
-			tl := localmodels.TokenLogprob{Token: tk[0].(string), Logprob: math.Log(num(tk[1]))}
-			for _, a := range tk[2:] {
-				pair := a.([]any)
-				tl.Top = append(tl.Top, localmodels.Alternative{Token: pair[0].(string), Logprob: math.Log(num(pair[1]))})
-			}
-			resp.Logprobs = append(resp.Logprobs, tl)
-		}
+		resp := tokenStream(t, c.Tokens)
 		p, ok := engine.VerdictProb(resp, "hallucination", c.Verdict)
 		got := "unknown"
 		if ok {
@@ -261,4 +237,68 @@ func TestVerdictProb(t *testing.T) {
 	if _, ok := engine.VerdictProb(localmodels.ChatResponse{Logprobs: []localmodels.TokenLogprob{{Token: "Score: 4", Logprob: 0}}}, "hallucination", true); ok {
 		t.Error("no such field, yet a P(verdict)")
 	}
+}
+
+// A judge's G-Eval expected score, on realistic token streams
+// (testdata/replies/tokens/scores.yaml, each value computed by hand there).
+func TestExpectedScore(t *testing.T) {
+	var cases []struct {
+		Style  string  `yaml:"style"`
+		Field  string  `yaml:"field"`
+		Read   int     `yaml:"read"`
+		Tokens [][]any `yaml:"tokens"`
+		Want   string  `yaml:"want"`
+	}
+	readTokenCases(t, "scores.yaml", &cases)
+	if len(cases) < 10 {
+		t.Fatalf("%d cases", len(cases))
+	}
+	for _, c := range cases {
+		e, ok := engine.ExpectedScore(tokenStream(t, c.Tokens), c.Field, c.Read, 1, 5)
+		got := "unknown"
+		if ok {
+			got = fmt.Sprintf("%.6f", e)
+		}
+		if got != c.Want {
+			t.Errorf("%s: %s, want %s", c.Style, got, c.Want)
+		}
+	}
+}
+
+// readTokenCases reads testdata/replies/tokens/NAME into cases.
+func readTokenCases(t *testing.T, name string, cases any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "replies", "tokens", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, cases); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tokenStream is a reply of tokens written [token, probability,
+// [alternative, probability]…].
+func tokenStream(t *testing.T, tokens [][]any) localmodels.ChatResponse {
+	t.Helper()
+	num := func(v any) float64 {
+		switch x := v.(type) {
+		case float64:
+			return x
+		case int:
+			return float64(x)
+		}
+		t.Fatalf("not a number: %v", v)
+		return 0
+	}
+	var resp localmodels.ChatResponse
+	for _, tk := range tokens {
+		tl := localmodels.TokenLogprob{Token: tk[0].(string), Logprob: math.Log(num(tk[1]))}
+		for _, a := range tk[2:] {
+			pair := a.([]any)
+			tl.Top = append(tl.Top, localmodels.Alternative{Token: pair[0].(string), Logprob: math.Log(num(pair[1]))})
+		}
+		resp.Logprobs = append(resp.Logprobs, tl)
+	}
+	return resp
 }

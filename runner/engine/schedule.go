@@ -42,7 +42,11 @@ import (
 // a call passed over maxPassed times, or as many times as calls wait with
 // it when more do, goes next. A call that follows its
 // caller's last one and extends its prompt — a judge's repair turn — gets
-// that call's slot before any waiting call (hold).
+// that call's slot before any waiting call (hold); so does an item's next
+// call while other calls wait (hold.item), which most often begins as the
+// last one did (a second judge of the same answer): with more items in
+// flight than slots, a freed slot went at once to another item's call, and
+// the server dropped the prompt the item's next call would have reused.
 //
 // limit starts at the configured slots and halves (down to one) when the
 // server answers 503, its queue being full, and drops by one when a call

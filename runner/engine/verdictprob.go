@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -22,42 +23,11 @@ import (
 // revision, a verdict quoted from the judged text) or not at all, or the
 // value there is not the verdict read.
 func VerdictProb(resp localmodels.ChatResponse, field string, verdict bool) (p float64, ok bool) {
-	if len(resp.Logprobs) == 0 || field == "" {
+	k, at, found := valueToken(resp, field, letters)
+	if !found {
 		return math.NaN(), false
 	}
-	var text strings.Builder
-	starts := make([]int, len(resp.Logprobs))
-	for i, t := range resp.Logprobs {
-		starts[i] = text.Len()
-		text.WriteString(t.Token)
-	}
-	s := text.String()
-	re := regexp.MustCompile(`(?i)` + regexp.QuoteMeta(field) + `\W{0,6}?\s*[:：]\s*\**\s*"?`)
-	locs := re.FindAllStringIndex(s, -1)
-	if len(locs) != 1 {
-		// None, or several: a revision, a verdict quoted from the judged
-		// text, prose about the field — which one the reader read is not
-		// known here.
-		return math.NaN(), false
-	}
-	at := locs[0][1]
-	// The token holding the value's first letter.
-	k := -1
-	for i := range resp.Logprobs {
-		if starts[i] <= at && at < starts[i]+len(resp.Logprobs[i].Token) {
-			k = i
-			break
-		}
-	}
-	for k >= 0 && k < len(resp.Logprobs) && letters(resp.Logprobs[k].Token[max(0, at-starts[k]):]) == "" {
-		k++ // the field's separator ended this token: the value begins the next
-		if k < len(resp.Logprobs) {
-			at = starts[k]
-		}
-	}
-	if k < 0 || k >= len(resp.Logprobs) {
-		return math.NaN(), false
-	}
+	starts := tokenStarts(resp)
 	side := func(tok string) int { // +1 yes, −1 no, 0 neither
 		w := strings.ToLower(letters(tok))
 		switch {
@@ -90,6 +60,124 @@ func VerdictProb(resp localmodels.ChatResponse, field string, verdict bool) (p f
 		same = math.Exp(chosen.Logprob)
 	}
 	return same / (same + other), true
+}
+
+// tokenStarts are the offsets of resp's tokens in the reply they make.
+func tokenStarts(resp localmodels.ChatResponse) []int {
+	starts := make([]int, len(resp.Logprobs))
+	n := 0
+	for i, t := range resp.Logprobs {
+		starts[i] = n
+		n += len(t.Token)
+	}
+	return starts
+}
+
+// valueToken finds the token k that begins the value after field's one
+// mention in resp's tokens (`"field": …`, `Field: …`) and at, the value's
+// offset in the reply; word gives the part of a token a value is read
+// from ("" when it holds none: the field's separator ended the token and
+// the value begins the next). found is false when the reply carries no
+// log-probabilities, or names the field more than once (a revision, a
+// value quoted from the judged text: which one the reader read is not
+// known here) or not at all.
+func valueToken(resp localmodels.ChatResponse, field string, word func(string) string) (k, at int, found bool) {
+	if len(resp.Logprobs) == 0 || field == "" {
+		return 0, 0, false
+	}
+	var text strings.Builder
+	for _, t := range resp.Logprobs {
+		text.WriteString(t.Token)
+	}
+	starts := tokenStarts(resp)
+	re := regexp.MustCompile(`(?i)` + regexp.QuoteMeta(field) + `\W{0,6}?\s*[:：]\s*\**\s*"?`)
+	locs := re.FindAllStringIndex(text.String(), -1)
+	if len(locs) != 1 {
+		return 0, 0, false
+	}
+	at = locs[0][1]
+	// The token holding the value's first character.
+	k = -1
+	for i := range resp.Logprobs {
+		if starts[i] <= at && at < starts[i]+len(resp.Logprobs[i].Token) {
+			k = i
+			break
+		}
+	}
+	for k >= 0 && k < len(resp.Logprobs) && word(resp.Logprobs[k].Token[max(0, at-starts[k]):]) == "" {
+		if rest := resp.Logprobs[k].Token[max(0, at-starts[k]):]; strings.IndexFunc(rest, unicode.IsLetter) >= 0 || strings.IndexFunc(rest, unicode.IsDigit) >= 0 {
+			return 0, 0, false // a word before the value: not the value's token
+		}
+		k++ // the field's separator ended this token: the value begins the next
+		if k < len(resp.Logprobs) {
+			at = starts[k]
+		}
+	}
+	if k < 0 || k >= len(resp.Logprobs) {
+		return 0, 0, false
+	}
+	return k, at, true
+}
+
+// ExpectedScore is G-Eval's probability-weighted score (Liu et al., EMNLP
+// 2023, eq. 1: Σ p(sᵢ)·sᵢ) of the integer score a judge gave in field, read
+// as read by the suite's reader, on the scale lo–hi: at the token that
+// begins the value after the field's one mention, the scale's scores among
+// the position's alternatives, each weighted by its probability over
+// theirs. ok is false — never guessed — when the reply carries no
+// log-probabilities or alternatives, names the field more than once or not
+// at all, the score there is not the one read, or it is written in more
+// than one token (a "10": its alternatives are first digits, not scores).
+func ExpectedScore(resp localmodels.ChatResponse, field string, read, lo, hi int) (e float64, ok bool) {
+	k, at, found := valueToken(resp, field, digits)
+	if !found {
+		return math.NaN(), false
+	}
+	starts := tokenStarts(resp)
+	chosen := resp.Logprobs[k]
+	v := strings.TrimLeft(chosen.Token[max(0, at-starts[k]):], " \"*")
+	d := digits(v)
+	if d == "" || !strings.HasPrefix(v, d) || d != strconv.Itoa(read) {
+		return math.NaN(), false
+	}
+	if len(v) == len(d) && k+1 < len(resp.Logprobs) && strings.IndexFunc(resp.Logprobs[k+1].Token, unicode.IsDigit) == 0 {
+		return math.NaN(), false // the number goes on in the next token
+	}
+	if len(chosen.Top) == 0 {
+		return math.NaN(), false
+	}
+	var mass, sum float64
+	for _, a := range chosen.Top {
+		t := strings.TrimLeft(a.Token, " \"*")
+		d := digits(t)
+		if d == "" || !strings.HasPrefix(t, d) {
+			continue
+		}
+		n, err := strconv.Atoi(d)
+		if err != nil || n < lo || n > hi {
+			continue
+		}
+		p := math.Exp(a.Logprob)
+		mass += p
+		sum += p * float64(n)
+	}
+	if mass == 0 {
+		return math.NaN(), false
+	}
+	return sum / mass, true
+}
+
+// digits is the first run of digits in tok ("" when none).
+func digits(tok string) string {
+	start := strings.IndexFunc(tok, unicode.IsDigit)
+	if start < 0 {
+		return ""
+	}
+	rest := tok[start:]
+	if end := strings.IndexFunc(rest, func(r rune) bool { return !unicode.IsDigit(r) }); end >= 0 {
+		return rest[:end]
+	}
+	return rest
 }
 
 // letters is the first run of letters in tok ("" when none): a token's

@@ -696,6 +696,11 @@ type Judgement struct {
 	// verdict, from the verdict token's alternatives (--logprobs N:
 	// engine.VerdictProb); nil when not asked or not found.
 	VerdictProb *float64 `json:"verdict_prob,omitempty"`
+	// Expected are the judge's G-Eval expected scores (engine.ExpectedScore:
+	// each 1–5 score weighted by its probability at the score's token), by
+	// score name, where --logprobs gave them; beside the scores read, never
+	// in their place.
+	Expected map[string]float64 `json:"expected_scores,omitempty"`
 }
 
 // Panel is an answer's aggregate over the judges that answered: mean
@@ -928,6 +933,17 @@ func Judge(ctx context.Context, c *engine.Calls, spec JudgeSpec, judge, question
 		if resp, has := c.LastReply(JudgeStage, judge); has {
 			if p, known := engine.VerdictProb(resp, "hallucination", v.Hallucination); known {
 				jd.VerdictProb = &p
+			}
+			for _, sc := range []struct {
+				name string
+				read int
+			}{{"originality", v.Originality}, {"feasibility", v.Feasibility}, {"value", v.Value}} {
+				if e, known := engine.ExpectedScore(resp, sc.name, sc.read, 1, 5); known {
+					if jd.Expected == nil {
+						jd.Expected = map[string]float64{}
+					}
+					jd.Expected[sc.name] = e
+				}
 			}
 		}
 	}

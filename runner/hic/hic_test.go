@@ -861,3 +861,54 @@ func planThenRun(t *testing.T, e *engine.Engine, cfg Config, stage string) (s *S
 	}
 	return s, plan, planned, res
 }
+
+// With --logprobs a judge's 1–5 scores get their G-Eval expected score
+// beside them (engine.ExpectedScore at each score's token), recorded and
+// tabled apart from the scores read: originality 4 at 0.6 against 5 at 0.4
+// is 4.4; feasibility 3 at 0.5 against 2 at 0.5 is 2.5; value's token came
+// without alternatives, so its expected score is not known ("–").
+func TestExpectedScoresBeside(t *testing.T) {
+	ln := math.Log
+	tok := func(s string, p float64, alts ...any) fakeollama.Logprob {
+		l := fakeollama.Logprob{Token: s, Logprob: ln(p)}
+		for i := 0; i+1 < len(alts); i += 2 {
+			l.Top = append(l.Top, fakeollama.Logprob{Token: alts[i].(string), Logprob: ln(alts[i+1].(float64))})
+		}
+		return l
+	}
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			return fakeollama.Reply{Content: "Originality: 4 Feasibility: 3 Value: 4 Hallucination: No", Logprobs: []fakeollama.Logprob{
+				tok("Originality", 0.9), tok(":", 0.9), tok(" 4", 0.6, " 4", 0.6, " 5", 0.4),
+				tok(" Feasibility", 0.9), tok(":", 0.9), tok(" 3", 0.5, " 3", 0.5, " 2", 0.5),
+				tok(" Value", 0.9), tok(":", 0.9), tok(" 4", 0.7),
+				tok(" Hallucination", 0.9), tok(":", 0.9), tok(" No", 0.9, " No", 0.9, " Yes", 0.1)}}
+		}
+		return fakeollama.Reply{Content: "Measure it by evaporation."}
+	}, fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9},
+		fakeollama.Model{Name: "emb:latest", Digest: "e", ParameterCount: 1e9})
+	t.Cleanup(srv.Close)
+	e := enginetest.New(t, srv.Host(), 2)
+	e.Config.Logprobs = 5
+	_, _, _, res := planThenRun(t, e, DefaultConfig(), JudgeStage)
+	_, recs, _ := engine.ReadRun(res.Dir)
+	var ir ItemResult
+	json.Unmarshal(recs[0].Data, &ir)
+	for _, a := range ir.Questions[0].Answers {
+		if got := fmt.Sprint(a.Judgements[0].Expected); got != "map[feasibility:2.5 originality:4.4]" {
+			t.Errorf("answer %d: expected scores %s", a.Index, got)
+		}
+	}
+	var rows []string
+	for _, tab := range res.Summary.Tables {
+		if tab.Title == ExpectedTitle {
+			for _, r := range tab.Rows {
+				rows = append(rows, strings.Join(r, "|"))
+			}
+		}
+	}
+	want := "judge|feasibility|4|3.00|4|2.50|3.00\njudge|originality|4|4.00|4|4.40|4.00\njudge|value|4|4.00|0|–|–"
+	if strings.Join(rows, "\n") != want {
+		t.Errorf("expected scores table:\n%s\nwant\n%s", strings.Join(rows, "\n"), want)
+	}
+}

@@ -2,6 +2,7 @@ package hic
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -209,6 +210,9 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		sum.Tables = append(sum.Tables, ct)
 		sum.Charts = append(sum.Charts, charts...)
 	}
+	if t, ok := expectedScores(decoded); ok {
+		sum.Tables = append(sum.Tables, t)
+	}
 	if s.cfg.PTrue {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("P(True) (--p-true; Kadavath et al. 2022, Farquhar et al.'s zero-shot prompt): asked of %d answers, one call each; %d not known (neither A nor B among the 20 likeliest first tokens: left out, not guessed).", n.pTrueAsked, n.pTrueUnread))
 	}
@@ -217,6 +221,71 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			s.cfg.Entailment, n.questions-n.unsorted, n.questions, n.unsorted))
 	}
 	return sum, nil
+}
+
+// ExpectedTitle heads the table of the judges' G-Eval expected scores.
+const ExpectedTitle = "Judges' expected scores beside the scores read (G-Eval: each 1–5 score weighted by its probability at the score's token; --logprobs; not a headline)"
+
+// expectedScores is, per judge and score, the mean score read and, over
+// the judgements whose expected score is known, the mean expected score
+// beside the mean read on those same judgements (paired: the difference is
+// what weighting by probability changes). No table when none is known.
+func expectedScores(decoded []ItemResult) (summary.Table, bool) {
+	type acc struct {
+		n, known       int
+		read, pairRead float64
+		expected       float64
+	}
+	by := map[[2]string]*acc{}
+	seen := false
+	for _, ir := range decoded {
+		for _, q := range ir.Questions {
+			for _, a := range q.Answers {
+				for _, j := range a.Judgements {
+					if !j.Scored || j.Verdict == nil {
+						continue
+					}
+					for _, sc := range []struct {
+						name string
+						v    int
+					}{{"originality", j.Verdict.Originality}, {"feasibility", j.Verdict.Feasibility}, {"value", j.Verdict.Value}} {
+						k := [2]string{j.Judge, sc.name}
+						if by[k] == nil {
+							by[k] = &acc{}
+						}
+						x := by[k]
+						x.n++
+						x.read += float64(sc.v)
+						if e, ok := j.Expected[sc.name]; ok {
+							seen = true
+							x.known++
+							x.pairRead += float64(sc.v)
+							x.expected += e
+						}
+					}
+				}
+			}
+		}
+	}
+	if !seen {
+		return summary.Table{}, false
+	}
+	t := summary.Table{Title: ExpectedTitle, Columns: []string{"judge", "score", "judgements read", "mean read", "expected known", "mean expected", "mean read, same judgements"}}
+	keys := slices.SortedFunc(maps.Keys(by), func(a, b [2]string) int {
+		if a[0] != b[0] {
+			return strings.Compare(a[0], b[0])
+		}
+		return strings.Compare(a[1], b[1])
+	})
+	for _, k := range keys {
+		x := by[k]
+		exp, pair := "–", "–"
+		if x.known > 0 {
+			exp, pair = fmt.Sprintf("%.2f", x.expected/float64(x.known)), fmt.Sprintf("%.2f", x.pairRead/float64(x.known))
+		}
+		t.Rows = append(t.Rows, []string{k[0], k[1], fmt.Sprint(x.n), fmt.Sprintf("%.2f", x.read/float64(x.n)), fmt.Sprint(x.known), exp, pair})
+	}
+	return t, true
 }
 
 // confidenceCounts are what the summary's notes say of the answers'
