@@ -64,23 +64,29 @@ type Item struct {
 // items keep their own order. A suite lists items as its tables read
 // (question by question, say); a server that holds few models at once
 // answers them fastest model by model, each model loaded once, and reads
-// a prompt once when the calls that share it come together. Only the
-// start order changes: shards and records do not depend on it.
-func feedOrder(todo []Item) []Item {
+// a prompt once when the calls that share it come together. group names
+// the group an item's Group stands for: the models' load (loadKey), so that
+// aliases of one set of weights — one load — are one group, and their
+// items that share a prompt (one question for each alias) start together.
+// Only the start order changes: shards and records do not depend on it.
+func feedOrder(todo []Item, group func(string) string) []Item {
 	first, firstShare := map[string]int{}, map[[2]string]int{}
+	groups := make([]string, len(todo))
 	for i, it := range todo {
-		if _, ok := first[it.Group]; !ok {
-			first[it.Group] = i
+		g := group(it.Group)
+		groups[i] = g
+		if _, ok := first[g]; !ok {
+			first[g] = i
 		}
-		if _, ok := firstShare[[2]string{it.Group, it.Share}]; !ok && it.Share != "" {
-			firstShare[[2]string{it.Group, it.Share}] = i
+		if _, ok := firstShare[[2]string{g, it.Share}]; !ok && it.Share != "" {
+			firstShare[[2]string{g, it.Share}] = i
 		}
 	}
 	at := func(i int, it Item) int {
 		if it.Share == "" {
 			return i
 		}
-		return firstShare[[2]string{it.Group, it.Share}]
+		return firstShare[[2]string{groups[i], it.Share}]
 	}
 	type placed struct {
 		it           Item
@@ -88,7 +94,7 @@ func feedOrder(todo []Item) []Item {
 	}
 	ps := make([]placed, len(todo))
 	for i, it := range todo {
-		ps[i] = placed{it, first[it.Group], at(i, it)}
+		ps[i] = placed{it, first[groups[i]], at(i, it)}
 	}
 	sort.SliceStable(ps, func(i, j int) bool {
 		if ps[i].group != ps[j].group {
@@ -1115,7 +1121,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 	}
 	spawn(workers)
 feed:
-	for _, it := range feedOrder(todo) {
+	for _, it := range feedOrder(todo, e.groupOf) {
 		select {
 		case jobs <- it:
 		case <-ctx.Done():
@@ -1131,6 +1137,16 @@ feed:
 		return int(failed.Load()), ErrInterrupted
 	}
 	return int(failed.Load()), nil
+}
+
+// groupOf is the group of items whose Group is g: the load of the model
+// g names (loadKey: aliases of one set of weights are one), or g itself
+// when it names no model the engine has met.
+func (e *Engine) groupOf(g string) string {
+	if _, ok := e.models.Load(g); ok {
+		return e.loadKey(g, localmodels.Options{})
+	}
+	return g
 }
 
 var errUnreachable = errors.New("the model server is unreachable: the run stopped; start the server and resume")
