@@ -408,9 +408,9 @@ func (e *Engine) call(ctx context.Context, stage, model, load, prompt string, ti
 		e.embeds.working.Add(1)
 		switch {
 		case h != nil && h.keep && err == nil:
-			e.sched.keep(h, load, busy, queued, e.sched.holdFor)
-		case h != nil && h.item && err == nil && e.sched.contended(load):
-			e.sched.keep(h, load, busy, queued, e.sched.itemHoldFor)
+			e.sched.keep(h, stage, load, busy, queued, false, e.sched.holdFor)
+		case h != nil && h.item && err == nil && e.sched.holdForItem(stage, load):
+			e.sched.keep(h, stage, load, busy, queued, true, e.sched.itemHoldFor)
 		default:
 			e.sched.release(load, busy, queued)
 		}
@@ -430,7 +430,7 @@ func (e *Engine) withHold(ctx context.Context) (context.Context, *hold, func()) 
 	if h, _ := ctx.Value(holdKey{}).(*hold); h != nil && h.item {
 		return ctx, h, func() {
 			h.keep = false
-			e.sched.shorten(h, e.sched.itemHoldFor)
+			e.sched.itemize(h, e.sched.itemHoldFor)
 		}
 	}
 	h := &hold{}

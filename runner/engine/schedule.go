@@ -76,9 +76,12 @@ type scheduler struct {
 	clock    func() time.Time
 	// holdFor bounds a hold (holdFor; tests shorten it) and itemHoldFor
 	// an item's (itemHoldFor), resumed counts the follow-ups that took a
-	// held slot, lapsed the holds given back after their bound.
+	// held slot, lapsed the holds given back after their bound;
+	// itemHolds are, by the stage of the call that kept the slot, how the
+	// holds for an item's next call ended (worth).
 	holdFor, itemHoldFor time.Duration
 	resumed, lapsed      int
+	itemHolds            map[string]*holdOutcomes
 }
 
 // waiter is a call waiting for a slot: its prompt, how many calls of its
@@ -453,9 +456,55 @@ type hold struct {
 	// answer, a sample of the same question).
 	item bool
 	// load is the load of the slot held, "" when none is; timer frees it
-	// after holdFor. Both under the scheduler's mu.
-	load  string
-	timer *time.Timer
+	// after holdFor; from is the stage of the call that kept it, and
+	// forItem says it is kept for the item's next call (counted in the
+	// scheduler's itemHolds when it ends). All under the scheduler's mu.
+	load    string
+	timer   *time.Timer
+	from    string
+	forItem bool
+}
+
+// holdOutcomes counts, for the calls of one stage, the slots kept for the
+// item's next call and those that call took.
+type holdOutcomes struct{ kept, taken int }
+
+const (
+	// holdTrial is how many of a stage's item holds are kept whatever
+	// their outcome, before the outcomes decide (worth).
+	holdTrial = 8
+)
+
+// worth reports whether a slot freed by a call of stage is worth keeping
+// for the item's next call: always for the first holdTrial, then while the
+// next call took at least half of them. Where it does not — the stage ends
+// its items (a judge's last turn in judges validate), or the next call is
+// of another load (a second judge of other weights) — a slot kept idle
+// would only delay the call waiting for it. s.mu is held.
+func (s *scheduler) worth(stage string) bool {
+	o := s.itemHolds[stage]
+	return o == nil || o.kept < holdTrial || 2*o.taken >= o.kept
+}
+
+// ended counts how an item hold ended (taken: by the item's next call).
+// s.mu is held.
+func (s *scheduler) ended(h *hold, taken bool) {
+	if !h.forItem {
+		return
+	}
+	h.forItem = false
+	if s.itemHolds == nil {
+		s.itemHolds = map[string]*holdOutcomes{}
+	}
+	o := s.itemHolds[h.from]
+	if o == nil {
+		o = &holdOutcomes{}
+		s.itemHolds[h.from] = o
+	}
+	o.kept++
+	if taken {
+		o.taken++
+	}
 }
 
 // holdFor is the longest a slot is held for a follow-up: reading a reply
@@ -470,22 +519,26 @@ const itemHoldFor = 20 * time.Millisecond
 
 // keep ends a call of load as release does but holds its slot for h's
 // next call, for at most d.
-func (s *scheduler) keep(h *hold, load string, busy, queued bool, d time.Duration) {
+func (s *scheduler) keep(h *hold, stage, load string, busy, queued, forItem bool, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.adapt(busy, queued)
 	s.drop(h) // a slot held already: its caller did not resume it
-	h.load = load
+	h.load, h.from, h.forItem = load, stage, forItem
 	h.timer = time.AfterFunc(d, func() { s.lapse(h) })
 	s.dispatch()
 }
 
-// contended reports whether a call waits that a slot of load freed now
-// would admit: only then does holding the slot for an item's next call
-// keep the server's copy of its prompt (an idle slot keeps it anyway).
-func (s *scheduler) contended(load string) bool {
+// holdForItem reports whether the slot a call of stage frees is to be
+// kept for its item's next call: a call waits that the slot would admit
+// (only then would the server's copy of the prompt be lost: an idle slot
+// keeps it), and such holds after stage have been worth it.
+func (s *scheduler) holdForItem(stage, load string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.worth(stage) {
+		return false
+	}
 	for l, q := range s.queue {
 		if len(q) > 0 && (l == load || l == s.current || s.running[l] > 0) {
 			return true
@@ -494,14 +547,25 @@ func (s *scheduler) contended(load string) bool {
 	return false
 }
 
-// shorten makes the hold on h's slot, if any, end within d.
-func (s *scheduler) shorten(h *hold, d time.Duration) {
+// itemize turns the slot h holds, if any (for a repair that did not come),
+// into one held for the item's next call, ending within d — or frees it
+// when such holds after its stage have not been worth it.
+func (s *scheduler) itemize(h *hold, d time.Duration) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if h.load != "" && h.timer != nil {
-		h.timer.Stop()
-		h.timer = time.AfterFunc(d, func() { s.lapse(h) })
+	if h.load == "" || h.forItem {
+		s.mu.Unlock()
+		return
 	}
+	if !s.worth(h.from) {
+		_, woke := s.drop(h)
+		s.mu.Unlock()
+		handoff(woke)
+		return
+	}
+	defer s.mu.Unlock()
+	h.forItem = true
+	h.timer.Stop()
+	h.timer = time.AfterFunc(d, func() { s.lapse(h) })
 }
 
 // resume hands a call of load with prompt the slot h holds, if it holds
@@ -516,6 +580,7 @@ func (s *scheduler) resume(h *hold, load, prompt string) bool {
 	case load:
 		h.load = ""
 		h.timer.Stop()
+		s.ended(h, true)
 		s.remember(load, prompt)
 		s.resumed++
 		return true
@@ -550,6 +615,7 @@ func (s *scheduler) drop(h *hold) (held, woke bool) {
 	s.free(h.load)
 	h.load = ""
 	h.timer.Stop()
+	s.ended(h, false)
 	return true, s.dispatch()
 }
 

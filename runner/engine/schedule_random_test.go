@@ -37,7 +37,7 @@ func TestSchedulerAdmitsEveryCall(t *testing.T) {
 						continue
 					}
 					h := &hold{keep: true}
-					s.keep(h, load, false, false, s.holdFor)
+					s.keep(h, "judge", load, false, false, false, s.holdFor)
 					time.Sleep(time.Duration(rand.IntN(1500)) * time.Microsecond)
 					if !s.resume(h, load, prompt+" repair") {
 						if err := s.acquire(ctx, load, prompt+" repair"); err != nil {

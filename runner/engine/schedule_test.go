@@ -389,7 +389,7 @@ func TestSchedulerHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("m", "judge: grade B")
-	s.keep(h, "m", false, false, s.holdFor)
+	s.keep(h, "judge", "m", false, false, false, s.holdFor)
 	select {
 	case p := <-admitted:
 		t.Fatalf("%q took the slot held for the follow-up", p)
@@ -409,7 +409,7 @@ func TestSchedulerHold(t *testing.T) {
 	// Not taken up: given back after holdFor.
 	s.holdFor = 20 * time.Millisecond
 	wait("m", "judge: grade C")
-	s.keep(h, "m", false, false, s.holdFor)
+	s.keep(h, "judge", "m", false, false, false, s.holdFor)
 	select {
 	case p := <-admitted:
 		if p != "judge: grade C" {
@@ -427,7 +427,7 @@ func TestSchedulerHold(t *testing.T) {
 
 	// A follow-up of another load frees the held slot.
 	s.holdFor = time.Hour
-	s.keep(h, "m", false, false, s.holdFor) // holds C's slot
+	s.keep(h, "judge", "m", false, false, false, s.holdFor) // holds C's slot
 	if s.resume(h, "n", "other model") {
 		t.Error("a call of another load took the held slot")
 	}
@@ -494,4 +494,55 @@ func BenchmarkSlotHandoff(b *testing.B) {
 		s.release("m", false, false)
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "handoff-µs")
+}
+
+// A stage's slots are kept for the item's next call only while that is
+// worth it: after holdTrial holds none of which the next call took (the
+// stage ends its items, or their next call is of other weights), its
+// slots are freed at once; a stage whose next call takes half of them or
+// more goes on holding.
+func TestItemHoldsOnlyWhileWorthIt(t *testing.T) {
+	ctx := context.Background()
+	s := newScheduler(1)
+	for i := 0; i < holdTrial; i++ {
+		if err := s.acquire(ctx, "m", "p"); err != nil {
+			t.Fatal(err)
+		}
+		h := &hold{item: true}
+		s.keep(h, "last", "m", false, false, true, time.Hour)
+		s.unhold(h) // the item ended: not taken
+		if err := s.acquire(ctx, "m", "q"); err != nil {
+			t.Fatal(err)
+		}
+		h = &hold{item: true}
+		s.keep(h, "first", "m", false, false, true, time.Hour)
+		if !s.resume(h, "m", "q2") { // the item's next call took it
+			t.Fatal("not resumed")
+		}
+		s.release("m", false, false)
+		if i%2 == 0 {
+			if err := s.acquire(ctx, "m", "r"); err != nil {
+				t.Fatal(err)
+			}
+			h = &hold{item: true}
+			s.keep(h, "half", "m", false, false, true, time.Hour)
+			s.unhold(h)
+		} else {
+			if err := s.acquire(ctx, "m", "r"); err != nil {
+				t.Fatal(err)
+			}
+			h = &hold{item: true}
+			s.keep(h, "half", "m", false, false, true, time.Hour)
+			s.resume(h, "m", "r2")
+			s.release("m", false, false)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.worth("last") || !s.worth("first") || !s.worth("half") || !s.worth("never held") {
+		t.Errorf("worth: last %v (want false), first %v, half %v, never held %v (want true)", s.worth("last"), s.worth("first"), s.worth("half"), s.worth("never held"))
+	}
+	if o := s.itemHolds["last"]; o.kept != holdTrial || o.taken != 0 {
+		t.Errorf("last: %+v", *o)
+	}
 }
