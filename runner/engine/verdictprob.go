@@ -168,27 +168,20 @@ func ExpectedScore(resp localmodels.ChatResponse, field string, read, lo, hi int
 }
 
 // digits is the first run of digits in tok ("" when none).
-func digits(tok string) string {
-	start := strings.IndexFunc(tok, unicode.IsDigit)
-	if start < 0 {
-		return ""
-	}
-	rest := tok[start:]
-	if end := strings.IndexFunc(rest, func(r rune) bool { return !unicode.IsDigit(r) }); end >= 0 {
-		return rest[:end]
-	}
-	return rest
-}
+func digits(tok string) string { return firstRun(tok, unicode.IsDigit) }
 
 // letters is the first run of letters in tok ("" when none): a token's
 // word without the quote, colon or space before it and the comma after.
-func letters(tok string) string {
-	start := strings.IndexFunc(tok, unicode.IsLetter)
+func letters(tok string) string { return firstRun(tok, unicode.IsLetter) }
+
+// firstRun is the first run of runes in tok that are all in ("" when none).
+func firstRun(tok string, in func(rune) bool) string {
+	start := strings.IndexFunc(tok, in)
 	if start < 0 {
 		return ""
 	}
 	rest := tok[start:]
-	if end := strings.IndexFunc(rest, func(r rune) bool { return !unicode.IsLetter(r) }); end >= 0 {
+	if end := strings.IndexFunc(rest, func(r rune) bool { return !in(r) }); end >= 0 {
 		return rest[:end]
 	}
 	return rest
