@@ -183,10 +183,15 @@ type Verdict struct {
 	Hallucination bool `json:"hallucination"`
 }
 
+// Scores are the verdict's 1–5 scores by the names the judge writes them
+// under.
+func (v Verdict) Scores() []judging.Score {
+	return []judging.Score{{Name: "originality", Value: v.Originality}, {Name: "feasibility", Value: v.Feasibility}, {Name: "value", Value: v.Value}}
+}
+
 // Validate rejects scores outside 1..5.
 func (v *Verdict) Validate() error {
-	return judging.InRange(1, 5, judging.Score{Name: "originality", Value: v.Originality},
-		judging.Score{Name: "feasibility", Value: v.Feasibility}, judging.Score{Name: "value", Value: v.Value})
+	return judging.InRange(1, 5, v.Scores()...)
 }
 
 // VerdictSchema is the structured-output schema sent as the judge's format.
@@ -934,15 +939,12 @@ func Judge(ctx context.Context, c *engine.Calls, spec JudgeSpec, judge, question
 			if p, known := engine.VerdictProb(resp, "hallucination", v.Hallucination); known {
 				jd.VerdictProb = &p
 			}
-			for _, sc := range []struct {
-				name string
-				read int
-			}{{"originality", v.Originality}, {"feasibility", v.Feasibility}, {"value", v.Value}} {
-				if e, known := engine.ExpectedScore(resp, sc.name, sc.read, 1, 5); known {
+			for _, sc := range v.Scores() {
+				if e, known := engine.ExpectedScore(resp, sc.Name, sc.Value, 1, 5); known {
 					if jd.Expected == nil {
 						jd.Expected = map[string]float64{}
 					}
-					jd.Expected[sc.name] = e
+					jd.Expected[sc.Name] = e
 				}
 			}
 		}

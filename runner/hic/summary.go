@@ -245,21 +245,18 @@ func expectedScores(decoded []ItemResult) (summary.Table, bool) {
 					if !j.Scored || j.Verdict == nil {
 						continue
 					}
-					for _, sc := range []struct {
-						name string
-						v    int
-					}{{"originality", j.Verdict.Originality}, {"feasibility", j.Verdict.Feasibility}, {"value", j.Verdict.Value}} {
-						k := [2]string{j.Judge, sc.name}
+					for _, sc := range j.Verdict.Scores() {
+						k := [2]string{j.Judge, sc.Name}
 						if by[k] == nil {
 							by[k] = &acc{}
 						}
 						x := by[k]
 						x.n++
-						x.read += float64(sc.v)
-						if e, ok := j.Expected[sc.name]; ok {
+						x.read += float64(sc.Value)
+						if e, ok := j.Expected[sc.Name]; ok {
 							seen = true
 							x.known++
-							x.pairRead += float64(sc.v)
+							x.pairRead += float64(sc.Value)
 							x.expected += e
 						}
 					}
