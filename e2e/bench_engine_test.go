@@ -432,15 +432,20 @@ func post(t *testing.T, host string, body []byte) bool {
 
 // benchPool: a pool of two real servers, the tiny model on both, 100
 // HaluEval judgements; halu's requests, logged by a proxy in front of each
-// server, sent again by a minimal direct client with the same requests in
+// server, sent again by minimal direct clients with the same requests in
 // flight on each server. Requests per second, halu ÷ direct, over
-// interleaved pairs (halu with a fresh cache each time). The direct client
-// spreads the requests over both servers as a minimal pool client does:
-// one queue in halu's order, each server's workers taking the next request
-// when free (the figure). A second direct client replays each server's own
-// requests as halu sent them there (a detail line): it inherits halu's
-// choices — which server took which request, a judge's repair turn on the
-// server that holds its prompt — so it measures halu's own overhead alone.
+// interleaved pairs (halu with a fresh cache each time). The figure's
+// client replays each server's own requests as halu sent them there: it
+// inherits halu's choices — which server took which request, a judge's
+// repair turn on the server that holds its prompt — so it measures halu's
+// own overhead alone (its start before the first request, its time
+// between a reply and the next request, and the processor time it takes
+// from servers that share its machine). Beside it, a client spreading the
+// requests as a minimal pool client does (one queue in halu's order, each
+// server's workers taking the next request when free), and what a user
+// without a pool does: split the items by hand, one halu run a server
+// (--shard 1/2 on one, 2/2 on the other, at once), timed to the later
+// run's end.
 // Half of the requests are judges' repair turns (the tiny judge's replies
 // never read as JSON): halu sends each to the server that holds its
 // judgement's prompt and reply, which begin the repair's prompt; a client
@@ -523,9 +528,35 @@ func benchPool(t *testing.T) {
 		turns, moved := turnsMoved(t, h.all, on)
 		return d, busy, fmt.Sprintf("%d on a, %d on b; %d of %d repair turns on the other server than their judgement", len(ba), len(bb), moved, turns)
 	}
+	// runHand splits the units by hand: one halu run a server, at once,
+	// each with its own fresh cache; the wall time is the later run's
+	// end, the requests those both proxies saw.
+	runHand := func(n int) (time.Duration, int) {
+		start := time.Now()
+		var wg sync.WaitGroup
+		res := make([]result, 2)
+		for i, p := range []*proxy{pa, pb} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[i] = halu(t, p.host(), "--cache", filepath.Join(work, fmt.Sprintf("hand%d-%d.cache", n, i)), "judges", "validate", "--judges", "ta", "--limit", "100",
+					"--judge-format", "json", "--judge-max-tokens", "16", "--judge-checks", "0", "--shard", fmt.Sprintf("%d/2", i+1), "--out", filepath.Join(work, fmt.Sprintf("hand%d-%d", n, i)))
+			}()
+		}
+		wg.Wait()
+		wall := time.Since(start)
+		for i, r := range res {
+			if r.code != 0 && !(r.code == 1 && strings.Contains(r.stderr, "nothing measured")) {
+				t.Fatalf("judges validate, shard %d/2 by hand: exit %d\n%s\n%s", i+1, r.code, r.stdout, r.stderr)
+			}
+		}
+		ba, _ := pa.take()
+		bb, _ := pb.take()
+		return wall, len(ba) + len(bb)
+	}
 	prev := runHalu(0) // warm-up: loads the model on both servers
-	var ratios, splitRatios []float64
-	var detail []string
+	var ratios, splitRatios, handRatios []float64
+	var detail, handDetail []string
 	for pair := 1; pair <= 4; pair++ {
 		var h haluRun
 		var shared, split time.Duration
@@ -539,13 +570,17 @@ func benchPool(t *testing.T) {
 				shared, sbusy, spread = runShared(h)
 			}
 		}
+		var hand time.Duration
+		var handCalls int
 		order := "halu first"
 		if pair%2 == 1 {
 			order = "direct first"
 			directs(prev)
+			hand, handCalls = runHand(pair)
 			h = runHalu(pair)
 		} else {
 			h = runHalu(pair)
+			hand, handCalls = runHand(pair)
 			directs(h)
 		}
 		calls := len(h.ba) + len(h.bb)
@@ -556,6 +591,9 @@ func benchPool(t *testing.T) {
 		hr, dr, pr := float64(calls)/h.wall.Seconds(), float64(calls)/shared.Seconds(), float64(calls)/split.Seconds()
 		ratios = append(ratios, hr/dr)
 		splitRatios = append(splitRatios, hr/pr)
+		hh := float64(handCalls) / hand.Seconds()
+		handRatios = append(handRatios, hr/hh)
+		handDetail = append(handDetail, fmt.Sprintf("%.3f (%d requests in %s)", hr/hh, handCalls, hand.Round(time.Millisecond)))
 		detail = append(detail, fmt.Sprintf("pair %d (%s): halu %d requests (%d on a, %d on b; peak in flight %d, %d) in %s = %.2f/s; direct from one queue %.2f/s (%s; %s); direct replaying halu's split %.2f/s (%s); halu sent %d of %d repair turns to the other server than their judgement; halu's first request %s after its start, its last reply %s before its exit; over its requests' span %.2f/s; mean requests in flight on a, b over each one's span: halu %s, direct from one queue %s, replaying halu's split %s",
 			pair, order, calls, len(h.ba), len(h.bb), h.peakA, h.peakB, h.wall.Round(time.Millisecond), hr, dr, shared.Round(time.Millisecond), spread, pr, split.Round(time.Millisecond), h.moved, h.turns,
 			h.lead.Round(time.Millisecond), h.tail.Round(time.Millisecond), float64(calls)/h.span.Seconds(), h.busy, sbusy, pbusy))
@@ -568,7 +606,8 @@ func benchPool(t *testing.T) {
 	}
 	detail = append(detail,
 		fmt.Sprintf("halu ÷ a direct client replaying halu's own split, per pair: %s (halu's overhead alone: the direct side inherits halu's choices)", strings.Join(sp, ", ")),
-		fmt.Sprintf("beside it, halu ÷ a naive direct client from one queue: %.3f (pairs %s; its gain is routing repair turns to the server holding their prompt)", medianF(ratios), strings.Join(nv, ", ")))
+		fmt.Sprintf("beside it, halu ÷ a naive direct client from one queue: %.3f (pairs %s; its gain is routing repair turns to the server holding their prompt)", medianF(ratios), strings.Join(nv, ", ")),
+		fmt.Sprintf("and halu's pool ÷ the units split by hand, one halu run a server at once (--shard 1/2, 2/2), req/s: %.3f (pairs %s)", medianF(handRatios), strings.Join(handDetail, ", ")))
 	figure("pool vs own-split replay req/s ratio", fmt.Sprintf("%.3f (median of %d pairs)", medianF(splitRatios), len(splitRatios)), detail...)
 }
 
@@ -676,16 +715,20 @@ func busyOf(pa, pb *proxy) string {
 // best fixed setting's. One untimed run first loads the models (the
 // setting timed first would otherwise also pay the server's first loads).
 // A sweep of sweepRounds rounds finds the best setting (the least median);
-// then confirmPairs pairs time the default and that best one after the
-// other, the order turning each pair (default first, best first, …), and
-// the figure is the median of the pairs' ratios. The sweep alone could not
-// give it: the least of several noisy medians is low by the noise, and
-// with 32 items the default, 32 and 64 are the same run; a pair's two runs
-// are a minute apart, and the turning order cancels a server that speeds
-// up or slows.
+// then confirmPairs pairs time the default and that best one, each pair
+// four runs in mirrored order (default, best, best, default; the next
+// best first), and the figure is the median of the pairs' ratios of sums.
+// The sweep alone could not give it: the least of several noisy medians is
+// low by the noise, and with 32 items the default, 32 and 64 are the same
+// run; the mirrored order cancels a server that speeds up or slows, and
+// one whose runs alternate fast and slow.
 func benchItemsInFlight(t *testing.T) {
+	// Five pairs on aliases, whose runs take a third of the time and
+	// whose default and best setting are often the same run: a figure of
+	// noise alone, held closer by more pairs.
+	pairs := map[string]int{"aliases": 5, "distinct weights": 3}
 	for _, kind := range []string{"aliases", "distinct weights"} {
-		t.Run(strings.ReplaceAll(kind, " ", "-"), func(t *testing.T) { itemsInFlightFigure(t, kind, 30, 2, 3) })
+		t.Run(strings.ReplaceAll(kind, " ", "-"), func(t *testing.T) { itemsInFlightFigure(t, kind, 30, 2, pairs[kind]) })
 	}
 }
 
@@ -759,16 +802,26 @@ func itemsInFlightFigure(t *testing.T, kind string, questions, sweepRounds, conf
 	var ratios []float64
 	var pairs []string
 	for p := 0; p < confirmPairs; p++ {
-		var d, b time.Duration
-		if p%2 == 0 {
-			d = run("default", fmt.Sprintf("pair-%d-default", p))
-			b = run(best, fmt.Sprintf("pair-%d-%s", p, best))
-		} else {
-			b = run(best, fmt.Sprintf("pair-%d-%s", p, best))
-			d = run("default", fmt.Sprintf("pair-%d-default", p))
+		// A pair is four runs, the default and the best setting twice each
+		// in mirrored order (d b b d, then b d d b): a server that speeds
+		// up or slows during the pair, and one whose runs alternate fast
+		// and slow (seen: seven couples of runs of the default and 32, back
+		// to back, the later of each couple the faster in all seven,
+		// whichever setting it was), weigh on both sides alike.
+		first, second := "default", best
+		if p%2 == 1 {
+			first, second = best, "default"
 		}
-		ratios = append(ratios, d.Seconds()/b.Seconds())
-		pairs = append(pairs, fmt.Sprintf("%s/%s = %.3f", d.Round(time.Millisecond), b.Round(time.Millisecond), d.Seconds()/b.Seconds()))
+		w := map[string]time.Duration{}
+		var order []string
+		for k, s := range []string{first, second, second, first} {
+			d := run(s, fmt.Sprintf("pair-%d-%d-%s", p, k, s))
+			w[s] += d
+			order = append(order, fmt.Sprintf("%s %s", s, d.Round(time.Millisecond)))
+		}
+		r := w["default"].Seconds() / w[best].Seconds()
+		ratios = append(ratios, r)
+		pairs = append(pairs, fmt.Sprintf("%.3f (%s)", r, strings.Join(order, ", ")))
 	}
 	var parts []string
 	for _, s := range settings {
@@ -776,7 +829,7 @@ func itemsInFlightFigure(t *testing.T, kind string, questions, sweepRounds, conf
 	}
 	figure(fmt.Sprintf("items in flight default/best wall (%d items, %s)", len(recs), kind), fmt.Sprintf("%.3f (best fixed setting: %s)", medianF(ratios), best),
 		fmt.Sprintf("sweep, median of %d rounds after one untimed run: ", sweepRounds)+strings.Join(parts, ", "),
-		fmt.Sprintf("default ÷ %s in %d pairs, the order turning: %s", best, confirmPairs, strings.Join(pairs, "; ")))
+		fmt.Sprintf("default ÷ %s in %d pairs (each the sum of two runs ÷ the sum of two, in mirrored order): %s", best, confirmPairs, strings.Join(pairs, "; ")))
 }
 
 // benchSlots: 100 generator models of distinct weights (tiny models of

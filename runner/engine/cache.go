@@ -27,7 +27,8 @@ const cacheFormat = "v2"
 // file per key under dir/v2/ab/abcdef…, written atomically, so concurrent
 // runs and a kill at any moment never leave a half-written entry. Each
 // entry carries the key it answers and the SHA-256 of its value, checked on
-// every read: an entry damaged on disk (truncated, emptied, edited, moved)
+// every read: an entry damaged on disk (truncated, emptied, edited, moved,
+// or left empty by a power cut: entries are not fsynced, rundir.PlaceFile)
 // is dropped, counted and fetched again, never used.
 type Cache struct {
 	dir string
@@ -167,8 +168,8 @@ func (c *Cache) Put(key string, v any) error { return c.put(c.path(key), key, v)
 // Get answers from it at once, and done, when not nil, gets the write's
 // error once it is on disk (or failed). Wait waits for every such write. A
 // call's reply is stored this way so that the server is not kept waiting
-// on the disk (an atomic write with its fsync takes 0.5–1 ms) when the
-// caller keeps its slot for a next turn.
+// on the disk (an atomic write is five system calls) when the caller keeps
+// its slot for a next turn.
 func (c *Cache) PutLater(key string, v any, done func(error)) {
 	b, err := encodeEntry(key, v)
 	if err != nil {
@@ -230,7 +231,7 @@ func (c *Cache) write(p string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("cache %s: %w", c.dir, err)
 	}
-	if err := rundir.WriteFileVia(c.tmpDir(), strconv.Itoa(os.Getpid())+"-", p, b); err != nil {
+	if err := rundir.PlaceFile(c.tmpDir(), strconv.Itoa(os.Getpid())+"-", p, b); err != nil {
 		return fmt.Errorf("cache %s: %w", c.dir, err)
 	}
 	return nil

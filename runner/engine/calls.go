@@ -350,9 +350,8 @@ func (e *Engine) cachePut(key string, v any) { e.cacheFailed(e.Cache.Put(key, v)
 // cachePutLater is cachePut with the write in the background
 // (Cache.PutLater; the cache answers the key at once), for a reply whose
 // caller keeps its slot for a next turn (a judge's repair turn): the
-// server would otherwise wait while the entry reaches the disk (0.5–1 ms
-// with its fsync). The run waits for every such write before it counts
-// their failures (finish).
+// server would otherwise wait while the entry is written. The run waits
+// for every such write before it counts their failures (finish).
 func (e *Engine) cachePutLater(key string, v any) { e.Cache.PutLater(key, v, e.cacheFailed) }
 
 // cacheFailed counts a failed cache write, said the first time.

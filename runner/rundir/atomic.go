@@ -2,7 +2,6 @@ package rundir
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,13 +32,34 @@ func WriteAtomic(path string, write func(io.Writer) error) error {
 // TempPrefix is the name prefix of WriteAtomic's temporary files for path.
 func TempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
 
-// WriteFileVia writes b to a temporary file in dir (on path's file system)
-// named prefix…, syncs it and renames it to path. The caller sweeps dir.
-func WriteFileVia(dir, prefix, path string, b []byte) error {
-	return writeVia(dir, prefix, path, func(w io.Writer) error {
-		_, err := io.Copy(w, bytes.NewReader(b))
+// PlaceFile writes b to a temporary file in dir (on path's file system)
+// named prefix… and renames it to path, without an fsync: for a file whose
+// reader checks it (a cache entry carries the SHA-256 of its value), where
+// a power cut that leaves it empty or cut short costs a refetch, never a
+// wrong value — and where the fsync's cost, paid on every model reply,
+// fell on the servers (on a machine whose cores run the model, the
+// kernel's journal commits take from it). A kill still leaves the old
+// file or the new one whole: the rename is atomic and the written bytes
+// are the system's once written. The caller sweeps dir.
+func PlaceFile(dir, prefix, path string, b []byte) error {
+	tmp, err := os.CreateTemp(dir, prefix+"*")
+	if err != nil {
 		return err
-	})
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 func writeVia(dir, prefix, path string, write func(io.Writer) error) error {
