@@ -51,6 +51,10 @@ type globals struct {
 	eng    engine.EngineConfig
 	stdout io.Writer
 	stderr io.Writer
+	// build is halu's build identity (rundir.Build), begun early by a
+	// command that has other work before it needs it; nil: made when
+	// asked.
+	build func() string
 }
 
 func main() {
@@ -318,7 +322,10 @@ func (g *globals) engine() (*engine.Engine, error) {
 		return nil, err
 	}
 	e.Log, e.Interactive, e.Columns = g.stderr, isTerminal(g.stderr), termWidth(g.stderr)
-	e.Version = rundir.Build(version, revision)
+	if g.build == nil {
+		g.build = rundir.StartBuild(version, revision)
+	}
+	e.Version = g.build()
 	return e, nil
 }
 

@@ -191,6 +191,8 @@ func suiteCmd(g *globals, def engine.Declaration, use, short string, rc *runCont
 		if err != nil {
 			return err
 		}
+		// The build's hash is made while the suite reads its data.
+		g.build = rundir.StartBuild(version, revision)
 		s, err := newSuite(def, cfg)
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"halu/localmodels"
 )
@@ -45,6 +46,16 @@ func Build(version, revision string) string {
 		return version
 	}
 	return version + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// StartBuild is Build begun at once, in the background: hashing the
+// executable (tens of milliseconds for halu's) overlaps what a command
+// does before it needs its build — a suite reading its data. The function
+// returned waits for it, and gives the same string every call.
+func StartBuild(version, revision string) func() string {
+	ch := make(chan string, 1)
+	go func() { ch <- Build(version, revision) }()
+	return sync.OnceValue(func() string { return <-ch })
 }
 
 // executableSum is the first 12 hex digits of the running executable's

@@ -59,8 +59,15 @@ func TestBuildNamesTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := Build("9.9.9", "abc123")
-	if want := "9.9.9 (rev abc123, binary sha256 " + h[:12] + ")"; got != want {
+	want := "9.9.9 (rev abc123, binary sha256 " + h[:12] + ")"
+	if got := Build("9.9.9", "abc123"); got != want {
 		t.Errorf("Build = %q, want %q", got, want)
+	}
+	// Begun in the background, the same identity, every call.
+	build := StartBuild("9.9.9", "abc123")
+	for range 2 {
+		if got := build(); got != want {
+			t.Errorf("StartBuild = %q, want %q", got, want)
+		}
 	}
 }
