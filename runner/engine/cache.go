@@ -166,7 +166,7 @@ func (c *Cache) Put(key string, v any) error { return c.put(c.path(key), key, v)
 
 // PutLater stores v under key as Put does, writing it in the background:
 // Get answers from it at once, and done, when not nil, gets the write's
-// error once it is on disk (or failed). Wait waits for every such write. A
+// error once it is written (or failed). Wait waits for every such write. A
 // call's reply is stored this way so that the server is not kept waiting
 // on the disk (an atomic write is five system calls) when the caller keeps
 // its slot for a next turn.
@@ -201,7 +201,7 @@ func (c *Cache) PutLater(key string, v any, done func(error)) {
 	}()
 }
 
-// Wait returns when every write PutLater began is on disk (or failed).
+// Wait returns when every write PutLater began is written (or failed).
 func (c *Cache) Wait() { c.writes.Wait() }
 
 func (c *Cache) put(p, key string, v any) error {

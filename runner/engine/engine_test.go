@@ -701,7 +701,7 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 	damage := []func(b []byte) []byte{
 		func([]byte) []byte { return []byte("null") },
 		func([]byte) []byte { return []byte("{}") },
-		func([]byte) []byte { return nil }, // emptied: a power cut after the rename (entries are not synced)
+		func([]byte) []byte { return nil },            // emptied: a power cut after the rename (entries are not synced)
 		func(b []byte) []byte { return b[:len(b)/2] }, // truncated
 		func(b []byte) []byte { return alter(b, 0) },  // the value altered, its checksum not
 		func(b []byte) []byte { return alter(b, 5) },

@@ -42,13 +42,39 @@ func TempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-"
 // file or the new one whole: the rename is atomic and the written bytes
 // are the system's once written. The caller sweeps dir.
 func PlaceFile(dir, prefix, path string, b []byte) error {
+	return place(dir, prefix, path, false, func(f *os.File) error {
+		_, err := f.Write(b)
+		return err
+	})
+}
+
+// writeVia writes path through write, buffered, synced and renamed into
+// place (WriteAtomic).
+func writeVia(dir, prefix, path string, write func(io.Writer) error) error {
+	return place(dir, prefix, path, true, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 64<<10)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+// place writes a temporary file in dir named prefix… through write, makes
+// it readable by all (0644), syncs it when sync is set, and renames it to
+// path; on any failure the temporary file is removed and path is
+// untouched.
+func place(dir, prefix, path string, sync bool, write func(*os.File) error) error {
 	tmp, err := os.CreateTemp(dir, prefix+"*")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(b)
+	err = write(tmp)
 	if err == nil {
 		err = tmp.Chmod(0o644)
+	}
+	if err == nil && sync {
+		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -60,40 +86,6 @@ func PlaceFile(dir, prefix, path string, b []byte) error {
 		os.Remove(tmp.Name())
 	}
 	return err
-}
-
-func writeVia(dir, prefix, path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(dir, prefix+"*")
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	bw := bufio.NewWriterSize(tmp, 64<<10)
-	if err := write(bw); err != nil {
-		return fail(err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }
 
 // SweepTemps removes the files in dir whose names start with prefix: the
