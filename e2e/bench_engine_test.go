@@ -535,17 +535,21 @@ func benchPool(t *testing.T) {
 		start := time.Now()
 		var wg sync.WaitGroup
 		res := make([]result, 2)
+		errs := make([]error, 2)
 		for i, p := range []*proxy{pa, pb} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res[i] = halu(t, p.host(), "--cache", filepath.Join(work, fmt.Sprintf("hand%d-%d.cache", n, i)), "judges", "validate", "--judges", "ta", "--limit", "100",
+				res[i], errs[i] = execHalu(p.host(), "--cache", filepath.Join(work, fmt.Sprintf("hand%d-%d.cache", n, i)), "judges", "validate", "--judges", "ta", "--limit", "100",
 					"--judge-format", "json", "--judge-max-tokens", "16", "--judge-checks", "0", "--shard", fmt.Sprintf("%d/2", i+1), "--out", filepath.Join(work, fmt.Sprintf("hand%d-%d", n, i)))
 			}()
 		}
 		wg.Wait()
 		wall := time.Since(start)
 		for i, r := range res {
+			if errs[i] != nil {
+				t.Fatalf("judges validate, shard %d/2 by hand: %v", i+1, errs[i])
+			}
 			if r.code != 0 && !(r.code == 1 && strings.Contains(r.stderr, "nothing measured")) {
 				t.Fatalf("judges validate, shard %d/2 by hand: exit %d\n%s\n%s", i+1, r.code, r.stdout, r.stderr)
 			}

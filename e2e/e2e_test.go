@@ -92,6 +92,16 @@ type result struct {
 
 func halu(t *testing.T, host string, args ...string) result {
 	t.Helper()
+	r, err := execHalu(host, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// execHalu runs halu against host; err is only a failure to run it (an
+// exit code other than 0 is in the result). Safe from any goroutine.
+func execHalu(host string, args ...string) (result, error) {
 	// The server and thread count come from the environment: commands
 	// that call no model take neither flag.
 	cmd := exec.Command(haluBin, args...)
@@ -103,9 +113,9 @@ func halu(t *testing.T, host string, args ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatal(err)
+		return result{}, err
 	}
-	return result{so.String(), se.String(), code}
+	return result{so.String(), se.String(), code}, nil
 }
 
 func mustHalu(t *testing.T, host string, args ...string) result {
