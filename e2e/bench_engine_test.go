@@ -595,9 +595,15 @@ func benchPool(t *testing.T) {
 		hr, dr, pr := float64(calls)/h.wall.Seconds(), float64(calls)/shared.Seconds(), float64(calls)/split.Seconds()
 		ratios = append(ratios, hr/dr)
 		splitRatios = append(splitRatios, hr/pr)
-		hh := float64(handCalls) / hand.Seconds()
-		handRatios = append(handRatios, hr/hh)
-		handDetail = append(handDetail, fmt.Sprintf("%.3f (%d requests in %s)", hr/hh, handCalls, hand.Round(time.Millisecond)))
+		// Only the same requests compare: a split that sent another number
+		// (none, or fewer from a cache) is "–" for its pair.
+		if handCalls == calls {
+			hh := float64(handCalls) / hand.Seconds()
+			handRatios = append(handRatios, hr/hh)
+			handDetail = append(handDetail, fmt.Sprintf("%.3f (%d requests in %s)", hr/hh, handCalls, hand.Round(time.Millisecond)))
+		} else {
+			handDetail = append(handDetail, fmt.Sprintf("– (the split sent %d requests, the pool %d)", handCalls, calls))
+		}
 		detail = append(detail, fmt.Sprintf("pair %d (%s): halu %d requests (%d on a, %d on b; peak in flight %d, %d) in %s = %.2f/s; direct from one queue %.2f/s (%s; %s); direct replaying halu's split %.2f/s (%s); halu sent %d of %d repair turns to the other server than their judgement; halu's first request %s after its start, its last reply %s before its exit; over its requests' span %.2f/s; mean requests in flight on a, b over each one's span: halu %s, direct from one queue %s, replaying halu's split %s",
 			pair, order, calls, len(h.ba), len(h.bb), h.peakA, h.peakB, h.wall.Round(time.Millisecond), hr, dr, shared.Round(time.Millisecond), spread, pr, split.Round(time.Millisecond), h.moved, h.turns,
 			h.lead.Round(time.Millisecond), h.tail.Round(time.Millisecond), float64(calls)/h.span.Seconds(), h.busy, sbusy, pbusy))
@@ -611,7 +617,7 @@ func benchPool(t *testing.T) {
 	detail = append(detail,
 		fmt.Sprintf("halu ÷ a direct client replaying halu's own split, per pair: %s (halu's overhead alone: the direct side inherits halu's choices)", strings.Join(sp, ", ")),
 		fmt.Sprintf("beside it, halu ÷ a naive direct client from one queue: %.3f (pairs %s; its gain is routing repair turns to the server holding their prompt)", medianF(ratios), strings.Join(nv, ", ")),
-		fmt.Sprintf("and halu's pool ÷ the units split by hand, one halu run a server at once (--shard 1/2, 2/2), req/s: %.3f (pairs %s)", medianF(handRatios), strings.Join(handDetail, ", ")))
+		fmt.Sprintf("and halu's pool ÷ the units split by hand, one halu run a server at once (--shard 1/2, 2/2), req/s: %s (pairs %s)", medianOrDash(handRatios), strings.Join(handDetail, ", ")))
 	figure("pool vs own-split replay req/s ratio", fmt.Sprintf("%.3f (median of %d pairs)", medianF(splitRatios), len(splitRatios)), detail...)
 }
 
@@ -901,6 +907,14 @@ func medianF(xs []float64) float64 {
 		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return s[len(s)/2]
+}
+
+// medianOrDash is medianF to three decimals, "–" of no values.
+func medianOrDash(xs []float64) string {
+	if len(xs) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f", medianF(xs))
 }
 
 func durations(ds []time.Duration) string {
