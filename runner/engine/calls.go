@@ -408,8 +408,8 @@ func (e *Engine) call(ctx context.Context, stage, model, load, prompt string, ti
 		switch {
 		case h != nil && h.keep && err == nil:
 			e.sched.keep(h, stage, load, busy, queued, false, e.sched.holdFor)
-		case h != nil && h.item && err == nil && e.sched.holdForItem(stage, load):
-			e.sched.keep(h, stage, load, busy, queued, true, e.sched.itemHoldFor)
+		case h != nil && h.item && err == nil:
+			e.sched.endItemCall(h, stage, load, busy, queued)
 		default:
 			e.sched.release(load, busy, queued)
 		}

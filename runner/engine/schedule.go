@@ -378,11 +378,17 @@ func (s *scheduler) acquire(ctx context.Context, load, prompt string) error {
 // the load started beside it.
 func (s *scheduler) release(load string, busy, queued bool) {
 	s.mu.Lock()
-	s.free(load)
-	s.adapt(busy, queued)
-	woke := s.dispatch()
+	woke := s.releaseLocked(load, busy, queued)
 	s.mu.Unlock()
 	handoff(woke)
+}
+
+// releaseLocked is release with s.mu held, up to the handoff: it reports
+// whether a waiting call was woken.
+func (s *scheduler) releaseLocked(load string, busy, queued bool) bool {
+	s.free(load)
+	s.adapt(busy, queued)
+	return s.dispatch()
 }
 
 // handoff yields the processor to the call a freed slot woke (woke), once
@@ -522,6 +528,11 @@ const itemHoldFor = 20 * time.Millisecond
 func (s *scheduler) keep(h *hold, stage, load string, busy, queued, forItem bool, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.keepLocked(h, stage, load, busy, queued, forItem, d)
+}
+
+// keepLocked is keep with s.mu held.
+func (s *scheduler) keepLocked(h *hold, stage, load string, busy, queued, forItem bool, d time.Duration) {
 	s.adapt(busy, queued)
 	s.drop(h) // a slot held already: its caller did not resume it
 	h.load, h.from, h.forItem = load, stage, forItem
@@ -529,13 +540,27 @@ func (s *scheduler) keep(h *hold, stage, load string, busy, queued, forItem bool
 	s.dispatch()
 }
 
+// endItemCall ends a successful call of stage made under an item's hold
+// h: its slot is kept for the item's next call, for at most itemHoldFor,
+// when holdForItem says so, and freed as release frees it otherwise — one
+// decision under one lock, so no call can come or go between the two.
+func (s *scheduler) endItemCall(h *hold, stage, load string, busy, queued bool) {
+	s.mu.Lock()
+	if s.holdForItem(stage, load) {
+		s.keepLocked(h, stage, load, busy, queued, true, s.itemHoldFor)
+		s.mu.Unlock()
+		return
+	}
+	woke := s.releaseLocked(load, busy, queued)
+	s.mu.Unlock()
+	handoff(woke)
+}
+
 // holdForItem reports whether the slot a call of stage frees is to be
 // kept for its item's next call: a call waits that the slot would admit
 // (only then would the server's copy of the prompt be lost: an idle slot
-// keeps it), and such holds after stage have been worth it.
+// keeps it), and such holds after stage have been worth it. s.mu is held.
 func (s *scheduler) holdForItem(stage, load string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.worth(stage) {
 		return false
 	}
