@@ -559,7 +559,7 @@ func benchPool(t *testing.T) {
 		return wall, len(ba) + len(bb)
 	}
 	prev := runHalu(0) // warm-up: loads the model on both servers
-	var ratios, splitRatios, handRatios []float64
+	var ratios, splitRatios, spanRatios, handRatios []float64
 	var detail, handDetail []string
 	for pair := 1; pair <= 4; pair++ {
 		var h haluRun
@@ -595,6 +595,7 @@ func benchPool(t *testing.T) {
 		hr, dr, pr := float64(calls)/h.wall.Seconds(), float64(calls)/shared.Seconds(), float64(calls)/split.Seconds()
 		ratios = append(ratios, hr/dr)
 		splitRatios = append(splitRatios, hr/pr)
+		spanRatios = append(spanRatios, float64(calls)/h.span.Seconds()/pr)
 		// Only the same requests compare: a split that sent another number
 		// (none, or fewer from a cache) is "–" for its pair.
 		if handCalls == calls {
@@ -609,13 +610,15 @@ func benchPool(t *testing.T) {
 			h.lead.Round(time.Millisecond), h.tail.Round(time.Millisecond), float64(calls)/h.span.Seconds(), h.busy, sbusy, pbusy))
 		prev = h
 	}
-	var sp, nv []string
+	var sp, ss, nv []string
 	for i := range ratios {
 		sp = append(sp, fmt.Sprintf("%.3f", splitRatios[i]))
+		ss = append(ss, fmt.Sprintf("%.3f", spanRatios[i]))
 		nv = append(nv, fmt.Sprintf("%.3f", ratios[i]))
 	}
 	detail = append(detail,
 		fmt.Sprintf("halu ÷ a direct client replaying halu's own split, per pair: %s (halu's overhead alone: the direct side inherits halu's choices)", strings.Join(sp, ", ")),
+		fmt.Sprintf("the same over halu's requests' span (its first request to its last reply, as the replay is timed; halu's start and exit left out): %.3f (pairs %s)", medianF(spanRatios), strings.Join(ss, ", ")),
 		fmt.Sprintf("beside it, halu ÷ a naive direct client from one queue: %.3f (pairs %s; its gain is routing repair turns to the server holding their prompt)", medianF(ratios), strings.Join(nv, ", ")),
 		fmt.Sprintf("and halu's pool ÷ the units split by hand, one halu run a server at once (--shard 1/2, 2/2), req/s: %s (pairs %s)", medianOrDash(handRatios), strings.Join(handDetail, ", ")))
 	figure("pool vs own-split replay req/s ratio", fmt.Sprintf("%.3f (median of %d pairs)", medianF(splitRatios), len(splitRatios)), detail...)
