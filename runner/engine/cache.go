@@ -40,6 +40,12 @@ type Cache struct {
 	writing map[string][]byte
 	writes  sync.WaitGroup
 	writers chan struct{}
+	// made holds the directories writes have made or found, so that an
+	// entry's write does not ask the file system for its directory again;
+	// tmpPrefix begins this process's temporary files (its id, which
+	// cleanTemp reads).
+	made      sync.Map
+	tmpPrefix string
 }
 
 // cacheWriters is how many entries PutLater writes at once.
@@ -57,7 +63,7 @@ type entry struct {
 // A cache that cannot be written to (a read-only copy) still serves reads:
 // its writes fail, and the engine counts them.
 func OpenCache(dir string) (*Cache, error) {
-	c := &Cache{dir: dir, writers: make(chan struct{}, cacheWriters)}
+	c := &Cache{dir: dir, writers: make(chan struct{}, cacheWriters), tmpPrefix: strconv.Itoa(os.Getpid()) + "-"}
 	if err := os.MkdirAll(c.tmpDir(), 0o755); err != nil {
 		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
@@ -226,14 +232,38 @@ func encodeEntry(key string, v any) ([]byte, error) {
 	return b, nil
 }
 
-// write puts the cache file b at p atomically.
+// write puts the cache file b at p atomically. Its directory is made the
+// first time; one removed since (the cache cleared while a run writes to
+// it) is made again.
 func (c *Cache) write(p string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	dir := filepath.Dir(p)
+	err := c.mkdir(dir)
+	if err == nil {
+		err = rundir.PlaceFile(c.tmpDir(), c.tmpPrefix, p, b)
+		if errors.Is(err, fs.ErrNotExist) {
+			c.made.Clear()
+			if err = c.mkdir(c.tmpDir()); err == nil {
+				if err = c.mkdir(dir); err == nil {
+					err = rundir.PlaceFile(c.tmpDir(), c.tmpPrefix, p, b)
+				}
+			}
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("cache %s: %w", c.dir, err)
 	}
-	if err := rundir.PlaceFile(c.tmpDir(), strconv.Itoa(os.Getpid())+"-", p, b); err != nil {
-		return fmt.Errorf("cache %s: %w", c.dir, err)
+	return nil
+}
+
+// mkdir makes dir, unless a write made or found it already.
+func (c *Cache) mkdir(dir string) error {
+	if _, ok := c.made.Load(dir); ok {
+		return nil
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	c.made.Store(dir, true)
 	return nil
 }
 

@@ -790,6 +790,40 @@ func TestCacheWriteFailureIsNotFatal(t *testing.T) {
 	}
 }
 
+// A cache cleared while a run writes to it (its directories removed) is
+// written again: a write makes the directories it had made before anew
+// (they are remembered, not looked up, for each entry).
+func TestCacheClearedUnderAWriter(t *testing.T) {
+	dir := t.TempDir()
+	c, err := engine.OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := engine.Key("a"), engine.Key("b")
+	for _, step := range []struct {
+		name  string
+		key   string
+		clear bool
+	}{{"first", a, false}, {"after the cache was cleared", b, true}, {"again, into a directory made again", engine.Key("c"), false}} {
+		if step.clear {
+			if err := os.RemoveAll(filepath.Join(dir, "v2")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Put(step.key, step.name); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		other, err := engine.OpenCache(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if hit, err := other.Get(step.key, &got); !hit || err != nil || got != step.name {
+			t.Fatalf("%s: hit %v, %q, %v", step.name, hit, got, err)
+		}
+	}
+}
+
 // An entry PutLater is writing answers Get at once; once written it is on
 // disk for another reader; a write that fails is said to done, and the
 // entry then answers no more (as a failed Put).
