@@ -748,8 +748,8 @@ func benchItemsInFlight(t *testing.T) {
 // benchItemsInFlightLarge: the same on 1,000 items (all 100 questions for
 // ten generators, aliases of one set of weights): the default against the
 // best fixed setting of a one-round sweep over 4, 16 and 64, in three
-// pairs; about an hour and a half on 2 cores (HALU_BENCH_LARGE=1 make
-// bench-engine).
+// pairs; 22 minutes on 2 cores, its seventeen runs 72–91 s each
+// (HALU_BENCH_LARGE=1 make bench-engine).
 func benchItemsInFlightLarge(t *testing.T) {
 	itemsInFlightFigure(t, "aliases", 100, 1, 3, "4", "16", "64")
 }
