@@ -19,9 +19,9 @@ import (
 // The lines are read by a second goroutine while fn decodes those before
 // them: reading a large compressed set is about as much decompressing as
 // decoding (HaluEval's 4,507 lines: 40% and 55% of the time), and the
-// first model call of a run waits for both (BenchmarkScanJSONL). No
-// goroutine outlives the call: when fn fails, the reader stops at its next
-// line.
+// first model call of a run waits for both (judgeval's BenchmarkLoadSet:
+// 0.69 of the time on one goroutine, on 2 idle cores). No goroutine
+// outlives the call: when fn fails, the reader stops at its next batch.
 func ScanJSONL(r io.Reader, name string, fn func(line int, b []byte) error) error {
 	batches := make(chan lineBatch, 2)
 	stop := make(chan struct{})
