@@ -21,7 +21,9 @@ import (
 // decoding (HaluEval's 4,507 lines: 40% and 55% of the time), and the
 // first model call of a run waits for both (judgeval's BenchmarkLoadSet:
 // 0.69 of the time on one goroutine, on 2 idle cores). No goroutine
-// outlives the call: when fn fails, the reader stops at its next batch.
+// outlives the call: when fn fails, the reader stops at its next batch
+// (r's reads return, as a file's and a buffer's do; halu reads no JSONL
+// from a pipe).
 func ScanJSONL(r io.Reader, name string, fn func(line int, b []byte) error) error {
 	batches := make(chan lineBatch, 2)
 	stop := make(chan struct{})
