@@ -232,22 +232,14 @@ func encodeEntry(key string, v any) ([]byte, error) {
 	return b, nil
 }
 
-// write puts the cache file b at p atomically. Its directory is made the
-// first time; one removed since (the cache cleared while a run writes to
-// it) is made again.
+// write puts the cache file b at p atomically. The directories it needs
+// are made the first time and remembered; when they are gone since (the
+// cache cleared while a run writes to it), they are made again, once.
 func (c *Cache) write(p string, b []byte) error {
-	dir := filepath.Dir(p)
-	err := c.mkdir(dir)
-	if err == nil {
-		err = rundir.PlaceFile(c.tmpDir(), c.tmpPrefix, p, b)
-		if errors.Is(err, fs.ErrNotExist) {
-			c.made.Clear()
-			if err = c.mkdir(c.tmpDir()); err == nil {
-				if err = c.mkdir(dir); err == nil {
-					err = rundir.PlaceFile(c.tmpDir(), c.tmpPrefix, p, b)
-				}
-			}
-		}
+	err := c.place(p, b)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.made.Clear()
+		err = c.place(p, b)
 	}
 	if err != nil {
 		return fmt.Errorf("cache %s: %w", c.dir, err)
@@ -255,16 +247,19 @@ func (c *Cache) write(p string, b []byte) error {
 	return nil
 }
 
-// mkdir makes dir, unless a write made or found it already.
-func (c *Cache) mkdir(dir string) error {
-	if _, ok := c.made.Load(dir); ok {
-		return nil
+// place makes (or remembers) the temporary and the entry's directory and
+// puts b at p through the first.
+func (c *Cache) place(p string, b []byte) error {
+	for _, dir := range []string{c.tmpDir(), filepath.Dir(p)} {
+		if _, ok := c.made.Load(dir); ok {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		c.made.Store(dir, true)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	c.made.Store(dir, true)
-	return nil
+	return rundir.PlaceFile(c.tmpDir(), c.tmpPrefix, p, b)
 }
 
 // cleanTemp removes temporary files whose writer is gone: its process no
