@@ -407,10 +407,15 @@ func TestFailedItemIsRedoneOnResume(t *testing.T) {
 func TestUnreachableServerStopsRun(t *testing.T) {
 	srv := server(t, goodJudge)
 	var n atomic.Int32
+	var gone sync.Once
 	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
-		if n.Add(1) == 5 {
-			go srv.CloseClientConnections()
-			go srv.Listener.Close()
+		// From the fifth call on the server is gone: it takes no new
+		// connection, and drops the open one mid-reply — at once, not
+		// whenever a goroutine closing it gets to run (items that complete
+		// quickly could all finish first).
+		if n.Add(1) >= 5 {
+			gone.Do(func() { srv.Listener.Close() })
+			return fakeollama.Reply{Content: "a", Cut: true}
 		}
 		if r.Model == "judge" {
 			return fakeollama.Reply{Content: `{"score": 2}`}
