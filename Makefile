@@ -23,6 +23,7 @@ test:
 	$(GO) test -race -short -count=1 $(PKGS)
 	GOMAXPROCS=1 $(GO) test -count=1 -run 'Build|Interrupted' ./index
 	scripts/fuzz-short.sh
+	@echo "make test: passed — unit tests of every package (race detector, -short), the index's build on one core, and every fuzz target"
 
 test-slow:
 	$(GO) test -race -count=1 -run 'TestPrunedTopKIsExhaustive|TestAnalyzerMatchesEnglish' -v ./index

@@ -121,8 +121,12 @@ func TestCFaith(t *testing.T) {
 				t.Fatal(err)
 			}
 			ev := filepath.Join(work, lang+"-eval-"+name)
+			// Single-choice and true/false replies held to their labels:
+			// the tiny model writes neither a letter nor a verdict on its
+			// own, and a format whose every answer goes unread measured
+			// nothing (exit 4).
 			r = mustHalu(t, srv.Host, "run", "cfaith", "--data", data, "--models", "agent", "--judges", "agent",
-				"--max-tokens", "40", "--cache", cache, "--out", ev)
+				"--max-tokens", "40", "--answer-format", "labels", "--cache", cache, "--out", ev)
 			for _, want := range []string{"C-FAITH Table 5", "C-FAITH Table 6", "C-FAITH Figure 5"} {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("%s run on %s: output lacks %q:\n%s", lang, name, want, r.stdout)

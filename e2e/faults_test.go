@@ -303,3 +303,44 @@ func TestPoolWithASickServer(t *testing.T) {
 	}
 	t.Logf("%d items completed; the sick server refused %d calls, the real one answered %d", m.Counts.Items, px.refused.Load(), m.Counts.Hosts[srv.Host].Calls)
 }
+
+// Every model the project ships is sent non-ASCII prompts (C-FAITH's
+// Chinese items) on the real server: halu's random-weight tiny model and
+// stories260K answer them; TinyStories-656K aborts the pinned Ollama on
+// any non-ASCII prompt (std::out_of_range in its tokenizer, SIGABRT: the
+// whole server goes). That crash is named — the model, the call, the
+// server's own lines from its log — in well under 10 s, with no retry
+// loop, and the run keeps what it made.
+func TestCrashingModelIsNamed(t *testing.T) {
+	srv, logPath := serverWithLog(t, t.TempDir())
+	importTiny(t, srv.Host, "1", "tiny")
+	importStories(t, srv.Host, "stories")
+	mustHalu(t, srv.Host, "models", "import", filepath.Join("..", "testdata", "models", "TinyStories-656K-Q8_0.gguf"), "--name", "ts656", "--template", "{{ .Prompt }}")
+	data := filepath.Join("..", "testdata", "cfaith", "sample_zh")
+	run := func(model string) (result, time.Duration) {
+		t.Helper()
+		start := time.Now()
+		r, err := execHaluEnv(srv.Host, []string{engine.ServerLogEnv + "=" + logPath}, "run", "cfaith", "--data", data, "--models", model, "--judges", "tiny",
+			"--limit", "1", "--formats", "generative", "--max-tokens", "16", "--no-cache", "--out", filepath.Join(t.TempDir(), "run"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, time.Since(start)
+	}
+	for _, m := range []string{"tiny", "stories"} {
+		// They answer (what they answer may measure nothing: exit 4).
+		if r, _ := run(m); r.code != 0 && r.code != 4 {
+			t.Errorf("%s on a Chinese prompt: exit %d\n%s", m, r.code, r.stderr)
+		}
+	}
+	r, took := run("ts656")
+	t.Logf("%s in %s", lastLines(r.stderr, 2), took.Round(time.Millisecond))
+	if r.code != 1 || took > 10*time.Second || strings.Contains(r.stderr, "retrying") {
+		t.Errorf("the crash: exit %d after %s (want 1, under 10 s, no retry):\n%s", r.code, took, r.stderr)
+	}
+	for _, want := range []string{"ts656", "generate", "went away during this call", "std::out_of_range", "SIGABRT", "resume"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the crash's message does not say %q:\n%s", want, r.stderr)
+		}
+	}
+}

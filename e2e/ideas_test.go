@@ -21,7 +21,7 @@ func TestIdeas(t *testing.T) {
 	importTiny(t, srv.Host, "3", "judge-c")
 	work := t.TempDir()
 	args := []string{"run", "ideas", "--models", "stories", "--judges", "judge-a,judge-b,judge-c",
-		"--limit", "3", "--ideas-per-keyword", "3", "--max-tokens", "60", "--judge-max-tokens", "120", "--fluency-max-tokens", "20",
+		"--limit", "3", "--ideas-per-keyword", "3", "--max-tokens", "60", "--judge-format", "json", "--judge-max-tokens", "120", "--fluency-max-tokens", "20",
 		"--judge-checks", "0.5", "--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "run")}
 	// The judge card's extra calls are in the plan.
 	plan := mustHalu(t, srv.Host, append(args, "--dry-run")...)

@@ -82,11 +82,11 @@ func TestJudgesValidate(t *testing.T) {
 		return
 	}
 	// The tiny judge cannot write HIC-Bench's one-line verdict: every
-	// reply is unscored, and a validation that measured nothing exits 1,
+	// reply is unscored, and a validation that measured nothing exits 4,
 	// saying so, with the set read and its summary printed.
 	r = halu(t, srv.Host, "judges", "validate", "--judges", "tiny", "--set", felm, "--limit", "4", "--judge-max-tokens", "24",
 		"--cache", filepath.Join(work, "cache"), "--out", filepath.Join(work, "felm"))
-	if r.code != 1 || !strings.Contains(r.stderr, "nothing measured") {
+	if r.code != 4 || !strings.Contains(r.stderr, "nothing measured") {
 		t.Errorf("a validation whose every reply went unread: exit %d\n%s", r.code, r.stderr)
 	}
 	if !strings.Contains(r.stdout, "FELM") || !strings.Contains(r.stdout, "4 of its") {

@@ -97,7 +97,7 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 	importTiny(t, srv.Host, "1", "ta")
 	work := t.TempDir()
 	args := []string{"hic", "--models", "ta", "--judges", "ta", "--embed-model", "ta", "--questions", "1,11,21,31,41,51,61,71,81,91,101,111", "--answers", "2",
-		"--strategy", "scp,dhp", "--judge-format", "json", "--max-tokens", "40", "--judge-max-tokens", "60"}
+		"--strategy", "scp,dhp", "--judge-format", "json", "--max-tokens", "40", "--judge-max-tokens", "160"}
 	whole := filepath.Join(work, "whole")
 	mustHalu(t, srv.Host, append([]string{"--cache", filepath.Join(work, "c0"), "run"}, append(args, "--out", whole)...)...)
 
@@ -193,7 +193,7 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 		t.Fatalf("summaries: %v", err)
 	}
 	for i := range sw.Tables {
-		if fmt.Sprint(sw.Tables[i]) != fmt.Sprint(sm.Tables[i]) {
+		if measured(sw.Tables[i]) != measured(sm.Tables[i]) {
 			t.Errorf("table %q differs:\nwhole  %v\nmerged %v", sw.Tables[i].Title, sw.Tables[i].Rows, sm.Tables[i].Rows)
 		}
 	}

@@ -45,6 +45,14 @@ func (l *Literature) Build(ctx context.Context, inputs []string, opt BuildOption
 		opt.Log = io.Discard
 	}
 	b := &builder{l: l, ctx: ctx, inputs: inputs, opt: opt, info: BuildInfo{Time: time.Now().UTC(), Inputs: make([]InputInfo, len(inputs))}}
+	if l.readOnly {
+		return b.info, fmt.Errorf("index %s: opened to search: a build opens it to build (OpenLiterature's create)", l.dir)
+	}
+	// The seal goes first: a build that does not end leaves an index no
+	// run trusts (seal.go).
+	if err := l.unseal(); err != nil {
+		return b.info, err
+	}
 	jr, err := l.startJournal(inputs)
 	if err != nil {
 		return b.info, err
@@ -312,6 +320,9 @@ func (b *builder) finish() (BuildInfo, error) {
 	if ctx.Err() == nil {
 		if err := l.settle(ctx); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(b.opt.Log, "the index is complete, but %v: its segments stay as they are\n", err)
+		}
+		if err := l.writeSeal(); err != nil {
+			return b.info, fmt.Errorf("index %s: seal: %w", l.dir, err)
 		}
 	}
 	return b.info, ctx.Err()

@@ -120,8 +120,12 @@ func TestInterruptedBuildResumes(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("stopped at %d: %v", stopAt, err)
 		}
+		// A build that did not end leaves no seal: no run trusts it.
+		if _, err := ReadSeal(dir); !errors.Is(err, ErrUnsealed) {
+			t.Fatalf("stopped at %d: seal %v", stopAt, err)
+		}
 		l.Close()
-		l, err = OpenLiterature(dir, false)
+		l, err = OpenLiterature(dir, true) // to build again, below
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +141,7 @@ func TestInterruptedBuildResumes(t *testing.T) {
 		}
 		l.Close()
 	}
-	l, err := OpenLiterature(dir, false)
+	l, err := OpenLiterature(dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,6 +154,15 @@ type Literature struct {
 	// list through zap's iterator, not directly (tests compare the two).
 	zapIterator bool
 
+	// verified holds the segment files whose data matched their CRC in
+	// this process (verifySegment); seal is the index's seal, checked
+	// when it was opened to search (zero when opened to build).
+	verified sync.Map
+	seal     Seal
+	// readOnly is an index opened to search (OpenLiterature's create
+	// false): Build refuses it.
+	readOnly bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -202,8 +211,8 @@ type options struct{ stockSegments bool }
 // change what halu's builder assumes.
 func StockSegments() Option { return func(o *options) { o.stockSegments = true } }
 
-// OpenLiterature opens the index in dir, creating it when create is set and
-// there is none.
+// OpenLiterature opens the index in dir: to build (create: made when there
+// is none), or to search (read-only, checked against its seal).
 func OpenLiterature(dir string, create bool, opts ...Option) (*Literature, error) {
 	var o options
 	for _, opt := range opts {
@@ -224,7 +233,9 @@ func OpenLiterature(dir string, create bool, opts ...Option) (*Literature, error
 		}
 		idx, err = bleve.New(bd, newMapping())
 	} else {
-		idx, err = openBleve(bd)
+		// Opened to search, the index is read-only: bleve merges nothing
+		// and rewrites nothing, so the segments stay the ones sealed.
+		idx, err = openBleve(bd, !create)
 	}
 	if err != nil {
 		if why := damage(bd); why != nil {
@@ -234,7 +245,7 @@ func OpenLiterature(dir string, create bool, opts ...Option) (*Literature, error
 		}
 		return nil, fmt.Errorf("index %s: %w", dir, err)
 	}
-	l := &Literature{dir: dir, idx: idx}
+	l := &Literature{dir: dir, idx: idx, readOnly: !create}
 	// The text field's analyzer: halu_en, or bleve's en in an index built
 	// before it (the same terms).
 	name := idx.Mapping().AnalyzerNameForPath(fieldText)
@@ -268,8 +279,20 @@ func OpenLiterature(dir string, create bool, opts ...Option) (*Literature, error
 		}
 		l.meta.Stats = l.journal.Stats
 	}
+	if !create && l.journal.State != journalBuilding {
+		// An unfinished build is said by Unfinished; a finished one must
+		// be the index its build sealed.
+		if l.seal, err = l.checkSeal(); err != nil {
+			idx.Close()
+			return nil, err
+		}
+	}
 	return l, nil
 }
+
+// Digest is the index's identity, its seal's digest ("" for an index
+// opened to build).
+func (l *Literature) Digest() string { return l.seal.Digest }
 
 // Close closes the index; closing twice is harmless.
 func (l *Literature) Close() error {
@@ -313,12 +336,15 @@ func (l *Literature) writeMeta() error {
 // segments as it opens them (a bad offset in the footer): that is an error
 // here, explained by damage. (What bleve had opened before the panic stays
 // open until the process ends.)
-func openBleve(bd string) (idx bleve.Index, err error) {
+func openBleve(bd string, readOnly bool) (idx bleve.Index, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			idx, err = nil, fmt.Errorf("bleve: %v", r)
 		}
 	}()
+	if readOnly {
+		return bleve.OpenUsing(bd, map[string]interface{}{"read_only": true})
+	}
 	return bleve.Open(bd)
 }
 

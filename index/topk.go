@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	zap "github.com/blevesearch/zapx/v17"
 	"math"
 	"math/bits"
 	"runtime"
@@ -639,6 +640,13 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 	lists := make([][]termList, len(segs))
 	dfs := make([]uint64, len(terms))
 	for s, ss := range segs {
+		if zs, ok := ss.Segment().(*zap.Segment); ok {
+			// Its data against its checksum, before anything is read
+			// from it (seal.go).
+			if err := l.verifySegment(zs); err != nil {
+				return nil, nil, err
+			}
+		}
 		dict, err := ss.Segment().Dictionary(fieldText)
 		if err != nil {
 			return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)

@@ -242,13 +242,15 @@ func NaiveMean(pred []float64, level float64) Interval {
 // EffectiveJudges is how many independent judges a panel of k is worth
 // when their scores correlate r̄ on average (Spearman–Brown, solved for
 // the number of items): k / (1 + (k − 1)·r̄). Judges that always agree
-// (r̄ = 1) are worth one; independent judges (r̄ = 0) are worth k. r̄ below
-// 0 is taken as 0. NaN for k < 1 or a NaN r̄.
+// (r̄ = 1) are worth one; independent judges (r̄ = 0) are worth k. NaN —
+// not defined — for k < 1, a NaN r̄, or r̄ below 0: judges that disagree
+// more than chance do not measure one thing, and the formula would call
+// them worth more than k (or k, were r̄ floored at 0).
 func EffectiveJudges(k int, meanR float64) float64 {
-	if k < 1 || math.IsNaN(meanR) {
+	if k < 1 || math.IsNaN(meanR) || meanR < 0 {
 		return math.NaN()
 	}
-	r := math.Min(1, math.Max(0, meanR))
+	r := math.Min(1, meanR)
 	return float64(k) / (1 + float64(k-1)*r)
 }
 

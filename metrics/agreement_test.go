@@ -150,7 +150,9 @@ func TestEffectiveJudges(t *testing.T) {
 	near(t, "identical", EffectiveJudges(3, 1), 1, 1e-12)
 	// 3 / (1 + 2·0.5) = 1.5.
 	near(t, "half", EffectiveJudges(3, 0.5), 1.5, 1e-12)
-	near(t, "negative r taken as 0", EffectiveJudges(2, -0.3), 2, 1e-12)
+	if w := EffectiveJudges(2, -0.3); !math.IsNaN(w) {
+		t.Errorf("negative r: worth %v judges, want not defined", w)
+	}
 }
 
 func TestPanelMajority(t *testing.T) {

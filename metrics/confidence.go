@@ -40,6 +40,13 @@ type TokenConfidence struct {
 	NegEntropy  float64 `json:"neg_entropy"`
 	// TopK is the most alternatives any position had.
 	TopK int `json:"top_k,omitempty"`
+	// Grammar marks a reply held to a schema (structured output): the
+	// server reports the unconstrained model's log-probabilities (Ollama
+	// v0.17.4: before its grammar and temperature), so the scores above
+	// average the forced scaffolding's tokens, not what the model chose
+	// among what it was allowed. They are kept, and left out of every
+	// confidence check.
+	Grammar bool `json:"grammar,omitempty"`
 }
 
 // tokenConfidenceJSON is TokenConfidence as JSON writes it: a score that
@@ -51,6 +58,7 @@ type tokenConfidenceJSON struct {
 	SeqProb     *float64 `json:"seq_prob"`
 	NegEntropy  *float64 `json:"neg_entropy"`
 	TopK        int      `json:"top_k,omitempty"`
+	Grammar     bool     `json:"grammar,omitempty"`
 }
 
 // MarshalJSON writes a score that is not defined (NaN) as null.
@@ -61,7 +69,7 @@ func (c TokenConfidence) MarshalJSON() ([]byte, error) {
 		}
 		return &x
 	}
-	return json.Marshal(tokenConfidenceJSON{c.Tokens, num(c.MeanLogprob), num(c.MinLogprob), num(c.SeqProb), num(c.NegEntropy), c.TopK})
+	return json.Marshal(tokenConfidenceJSON{c.Tokens, num(c.MeanLogprob), num(c.MinLogprob), num(c.SeqProb), num(c.NegEntropy), c.TopK, c.Grammar})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote, null as NaN.
@@ -76,7 +84,7 @@ func (c *TokenConfidence) UnmarshalJSON(b []byte) error {
 		}
 		return *p
 	}
-	*c = TokenConfidence{Tokens: v.Tokens, MeanLogprob: val(v.MeanLogprob), MinLogprob: val(v.MinLogprob), SeqProb: val(v.SeqProb), NegEntropy: val(v.NegEntropy), TopK: v.TopK}
+	*c = TokenConfidence{Tokens: v.Tokens, MeanLogprob: val(v.MeanLogprob), MinLogprob: val(v.MinLogprob), SeqProb: val(v.SeqProb), NegEntropy: val(v.NegEntropy), TopK: v.TopK, Grammar: v.Grammar}
 	return nil
 }
 

@@ -25,11 +25,19 @@ bin/halu report "$OUT"/runs/* "$OUT/cfaith-build/run" --html "$OUT/report.html" 
 bin/halu report "$OUT"/runs/* "$OUT/cfaith-build/run" --md >"$OUT/report.md"
 # The judges' confidence checked against people's labels: its table and ROC.
 scripts/check-report.sh "$OUT/report.html" "$OUT/report.png" "Model-side confidence checked against" "ROC of the confidence scores"
-printf '%s\t%s\n' "$SECONDS" "report (HTML, Markdown, CSV; checked in headless Chromium when present)" >>"$OUT/timings.tsv"
+printf '%s\t%s\t\n' "$SECONDS" "report (HTML, Markdown, CSV; checked in headless Chromium when present)" >>"$OUT/timings.tsv"
 
+# The closing table: each step, its time and what its runs measured (their
+# status by measurement, items, headline figures resting on a scored unit,
+# unscored judgements), then what measured nothing and how to fix it.
 echo
-echo "Steps and their times:"
-awk -F'\t' '{ printf "  %5ss  %s\n", $1, $2 }' "$OUT/timings.tsv"
+echo "Steps, their times and what they measured:"
+while IFS=$'\t' read -r secs what dirs; do
+  printf '  %5ss  %s\n' "$secs" "$what"
+  [ -n "$dirs" ] || continue
+  # shellcheck disable=SC2086 # dirs is a list of run directories
+  bin/halu report $dirs --status | sed -e 's/^/          /'
+done <"$OUT/timings.tsv"
 echo "demo finished in $(( $(date +%s) - start ))s"
 echo "report:  $(cd "$OUT" && pwd)/report.html  (open it in a browser; it loads nothing from the network)"
 echo "also:    $OUT/report.md, $OUT/tables/*.csv, $OUT/figures.csv (every figure, long form), $OUT/samples.jsonl (every record), $OUT/report.txt (console tables), $OUT/runs/* (run directories)"

@@ -12,16 +12,22 @@
 #     hypo's `--knowledge-fit drop`, because the tiny model's 2,048-token
 #     window cannot hold the paper's 32 documents (a default run refuses),
 #     and intent's `--too-long skip` for a query longer than a model holds;
-#     hic's `--judge-format json` and a cap its byte-level tokens can hold (the tiny judge cannot write the paper's
-#     one-line verdict, and `halu judges sheet` samples verdicts);
+#     a judge cap its byte-level tokens can hold, and JSON judges where a
+#     command shows the paper's text judges with a real model the tiny one
+#     stands in for (json_judges); a command that names its judge format —
+#     the README's offline first run — runs as written. Every command must
+#     measure something: one that measured nothing exits 4, and fails here;
 #   - labels.csv: the sheet `halu judges sheet` wrote, filled in yes/no;
 #   - felm_science.jsonl: the FELM file from ../shared (not shipped).
 #   - cfaith-ds: when the tiny model's build keeps no item (its items never
 #     pass the verifier), the bundled dataset of the same layout stands in.
 # Not run: `halu models pull` (needs the network: the tiny model is imported
 # instead), and `make demo` / `make test` (CI runs them itself). A command
-# with a quality gate may exit 3 (the tiny model's scores fail it); any other
-# exit but 0 fails the script.
+# with a quality gate may exit 3 (the tiny model's scores fail it); a run
+# may exit 4 — finished, measured nothing in part (the tiny model cannot
+# answer every format: a KnowHD run's free hypotheses) — only when its
+# status shows it measured something; any other exit but 0 fails the
+# script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -51,6 +57,12 @@ halu models tiny --out tiny.gguf --seed 1 --context 16384 >/dev/null
 for m in qwen2.5:0.5b qwen2.5:1.5b qwen2.5:7b llama3.2:3b gemma2:2b phi3:mini llama3.1:8b all-minilm; do
   halu models import tiny.gguf --name "$m" --template '{{ .Prompt }}' >/dev/null
 done
+# The ideas commands' generator is stories260K (a trained TinyStories
+# model, carried in testdata/models): the tiny model ends its replies
+# after a few bytes, and an idea needs 100 characters to pass the authors'
+# length filter — with it every idea is excluded and the run measures
+# nothing.
+halu models import "$ROOT/testdata/models/stories260K.gguf" --name mistral:7b --template '{{ .Prompt }}' >/dev/null
 cp tiny.gguf Qwen2.5-0.5B-Instruct-Q4_K_M.gguf
 cat >second.sh <<'EOF'
 #!/usr/bin/env bash
@@ -87,6 +99,8 @@ else
   why_slurm=$(tail -n 1 <<<"$out")
   if [ -n "${CI:-}" ]; then echo "readme-commands: $why_slurm" >&2; exit 1; fi
 fi
+# The run file the docs' `halu run -f hic.yaml` reads: JSON judges, as the
+# tiny judge needs (json_judges).
 cat >hic.yaml <<'EOF'
 suite: hic
 models: qwen2.5:1.5b
@@ -94,26 +108,43 @@ judges: [llama3.2:3b]
 embed-model: all-minilm
 questions: 1
 max-tokens: 40
+judge-format: json
+judge-max-tokens: 160
 EOF
+
+# json_judges: JSON judges for a command that shows the paper's text judges
+# with a real model (7B, 3B: they write its verdict line), which the tiny
+# stand-in cannot write — a run whose judge replies all go unread measured
+# nothing and exits 4. A command that names its judge format (the README's
+# offline first run) runs as written.
+json_judges() {
+  case "$1" in *--judge-format*) ;; *) echo " --judge-format json" ;; esac
+}
 
 # small: flags appended to a command by what it runs.
 small() {
   case "$1" in
-    # JSON judges for hic: the tiny judge cannot write the paper's one-line
-    # verdict, and `halu judges sheet` needs verdicts to sample.
-    *"run hic"*) echo "--questions 1 --answers 2 --max-tokens 40 --judge-max-tokens 160 --judge-format json" ;;
+    *"run hic"*) echo "--questions 1 --answers 2 --max-tokens 40 --judge-max-tokens 160$(json_judges "$1")" ;;
     # A question a shard.
-    *"slurm submit"*"-- hic"*) echo "--questions 1,11,21,31 --answers 2 --max-tokens 40 --judge-max-tokens 160 --judge-format json" ;;
-    # JSON judges here too: a validation whose every reply went unread
-    # measured nothing, and exits 1.
-    *"judges validate"*) echo "--limit 6 --judge-max-tokens 120 --judge-format json" ;;
+    *"slurm submit"*"-- hic"*) echo "--questions 1,11,21,31 --answers 2 --max-tokens 40 --judge-max-tokens 160$(json_judges "$1")" ;;
+    *"judges validate"*) echo "--limit 6 --judge-max-tokens 120$(json_judges "$1")" ;;
     *"run smoke"*) echo "--limit 2 --max-tokens 40" ;;
-    *"run ideas"*) echo "--limit 1 --max-tokens 60 --judge-max-tokens 60 --fluency-max-tokens 20" ;;
+    # A critic's JSON opens with its free-text analysis: the tiny model
+    # closes that string only by chance, so its cap is long enough for one.
+    *"run ideas"*) echo "--limit 1 --max-tokens 60 --judge-max-tokens 400 --fluency-max-tokens 20$(json_judges "$1")" ;;
+    # KnowHD's support verdicts as JSON where the command checks claims:
+    # the tiny verifier cannot write the authors' "1" or "0" line.
+    *"run hypo"*--knowhd*) echo "--limit 1 --tasks chem-gene --max-tokens 40 --verifier-max-tokens 48 --candidates 1 --knowledge-fit drop$(case "$1" in *--verdict-format*) ;; *) echo " --verdict-format json" ;; esac)" ;;
+    # A label held to its schema ({"proposed_hypothesis": LABEL}) is one
+    # token a character to the tiny model: room for the whole object.
+    *"run hypo"*"--hypothesis-format labels"*) echo "--limit 1 --tasks chem-gene --max-tokens 80 --candidates 1 --knowledge-fit drop" ;;
     *"run hypo"*) echo "--limit 1 --tasks chem-gene --max-tokens 40 --verifier-max-tokens 48 --candidates 1 --knowledge-fit drop" ;;
-    *"run intent"*) echo "--limit 1 --max-tokens 40 --judge-max-tokens 80 --baseline-samples 1 --fact-samples 1 --too-long skip" ;;
+    # JSON judges with room for the constraint lists the tiny judge fills
+    # with noise until it closes a string by chance.
+    *"run intent"*) echo "--limit 1 --max-tokens 40 --judge-max-tokens 400 --baseline-samples 1 --fact-samples 1 --too-long skip$(json_judges "$1")" ;;
     *"run cfaith"*) echo "--limit 1 --max-tokens 40" ;;
     *"build cfaith"*) echo "--max-questions 1 --responses 1 --types FactFab --train 1 --val 1 --rounds 1 --candidates 1 --max-tokens 120 --verifier-max-tokens 60" ;;
-    *"rerun"*"--stage"*) echo "--judge-max-tokens 40" ;;
+    *"rerun"*"--stage"*) echo "--judge-max-tokens 160" ;; # room for a JSON verdict of the tiny judge
   esac
 }
 
@@ -134,7 +165,7 @@ while IFS= read -r cmd; do
   # "..." stands for what a reader fills in: models for a run, more files
   # for an index build.
   run="${run/halu run hic .../halu run hic --models qwen2.5:1.5b --judges llama3.2:3b --embed-model all-minilm}"
-  run="${run/halu run ideas .../halu run ideas --models qwen2.5:1.5b --judges llama3.2:3b,gemma2:2b,phi3:mini --out runs/ideas-gated}"
+  run="${run/halu run ideas .../halu run ideas --models mistral:7b --judges llama3.2:3b,gemma2:2b,phi3:mini --out runs/ideas-gated}"
   run="${run// ... / }"
   # GPU servers: the real server's OpenAI-compatible /v1 stands in for
   # vLLM and llama-server, the tiny model for their models.
@@ -168,6 +199,17 @@ while IFS= read -r cmd; do
   set -e
   want=0
   case "$cmd" in *--fail-under*|*--fail-over*) [ $rc -eq 3 ] && want=3 ;; esac
+  if [ $rc -eq 4 ]; then
+    # Finished, measured nothing in part: the tiny model cannot answer
+    # every format a command asks (a KnowHD run's free hypotheses). The
+    # command still has to measure something: a run that measured
+    # nothing at all fails here.
+    dir=$(sed -n 's/^run directory: \([^ ]*\).*/\1/p' "$WORK/out" | tail -n 1)
+    if [ -n "$dir" ] && ! halu report "$dir" --status | grep -q "complete, measured nothing"; then
+      echo "   (measured part of what it set out to, with the tiny model: $(grep -o 'part of the run measured nothing: [^;]*' "$WORK/out" | head -n 1))"
+      want=4
+    fi
+  fi
   if [ $rc -ne "$want" ]; then
     tail -n 20 "$WORK/out"
     echo "readme-commands: exit $rc: $cmd" >&2

@@ -62,7 +62,7 @@ run command after --, it checks what that run would need: every model any of its
 			ctx := cmd.Context()
 			v, err := c.Version(ctx)
 			if err != nil {
-				check(false, "Ollama at %s: not answering (%v); start it with `ollama serve` (or run halu under `halu with-ollama`), or point --ollama / OLLAMA_HOST at it", c.Host(), errors.Unwrap(err))
+				check(false, "Ollama at %s: not answering (%v); %s; or point --ollama / OLLAMA_HOST at a running server", c.Host(), errors.Unwrap(err), startServerHint())
 			} else {
 				check(true, "Ollama at %s: %s", c.Host(), v)
 			}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"halu/index"
+	"halu/localmodels/fakeollama"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +115,72 @@ func TestBadInputsExitTwoBeforeAnyCall(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || len(f.Chats()) != calls {
 			t.Errorf("%v: exit %d, %d model calls, want exit 2 saying %q\n%s", tc.args[:2], r.code, len(f.Chats())-calls, tc.want, r.stderr)
 		}
+	}
+}
+
+// The literature index is known by its content, not its path: an index
+// replaced by another under the same path, rebuilt without some documents,
+// or with bytes of a segment changed, between a hypo run and its resume,
+// is refused before any model call, naming the index, and no record is
+// added.
+func TestIndexIdentityOnResume(t *testing.T) {
+	srv := fakeollama.New(suiteReply, fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9})
+	t.Cleanup(srv.Close)
+	f := &fakeServer{Server: srv, byKind: map[string]int{}}
+	work, cache := t.TempDir(), t.TempDir()
+	contexts := "../../testdata/pubmed/pubmedqa_contexts.jsonl"
+	b, _ := os.ReadFile(contexts)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	thinned := filepath.Join(work, "thinned.jsonl")
+	os.WriteFile(thinned, []byte(strings.Join(lines[3:], "\n")+"\n"), 0o644)
+	build := func(ix string, inputs ...string) {
+		t.Helper()
+		os.RemoveAll(ix)
+		if r := halu(t, f, cache, append([]string{"index", "build", "--out", ix}, inputs...)...); r.code != exitOK {
+			t.Fatalf("index build: %s", r.stderr)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(ix string)
+		want   string
+	}{
+		{"replaced by another index", func(ix string) {
+			build(ix, "../../testdata/pubmed/biopython/pubmed1.xml", "../../testdata/pubmed/biopython/pubmed2.xml")
+		}, index.SealFile},
+		{"rebuilt without three documents", func(ix string) { build(ix, thinned) }, index.SealFile},
+		{"a segment's bytes changed", func(ix string) {
+			segs, _ := filepath.Glob(filepath.Join(ix, "bleve", "store", "*.zap"))
+			if len(segs) == 0 {
+				t.Fatal("no segment")
+			}
+			data, _ := os.ReadFile(segs[0])
+			for i := len(data) / 2; i < len(data)/2+200; i++ {
+				data[i] ^= 0x5a
+			}
+			os.WriteFile(segs[0], data, 0o600)
+		}, "does not match its checksum"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix, run := filepath.Join(work, "ix-"+tc.name), filepath.Join(work, "run-"+tc.name)
+			build(ix, contexts)
+			r := halu(t, f, cache, "run", "hypo", "--models", "gen", "--setting", "lit", "--index", ix, "--limit", "2", "--tasks", "chem-gene",
+				"--knowledge-fit", "drop", "--candidates", "0", "--out", run)
+			if r.code != exitOK && r.code != exitNothing {
+				t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+			}
+			// The run is left as an interrupted one: its last record gone.
+			recs := filepath.Join(run, rundir.RecordsFile)
+			rb, _ := os.ReadFile(recs)
+			kept := strings.SplitAfter(string(rb), "\n")
+			os.WriteFile(recs, []byte(kept[0]), 0o644)
+			tc.change(ix)
+			calls := len(f.Chats())
+			r = halu(t, f, cache, "run", "--resume", run)
+			after, _ := os.ReadFile(recs)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || len(f.Chats()) != calls || string(after) != kept[0] {
+				t.Errorf("resume: exit %d (want %d), %d calls, %d bytes of records (want %d):\n%s", r.code, exitUsage, len(f.Chats())-calls, len(after), len(kept[0]), r.stderr)
+			}
+		})
 	}
 }

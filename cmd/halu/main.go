@@ -42,6 +42,7 @@ const (
 	exitRunError    = 1
 	exitUsage       = 2
 	exitGate        = 3
+	exitNothing     = 4
 	exitInterrupted = 130
 )
 
@@ -137,6 +138,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errGate):
 		fmt.Fprintf(stderr, "halu: %v\n", err)
 		return exitGate
+	case errors.Is(err, errNothingMeasured):
+		fmt.Fprintf(stderr, "halu: %v\n", err)
+		return exitNothing
 	default:
 		fmt.Fprintf(stderr, "halu: %v\n", err)
 		return exitRunError
@@ -273,9 +277,23 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	return root
 }
 
+// checkEngine runs the engine settings' declared checks: every command
+// that contacts a server does it first (client, server), so a value out
+// of range — from a flag, a HALU_ variable, a run file or a resumed run —
+// is a usage error naming the setting before any connection.
+func (g *globals) checkEngine() error {
+	if err := g.eng.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
 // client returns the one Ollama server of --ollama, for the commands that
 // manage models on a server.
 func (g *globals) client() (*localmodels.Client, error) {
+	if err := g.checkEngine(); err != nil {
+		return nil, err
+	}
 	e := g.eng
 	if strings.Contains(e.Ollama, ",") {
 		return nil, usagef("--ollama %q: this command works on one server; name one", e.Ollama)
@@ -292,6 +310,9 @@ func (g *globals) client() (*localmodels.Client, error) {
 // --backend servers, else Ollama at --ollama; several make a pool, each
 // with --parallel slots.
 func (g *globals) server() (localmodels.Backend, error) {
+	if err := g.checkEngine(); err != nil {
+		return nil, err
+	}
 	e := g.eng
 	specs, flag := e.Backends, "--backend"
 	if len(specs) == 0 {
@@ -322,6 +343,7 @@ func (g *globals) engine() (*engine.Engine, error) {
 		return nil, err
 	}
 	e.Log, e.Interactive, e.Columns = g.stderr, isTerminal(g.stderr), termWidth(g.stderr)
+	e.ServerLog = os.Getenv(engine.ServerLogEnv)
 	if g.build == nil {
 		g.build = rundir.StartBuild(version, revision)
 	}

@@ -309,8 +309,9 @@ func TestGatesFailOnUnmeasuredMetrics(t *testing.T) {
 	dir := t.TempDir()
 	r := halu(t, f, cache, "run", "hic", "--models", "gen", "--judges", "bad", "--embed-model", "gen",
 		"--questions", "1", "--answers", "1", "--strategy", "scp", "--out", filepath.Join(dir, "hic"), "--fail-over", "dh=0.2")
-	if r.code != exitGate || !strings.Contains(r.stderr, "not measured (n = 0") {
-		t.Fatalf("all-unscored hic run: exit %d, want %d\nstdout: %s\nstderr: %s", r.code, exitGate, r.stdout, r.stderr)
+	// Its gate fails, and the run says it measured nothing (its own status).
+	if r.code != exitNothing || !strings.Contains(r.stderr+r.stdout, "not measured (n = 0") || !strings.Contains(r.stderr, "the run measured nothing") {
+		t.Fatalf("all-unscored hic run: exit %d, want %d\nstdout: %s\nstderr: %s", r.code, exitNothing, r.stdout, r.stderr)
 	}
 	for _, tc := range []struct {
 		max  string
@@ -622,8 +623,13 @@ func TestNothingScoredReadsDash(t *testing.T) {
 	run := filepath.Join(dir, "hic")
 	r := halu(t, f, cache, "run", "hic", "--models", "gen", "--judges", "bad", "--embed-model", "gen",
 		"--questions", "1", "--answers", "1", "--strategy", "scp", "--out", run)
-	if r.code != exitOK {
+	// It finished and measured nothing: its own exit status, one closing
+	// line with the fix, the records and report kept.
+	if r.code != exitNothing || !strings.Contains(r.stderr, "the run measured nothing") || !strings.Contains(r.stderr, "--judge-format json") {
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	if m, err := rundir.ReadManifest(run); err != nil || m.StatusText() != "complete, measured nothing" {
+		t.Errorf("status %q (%v), want complete, measured nothing", m.StatusText(), err)
 	}
 	md := halu(t, f, cache, "report", run, "--md")
 	html := filepath.Join(dir, "r.html")
@@ -693,6 +699,7 @@ func planRow(plan, model, stage string, calls, cached int) bool {
 func TestLimitEverywhere(t *testing.T) {
 	f := newFake(t)
 	dir := t.TempDir()
+	f.SetChat(suiteReply) // a judge whose replies read: the run measures something
 	r := halu(t, f, t.TempDir(), "run", "hic", "--models", "gen", "--judges", "judge", "--embed-model", "gen", "--limit", "10", "--answers", "1", "--strategy", "scp", "--out", filepath.Join(dir, "hic"))
 	if r.code != exitOK {
 		t.Fatalf("hic --limit: exit %d: %s", r.code, r.stderr)
@@ -779,6 +786,28 @@ func TestGatesRefuseReadingsTheCarefulReaderRejects(t *testing.T) {
 // an empty labels file are usage errors (2), a server that cannot be
 // reached a run error (1).
 func TestExitCodesMatchTheREADME(t *testing.T) {
+	// The README's table lists every exit status halu has, and no other.
+	readme := mustRead(t, filepath.Join("..", "..", "README.md"))
+	table := map[string]bool{}
+	for _, l := range strings.Split(readme[strings.Index(readme, "## Exit codes"):], "\n")[1:] {
+		if strings.HasPrefix(l, "## ") {
+			break
+		}
+		if c := strings.Split(l, "|"); len(c) > 2 {
+			if _, err := strconv.Atoi(strings.TrimSpace(c[1])); err == nil {
+				table[strings.TrimSpace(c[1])] = true
+			}
+		}
+	}
+	for _, code := range []int{exitOK, exitRunError, exitUsage, exitGate, exitNothing, exitInterrupted} {
+		if !table[strconv.Itoa(code)] {
+			t.Errorf("exit %d is not in the README's table", code)
+		}
+		delete(table, strconv.Itoa(code))
+	}
+	if len(table) > 0 {
+		t.Errorf("the README lists exit codes halu does not have: %v", table)
+	}
 	f := newFake(t)
 	cache := t.TempDir()
 	dir := filepath.Join(t.TempDir(), "run")
@@ -861,7 +890,7 @@ func TestValidationThatMeasuredNothingFails(t *testing.T) {
 	f := newFake(t)
 	dir := filepath.Join(t.TempDir(), "v")
 	r := halu(t, f, t.TempDir(), "judges", "validate", "--judges", "bad", "--limit", "4", "--out", dir)
-	if r.code != exitRunError || !strings.Contains(r.stderr, "nothing measured") || !strings.Contains(r.stderr, "every reply unscored") {
+	if r.code != exitNothing || !strings.Contains(r.stderr, "nothing measured") || !strings.Contains(r.stderr, "every reply unscored") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	if _, err := rundir.ReadManifest(dir); err != nil {
@@ -881,5 +910,46 @@ func TestBoolFlagBeforeTheCommand(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
 		t.Errorf("--no-cache before the command wrote the cache: %v", entries)
+	}
+}
+
+// A pull on a machine whose server cannot reach the registry points to
+// the import that works offline; a server halu cannot reach is not
+// mistaken for it.
+func TestPullOfflineNamesImport(t *testing.T) {
+	f := newFake(t)
+	r := halu(t, f, t.TempDir(), "models", "pull", "offline/qwen2.5:1.5b")
+	if r.code != exitRunError || !strings.Contains(r.stderr, "halu models import FILE.gguf --name offline/qwen2.5:1.5b") || !strings.Contains(r.stderr, "registry") {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"--ollama", "127.0.0.1:1", "models", "pull", "qwen2.5:1.5b"}, &out, &errb); code == exitOK || strings.Contains(errb.String(), "models import") {
+		t.Errorf("no server: exit %d: %s", code, errb.String())
+	}
+}
+
+// After `make demo` on a machine with no Ollama installed, the server the
+// demo built is in ~/.cache/halu: doctor names it (and with-ollama) when no
+// server answers, instead of an `ollama serve` that is not there.
+func TestDoctorNamesTheBuiltServer(t *testing.T) {
+	home := t.TempDir()
+	bin := filepath.Join(home, ".cache", "halu", "ollama-"+pinnedOllama, "ollama")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	t.Setenv("HOME", home)
+	t.Setenv("PATH", t.TempDir()) // no ollama on it
+	t.Setenv("HALU_OLLAMA_BIN", "")
+	os.Unsetenv("HALU_OLLAMA_BIN")
+	var out, errb bytes.Buffer
+	run([]string{"--ollama", "127.0.0.1:1", "doctor", "--cache", t.TempDir()}, &out, &errb)
+	if s := out.String() + errb.String(); !strings.Contains(s, bin+" serve") || !strings.Contains(s, "halu with-ollama") {
+		t.Errorf("doctor does not name the built server:\n%s", s)
+	}
+	os.Remove(bin)
+	out.Reset()
+	errb.Reset()
+	run([]string{"--ollama", "127.0.0.1:1", "doctor", "--cache", t.TempDir()}, &out, &errb)
+	if s := out.String() + errb.String(); !strings.Contains(s, "make ollama") || strings.Contains(s, "`ollama serve`") {
+		t.Errorf("no server anywhere: doctor says\n%s", s)
 	}
 }

@@ -61,7 +61,7 @@ summary over all records. report, compare and the gates read it as any run.`,
 				res.Summary.Print(w)
 			}
 			fmt.Fprintf(w, "run directory: %s (merged from %d shards)\n", res.Dir, len(args))
-			return checkGates(w, res.Summary, gates)
+			return closeRun(w, res.Summary, res.Manifest, res.Dir, gates)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the merged run's directory (new or empty)")

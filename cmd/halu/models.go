@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/schollz/progressbar/v3"
@@ -62,7 +65,7 @@ func newModelsCmd(g *globals) *cobra.Command {
 				last = status
 			})
 			if err != nil {
-				return err
+				return pullError(args[0], err)
 			}
 			info, err := c.Info(cmd.Context(), args[0])
 			if err != nil {
@@ -141,4 +144,21 @@ func newTinyCmd() *cobra.Command {
 	tiny.Flags().IntVar(&tinyCtx, "context", 2048, "trained context length written in its metadata (tokens)")
 
 	return tiny
+}
+
+// pullError is a failed pull, pointing to `halu models import` when the
+// server could not reach its registry (a machine offline): the model's
+// GGUF file, copied from where it was downloaded, imports with no network.
+func pullError(name string, err error) error {
+	var local *url.Error
+	if errors.As(err, &local) {
+		return fmt.Errorf("pull %s: %w", name, err) // halu could not reach the server itself
+	}
+	msg := err.Error()
+	for _, offline := range []string{"no such host", "lookup ", "dial tcp", "network is unreachable", "i/o timeout", "TLS handshake timeout"} {
+		if strings.Contains(msg, offline) {
+			return fmt.Errorf("pull %s: the model registry cannot be reached from the server (%v); offline, import the model's GGUF file instead: halu models import FILE.gguf --name %s", name, err, name)
+		}
+	}
+	return fmt.Errorf("pull %s: %w", name, err)
 }

@@ -27,9 +27,9 @@ func rebuild(m *rundir.Manifest) (engine.Suite, error) {
 
 func newReportCmd() *cobra.Command {
 	var htmlOut, csvDir, longOut, samplesOut string
-	var md bool
+	var md, status bool
 	cmd := &cobra.Command{
-		Use:   "report RUN_DIR... [--html FILE] [--md] [--csv DIR] [--long FILE.csv] [--samples FILE.jsonl]",
+		Use:   "report RUN_DIR... [--html FILE] [--md] [--status] [--csv DIR] [--long FILE.csv] [--samples FILE.jsonl]",
 		Short: "Write the tables and charts of runs as one self-contained HTML file, Markdown or CSV",
 		Long: `halu report reads run directories (manifest.json and records.jsonl) and regenerates every
 table and chart from them, offline and without a model call. The HTML file has no script and
@@ -47,7 +47,12 @@ Without --md, --csv, --long or --samples, the HTML goes to report.html.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if htmlOut == "" && !md && csvDir == "" && longOut == "" && samplesOut == "" {
+			if status {
+				if err := report.Status(w, runs); err != nil {
+					return err
+				}
+			}
+			if htmlOut == "" && !md && !status && csvDir == "" && longOut == "" && samplesOut == "" {
 				htmlOut = "report.html"
 			}
 			if htmlOut != "" {
@@ -84,6 +89,7 @@ Without --md, --csv, --long or --samples, the HTML goes to report.html.`,
 	}
 	cmd.Flags().StringVar(&htmlOut, "html", "", "write the HTML report to FILE")
 	cmd.Flags().BoolVar(&md, "md", false, "print every table as Markdown")
+	cmd.Flags().BoolVar(&status, "status", false, "print one line per run: its status by what it measured, items done, headline figures measured, unscored judgements (and what measured nothing, with the fix)")
 	cmd.Flags().StringVar(&csvDir, "csv", "", "write one CSV file per table into DIR")
 	cmd.Flags().StringVar(&longOut, "long", "", "write every figure as one CSV row to FILE (run, suite, model, group, metric: estimate, lo, hi, n, unscored)")
 	cmd.Flags().StringVar(&samplesOut, "samples", "", "write every record as one JSON line to FILE (inputs, outputs, verdicts, flags)")

@@ -168,32 +168,35 @@ func TestPublishedTablesAreProven(t *testing.T) {
 		want  []string
 	}{
 		{"ideas first release on 10 keywords", []string{"ideas", "--models", "gen", "--judges", "j1,j2,j3", "--limit", "10", "--scoring", "first-release", "--max-tokens", "100", "--judge-max-tokens", "300"},
-			"LiveIdeaBench", []string{"--limit 10 (published: every keyword)", "--max-tokens 100 (published: no cap: the authors' code sends none)",
-				"--judge-max-tokens 300 (published: no cap", "--keywords the 1,180 keywords of the authors' kws.csv (published: not known",
-				"--judges j1,j2,j3 (published: not known — the top 10 LiveBench models"}},
+			"LiveIdeaBench", []string{"| --limit | 10 | every keyword | difference |", "| --max-tokens | 100 | no cap: the authors' code sends none |",
+				"| --judge-max-tokens | 300 | no cap",
+				"| --judges | j1,j2,j3 | not known: the top 10 LiveBench models"}},
 		{"ideas default", []string{"ideas", "--models", "gen", "--judges", "j1,j2,j3", "--limit", "2"},
-			"LiveIdeaBench", []string{"--scoring current (published: the first release's scales"}},
+			"LiveIdeaBench", []string{"| --scoring | current | the first release's scales"}},
 		{"intent bundled sample", []string{"intent", "--models", "gen", "--judges", "judge"},
-			"FaithQA", []string{"--data the bundled 10-item sample (3 of the paper's example queries, 1 story written for halu, 6 items made from PubMedQA abstracts; none from the FaithQA test set) (published: not known — the FaithQA test set",
-				"--judges judge (published: GPT-4o", "misinterpretation scoring is halu's design"}},
+			"FaithQA", []string{"| --data | the bundled 10-item sample (3 of the paper's example queries, 1 story written for halu, 6 items made from PubMedQA abstracts; none from the FaithQA test set) | not known: the FaithQA test set",
+				"| --judges | judge | GPT-4o", "misinterpretation scoring is halu's design"}},
 		{"intent hot and short", []string{"intent", "--models", "gen", "--judges", "judge", "--temperature", "1.2", "--max-tokens", "64"},
-			"FaithQA", []string{"--temperature 1.2 (unstated by the paper — the temperature the paper sets for the models under test was lost from its text; the value halu assumes is 0)",
-				"--max-tokens 64 (unstated by the paper — the paper states no generation cap; the value halu assumes is 512)", "resting on"}},
+			"FaithQA", []string{"| --temperature | 1.2 | unstated: the temperature the paper sets for the models under test was lost from its text | difference: halu assumes 0 |",
+				"| --max-tokens | 64 | unstated: the paper states no generation cap | difference: halu assumes 512 |", "| assumption (the paper is silent) |"}},
 		{"hic cold", []string{"hic", "--models", "gen", "--judges", "judge", "--embed-model", "gen", "--questions", "1", "--temperature", "0.2"},
-			"HIC-Bench", []string{"--temperature 0.2 (published: 1.0 (§4.1: generation temperature 1.0))",
-				"--questions 1 (published: all 100 questions)", "--judges judge (published: gpt-4o and deepseek-v3, scores averaged (Appendix A.2))",
-				"--embed-model gen (published: SimCSE sup-simcse-bert-base-uncased (pooler output))", "Flu: the paper's SimCSE similarity is BERT's pooler output"}},
+			"HIC-Bench", []string{"| --temperature | 0.2 | 1.0 (§4.1: generation temperature 1.0) | difference |",
+				"| --questions | 1 | all 100 questions |", "| --judges | judge | gpt-4o and deepseek-v3, scores averaged (Appendix A.2) | difference (a model that measures) |",
+				"| --embed-model | gen | SimCSE sup-simcse-bert-base-uncased (pooler output) |", "Flu: the paper's SimCSE similarity is BERT's pooler output"}},
 		{"hypo literature at the default window", []string{"hypo", "--models", "gen", "--setting", "lit", "--index", ix, "--limit", "1", "--tasks", "chem-gene", "--knowledge-fit", "drop"},
-			"TruthHypo (Xiong et al.), Table 2", []string{"prompts lost content to fit the context window", "--index " + ix + " (published: not known — the authors' PubMed corpus",
-				"--tasks chem-gene (published: all three tasks)", "--limit 1 (published: every item)"}},
+			"TruthHypo (Xiong et al.), Table 2", []string{"| prompts that lost content to fit the window |", "| --index | " + ix + " | not known: the authors' PubMed corpus",
+				"| --tasks | chem-gene | all three tasks |", "| --limit | 1 | every item |"}},
 		{"hypo KnowHD", []string{"hypo", "--models", "gen", "--setting", "kg+lit", "--index", ix, "--kg", kg, "--knowhd", "kg+lit", "--verifier", "self", "--limit", "1", "--tasks", "chem-gene", "--num-ctx", "32768", "--knowledge-fit", "drop"},
-			"Table 3: KnowHD", []string{"--verifier self (published: not known — the paper does not name the model that decomposed and checked the claims)",
-				"claim → KG nodes: the authors' node index is not published", "--kg " + kg + " (published: not known"}},
+			"Table 3: KnowHD", []string{"| --verifier | self | not known: the paper does not name the model that decomposed and checked the claims |",
+				"claim → KG nodes: halu's node index is its own, not the authors'", "| --kg | " + kg + " | not known"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
 			args := append(append([]string{"run"}, tc.args...), "--out", run)
-			if r := halu(t, f, cache, args...); r.code != exitOK {
+			// The fake judge's replies do not read in every suite's
+			// format (intent's Table 7 listing, hypo's entities): such a
+			// run measured nothing in part, and its report is still made.
+			if r := halu(t, f, cache, args...); r.code != exitOK && r.code != exitNothing {
 				t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 			}
 			r := halu(t, f, cache, "report", run, "--md")
@@ -201,24 +204,33 @@ func TestPublishedTablesAreProven(t *testing.T) {
 				t.Fatalf("report: exit %d: %s", r.code, r.stderr)
 			}
 			// The verdict is the first paragraph after the published
-			// table's heading that is no table row.
-			var verdict string
+			// table's heading that is no table row — its headline — and
+			// the table of its reasons under it: setting · this run · the
+			// paper · difference or assumption.
+			var verdict, reasons string
 			if at := strings.Index(r.stdout, "### Published: "); at >= 0 {
 				rest := r.stdout[at:]
 				rest = rest[strings.Index(rest, tc.table):]
-				for _, line := range strings.Split(rest, "\n")[1:] {
+				lines := strings.Split(rest, "\n")[1:]
+				for i, line := range lines {
 					if line != "" && !strings.HasPrefix(line, "|") {
 						verdict = line
+						for _, l := range lines[i+1:] {
+							if strings.HasPrefix(l, "### ") && strings.Contains(reasons, "|") || strings.HasPrefix(l, "- ") {
+								break
+							}
+							reasons += l + "\n"
+						}
 						break
 					}
 				}
 			}
-			if !strings.HasPrefix(verdict, "reference only: ") {
+			if !strings.HasPrefix(verdict, "reference only: ") || !strings.Contains(reasons, "| setting or count | this run | the paper | difference or assumption |") {
 				t.Fatalf("verdict on %s: %q\n%s", tc.table, verdict, r.stdout)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(verdict, mdEscaped(w)) {
-					t.Errorf("verdict lacks %q:\n%s", w, verdict)
+				if !strings.Contains(reasons, w) {
+					t.Errorf("the verdict's table lacks %q:\n%s", w, reasons)
 				}
 			}
 			// What halu's method does otherwise than the paper's, whatever
@@ -324,8 +336,14 @@ func TestLeaderboardOfThreeRuns(t *testing.T) {
 		} else {
 			args = append(args, "--embed-model", "gen", "--questions", "1,2", "--answers", "1", "--strategy", "scp")
 		}
-		if r := halu(t, f, cache, args...); r.code != exitOK {
-			t.Fatalf("%s: exit %d: %s", tc.name, r.code, r.stderr)
+		// hic's text judges read none of the fake's replies: that run
+		// measured nothing (its own status), and the leaderboard shows it.
+		want := exitOK
+		if tc.suite == "hic" {
+			want = exitNothing
+		}
+		if r := halu(t, f, cache, args...); r.code != want {
+			t.Fatalf("%s: exit %d, want %d: %s", tc.name, r.code, want, r.stderr)
 		}
 		runs = append(runs, out)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -303,7 +304,7 @@ func resumeRun(cmd *cobra.Command, g *globals, dir string, m *rundir.Manifest, c
 	}
 	s, err := def.New(cfg)
 	if err != nil {
-		return fmt.Errorf("run %s: config: %w", dir, err)
+		return usagef("run %s: config: %w", dir, err)
 	}
 	return execute(cmd, g, s, engine.RunSpec{Dir: dir, Resume: true, Args: m.Args, Config: cfg, Rerun: rerun, Flags: m.Flags, Invocation: os.Args[1:]}, gates)
 }
@@ -333,12 +334,46 @@ func execute(cmd *cobra.Command, g *globals, s engine.Suite, spec engine.RunSpec
 	if err != nil {
 		return err
 	}
-	if res.Summary != nil && res.Summary.Nothing != "" {
-		return fmt.Errorf("%w: %s", errNothingMeasured, res.Summary.Nothing)
+	if res.Manifest != nil && res.Manifest.Shard != nil {
+		// A shard is a part of one run: the merge says what the run
+		// measured (a shard of few items may read none of its judge
+		// replies while the run reads most).
+		if line := res.Manifest.Measured.Closing(); line != "" {
+			fmt.Fprintf(w, "note: this shard alone: %s; halu merge says what the whole run measured\n", line)
+		}
+		return checkGates(w, res.Summary, gates)
 	}
-	return checkGates(w, res.Summary, gates)
+	return closeRun(w, res.Summary, res.Manifest, res.Dir, gates)
 }
 
-// errNothingMeasured is a run whose every figure rests on no unit
-// (Summary.Nothing): exit 1, never a measurement reported as made.
+// closeRun ends a command that made a run: its gates are read (and
+// printed) either way, and a run that measured nothing, in whole or in
+// part, exits as such whatever they say.
+func closeRun(w io.Writer, sum *summary.Summary, m *rundir.Manifest, dir string, gates []summary.Gate) error {
+	gateErr := checkGates(w, sum, gates)
+	if err := measuredNothing(m, dir); err != nil {
+		if gateErr != nil {
+			return fmt.Errorf("%w; also %v", err, gateErr)
+		}
+		return err
+	}
+	return gateErr
+}
+
+// errNothingMeasured is a run, or a part of one, whose figures rest on no
+// scored unit (rundir.Measured): it exits with its own status (4), never
+// as a measurement reported as made; its records and report are kept.
 var errNothingMeasured = errors.New("nothing measured")
+
+// measuredNothing is the closing error of a run that finished but measured
+// nothing, in whole or in a part (nil when it measured what it set out to).
+func measuredNothing(m *rundir.Manifest, dir string) error {
+	if m == nil {
+		return nil
+	}
+	line := m.Measured.Closing()
+	if line == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s; its records and report are kept in %s", errNothingMeasured, line, dir)
+}

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -311,7 +314,8 @@ func TestReadsFirstFormatRuns(t *testing.T) {
 	// asked: today's manifest does not make it counted.
 	work = filepath.Join(t.TempDir(), "cfaith")
 	copyDir(t, filepath.Join("..", "..", "testdata", "runs-v1", "cfaith"), work)
-	if r := halu(t, f, t.TempDir(), "run", "--resume", work); r.code != exitOK {
+	// Its judge replies were all unread: it measured nothing, and says so.
+	if r := halu(t, f, t.TempDir(), "run", "--resume", work); r.code != exitNothing {
 		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
 	}
 	if r := halu(t, f, t.TempDir(), "report", "--md", work); r.code != exitOK || !strings.Contains(r.stdout, "repair turns asked of the judges: 1 ") {
@@ -361,4 +365,219 @@ func TestRunFileRepeatsTheRun(t *testing.T) {
 	if !strings.Contains(string(a.Engine), `"default_top_p": 0.9`) || !strings.Contains(string(a.Engine), `"budget": "10m0s"`) || !strings.Contains(string(a.Config), `"temperature": 0.3`) {
 		t.Errorf("recorded: %s %s", a.Config, a.Engine)
 	}
+}
+
+// listener is a TCP port that counts the connections made to it and
+// answers none: a server address that shows whether halu contacted it.
+type listener struct {
+	addr string
+	n    atomic.Int64
+}
+
+func newListener(t *testing.T) *listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &listener{addr: ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.n.Add(1)
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return l
+}
+
+// validBase are arguments under which a declaration's command reads its
+// settings without a usage error of their own (its required settings).
+func validBase(d engine.Declaration, dir string) []string {
+	switch d.Name {
+	case "hic":
+		return []string{"--models", "gen", "--judges", "judge", "--embed-model", "gen"}
+	case "hypo":
+		return []string{"--models", "gen"}
+	case "cfaith":
+		return []string{"--data", "../../testdata/cfaith/sample_en", "--models", "gen", "--judges", "judge"}
+	case "cfaith-build":
+		return []string{"--docs", "../../testdata/cfaith/docs_en.jsonl", "--agent", "gen", "--out", filepath.Join(dir, "built")}
+	case "judges":
+		return []string{"--judges", "judge"}
+	}
+	return []string{"--models", "gen", "--judges", "judge"}
+}
+
+// outOfRange finds, for each setting of list with a declared check, a value
+// the setting's flag accepts but its check refuses (list bound to the
+// values of base): by reflection over the declaration, so a check added
+// later is tried too.
+func outOfRange(t *testing.T, list setting.List, base []string) map[string]string {
+	t.Helper()
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	fs.ParseErrorsWhitelist.UnknownFlags = true
+	list.Bind(fs)
+	fs.Parse(base)
+	bad := map[string]string{}
+	for _, s := range list {
+		if s.Internal() || s.Value.Type() == "bool" || s.Value.Choices() != nil || s.Validate() != nil {
+			continue
+		}
+		was := s.Value.String()
+		for _, v := range []string{"-1", "-1000000", "1000000", "2", "5", "1.5", "-0.5", "0", "0.5"} {
+			s.Value.Reset()
+			if s.Value.Set(v) != nil {
+				continue
+			}
+			if s.Validate() != nil {
+				bad[s.Name] = v
+				break
+			}
+		}
+		s.Value.Reset()
+		s.Value.Set(was)
+	}
+	return bad
+}
+
+// Every declared check of every setting — the engine's and each suite's —
+// runs on every path a value comes by: the command line, a HALU_ variable,
+// a run file and a resumed run's manifest. A value out of range exits 2
+// naming the setting and its value, before any connection to the server.
+func TestEveryDeclaredCheckRunsOnEveryPath(t *testing.T) {
+	dir := t.TempDir()
+	eng := engine.DefaultEngineConfig()
+	engBad := outOfRange(t, eng.Settings(), nil)
+	for _, name := range []string{"judge-repairs", "logprobs", "parallel", "retries", "judge-checks", "default-top-p"} {
+		if _, ok := engBad[name]; !ok {
+			t.Errorf("--%s: no out-of-range value found for a setting whose check is declared", name)
+		}
+	}
+	type tcase struct {
+		decl        engine.Declaration
+		name, value string
+		engine      bool
+	}
+	var cases []tcase
+	for _, d := range registry.All() {
+		base := validBase(d, dir)
+		for name, v := range outOfRange(t, d.Config().Settings(), base) {
+			cases = append(cases, tcase{d, name, v, false})
+		}
+		if d.Name == "smoke" {
+			for name, v := range engBad {
+				cases = append(cases, tcase{d, name, v, true})
+			}
+		}
+	}
+	if len(cases) < 20 {
+		t.Fatalf("only %d declared checks found", len(cases))
+	}
+	for _, c := range cases {
+		cmdArgs := commandOf(t, c.decl)
+		base := validBase(c.decl, dir)
+		root := newRoot(&globals{eng: engine.DefaultEngineConfig()})
+		cmd, _, _ := root.Find(cmdArgs)
+		paths := map[string]func(t *testing.T, ln *listener) result{
+			"flag": func(t *testing.T, ln *listener) result {
+				return haluAt(t, ln, append(append(cmdArgs, base...), "--"+c.name, c.value, "--dry-run")...)
+			},
+			"environment": func(t *testing.T, ln *listener) result {
+				t.Setenv(setting.EnvName(c.name), c.value)
+				return haluAt(t, ln, append(append(cmdArgs, base...), "--dry-run")...)
+			},
+		}
+		has := func(flag string) bool {
+			return cmd.Flags().Lookup(flag) != nil || cmd.InheritedFlags().Lookup(flag) != nil
+		}
+		if has("file") {
+			paths["run file"] = func(t *testing.T, ln *listener) result {
+				// A HALU_ variable beats the run file (TestMain sets one).
+				t.Setenv(setting.EnvName(c.name), "")
+				os.Unsetenv(setting.EnvName(c.name))
+				file := filepath.Join(t.TempDir(), "run.yaml")
+				os.WriteFile(file, []byte(fmt.Sprintf("%s: %q\n", c.name, c.value)), 0o644)
+				return haluAt(t, ln, append(append(cmdArgs, base...), "-f", file, "--dry-run")...)
+			}
+		}
+		for path, do := range paths {
+			if !has("dry-run") {
+				continue
+			}
+			t.Run(c.decl.Name+"/"+c.name+"/"+path, func(t *testing.T) {
+				ln := newListener(t)
+				r := do(t, ln)
+				if r.code != exitUsage || !strings.Contains(r.stderr, "--"+c.name+" ") {
+					t.Errorf("--%s %s by %s: exit %d, want %d naming the setting:\n%s", c.name, c.value, path, r.code, exitUsage, r.stderr)
+				}
+				if n := ln.n.Load(); n > 0 {
+					t.Errorf("--%s %s by %s: %d connections to the server before the refusal", c.name, c.value, path, n)
+				}
+			})
+		}
+	}
+	// build cfaith has no dry run: its checks run before its first call.
+	t.Run("cfaith-build", func(t *testing.T) {
+		ln := newListener(t)
+		r := haluAt(t, ln, "build", "cfaith", "--docs", "../../testdata/cfaith/docs_en.jsonl", "--agent", "gen", "--out", filepath.Join(dir, "b"), "--judge-repairs", "-1")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--judge-repairs -1") || ln.n.Load() > 0 {
+			t.Errorf("exit %d, %d connections: %s", r.code, ln.n.Load(), r.stderr)
+		}
+	})
+}
+
+// A resumed run's values are checked as a new run's are: the run's own
+// (its manifest's, for a setting that changes what it measures) and those
+// given to the resume.
+func TestResumeChecksTheRunsSettings(t *testing.T) {
+	f := newFake(t)
+	cache, dir := t.TempDir(), t.TempDir()
+	run := filepath.Join(dir, "run")
+	if r := halu(t, f, cache, "run", "smoke", "--models", "gen", "--judges", "judge", "--limit", "2", "--out", run); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	manifest := filepath.Join(run, rundir.ManifestFile)
+	orig, _ := os.ReadFile(manifest)
+	for _, c := range []struct{ name, section, key, value, want string }{
+		{"engine section", "engine", "judge_repairs", "-1", "--judge-repairs -1"},
+		{"engine section", "engine", "logprobs", "1000000", "--logprobs 1000000"},
+		{"suite config", "config", "max_tokens", "-5", "--max-tokens -5"},
+	} {
+		t.Run(c.name+"/"+c.key, func(t *testing.T) {
+			var m map[string]json.RawMessage
+			json.Unmarshal(orig, &m)
+			var sec map[string]json.RawMessage
+			json.Unmarshal(m[c.section], &sec)
+			if _, ok := sec[c.key]; !ok {
+				t.Fatalf("the manifest's %s has no %s", c.section, c.key)
+			}
+			sec[c.key] = json.RawMessage(c.value)
+			m[c.section], _ = json.Marshal(sec)
+			b, _ := json.Marshal(m)
+			os.WriteFile(manifest, b, 0o644)
+			defer os.WriteFile(manifest, orig, 0o644)
+			ln := newListener(t)
+			r := haluAt(t, ln, "run", "--resume", run)
+			if r.code != exitUsage || !strings.Contains(r.stderr, c.want) || ln.n.Load() > 0 {
+				t.Errorf("exit %d, %d connections: %s", r.code, ln.n.Load(), r.stderr)
+			}
+		})
+	}
+	ln := newListener(t)
+	if r := haluAt(t, ln, "run", "--resume", run, "--parallel", "0"); r.code != exitUsage || !strings.Contains(r.stderr, "--parallel 0") || ln.n.Load() > 0 {
+		t.Errorf("resume --parallel 0: exit %d, %d connections: %s", r.code, ln.n.Load(), r.stderr)
+	}
+}
+
+// haluAt runs halu with its server at ln (and no other setting given).
+func haluAt(t *testing.T, ln *listener, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(append(serverFlags(args, "--ollama", ln.addr, "--cache", t.TempDir()), args...), &out, &errb)
+	return result{code, out.String(), errb.String()}
 }

@@ -222,7 +222,7 @@ func mergedText(dir string) string {
 	if err != nil {
 		return "not merged"
 	}
-	return "merged: " + m.Status
+	return "merged: " + m.StatusText()
 }
 
 func firstLine(s string) string {

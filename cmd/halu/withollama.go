@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"halu/localmodels"
+	"halu/runner/engine"
 )
 
 func newWithOllamaCmd(g *globals) *cobra.Command {
@@ -23,11 +25,9 @@ stops the server when COMMAND ends, fails or is interrupted. Used by make e2e an
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if bin == "" {
-				p, err := exec.LookPath("ollama")
-				if err != nil {
-					return usagef("with-ollama: --bin is required (no ollama on PATH; `make ollama` builds one)")
+				if bin = ollamaBin(); bin == "" {
+					return usagef("with-ollama: --bin is required (no ollama on PATH, none in $HALU_OLLAMA_BIN or ~/.cache/halu; `make ollama` builds one)")
 				}
-				bin = p
 			}
 			if modelsDir == "" {
 				d, err := os.MkdirTemp("", "halu-ollama-models-")
@@ -37,7 +37,11 @@ stops the server when COMMAND ends, fails or is interrupted. Used by make e2e an
 				defer os.RemoveAll(d)
 				modelsDir = d
 			}
-			logw := g.stderr
+			// The server's log goes to --log, else to stderr and a
+			// temporary file: either way the command is told where
+			// (engine.ServerLogEnv), so that a server that crashes under
+			// a call is named with its own account of why.
+			var logw io.Writer
 			if logPath != "" {
 				f, err := os.Create(logPath)
 				if err != nil {
@@ -45,6 +49,17 @@ stops the server when COMMAND ends, fails or is interrupted. Used by make e2e an
 				}
 				defer f.Close()
 				logw = f
+			} else {
+				f, err := os.CreateTemp("", "halu-ollama-*.log")
+				if err != nil {
+					return err
+				}
+				defer os.Remove(f.Name())
+				defer f.Close()
+				logw, logPath = io.MultiWriter(g.stderr, f), f.Name()
+			}
+			if abs, err := filepath.Abs(logPath); err == nil {
+				logPath = abs
 			}
 			srv, err := localmodels.StartServer(cmd.Context(), localmodels.ServerConfig{Bin: bin, ModelsDir: modelsDir, Log: logw})
 			if err != nil {
@@ -53,7 +68,7 @@ stops the server when COMMAND ends, fails or is interrupted. Used by make e2e an
 			defer srv.Stop()
 			fmt.Fprintf(g.stderr, "ollama %s serving on %s (models in %s)\n", filepath.Base(bin), srv.Host, modelsDir)
 			c := exec.CommandContext(cmd.Context(), args[0], args[1:]...)
-			c.Env = append(os.Environ(), "OLLAMA_HOST="+srv.Host)
+			c.Env = append(os.Environ(), "OLLAMA_HOST="+srv.Host, engine.ServerLogEnv+"="+logPath)
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, g.stdout, g.stderr
 			if err := c.Run(); err != nil {
 				var ee *exec.ExitError
@@ -69,8 +84,43 @@ stops the server when COMMAND ends, fails or is interrupted. Used by make e2e an
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&bin, "bin", os.Getenv("HALU_OLLAMA_BIN"), "ollama binary (default: $HALU_OLLAMA_BIN, then PATH)")
+	cmd.Flags().StringVar(&bin, "bin", "", "ollama binary (default: $HALU_OLLAMA_BIN, then ollama on PATH, then the one `make ollama` built in ~/.cache/halu)")
 	cmd.Flags().StringVar(&modelsDir, "models", "", "OLLAMA_MODELS directory (default: a temporary one, removed afterwards)")
 	cmd.Flags().StringVar(&logPath, "log", "", "write the server's log to this file (default: stderr)")
 	return cmd
+}
+
+// pinnedOllama is the Ollama version `make ollama` (scripts/ollama-bin.sh)
+// builds when none is installed, into the user's cache.
+const pinnedOllama = "v0.17.4"
+
+// ollamaBin is the Ollama server binary halu can start: $HALU_OLLAMA_BIN,
+// else `ollama` on PATH, else the one `make ollama` (and `make demo`)
+// built into ~/.cache/halu — so that after the demo, on a machine with no
+// Ollama installed, `halu with-ollama -- …` works as it did there. "" when
+// there is none.
+func ollamaBin() string {
+	if b := os.Getenv("HALU_OLLAMA_BIN"); b != "" {
+		return b
+	}
+	if p, err := exec.LookPath("ollama"); err == nil {
+		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		p := filepath.Join(home, ".cache", "halu", "ollama-"+pinnedOllama, "ollama")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// startServerHint says how to start a model server on this machine, for
+// the messages of a server that does not answer.
+func startServerHint() string {
+	b := ollamaBin()
+	if b == "" {
+		return "no Ollama is installed: `make ollama` builds the pinned one (offline once it is built), then run halu under `halu with-ollama -- halu …`"
+	}
+	return fmt.Sprintf("start it with `%s serve`, or run the command under `halu with-ollama -- halu …` (a private server on a free port, stopped afterwards)", b)
 }

@@ -390,6 +390,13 @@ func (g *KG) Import(ctx context.Context, files []string) (info ImportInfo, err e
 			g.imported = true
 		}
 	}()
+	// What a killed import left of its sort: this process holds the
+	// store's lock (bbolt's), so no other import is using them.
+	if stale, _ := filepath.Glob(filepath.Join(g.dir, "import-*")); len(stale) > 0 {
+		for _, d := range stale {
+			os.RemoveAll(d)
+		}
+	}
 	// Edges stream through an external sort and go into the store in key
 	// order: memory stays bounded by the sort's buffer, and the B+tree
 	// fills page after page instead of touching pages at random.

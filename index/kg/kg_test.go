@@ -503,3 +503,23 @@ func TestDamagedCopiesRefusedByChecksum(t *testing.T) {
 		t.Errorf("a store without its checksum: %v", err)
 	}
 }
+
+// What a killed import left of its sort (an import-NNN directory beside
+// kg.db) is removed by the next import, which holds the store's lock.
+func TestImportRemovesAKilledImportsFiles(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "import-123456")
+	os.MkdirAll(stale, 0o755)
+	os.WriteFile(filepath.Join(stale, "edges-0001"), []byte("run of a killed sort"), 0o644)
+	g, err := Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Import(context.Background(), []string{"../../testdata/kg/biored_train_sample.pubtator"}); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	if left, _ := filepath.Glob(filepath.Join(dir, "import-*")); len(left) != 0 {
+		t.Errorf("left: %v", left)
+	}
+}

@@ -476,6 +476,13 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request) {
 		Model string `json:"model"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
+	if strings.HasPrefix(req.Model, "offline/") {
+		// What Ollama streams when its registry cannot be reached (a
+		// machine with no network).
+		writeJSON(w, map[string]any{"status": "pulling manifest"})
+		writeJSON(w, map[string]any{"error": `pull model manifest: Get "https://registry.ollama.ai/v2/` + req.Model + `/manifests/latest": dial tcp: lookup registry.ollama.ai on 127.0.0.53:53: server misbehaving`})
+		return
+	}
 	writeJSON(w, map[string]any{"status": "pulling manifest"})
 	writeJSON(w, map[string]any{"status": "pulling abc", "completed": 50, "total": 100})
 	writeJSON(w, map[string]any{"status": "pulling abc", "completed": 100, "total": 100})

@@ -755,3 +755,66 @@ func TestUnscoredAnswersAreNotJudgeReplies(t *testing.T) {
 		t.Errorf("Figure 5 with no true/false answer: %+v", sum.Tables[2])
 	}
 }
+
+// --answer-format labels holds single-choice and true/false replies to
+// {"answer": LABEL}: the request carries the schema (letters A–D, or
+// true/false), a reply held to it is read as its label, and one cut before
+// its object closed is unscored, never guessed. Generative answers are
+// asked as the paper asks them.
+func TestAnswerFormatLabels(t *testing.T) {
+	var mu sync.Mutex
+	var formats []string
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		mu.Lock()
+		formats = append(formats, string(r.Format))
+		mu.Unlock()
+		switch f := string(r.Format); {
+		case strings.Contains(f, `"A","B","C","D"`):
+			return fakeollama.Reply{Content: `{"answer": "B"}`}
+		case strings.Contains(f, `"true","false"`):
+			if strings.Contains(r.LastUser(), "1928") {
+				return fakeollama.Reply{Content: `{"answer": "tr`} // cut at the cap
+			}
+			return fakeollama.Reply{Content: `{"answer":"false"}`}
+		case f != "":
+			return fakeollama.Reply{Content: `{"conflict": false}`}
+		}
+		return fakeollama.Reply{Content: "an answer"}
+	}, fakeollama.Model{Name: "m:latest", Digest: "d1", ParameterCount: 1e9})
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.Data, cfg.Models, cfg.Judge, cfg.AnswerFormat = filepath.Join("..", "..", "testdata", "cfaith", "sample_en"), []string{"m"}, "m", "labels"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := enginetest.New(t, srv.Host(), 1)
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir, Config: &cfg}); err != nil {
+		t.Fatal(err)
+	}
+	_, recs, _ := engine.ReadRun(dir)
+	count := map[string]int{}
+	for _, r := range recs {
+		a, err := rundir.Decode[Answer](r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case a.Format == "choice" && a.Scored && a.Choice == "B":
+			count["choice B"]++
+		case a.Format == "truefalse" && a.Scored && a.JudgedTrue != nil && !*a.JudgedTrue:
+			count["false"]++
+		case a.Format == "truefalse" && !a.Scored:
+			count["tf unscored"]++
+		case a.Format == "generative":
+			count["generative"]++
+		default:
+			t.Errorf("answer %+v", a)
+		}
+	}
+	t.Logf("%v", count)
+	if count["choice B"] != 3 || count["false"] != 5 || count["tf unscored"] != 1 || count["generative"] != 3 {
+		t.Errorf("answers read: %v", count)
+	}
+}

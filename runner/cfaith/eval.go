@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,6 +44,11 @@ type Config struct {
 	Seed           int
 	JudgeFormat    string
 	JudgeMaxTokens int
+	// AnswerFormat is how single-choice and true/false answers are asked
+	// for: "free" (the paper's prompts and a free reply, read for its
+	// letter or verdict) or "labels" (structured output holds the reply to
+	// {"answer": LABEL}).
+	AnswerFormat string
 }
 
 // Settings declares the evaluation's settings.
@@ -66,6 +72,8 @@ func (c *Config) Settings() setting.List {
 		setting.Int("seed", &c.Seed, "sampling seed (answers, and the --limit sample)").As(setting.Draw),
 		judging.FormatSetting(&c.JudgeFormat, "json (structured output) or text; the generative judge's prompt is halu's (the authors published none)"),
 		setting.Int("judge-max-tokens", &c.JudgeMaxTokens, "judge reply cap").Min(1),
+		setting.Choice("answer-format", &c.AnswerFormat, "single-choice and true/false answers: free (the paper: its prompt and a free reply, read for its letter or verdict) or labels (structured output holds the reply to {\"answer\": LABEL}, LABEL one of the item's letters, or true/false: every reply states one and none reasons; for models that do not follow the prompt's format)", "free", "labels").
+			Paper("free").When(func() bool { return slices.Contains(c.Formats, "choice") || slices.Contains(c.Formats, "truefalse") }),
 		setting.Protocol(&c.Protocol, "the same decoding; halu's additions are the judge and its format"),
 	}
 }
@@ -79,7 +87,7 @@ func (c *Config) UnmarshalJSON(b []byte) error { return c.Settings().UnmarshalJS
 // DefaultConfig has the paper's decoding settings.
 func DefaultConfig() Config {
 	return Config{Formats: Formats, Temperature: 1, TopP: 0.7, MaxTokens: 256, Seed: 1, JudgeFormat: "json", JudgeMaxTokens: 200,
-		Sample: "stratified", Protocol: setting.ProtocolPaper}
+		Sample: "stratified", Protocol: setting.ProtocolPaper, AnswerFormat: "free"}
 }
 
 // Declaration declares the evaluation to the registry.
@@ -249,19 +257,21 @@ type Answer struct {
 func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
 	p := it.Payload.(evalPayload)
 	lang := s.info.Lang
-	ask := func(content string) (string, error) {
+	ask := func(content string, format json.RawMessage) (string, error) {
 		r, err := c.Chat(ctx, "generate", localmodels.ChatRequest{Model: p.model,
 			Messages: []localmodels.Message{{Role: "user", Content: content}},
 			Options: localmodels.Options{Temperature: localmodels.Float(s.cfg.Temperature), TopP: localmodels.Float(s.cfg.TopP),
-				Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.MaxTokens)}}, 0)
+				Seed: localmodels.Int(s.cfg.Seed), NumPredict: localmodels.Int(s.cfg.MaxTokens)},
+			Format: format}, 0)
 		return r.Content, err
 	}
+	labels := s.cfg.AnswerFormat == "labels"
 	a := Answer{Model: p.model, Format: p.format}
 	var err error
 	switch p.format {
 	case "generative":
 		a.ID, a.HaluType = p.gen.ID, p.gen.HaluType
-		if a.Response, err = ask(p.gen.Question); err != nil {
+		if a.Response, err = ask(p.gen.Question, nil); err != nil {
 			return nil, err
 		}
 		req := localmodels.ChatRequest{Model: s.cfg.Judge,
@@ -282,17 +292,33 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		if prompt == "" {
 			prompt = SingleChoicePrompt(lang, p.choice.Question, p.choice.Options)
 		}
-		if a.Response, err = ask(prompt); err != nil {
+		var format json.RawMessage
+		if labels {
+			format = AnswerSchema(ChoiceLetters)
+		}
+		if a.Response, err = ask(prompt, format); err != nil {
 			return nil, err
 		}
 		letter, ok := ParseChoice(a.Response)
+		if labels {
+			letter, ok = ParseAnswerLabel(a.Response, ChoiceLetters)
+		}
 		a.Choice, a.Scored, a.Hallucinated = letter, ok, ok && letter != p.choice.CorrectOption
 	case "truefalse":
 		a.ID, a.HaluType = p.tf.ID, p.tf.HaluType
-		if a.Response, err = ask(TrueFalsePrompt(lang, p.tf.Question, p.tf.Statement)); err != nil {
+		var format json.RawMessage
+		if labels {
+			format = AnswerSchema(TrueFalseLabels)
+		}
+		if a.Response, err = ask(TrueFalsePrompt(lang, p.tf.Question, p.tf.Statement), format); err != nil {
 			return nil, err
 		}
 		jt, ok := ParseTrueFalse(a.Response)
+		if labels {
+			var l string
+			l, ok = ParseAnswerLabel(a.Response, TrueFalseLabels)
+			jt = l == "true"
+		}
 		st := p.tf.True
 		a.Statement, a.Scored = &st, ok
 		if ok {
@@ -354,7 +380,12 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		by[a.Model] = append(by[a.Model], a)
 	}
 	sort.Strings(models)
-	sum := &summary.Summary{Suite: "cfaith", Metrics: map[string]float64{}}
+	sum := &summary.Summary{Suite: "cfaith", Metrics: map[string]float64{}, Glossary: []summary.Term{
+		{Abbr: "HR", Meaning: "hallucination rate: the share of scored answers that are wrong (generative: the judge finds a conflict with the correct answer)"},
+		{Abbr: "Gen., Choice., True/False., Ova.", Meaning: "the generative, single-choice and true/false formats, and their mean"},
+		{Abbr: "FN, FP", Meaning: "true/false errors: a hallucinated statement accepted, a correct one rejected"},
+		{Abbr: "EntErr, …", Meaning: "C-FAITH's six hallucination types, each a kind of error written into a response"},
+	}}
 	t5 := summary.Table{Title: "C-FAITH Table 5 — hallucination rate (%) per format; overall = mean of the three",
 		Columns: []string{"model", "Gen.", "Choice.", "True/False.", "Ova.", "unscored answers (answer or judge reply not read)"}}
 	t6 := summary.Table{Title: "C-FAITH Table 6 — generative QA hallucination rate (%) per hallucination type",
@@ -467,4 +498,35 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 // whatever the settings (engine.Methods).
 func (s *Suite) MethodDepartures() []string {
 	return []string{"the generative judge's prompt and the true/false prompt are halu's: the authors published neither"}
+}
+
+// ChoiceLetters and TrueFalseLabels are the labels --answer-format labels
+// holds single-choice and true/false replies to.
+var (
+	ChoiceLetters   = []string{"A", "B", "C", "D"}
+	TrueFalseLabels = []string{"true", "false"}
+)
+
+// AnswerSchema is the structured output of --answer-format labels: an
+// object whose one field "answer" is one of labels.
+func AnswerSchema(labels []string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"answer": map[string]any{"type": "string", "enum": labels}},
+		"required":   []string{"answer"},
+	})
+	return b
+}
+
+// ParseAnswerLabel reads a reply held to AnswerSchema: its answer, one of labels;
+// ok is false for a reply that is not such an object (cut at the token
+// cap before it closed, say), never a guess.
+func ParseAnswerLabel(reply string, labels []string) (string, bool) {
+	var v struct {
+		Answer *string `json:"answer"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(reply)), &v); err != nil || v.Answer == nil || !slices.Contains(labels, *v.Answer) {
+		return "", false
+	}
+	return *v.Answer, true
 }

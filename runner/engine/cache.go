@@ -32,8 +32,10 @@ const cacheFormat = "v2"
 // is dropped, counted and fetched again, never used.
 type Cache struct {
 	dir string
-	// damaged counts entries dropped on read.
-	damaged atomic.Int64
+	// damaged counts entries dropped on read; unchecked those of an older
+	// halu without a checksum, dropped too (errUnchecked).
+	damaged   atomic.Int64
+	unchecked atomic.Int64
 	// writing holds the entries PutLater is writing, by key, so that Get
 	// answers from them at once; writes counts those writes.
 	mu      sync.Mutex
@@ -79,6 +81,13 @@ func (c *Cache) Dir() string { return c.dir }
 
 // Damaged returns how many damaged entries reads have dropped so far.
 func (c *Cache) Damaged() int { return int(c.damaged.Load()) }
+
+// Unchecked returns how many entries without a checksum (an older halu's)
+// reads have dropped so far.
+func (c *Cache) Unchecked() int { return int(c.unchecked.Load()) }
+
+// errUnchecked is an entry written before entries carried a checksum.
+var errUnchecked = errors.New("entry has no checksum")
 
 // Key returns the content address of v: the SHA-256 of its JSON encoding.
 // Struct fields encode in declaration order and map keys sorted, so equal
@@ -131,7 +140,11 @@ func (c *Cache) get(p, key string, v any) (bool, error) {
 		return false, fmt.Errorf("cache %s: %w", c.dir, err)
 	}
 	if err := check(b, key, v); err != nil {
-		c.damaged.Add(1)
+		if errors.Is(err, errUnchecked) {
+			c.unchecked.Add(1)
+		} else {
+			c.damaged.Add(1)
+		}
 		os.Remove(p) // the refetched value replaces it
 		return false, nil
 	}
@@ -150,6 +163,9 @@ func check(b []byte, key string, v any) error {
 	}
 	if len(e.Value) == 0 || bytes.Equal(e.Value, []byte("null")) {
 		return errors.New("entry has no value")
+	}
+	if e.Sum == "" {
+		return errUnchecked
 	}
 	sum := sha256.Sum256(e.Value)
 	if hex.EncodeToString(sum[:]) != e.Sum {

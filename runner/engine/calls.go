@@ -323,7 +323,10 @@ func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info lo
 		l.Options = m
 	}
 	c.transcript(&l, req.Messages, resp.Content)
-	l.Confidence = ReplyConfidence(resp)
+	l.Confidence = ReplyConfidence(req, resp)
+	if req.Logprobs {
+		l.Logprobs = max(req.TopLogprobs, 1)
+	}
 	if fp.NumCtx > 0 && resp.PromptEvalCount*10 >= fp.NumCtx*9 {
 		l.NearContext = fp.NumCtx
 		if !hit {
@@ -535,9 +538,12 @@ func (e *Engine) serving(req localmodels.ChatRequest) localmodels.ChatRequest {
 	return req
 }
 
-// ReplyConfidence is how sure the model was of a reply, from the token
-// log-probabilities it came with (--logprobs); nil when it has none.
-func ReplyConfidence(resp localmodels.ChatResponse) *metrics.TokenConfidence {
+// ReplyConfidence is how sure the model was of the reply resp to req, from
+// the token log-probabilities it came with (--logprobs); nil when it has
+// none. A reply held to a schema (req.Format) is marked (Grammar): its
+// token scores are the unconstrained model's and no confidence check reads
+// them.
+func ReplyConfidence(req localmodels.ChatRequest, resp localmodels.ChatResponse) *metrics.TokenConfidence {
 	if len(resp.Logprobs) == 0 {
 		return nil
 	}
@@ -550,6 +556,7 @@ func ReplyConfidence(resp localmodels.ChatResponse) *metrics.TokenConfidence {
 		}
 	}
 	c := metrics.Confidence(lps, tops)
+	c.Grammar = len(req.Format) > 0
 	return &c
 }
 

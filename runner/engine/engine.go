@@ -198,6 +198,9 @@ type Engine struct {
 	// Log receives progress and warnings (stderr); Interactive draws bars.
 	Log         io.Writer
 	Interactive bool
+	// ServerLog is the log file of a server halu started itself
+	// (ServerLogEnv): a crash's lines are quoted from it.
+	ServerLog string
 	// Columns is the terminal's width, which the progress line keeps
 	// within (0: unknown).
 	Columns int
@@ -244,6 +247,9 @@ type Engine struct {
 // (localmodels.DialAll), with the response cache the settings name
 // opened unless they turn it off.
 func New(cfg EngineConfig, client localmodels.Backend) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	e := &Engine{Client: client, Config: cfg}
 	if !cfg.NoCache {
 		c, err := OpenCache(cfg.Cache)
@@ -925,16 +931,23 @@ func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error)
 	default:
 		man.Status = "complete"
 	}
-	if err := rundir.WriteManifest(r.dir, man); err != nil && runErr == nil {
-		runErr = err
-	}
 	res := &Result{Dir: r.dir, Counts: man.Counts, Manifest: man}
+	var sum *summary.Summary
 	if len(recs) > 0 {
-		sum, err := Summarize(s, man, recs)
-		if err != nil {
+		if sum, err = Summarize(s, man, recs); err != nil {
+			rundir.WriteManifest(r.dir, man)
 			return res, err
 		}
 		res.Summary = sum
+		ms := summary.Measure(sum, recs)
+		man.Measured = &ms
+	} else {
+		man.Measured = nil
+	}
+	if err := rundir.WriteManifest(r.dir, man); err != nil && runErr == nil {
+		runErr = err
+	}
+	if sum != nil {
 		if err := summary.WriteSummary(r.dir, sum); err != nil && runErr == nil {
 			runErr = err
 		}
@@ -1011,6 +1024,7 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 
 		CacheDamaged:       delta.CacheDamaged,
 		CacheWriteFailures: delta.CacheWriteFailures,
+		CacheUnchecked:     delta.CacheUnchecked,
 		Hosts:              rundir.AddHosts(r.prev.Hosts, session.Hosts),
 		JudgeTime:          rundir.AddJudgeTimes(r.prev.JudgeTime, session.JudgeTime),
 	}
@@ -1083,6 +1097,8 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 				_ = ew.Append(rundir.ItemError{Item: it.ID, Error: err.Error(), Time: time.Now().UTC()})
 				var input interface{ InputError() bool }
 				switch {
+				case errors.Is(err, ErrServerDied):
+					cancel(fmt.Errorf("item %s: %w; the run stopped (its records are kept: start the server again, without this model if it crashes it, and resume)", it.ID, err))
 				case localmodels.IsUnreachable(err):
 					cancel(fmt.Errorf("%s: %w", msg, errUnreachable))
 				case errors.As(err, &input) && input.InputError():
@@ -1198,6 +1214,9 @@ func (e *Engine) withRetry(ctx context.Context, fn func(context.Context) error) 
 		if err == nil || !localmodels.IsTransient(err) || ctx.Err() != nil {
 			return err
 		}
+		if crash := e.died(ctx, err); crash != nil {
+			return crash
+		}
 		if attempt >= e.attempts() {
 			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 		}
@@ -1273,6 +1292,7 @@ func (e *Engine) snapshot() rundir.Counts {
 		ReusedTokens:       int(e.stats.reused.Load()),
 		CacheDamaged:       e.cacheDamaged(),
 		CacheWriteFailures: int(e.stats.cacheWriteFailures.Load()),
+		CacheUnchecked:     e.cacheUnchecked(),
 	}
 }
 
@@ -1283,6 +1303,15 @@ func (e *Engine) cacheDamaged() int {
 		return 0
 	}
 	return e.Cache.Damaged()
+}
+
+// cacheUnchecked is how many entries of an older halu, without a checksum,
+// the engine's cache has dropped and refetched.
+func (e *Engine) cacheUnchecked() int {
+	if e.Cache == nil {
+		return 0
+	}
+	return e.Cache.Unchecked()
 }
 
 func openAppend(path string) (*rundir.RecordWriter, error) {
@@ -1488,6 +1517,9 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 	}
 	card, notes := summary.JudgeCard(recs, families, man.Counts.JudgeTime)
 	sum.Tables = append(sum.Tables, card...)
+	if lt, ok := summary.LogprobTable(recs); ok {
+		sum.Tables = append(sum.Tables, lt)
+	}
 	sum.Notes = append(sum.Notes, notes...)
 	sum.Notes = append(sum.Notes, summary.ReadingNotes(recs, man.Readers)...)
 	sum.Notes = append(sum.Notes, summary.ThinkingNotes(recs)...)

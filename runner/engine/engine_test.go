@@ -726,6 +726,16 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 	os.Remove(entries[len(damage)])
 	os.MkdirAll(filepath.Join(entries[len(damage)], "x"), 0o755)
 	damaged := len(damage) + 1
+	// An entry an older halu wrote, before entries carried a checksum: not
+	// damaged, counted apart, and fetched again (nothing proves its value
+	// is the one written).
+	old := entries[damaged]
+	ob, _ := os.ReadFile(old)
+	var oe map[string]any
+	json.Unmarshal(ob, &oe)
+	delete(oe, "sha256")
+	ob, _ = json.Marshal(oe)
+	os.WriteFile(old, ob, 0o644)
 	// A temporary file of a writer that is gone (no such PID).
 	tmp := filepath.Join(cache, "v2", "tmp", "999999999-123")
 	if err := os.WriteFile(tmp, []byte("partial"), 0o644); err != nil {
@@ -739,8 +749,8 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Errorf("stale temporary file kept: %v", err)
 	}
-	if res.Counts.CacheDamaged != damaged || res.Counts.ModelCalls != damaged || res.Counts.CacheHits != 10-damaged {
-		t.Fatalf("counts %+v: want %d damaged entries refetched", res.Counts, damaged)
+	if res.Counts.CacheDamaged != damaged || res.Counts.CacheUnchecked != 1 || res.Counts.ModelCalls != damaged+1 || res.Counts.CacheHits != 10-damaged-1 {
+		t.Fatalf("counts %+v: want %d damaged entries and 1 unchecked refetched", res.Counts, damaged)
 	}
 	if st, err := os.Stat(entries[len(damage)]); err != nil || st.IsDir() {
 		t.Errorf("the directory in an entry's place was not replaced by the entry: %v", err)
@@ -1391,5 +1401,61 @@ func TestItemsNextCallTakesItsSlot(t *testing.T) {
 		if held := res.Counts.HeldSlots > 0; held != tc.held {
 			t.Errorf("%d items in flight: %d slots taken by the item's next call, want some: %v", tc.items, res.Counts.HeldSlots, tc.held)
 		}
+	}
+}
+
+// Every call that finished before an interrupt is kept: a resume asks the
+// server only for the calls that did not. The judge is slow, so the
+// interrupt (at the fourth judgement) finds items whose generation is done
+// and whose judgement is under way; their generations are cache hits on
+// resume, and the total of calls made over both sessions is the run's
+// calls, each made once.
+func TestInterruptKeepsEveryFinishedCall(t *testing.T) {
+	srv := server(t, goodJudge)
+	dir, cacheDir := filepath.Join(t.TempDir(), "run"), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var judged atomic.Int32
+	made := map[string]int{}
+	var mu sync.Mutex
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		mu.Lock()
+		made[r.Model+" "+r.LastUser()]++
+		mu.Unlock()
+		if r.Model == "judge" {
+			if judged.Add(1) == 4 {
+				cancel()
+			}
+			return fakeollama.Reply{Content: `{"score": 4}`, Delay: 20 * time.Millisecond}
+		}
+		return fakeollama.Reply{Content: "answer to " + r.LastUser()}
+	})
+	e := newEngine(t, srv.Host(), cacheDir)
+	e.Config.Parallel, e.Config.ItemsInFlight = 4, 8
+	if _, err := e.Run(ctx, &testSuite{n: 12}, engine.RunSpec{Dir: dir}); !errors.Is(err, engine.ErrInterrupted) {
+		t.Fatalf("err = %v, want interrupted", err)
+	}
+	first := len(srv.Chats())
+	res, err := newEngine(t, srv.Host(), cacheDir).Run(context.Background(), &testSuite{n: 12}, engine.RunSpec{Dir: dir, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	again := 0
+	for k, n := range made {
+		if n > 1 {
+			again += n - 1
+			if strings.HasPrefix(k, "gen ") {
+				t.Errorf("a finished generation asked again: %s", k)
+			}
+		}
+	}
+	// Only the judgements cut by the interrupt mid-reply (at most one a
+	// slot: 4) are asked again: their replies never came. Every finished
+	// call was kept, and the resume's hits are those calls of the items
+	// the interrupt left unrecorded.
+	if res.Manifest.Counts.Completed != 12 || again > e.Config.Parallel || res.Counts.CacheHits == 0 {
+		t.Errorf("calls asked again on resume: %d (of %d before the interrupt); resume cache hits %d", again, first, res.Counts.CacheHits)
 	}
 }

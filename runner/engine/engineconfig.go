@@ -151,6 +151,12 @@ func (c *EngineConfig) Settings() setting.List {
 	)
 }
 
+// Validate runs every engine setting's declared checks (setting.Min,
+// setting.Check). Commands call it before they contact a server, whatever
+// gave the values — flags, HALU_ variables, a run file or a resumed run's
+// manifest — and New refuses a config that fails it.
+func (c *EngineConfig) Validate() error { return c.Settings().Validate() }
+
 // Recorded is the engine's settings as the run of manifest m used them:
 // its engine section, or, for a run of format 1, what it recorded of
 // them (migrateEngine).

@@ -20,6 +20,7 @@ import (
 	"halu/metrics"
 	"halu/runner/engine"
 	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // Every field of EngineConfig is a declared setting: set each to a value
@@ -150,6 +151,21 @@ func TestLogprobsRecordedAndKeyed(t *testing.T) {
 		if !c.Logprobs || c.TopLogprobs != 2 {
 			t.Fatalf("a call asked logprobs %v, top %d", c.Logprobs, c.TopLogprobs)
 		}
+	}
+	// What came back, counted per model: the generations' 4 tokens (the
+	// fake counts words) with 2 log-probabilities, so 1 missing besides
+	// the end-of-sequence token; the judge's replies, held to a schema,
+	// came with none.
+	var lt []string
+	for _, tb := range res.Summary.Tables {
+		if strings.HasPrefix(tb.Title, "Token log-probabilities asked for") {
+			for _, r := range tb.Rows {
+				lt = append(lt, strings.Join(r, " "))
+			}
+		}
+	}
+	if strings.Join(lt, "; ") != "gen 3 0 0 12 6 3; judge 3 3 0 6 0 0" {
+		t.Errorf("log-probability counts: %q", lt)
 	}
 	gen := recs[0].Calls[0]
 	want := "tokens 2, mean −0.600000, min −1.000000, seq 0.548812, neg entropy −0.346574, top 2"
@@ -301,4 +317,34 @@ func tokenStream(t *testing.T, tokens [][]any) localmodels.ChatResponse {
 		resp.Logprobs = append(resp.Logprobs, tl)
 	}
 	return resp
+}
+
+// A reply held to a schema (the judge's JSON format) comes with the
+// unconstrained model's log-probabilities: its confidence is kept, marked,
+// counted per model, and gives no token score to any confidence check.
+func TestGrammarHeldLogprobsMarked(t *testing.T) {
+	srv := server(t, goodJudge)
+	srv.SetChat(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			return fakeollama.Reply{Content: `{"score": 4}`, Logprobs: []fakeollama.Logprob{{Token: `{"score":`, Logprob: -0.01}, {Token: " 4}", Logprob: -3}}}
+		}
+		return fakeollama.Reply{Content: "an answer", Logprobs: []fakeollama.Logprob{{Token: "an", Logprob: -0.5}, {Token: " answer", Logprob: -0.5}}}
+	})
+	e := newEngine(t, srv.Host(), t.TempDir())
+	e.Config.Logprobs = 1
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, err := e.Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	_, recs, _ := engine.ReadRun(dir)
+	for _, c := range recs[0].Calls {
+		held := c.Kind == "judge"
+		if c.Confidence == nil || c.Confidence.Grammar != held || (summary.TokenScores(c.Confidence) == nil) != held {
+			t.Errorf("%s call: confidence %+v, token scores %v", c.Kind, c.Confidence, summary.TokenScores(c.Confidence))
+		}
+	}
+	lt, _ := summary.LogprobTable(recs)
+	if got := fmt.Sprint(lt.Rows); got != "[[gen 2 0 0 4 4 0] [judge 2 0 2 4 4 0]]" {
+		t.Errorf("log-probability counts %s", got)
+	}
 }

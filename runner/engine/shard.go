@@ -118,12 +118,17 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	if err := rundir.WriteFileAtomic(filepath.Join(tmp, rundir.ErrorsFile), eb.Bytes()); err != nil {
 		return nil, err
 	}
-	if err := rundir.WriteManifest(tmp, &man); err != nil {
-		return nil, err
-	}
 	res := &Result{Dir: out, Counts: man.Counts, Manifest: &man}
 	// A summary that cannot be made does not lose the merged records.
 	sum, serr := Summarize(s, &man, recs)
+	man.Measured = nil
+	if serr == nil {
+		ms := summary.Measure(sum, recs)
+		man.Measured = &ms
+	}
+	if err := rundir.WriteManifest(tmp, &man); err != nil {
+		return nil, err
+	}
 	if serr == nil {
 		if err := summary.WriteSummary(tmp, sum); err != nil {
 			return nil, err

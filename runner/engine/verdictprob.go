@@ -16,28 +16,27 @@ import (
 // value after the field's one mention — `"field": true`, `Field: Yes` —
 // the chosen value's probability over its own and the opposite value's
 // among the position's alternatives ("yes"/"true" against "no"/"false", by
-// their first letters as tokens may cut them). An opposite value missing
-// from the alternatives counts 0: it was less likely than the last of
-// them. ok is false — never guessed — when the reply carries no
-// log-probabilities or alternatives, names the field more than once (a
-// revision, a verdict quoted from the judged text) or not at all, or the
-// value there is not the verdict read.
+// their first two letters or more as tokens may cut them: a lone "y", "n",
+// "t" or "f" begins too many other words to be read as a value). An
+// opposite value missing from the alternatives counts 0: it was less
+// likely than the last of them. ok is false — never guessed — when the
+// reply carries no log-probabilities or alternatives, names the field more
+// than once (a revision, a verdict quoted from the judged text) or not at
+// all, the value there is not the verdict read, or the chosen value is not
+// among the alternatives (nothing there measures it: a server's
+// alternatives that miss the chosen token weigh nothing against it).
+//
+// Under structured output the server reports the unconstrained model's
+// log-probabilities; the ratio of the two values' probabilities is then the
+// constrained distribution's (a schema that allows only the two values at
+// this position renormalises over them), at temperature 1.
 func VerdictProb(resp localmodels.ChatResponse, field string, verdict bool) (p float64, ok bool) {
 	k, at, found := valueToken(resp, field, letters)
 	if !found {
 		return math.NaN(), false
 	}
 	starts := tokenStarts(resp)
-	side := func(tok string) int { // +1 yes, −1 no, 0 neither
-		w := strings.ToLower(letters(tok))
-		switch {
-		case strings.HasPrefix("yes", w) && w != "", strings.HasPrefix("true", w) && w != "":
-			return 1
-		case strings.HasPrefix("no", w) && w != "", strings.HasPrefix("false", w) && w != "":
-			return -1
-		}
-		return 0
-	}
+	side := verdictSide
 	chosen := resp.Logprobs[k]
 	dir := side(chosen.Token[max(0, at-starts[k]):])
 	if dir == 0 || (dir == 1) != verdict {
@@ -57,9 +56,25 @@ func VerdictProb(resp localmodels.ChatResponse, field string, verdict bool) (p f
 		}
 	}
 	if same == 0 {
-		same = math.Exp(chosen.Logprob)
+		return math.NaN(), false // the chosen value is not among its alternatives
 	}
 	return same / (same + other), true
+}
+
+// verdictSide is the value a token begins: +1 yes or true, −1 no or false,
+// 0 neither (or a lone letter).
+func verdictSide(tok string) int {
+	w := strings.ToLower(letters(tok))
+	if len(w) < 2 {
+		return 0
+	}
+	switch {
+	case strings.HasPrefix("yes", w), strings.HasPrefix("true", w):
+		return 1
+	case strings.HasPrefix("no", w), strings.HasPrefix("false", w):
+		return -1
+	}
+	return 0
 }
 
 // tokenStarts are the offsets of resp's tokens in the reply they make.
@@ -126,8 +141,9 @@ func valueToken(resp localmodels.ChatResponse, field string, word func(string) s
 // the position's alternatives, each weighted by its probability over
 // theirs. ok is false — never guessed — when the reply carries no
 // log-probabilities or alternatives, names the field more than once or not
-// at all, the score there is not the one read, or it is written in more
-// than one token (a "10": its alternatives are first digits, not scores).
+// at all, the score there is not the one read or not among the
+// alternatives, or it is written in more than one token (a "10": its
+// alternatives are first digits, not scores).
 func ExpectedScore(resp localmodels.ChatResponse, field string, read, lo, hi int) (e float64, ok bool) {
 	k, at, found := valueToken(resp, field, digits)
 	if !found {
@@ -147,6 +163,7 @@ func ExpectedScore(resp localmodels.ChatResponse, field string, read, lo, hi int
 		return math.NaN(), false
 	}
 	var mass, sum float64
+	readThere := false
 	for _, a := range chosen.Top {
 		t := strings.TrimLeft(a.Token, " \"*")
 		d := digits(t)
@@ -160,9 +177,10 @@ func ExpectedScore(resp localmodels.ChatResponse, field string, read, lo, hi int
 		p := math.Exp(a.Logprob)
 		mass += p
 		sum += p * float64(n)
+		readThere = readThere || n == read
 	}
-	if mass == 0 {
-		return math.NaN(), false
+	if mass == 0 || !readThere {
+		return math.NaN(), false // the score read is not among the alternatives: nothing measures it
 	}
 	return sum / mass, true
 }

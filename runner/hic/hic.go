@@ -806,12 +806,13 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 		replies = 1 // the authors' DHP: one reply per question, cut into answers
 	}
 	for i := 0; i < replies; i++ {
-		gen, err := c.Chat(ctx, "generate", localmodels.ChatRequest{
+		req := localmodels.ChatRequest{
 			Model:    p.model,
 			Messages: []localmodels.Message{{Role: "user", Content: text}},
 			Options: localmodels.Options{Temperature: localmodels.Float(p.temp), Seed: localmodels.Int(s.cfg.Seed + i),
 				NumPredict: localmodels.Int(s.cfg.MaxTokens)},
-		}, i)
+		}
+		gen, err := c.Chat(ctx, "generate", req, i)
 		if err != nil {
 			return qr, err
 		}
@@ -831,7 +832,7 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 			}
 			a := Answer{Index: len(qr.Answers), Text: answer, TokensCL100K: ntok, EvalCount: gen.EvalCount, DoneReason: gen.DoneReason}
 			if !split {
-				a.Confidence = engine.ReplyConfidence(gen)
+				a.Confidence = engine.ReplyConfidence(req, gen)
 			}
 			for _, j := range s.cfg.Judges {
 				jd, err := s.judge(ctx, c, j, p.model, isDHP(p.strategy), q.Question, answer)

@@ -729,7 +729,7 @@ func TestEntailmentSortsAnswersBySemanticSets(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(row, " | ") != "gen | SCP T1 | samples agreeing with the answer | 4 | 2 | 1.000 (no interval: 2 right, 2 wrong; it needs 5 of each) | 0.208 (0.500) | 0% of 1" {
+	if strings.Join(row, " | ") != "gen | SCP T1 | samples agreeing with the answer | 4 | 0 | 2 | 1.000 (no interval: 2 right, 2 wrong; it needs 5 of each) | 0.208 (0.500) | 0% of 1" {
 		t.Errorf("agreement row: %v", row)
 	}
 	// One entailment reply that does not read: the question is unsorted.
@@ -828,7 +828,7 @@ func TestPTrueAskedOnceAnAnswer(t *testing.T) {
 			}
 		}
 	}
-	if len(row) < 6 || row[3] != "3" || row[4] != "1" || !strings.HasPrefix(row[5], "1.000") {
+	if len(row) < 7 || row[3] != "3" || row[4] != "1" || row[5] != "1" || !strings.HasPrefix(row[6], "1.000") {
 		t.Errorf("P(True) row %v", row)
 	}
 	if !strings.Contains(strings.Join(res.Summary.Notes, "\n"), "asked of 4 answers, one call each; 1 not known") {

@@ -121,7 +121,16 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 		return a.t > b.t
 	})
-	sum := &summary.Summary{Suite: "hic", Metrics: map[string]float64{}}
+	sum := &summary.Summary{Suite: "hic", Metrics: map[string]float64{}, Glossary: []summary.Term{
+		{Abbr: "IH", Meaning: "intelligent hallucination — a share of answers the judges find original (Or ≥ 4), valuable (Va ≥ 4) and feasible (Fe ≥ 3)"},
+		{Abbr: "DH", Meaning: "defective hallucination — a share of answers the judge panel's majority finds hallucinated"},
+		{Abbr: "IFS", Meaning: "intelligent fidelity score, w1·IH + (1 − w1)·(1 − DH − IH) (eq. 3); IIFS, BIFS, RIFS its presets w1 = 0.9, 0.6, 0.1"},
+		{Abbr: "Or, Fe, Va", Meaning: "originality, feasibility, value: the judges' 1–5 scores"},
+		{Abbr: "Flu", Meaning: "fluency — mean embedding similarity of a question's answers (lower: more varied)"},
+		{Abbr: "Fle", Meaning: "flexibility — variance over questions of their mean originality"},
+		{Abbr: "kwPrec", Meaning: "keyword precision against the question's knowledge text (halu's word overlap)"},
+		{Abbr: "P, T", Meaning: "prompting strategy (SCP, CoT, RAG, RCP, DHP) and temperature"},
+	}}
 	var rows []*Group
 	for _, k := range keys {
 		g := s.group(groups[k])

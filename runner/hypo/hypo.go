@@ -365,7 +365,7 @@ type Config struct {
 	// VerdictFormat is how KnowHD asks for a support verdict: "text" (the
 	// authors: their prompt as it is, a free reply; the authors' rule, "1"
 	// anywhere in it, is read beside the careful reading) or "json"
-	// (structured output capped at 16 tokens).
+	// (structured output capped at 32 tokens).
 	VerdictFormat string
 	// HypothesisFormat is how a hypothesis is asked for: "free" (the
 	// paper: the authors' prompt, a free reply whose proposed_hypothesis is
@@ -473,7 +473,7 @@ func (c *Config) Settings() setting.List {
 		setting.String("open", &c.Open, "open-ended mode: JSONL of {id, background}; 5 hypotheses each, ranked by groundedness").As(setting.Data).Path().Unset("none"),
 		setting.Int("verifier-max-tokens", &c.VerifierMaxTokens, "cap for the verifier's replies (entity extraction, claim decomposition, text verdicts)").Min(1).
 			Paper("2048").Halu("512").When(func() bool { return len(c.KnowHD) > 0 }),
-		setting.Choice("verdict-format", &c.VerdictFormat, "KnowHD support verdicts: text (the authors' prompt, a free reply; their rule — \"1\" anywhere — read beside the careful reading) or json (structured output, 16 tokens)", "text", "json").
+		setting.Choice("verdict-format", &c.VerdictFormat, "KnowHD support verdicts: text (the authors' prompt, a free reply; their rule — \"1\" anywhere — read beside the careful reading) or json (structured output, 32 tokens)", "text", "json").
 			Paper("text").Halu("json").When(func() bool { return len(c.KnowHD) > 0 }),
 		setting.Protocol(&c.Protocol, "textbook BM25, KG chains ranked by support"),
 		setting.Choice("bm25", &c.BM25, "BM25 parameters: pyserini (k1 0.9, b 0.4: the authors' retriever) or textbook (k1 1.2, b 0.75); τ is on this scale", "pyserini", "textbook").
@@ -566,8 +566,12 @@ const (
 	claimK     = 8   // documents per claim
 	edgeK      = 100 // KG edges per claim (seeded sample above)
 	maxClaims  = 10  // the code checks the last 10 claims
-	// verifyMaxTokens caps a support verdict ({"groundness": 1}).
-	verifyMaxTokens = 16
+	// verifyMaxTokens caps a support verdict held to its schema
+	// ({"groundness": 1}: under 10 tokens of a BPE vocabulary, 17 of a
+	// byte-level one, whose every character is a token — 16 cut it before
+	// its closing brace). The schema ends the reply; the cap only stops a
+	// runaway.
+	verifyMaxTokens = 32
 )
 
 // Suite is TruthHypo + KnowHD.
@@ -706,6 +710,12 @@ func (s *Suite) stores() error {
 				s.optErr = fmt.Errorf("%w: %s", index.ErrUnfinished, why)
 				return
 			}
+			// Every segment against its checksum, before the first call:
+			// a damaged index is refused, never read as other text.
+			if err := l.Verify(context.Background()); err != nil {
+				s.optErr = err
+				return
+			}
 		}
 		if s.cfg.KG != "" {
 			g, err := kg.Open(s.cfg.KG, false)
@@ -788,6 +798,15 @@ func (s *Suite) Datasets() []string {
 		// resume with another graph at the same path is refused. (A graph
 		// without one is refused when it is opened, with the reason.)
 		if p := kg.ChecksumPath(s.cfg.KG); fileExists(p) {
+			d = append(d, p)
+		}
+	}
+	if s.cfg.Index != "" && (s.cfg.uses("lit") || s.cfg.knowhdUses("lit")) {
+		// The literature index by its seal (its live segments and their
+		// checksums, written when its build ended): a resume, rerun or
+		// merge with another index at the same path is refused. (An index
+		// without one is refused when it is opened, with the reason.)
+		if p := index.SealPath(s.cfg.Index); fileExists(p) {
 			d = append(d, p)
 		}
 	}
@@ -999,17 +1018,18 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		format = LabelSchema(labels)
 	}
 	gen := func(sample int, temp float64) (Hypothesis, error) {
-		out, err := c.Chat(ctx, "generate", localmodels.ChatRequest{
+		req := localmodels.ChatRequest{
 			Model:    p.model,
 			Messages: []localmodels.Message{{Role: "system", Content: s.prompts.System}, {Role: "user", Content: user}},
 			Options: localmodels.Options{Temperature: localmodels.Float(temp), Seed: localmodels.Int(s.cfg.Seed + sample),
 				NumPredict: localmodels.Int(s.cfg.MaxTokens)},
 			Format: format,
-		}, sample)
+		}
+		out, err := c.Chat(ctx, "generate", req, sample)
 		if err != nil {
 			return Hypothesis{}, err
 		}
-		h := Hypothesis{Sample: sample, Raw: out.Content, Confidence: engine.ReplyConfidence(out)}
+		h := Hypothesis{Sample: sample, Raw: out.Content, Confidence: engine.ReplyConfidence(req, out)}
 		if labels != nil {
 			h.Statement, h.Label, h.Parsed = ParseHypothesis(out.Content, labels)
 		} else {

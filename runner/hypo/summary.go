@@ -33,7 +33,12 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		k := key{res.Model, res.Setting}
 		by[k] = append(by[k], res)
 	}
-	sum := &summary.Summary{Suite: "hypo", Metrics: map[string]float64{}}
+	sum := &summary.Summary{Suite: "hypo", Metrics: map[string]float64{}, Glossary: []summary.Term{
+		{Abbr: "Acc", Meaning: "relation-level accuracy: the share of hypotheses whose relation is the gold one"},
+		{Abbr: "F1", Meaning: "link-level F1: whether a relation exists at all, predicted against the gold"},
+		{Abbr: "groundedness", Meaning: "KnowHD's share of a hypothesis's claims supported by the knowledge (eq. 1)"},
+		{Abbr: "kg, lit", Meaning: "knowledge in the prompt: the knowledge graph's chains, retrieved PubMed documents (parametric: none)"},
+	}}
 	if len(open) > 0 {
 		sum.Tables = append(sum.Tables, s.openTable(open))
 	}
@@ -538,7 +543,7 @@ func unreadableNote(wrong bool) string {
 func (s *Suite) MethodDepartures() []string {
 	var out []string
 	if s.cfg.ClaimNodes == "bm25" && s.cfg.knowhdUses("kg") {
-		out = append(out, "claim → KG nodes: the authors' node index is not published; halu's BM25 (top 100 per entity, node_k) reads each node as its type, concept id and every name it was mentioned by, cut into lower-cased runs of letters and digits")
+		out = append(out, "claim → KG nodes: halu's node index is its own, not the authors' (their code, src/KGR.py, builds theirs from the published nodes.tsv: each node's mentions repeated in proportion to their counts, written '{Type} {mention} ({ConceptID})', under BM25); halu's BM25 (top 100 per entity, node_k) reads each node as its type, concept id and every name it was mentioned by, cut into lower-cased runs of letters and digits")
 	}
 	if s.cfg.KGContext == "chains" && s.cfg.agentsUse("kg") {
 		out = append(out, "KG chains: the authors' rendering of a chain is not published; halu writes each chain on one line as its edges in the authors' edge sentence, joined by \"; \"")

@@ -51,7 +51,11 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		models = append(models, m)
 	}
 	sort.Strings(models)
-	sum := &summary.Summary{Suite: "ideas", Metrics: map[string]float64{}}
+	sum := &summary.Summary{Suite: "ideas", Metrics: map[string]float64{}, Glossary: []summary.Term{
+		{Abbr: "originality, feasibility, clarity", Meaning: "the critics' 1–10 scores of an idea"},
+		{Abbr: "fluency", Meaning: "the grade of how many distinct ideas a model gives for one keyword (0–10)"},
+		{Abbr: "flexibility", Meaning: "the 30th percentile over keywords of the mean of the four scores: how well a model does on its weaker keywords"},
+	}}
 	var all []ModelScores
 	cats := map[string]bool{}
 	for _, m := range models {

@@ -121,7 +121,12 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 		byModel[r.Model] = append(byModel[r.Model], r)
 	}
-	sum := &summary.Summary{Suite: "intent", Metrics: map[string]float64{}, Scopes: scopes(rs)}
+	sum := &summary.Summary{Suite: "intent", Metrics: map[string]float64{}, Scopes: scopes(rs), Glossary: []summary.Term{
+		{Abbr: "CS", Meaning: "Constraint Score — the query's constraints a response satisfies, weighted by priority (mandatory 3, important 2, optional 1), on 0–10 (§4)"},
+		{Abbr: "Perfect", Meaning: "the share of responses that satisfy every constraint (CS = 10)"},
+		{Abbr: "baseline", Meaning: "the zero-shot 1–10 judge rating the paper sets beside CS (§6)"},
+		{Abbr: "Fact %", Meaning: "of the hallucinated Fact QA responses, the share the fact check finds inaccurate"},
+	}}
 	table3(sum, models, byModel)
 	sum.Charts = append(sum.Charts, intentCharts(models, byModel)...)
 	table4(sum, models, byModel)

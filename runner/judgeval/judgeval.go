@@ -372,8 +372,13 @@ func panelAlpha(decoded []Result, judges []string) (string, bool) {
 	if err != nil {
 		return fmt.Sprintf("panel agreement: Krippendorff's α (nominal) – (%v)", err), true
 	}
+	worth := metrics.EffectiveJudges(len(judges), a)
+	if math.IsNaN(worth) {
+		return fmt.Sprintf("panel agreement on the hallucination flag: Krippendorff's α (nominal) %.2f over %d units — below chance: the %d judges disagree more than judges who guess, so what they are worth together is not defined",
+			a, len(data), len(judges)), true
+	}
 	return fmt.Sprintf("panel agreement on the hallucination flag: Krippendorff's α (nominal) %.2f over %d units; the %d judges are worth about %.1f independent ones (Spearman–Brown with α as their mean agreement)",
-		a, len(data), len(judges), metrics.EffectiveJudges(len(judges), a)), true
+		a, len(data), len(judges), worth), true
 }
 
 func b2f(b bool) float64 {

@@ -3,9 +3,12 @@ package judgeval
 import (
 	"context"
 	"fmt"
+	"halu/runner/hic"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -193,5 +196,108 @@ func TestValidate(t *testing.T) {
 		if !strings.Contains(notes, w) {
 			t.Errorf("notes lack %q:\n%s", w, notes)
 		}
+	}
+}
+
+// The judge's confidence checked against people through the engine's
+// path, on known token streams (--logprobs): P(verdict) only where the
+// verdict token's alternatives hold evidence for the value read — the
+// first judge's yes at 0.8 against no 0.2 on half the units; on the
+// others neither value among the alternatives (a tiny model's "the",
+// "and"), where P(verdict) was 1.0 and is now not known, counted — and a
+// second judge whose P(verdict) is 0.9 on every unit: a constant score,
+// which ranks nothing, so no AUROC ("–"), where it printed 0.500.
+func TestJudgeConfidenceFromEvidence(t *testing.T) {
+	var lines []string
+	for i := range 10 {
+		h := i%2 == 0
+		lines = append(lines, fmt.Sprintf(`{"id": "u%d", "question": "Question %d?", "response": "Response %d (truth: %v).", "hallucinated": %v}`, i, i, i, h, h))
+	}
+	set := writeFile(t, lines...)
+	ln := math.Log
+	lp := func(tok string, p float64, alts ...fakeollama.Logprob) fakeollama.Logprob {
+		return fakeollama.Logprob{Token: tok, Logprob: ln(p), Top: alts}
+	}
+	alt := func(tok string, p float64) fakeollama.Logprob { return fakeollama.Logprob{Token: tok, Logprob: ln(p)} }
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		head := []fakeollama.Logprob{lp("Originality", 0.9), lp(":", 0.9), lp(" 2", 0.9), lp(" Feasibility", 0.9), lp(":", 0.9), lp(" 4", 0.9),
+			lp(" Value", 0.9), lp(":", 0.9), lp(" 2", 0.9), lp(" Hallucination", 0.9), lp(":", 0.9)}
+		text := "Originality: 2 Feasibility: 4 Value: 2 Hallucination: Yes"
+		evidence := strings.Contains(r.LastUser(), "truth: true")
+		switch {
+		case r.Model == "steady":
+			head = append(head, lp(" Yes", 0.9, alt(" Yes", 0.9), alt(" No", 0.1)))
+		case evidence:
+			// Units 0, 2, 4, 6, 8: yes at 0.5 to 0.9 against no 0.1.
+			n, _ := strconv.Atoi(between(r.LastUser(), "Response ", " (truth"))
+			y := 0.5 + 0.05*float64(n)
+			head = append(head, lp(" Yes", y, alt(" Yes", y), alt(" No", 0.1)))
+		default:
+			head = append(head, lp(" Yes", 0.01, alt(" the", 0.5), alt(" and", 0.3), alt(" y", 0.1)))
+		}
+		return fakeollama.Reply{Content: text, Logprobs: head}
+	}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9}, fakeollama.Model{Name: "steady:latest", Digest: "s", ParameterCount: 1e9})
+	t.Cleanup(srv.Close)
+	cfg := DefaultConfig()
+	cfg.Judges, cfg.Set = []string{"judge", "steady"}, set
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := enginetest.New(t, srv.Host(), 2)
+	e.Config.Logprobs = 5
+	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for _, tb := range res.Summary.Tables {
+		if strings.HasPrefix(tb.Title, "Model-side confidence") {
+			for _, r := range tb.Rows {
+				rows[r[0]+"/"+r[2]] = r
+			}
+		}
+	}
+	// judge: 5 units with evidence (all right: they are the hallucinated
+	// ones, and it said yes), 5 not known; one class only.
+	if r := rows["judge/"+summary.ScoreVerdictProb.Name]; strings.Join(r[3:7], " | ") != "5 | 5 | 0 | – (one class only)" {
+		t.Errorf("judge's P(verdict) row: %v", r)
+	}
+	// steady: 0.9 on all 10 (5 right, 5 wrong): no AUROC, no AURC.
+	if r := rows["steady/"+summary.ScoreVerdictProb.Name]; strings.Join(r[3:], " | ") != "10 | 0 | 5 | – (the same score for every unit: it ranks nothing) | – (0.500) | –" {
+		t.Errorf("steady's P(verdict) row: %v", r)
+	}
+}
+
+func between(s, start, end string) string {
+	_, after, _ := strings.Cut(s, start)
+	v, _, _ := strings.Cut(after, end)
+	return v
+}
+
+// Two judges that always disagree (α below 0) are not said to be worth two
+// independent judges: what they are worth together is not defined; two
+// that agree on all but one of eight units are worth about one.
+func TestPanelWorthFromAgreement(t *testing.T) {
+	panel := func(flip func(i int) bool) []Result {
+		var rs []Result
+		for i := range 8 {
+			a, b := i%2 == 0, i%2 == 0
+			if flip(i) {
+				b = !a
+			}
+			rs = append(rs, Result{Unit: fmt.Sprint(i), Judgements: []hic.Judgement{
+				{Judge: "a", Scored: true, Verdict: &hic.Verdict{Hallucination: a}},
+				{Judge: "b", Scored: true, Verdict: &hic.Verdict{Hallucination: b}}}})
+		}
+		return rs
+	}
+	note, _ := panelAlpha(panel(func(int) bool { return true }), []string{"a", "b"})
+	if !strings.Contains(note, "below chance") || strings.Contains(note, "worth about") {
+		t.Errorf("always disagreeing: %s", note)
+	}
+	note, _ = panelAlpha(panel(func(i int) bool { return i == 3 }), []string{"a", "b"})
+	if !strings.Contains(note, "worth about 1.") {
+		t.Errorf("agreeing on 7 of 8: %s", note)
 	}
 }

@@ -222,9 +222,14 @@ type SheetOptions struct {
 // sheet.json recording which unit each row is. The judges' verdict is
 // left out unless ShowVerdict (people who see it tend to agree with it).
 func Sheet(dir string, opt SheetOptions) (SheetFile, error) {
-	_, recs, err := engine.ReadRun(dir)
+	m, recs, err := engine.ReadRun(dir)
 	if err != nil {
 		return SheetFile{}, err
+	}
+	if m.Status == "running" {
+		// Its records grow while it works: a sheet drawn now would sample
+		// the items done so far, and say nothing of the rest.
+		return SheetFile{}, fmt.Errorf("%s: the run is still running (%d of its %d items recorded): make its sheet when it has ended", dir, len(recs), m.Counts.Items)
 	}
 	units := RunUnits(recs)
 	if len(units) == 0 {

@@ -271,3 +271,22 @@ func TestSheetOfAnUnreadRunNamesTheCause(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// A sheet of a run that is still running is refused, saying so — not
+// "the run asked no judge" because no judged item is recorded yet.
+func TestSheetOfARunningRun(t *testing.T) {
+	dir := t.TempDir()
+	if err := rundir.WriteManifest(dir, &rundir.Manifest{Suite: "hic", Format: rundir.FormatVersion, Status: "running", Counts: rundir.Counts{Items: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, rundir.RecordsFile), nil, 0o644)
+	release, err := rundir.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Sheet(dir, SheetOptions{N: 4})
+	release()
+	if err == nil || !strings.Contains(err.Error(), "still running (0 of its 8 items recorded)") {
+		t.Errorf("%v", err)
+	}
+}

@@ -29,6 +29,9 @@ type Board struct {
 	// Notes say which published tables are shown and why others, or some
 	// runs, are not comparable with them.
 	Notes []string
+	// Glossary explains the columns' abbreviations (the suite's own,
+	// summary.Summary.GlossaryLine), shown above the board.
+	Glossary string
 }
 
 // BoardMetric is a column: the paper's name for a headline figure.
@@ -94,6 +97,12 @@ func Boards(runs []*Run) ([]Board, error) {
 
 func board(suite string, runs []*Run) (Board, error) {
 	b := Board{Suite: suite}
+	for _, r := range runs {
+		if g := r.Summary.GlossaryLine(); g != "" {
+			b.Glossary = g
+			break
+		}
+	}
 	col := map[string]int{}
 	type rowKey struct{ run, model, group string }
 	rowAt := map[rowKey]int{}

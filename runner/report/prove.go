@@ -83,6 +83,12 @@ type Entry struct {
 	// assumption, listed with it, never a difference by itself.
 	Assumed string `yaml:"assumed"`
 	Ignore  string `yaml:"ignore"`
+	// Conflict, beside a value: the paper states another value than the
+	// authors' code sends, and says so here — which each says, and why
+	// the published numbers came from Value. Never "unstated": a run at
+	// Value rests on that reading (listed with the assumptions), a run at
+	// another value differs from the numbers, whatever the text says.
+	Conflict string `yaml:"conflict"`
 	// Models say what each model the value names was, for a setting that
 	// names models (judges, embedder): a name is only a name, and a model
 	// served offline under it is held against these facts.
@@ -124,6 +130,9 @@ func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
 	if kinds != 1 {
 		return fmt.Errorf("line %d: an entry is a value (with its text), unknown: why, or ignore: why", n.Line)
 	}
+	if e.Conflict != "" && e.Value == "" {
+		return fmt.Errorf("line %d: a paper–code conflict names the value the published numbers came from (value:)", n.Line)
+	}
 	return nil
 }
 
@@ -163,13 +172,92 @@ type Verdict struct {
 	// Inapplicable are differences dropped because the run's own records
 	// show they change nothing, each with the reason.
 	Inapplicable []string
+	// Rows are the same, one per setting or count, for a table that reads
+	// at a glance (ProofTable): what, this run's value, the paper's, and which
+	// kind of entry it is.
+	Rows []ProofRow
+}
+
+// ProofRow is one line of a verdict's table.
+type ProofRow struct {
+	// What is the setting (--name) or the count compared; Run and Paper
+	// the values (Paper "" where the paper has none to show).
+	What, Run, Paper string
+	// Kind is KindDifference, KindJudge, KindAssumption or
+	// KindInapplicable, with the reason after it where there is one.
+	Kind string
+}
+
+// The kinds of a ProofRow: a difference from the table, a difference of
+// the models that measure only, a value the paper leaves unstated that the
+// verdict rests on, and a difference that cannot apply to this run.
+const (
+	KindDifference   = "difference"
+	KindJudge        = "difference (a model that measures)"
+	KindAssumption   = "assumption (the paper is silent)"
+	KindInapplicable = "cannot apply"
+	// KindConflict: the paper and the authors' code state two values; the
+	// run took the one the published numbers came from.
+	KindConflict = "paper–code conflict, read as the published numbers were made"
+)
+
+// Headline is the verdict in one line, its reasons counted: the table
+// (ProofTable) lists them.
+func (v Verdict) Headline() string {
+	var n [4]int
+	for _, r := range v.Rows {
+		switch {
+		case strings.HasPrefix(r.Kind, KindJudge):
+			n[1]++
+		case strings.HasPrefix(r.Kind, KindDifference):
+			n[0]++
+		case strings.HasPrefix(r.Kind, KindAssumption), strings.HasPrefix(r.Kind, KindConflict):
+			n[2]++
+		case strings.HasPrefix(r.Kind, KindInapplicable):
+			n[3]++
+		}
+	}
+	var parts []string
+	for i, what := range [][2]string{{"difference", "differences"}, {"difference of the models that measure", "differences of the models that measure"},
+		{"assumption (the paper silent, or at odds with its code)", "assumptions (the paper silent, or at odds with its code)"}, {"difference that cannot apply to this run", "differences that cannot apply to this run"}} {
+		switch {
+		case n[i] == 1:
+			parts = append(parts, "1 "+what[0])
+		case n[i] > 1:
+			parts = append(parts, fmt.Sprintf("%d %s", n[i], what[1]))
+		}
+	}
+	if len(parts) == 0 {
+		return v.Label
+	}
+	return v.Label + ": " + strings.Join(parts, ", ") + " (the table below)"
+}
+
+// ProofTable is the verdict as a small table: setting · this run · the paper ·
+// difference, assumption or a difference that cannot apply.
+func (v Verdict) ProofTable() summary.Table {
+	t := summary.Table{Title: "Why: " + v.Label, Columns: []string{"setting or count", "this run", "the paper", "difference or assumption"}}
+	for _, r := range v.Rows {
+		t.Rows = append(t.Rows, []string{r.What, r.Run, orDash(r.Paper), r.Kind})
+	}
+	if len(t.Rows) == 0 {
+		t.Empty = "nothing differs from what the table was made with, and nothing rests on an assumption"
+	}
+	return t
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
 }
 
 // Why says the verdict in a sentence.
 func (v Verdict) Why() string {
 	rests := ""
 	if len(v.Assumptions) > 0 {
-		rests = fmt.Sprintf(" (resting on %d assumptions where the paper is silent: %s)", len(v.Assumptions), strings.Join(v.Assumptions, "; "))
+		rests = fmt.Sprintf(" (resting on %d assumptions where the paper is silent or at odds with its code: %s)", len(v.Assumptions), strings.Join(v.Assumptions, "; "))
 	}
 	switch v.Label {
 	case LabelComparable:
@@ -283,79 +371,112 @@ func (r Reference) Prove(f RunFacts) Verdict {
 	var v Verdict
 	if r.Published == nil {
 		v.Label, v.Differences = LabelReference, []string{"halu does not know what these numbers were made with"}
+		v.Rows = []ProofRow{{What: "the published configuration", Run: "–", Paper: "not known", Kind: KindDifference + ": halu does not know what these numbers were made with"}}
 		return v
 	}
 	p := r.Published
 	if f.Settings == nil {
 		v.Differences = append(v.Differences, "the run's settings cannot be read here")
+		v.Rows = append(v.Rows, ProofRow{What: "the run's settings", Run: "cannot be read here", Kind: KindDifference})
 	}
 	for _, s := range f.Settings {
 		if !compared(s) || !s.Applies() {
 			continue
 		}
 		e, ok := p.Settings[s.Name]
-		var diff string
+		name := "--" + s.Name
+		var diff, paper, why string
 		switch {
 		case !ok:
 			diff = fmt.Sprintf("--%s %s (the published configuration does not say)", s.Name, s.Display())
+			paper = "not said"
 		case e.Ignore != "":
 		case e.Assumed != "" && f.assumes(s):
 			v.Assumptions = append(v.Assumptions, fmt.Sprintf("--%s %s (unstated: %s)", s.Name, s.Display(), e.Assumed))
+			v.Rows = append(v.Rows, ProofRow{What: name, Run: s.Display(), Paper: "unstated: " + e.Assumed, Kind: KindAssumption})
 			continue
 		case e.Assumed != "":
 			diff = fmt.Sprintf("--%s %s (unstated by the paper — %s; the value halu assumes is %s)", s.Name, s.Display(), e.Assumed, f.Assumed[s.Name])
+			paper, why = "unstated: "+e.Assumed, "halu assumes "+f.Assumed[s.Name]
 		case s.Name == "readers" && !sameValue(s, e) && f.Counts.ReaderDisagreements == 0 && f.Format == rundir.FormatVersion:
 			v.Inapplicable = append(v.Inapplicable, fmt.Sprintf("--%s %s (published: %s): the run's records hold no reply the two readers read differently, so the reading rule changes no number", s.Name, s.Display(), e))
+			v.Rows = append(v.Rows, ProofRow{What: name, Run: s.Display(), Paper: e.String(), Kind: KindInapplicable + ": no reply the two readers read differently"})
 			continue
 		case e.Unknown != "":
 			diff = fmt.Sprintf("--%s %s (published: not known — %s)", s.Name, s.Display(), e.Unknown)
+			paper = "not known: " + e.Unknown
+		case e.Conflict != "" && sameValue(s, e):
+			v.Assumptions = append(v.Assumptions, fmt.Sprintf("--%s %s (a paper–code conflict: %s)", s.Name, s.Display(), e.Conflict))
+			v.Rows = append(v.Rows, ProofRow{What: name, Run: s.Display(), Paper: e.String() + " — " + e.Conflict, Kind: KindConflict})
+			continue
+		case e.Conflict != "":
+			diff = fmt.Sprintf("--%s %s (published: %s — a paper–code conflict: %s)", s.Name, s.Display(), e, e.Conflict)
+			paper, why = e.String()+" — "+e.Conflict, "the published numbers came from "+e.Value
 		case !sameValue(s, e) && !sameFile(s, e, f.Datasets):
 			diff = fmt.Sprintf("--%s %s (published: %s)", s.Name, s.Display(), e)
+			paper = e.String()
 		case s.IsModels():
 			// The same names: the models must be shown to be the same.
-			if why := notTheModels(s, e, f.Models); len(why) > 0 {
-				diff = fmt.Sprintf("--%s %s names the published models, but %s", s.Name, s.Display(), strings.Join(why, "; "))
+			if w := notTheModels(s, e, f.Models); len(w) > 0 {
+				diff = fmt.Sprintf("--%s %s names the published models, but %s", s.Name, s.Display(), strings.Join(w, "; "))
+				paper, why = e.String(), strings.Join(w, "; ")
 			}
 		}
 		if diff == "" {
 			continue
 		}
+		kind := KindDifference
 		if s.Role == setting.Instrument {
 			v.Judges = append(v.Judges, diff)
+			kind = KindJudge
 		} else {
 			v.Differences = append(v.Differences, diff)
 		}
+		if why != "" {
+			kind += ": " + why
+		}
+		v.Rows = append(v.Rows, ProofRow{What: name, Run: s.Display(), Paper: paper, Kind: kind})
+	}
+	count := func(what, run, paper, text string) {
+		v.Differences = append(v.Differences, text)
+		v.Rows = append(v.Rows, ProofRow{What: what, Run: run, Paper: paper, Kind: KindDifference})
 	}
 	c := f.Counts
 	if c.NearContext > 0 {
-		v.Differences = append(v.Differences, fmt.Sprintf("%d prompts filled 90%% of the context window: the server may have cut them", c.NearContext))
+		count("prompts near the context window", fmt.Sprint(c.NearContext), "0", fmt.Sprintf("%d prompts filled 90%% of the context window: the server may have cut them", c.NearContext))
 	}
 	if c.OverContext > 0 {
-		v.Differences = append(v.Differences, fmt.Sprintf("%d calls ran past their context window (prompt and reply together longer than num_ctx): the server dropped each prompt's beginning while generating", c.OverContext))
+		count("calls past the context window", fmt.Sprint(c.OverContext), "0", fmt.Sprintf("%d calls ran past their context window (prompt and reply together longer than num_ctx): the server dropped each prompt's beginning while generating", c.OverContext))
 	}
 	if f.ContentCut > 0 {
-		v.Differences = append(v.Differences, fmt.Sprintf("%d prompts lost content to fit the context window (documents or KG lines left out, or the prompt longer than the window)", f.ContentCut))
+		count("prompts that lost content to fit the window", fmt.Sprint(f.ContentCut), "0", fmt.Sprintf("%d prompts lost content to fit the context window (documents or KG lines left out, or the prompt longer than the window)", f.ContentCut))
 	}
-	v.Differences = append(v.Differences, f.Unapplied...)
+	for _, u := range f.Unapplied {
+		count("a setting not carried out as set", u, "", u)
+	}
 	if n := c.StoppedBudget + c.StoppedRepetition; n > 0 {
-		v.Differences = append(v.Differences, fmt.Sprintf("%d generations stopped by halu (time budget or repetition), a stop the published runs did not have", n))
+		count("generations stopped by halu (budget, repetition)", fmt.Sprint(n), "0", fmt.Sprintf("%d generations stopped by halu (time budget or repetition), a stop the published runs did not have", n))
 	}
 	if c.JudgeRepaired > 0 {
-		v.Differences = append(v.Differences, fmt.Sprintf("%d judge verdicts were read from a repair turn (the judge asked again after a reply that did not read; --judge-repairs), a turn the published configuration does not name", c.JudgeRepaired))
+		count("verdicts read from a repair turn", fmt.Sprint(c.JudgeRepaired), "no repair turn", fmt.Sprintf("%d judge verdicts were read from a repair turn (the judge asked again after a reply that did not read; --judge-repairs), a turn the published configuration does not name", c.JudgeRepaired))
 	}
 	if f.UncountedRepairs > 0 {
-		v.Differences = append(v.Differences, fmt.Sprintf("repair turns asked of the judges: %d (asked again after a reply that did not read), a turn the published configuration does not name; they were recorded before halu counted the verdicts read from them, so any may have given one", f.UncountedRepairs))
+		count("repair turns asked (verdicts from them not counted)", fmt.Sprint(f.UncountedRepairs), "no repair turn", fmt.Sprintf("repair turns asked of the judges: %d (asked again after a reply that did not read), a turn the published configuration does not name; they were recorded before halu counted the verdicts read from them, so any may have given one", f.UncountedRepairs))
 	}
 	for _, m := range p.Method {
 		if n, counted := f.Scopes[m.Scope]; m.Scope != "" && counted && n == 0 {
 			v.Inapplicable = append(v.Inapplicable, fmt.Sprintf("%s: the run's records hold no %s item, so it changes no number", m.Text, m.Scope))
+			v.Rows = append(v.Rows, ProofRow{What: "method", Run: m.Text, Kind: KindInapplicable + ": no " + m.Scope + " item in the run"})
 			continue
 		}
+		kind := KindDifference
 		if m.Instrument {
 			v.Judges = append(v.Judges, m.Text)
+			kind = KindJudge
 		} else {
 			v.Differences = append(v.Differences, m.Text)
 		}
+		v.Rows = append(v.Rows, ProofRow{What: "method", Run: m.Text, Kind: kind})
 	}
 	switch {
 	case len(v.Differences) > 0:

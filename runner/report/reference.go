@@ -95,5 +95,7 @@ func References(suite string) ([]Reference, error) {
 type RefView struct {
 	Reference
 	Verdict
-	Why string
+	// Why is the verdict's headline, Proof its reasons as a table.
+	Why   string
+	Proof summary.Table
 }

@@ -10,10 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"text/tabwriter"
 
 	"halu/localmodels"
 	"halu/runner/engine"
@@ -93,6 +95,13 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	}
 	r.Summary.Counts = m.Counts
 	r.Summary.TinyModel = r.Summary.TinyModel || m.TinyModel
+	if m.Status == "complete" && len(recs) > 0 {
+		// What the run measured, from the tables shown (a run booked
+		// before halu recorded it, or reported by a newer reader, says
+		// the same as one booked now).
+		ms := summary.Measure(r.Summary, recs)
+		m.Measured = &ms
+	}
 	if err := addLabels(dir, r.Summary); err != nil {
 		return nil, err
 	}
@@ -264,4 +273,49 @@ func clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + fmt.Sprintf("… [%d more bytes in records.jsonl]", len(s)-cut)
+}
+
+// Status writes one line per run: its status by what it measured, its
+// items, its headline figures that rest on a scored unit and its unscored
+// judgements — and, for a run that measured nothing in whole or in part,
+// what and how to fix it.
+func Status(w io.Writer, runs []*Run) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "run\tstatus\titems\theadline figures measured\tunscored judgements")
+	for _, r := range runs {
+		m, c := r.Manifest, r.Summary.Counts
+		figs := "–"
+		if ms := m.Measured; ms != nil && ms.Figures > 0 {
+			figs = fmt.Sprintf("%d of %d", ms.Scored, ms.Figures)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d of %d\t%s\t%d\n", r.Dir, m.StatusText(), c.Completed, c.Items, figs, c.JudgeFailures)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if line := r.Manifest.Measured.Closing(); line != "" {
+			fmt.Fprintf(w, "%s: %s\n", r.Dir, line)
+		}
+	}
+	return nil
+}
+
+// NextSteps says what a reader of a run can do next, by its state: finish
+// it, fix what measured nothing, measure its judges against people, or
+// compare it with another run.
+func NextSteps(r *Run) string {
+	m := r.Manifest
+	var steps []string
+	switch {
+	case m.Status == "interrupted" || m.Status == "incomplete":
+		steps = append(steps, "finish it: halu run --resume "+r.Dir)
+	case m.Measured != nil && len(m.Measured.Nothing) > 0:
+		steps = append(steps, "fix what measured nothing (above), then run again — or redo only the judging: halu rerun "+r.Dir+" --stage STAGE with another judge or --judge-format json")
+	}
+	if m.Suite != "judges" && r.Summary.JudgeReplies > 0 {
+		steps = append(steps, "measure the judges against people: halu judges sheet "+r.Dir+" --n 50, label the sheet, then halu judges import "+r.Dir+" labels.csv")
+	}
+	steps = append(steps, "set it beside another run of the same suite: halu compare "+r.Dir+" OTHER_RUN")
+	return strings.Join(steps, "; ")
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"halu/localmodels"
+	"halu/metrics"
 	"halu/runner/engine"
 	"halu/runner/ideas"
 	"halu/runner/judgeval"
@@ -83,6 +84,26 @@ func TestSVGEveryKindDeterministicAndEscaped(t *testing.T) {
 	b, err := SVG(half)
 	if err != nil || strings.Contains(string(b), "DH-nothing") || !strings.Contains(string(b), "third") {
 		t.Errorf("a series with no value must draw nothing, not even its legend entry (%v)", err)
+	}
+}
+
+// A share's bar carries its n: a rate of 0 of 1 answer (no bar, a whisker
+// up to 79%) reads as a share of one unit, not as a missing bar.
+func TestBarsSayTheirN(t *testing.T) {
+	var se summary.Series
+	se.Name = "m"
+	se.AddProportion(0, 1)
+	se.AddProportion(3, 12)
+	se.AddInterval(metrics.Interval{Estimate: 0.4, Low: 0.3, High: 0.5})
+	b, err := SVG(summary.Chart{Kind: "bars", Title: "rates", Groups: []string{"choice", "generative", "other"}, Series: []summary.Series{se}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, ">n=1<") || !strings.Contains(s, ">n=12<") || strings.Count(s, ">n=") != 2 {
+		t.Errorf("the bars' n: %d labels", strings.Count(s, ">n="))
+	}
+	if fmt.Sprint(se.N) != "[1 12 0]" {
+		t.Errorf("series n %v", se.N)
 	}
 }
 
@@ -655,7 +676,7 @@ func TestFaithfulRunReachesItsLabel(t *testing.T) {
 		"faithqa_table3.csv":       LabelReference, // the FaithQA test set
 		"cfaith_table5.csv":        LabelReference, // the released C-FAITH dataset
 		"cfaith_table6.csv":        LabelReference,
-		"LiveIdeaBench-202412.csv": LabelReference, // the December 2024 keywords
+		"LiveIdeaBench-202412.csv": LabelOtherJudges, // its keywords are the list halu ships
 	}
 	seen := 0
 	for _, d := range registry.All() {
@@ -869,5 +890,70 @@ func TestUnappliedSettingIsADifference(t *testing.T) {
 	f := Facts(&rundir.Manifest{Suite: "ideas"}, sum)
 	if v := refs[0].Prove(f); !strings.Contains(strings.Join(v.Differences, "\n"), "--family-cap 0.2 not applied on 2 of 2 items") {
 		t.Errorf("differences %q", v.Differences)
+	}
+}
+
+// The December 2024 LiveIdeaBench board is reachable by a run of its
+// protocol with the keyword list halu ships (the release's own,
+// byte-identical): every keyword, the first release's scoring, no caps —
+// "same method, other judges", the judges being the one thing a local run
+// cannot have. A sample of the keywords is a difference.
+func TestLiveIdeaBenchBoardReachable(t *testing.T) {
+	refs, err := References("ideas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var board *Reference
+	for i := range refs {
+		if strings.Contains(refs[i].File, "202412") {
+			board = &refs[i]
+		}
+	}
+	if board == nil {
+		t.Fatal("no LiveIdeaBench-202412 reference")
+	}
+	full := map[string]string{"limit": "0", "scoring": "first-release", "max-tokens": "0", "judge-max-tokens": "0", "fluency-max-tokens": "0",
+		"ideas-per-keyword": "2", "fluency-pairs": "one", "judge-format": "text", "readers": "paper", "judges": "j1,j2,j3"}
+	v := board.Prove(facts(t, "ideas", full))
+	if v.Label != LabelOtherJudges {
+		t.Errorf("a faithful full run: %s", v.Why())
+	}
+	full["limit"] = "50"
+	if v := board.Prove(facts(t, "ideas", full)); v.Label != LabelReference || !strings.Contains(v.Why(), "--limit 50") {
+		t.Errorf("50 keywords: %s", v.Why())
+	}
+}
+
+// HIC-Bench's token cap is a paper–code conflict, named as such — never
+// "unstated": the paper says 70, the authors' code sends 700 (and asks for
+// 70 in its prompt). A run at 700 rests on that reading, listed with the
+// assumptions and not a difference; a run at 70 differs from the numbers,
+// which the code made, and says why.
+func TestHICTokenCapIsAConflict(t *testing.T) {
+	refs, err := References("hic")
+	if err != nil || len(refs) == 0 {
+		t.Fatal(err)
+	}
+	ref := refs[0]
+	for _, tc := range []struct {
+		cap  string
+		kind string
+		diff bool
+	}{{"700", KindConflict, false}, {"70", KindDifference, true}} {
+		v := ref.Prove(facts(t, "hic", map[string]string{"max-tokens": tc.cap}))
+		var row *ProofRow
+		for i, r := range v.Rows {
+			if r.What == "--max-tokens" {
+				row = &v.Rows[i]
+			}
+		}
+		if row == nil || !strings.HasPrefix(row.Kind, tc.kind) || !strings.Contains(row.Paper, "paper says 'the maximum token length is set to 70'") || !strings.Contains(row.Paper, "max_tokens 700") {
+			t.Errorf("--max-tokens %s: %+v", tc.cap, row)
+			continue
+		}
+		why := v.Why()
+		if strings.Contains(why, "unstated by the paper") || !strings.Contains(why, "paper–code conflict") || strings.Contains(strings.Join(v.Differences, "; "), "--max-tokens") != tc.diff {
+			t.Errorf("--max-tokens %s: %s", tc.cap, why)
+		}
 	}
 }

@@ -137,17 +137,25 @@ func bars(c summary.Chart) ([]byte, error) {
 		vals := make(plotter.Values, G)
 		var errs plotter.XYs
 		var yerr plotter.YErrors
+		var nAt plotter.XYs
+		var nText []string
 		off := (float64(s) - float64(S-1)/2) * slot
 		for g := 0; g < G; g++ {
 			if g < len(se.Values) && finite(se.Values[g]) {
 				vals[g] = float64(se.Values[g])
 				top = math.Max(top, vals[g])
 			}
+			head := vals[g]
 			if g < len(se.Lo) && g < len(se.Hi) && g < len(se.Values) && finite(se.Lo[g]) && finite(se.Hi[g]) && finite(se.Values[g]) {
 				v := float64(se.Values[g])
 				errs = append(errs, plotter.XY{X: float64(g) + off, Y: v})
 				yerr = append(yerr, struct{ Low, High float64 }{v - float64(se.Lo[g]), float64(se.Hi[g]) - v})
 				top = math.Max(top, float64(se.Hi[g]))
+				head = math.Max(head, float64(se.Hi[g]))
+			}
+			if g < len(se.N) && se.N[g] > 0 && g < len(se.Values) && finite(se.Values[g]) {
+				nAt = append(nAt, plotter.XY{X: float64(g) + off, Y: head})
+				nText = append(nText, fmt.Sprintf("n=%d", se.N[g]))
 			}
 		}
 		b, err := plotter.NewBarChart(vals, barW)
@@ -166,6 +174,19 @@ func bars(c summary.Chart) ([]byte, error) {
 			eb.LineStyle.Width = vg.Points(1)
 			p.Add(eb)
 		}
+		if len(nAt) > 0 {
+			// Each share's n above its bar and whisker.
+			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: nAt, Labels: nText})
+			if err != nil {
+				return nil, fmt.Errorf("chart %q: %w", c.Title, err)
+			}
+			for i := range lb.TextStyle {
+				lb.TextStyle[i].Font = font.From(sans, vg.Points(7))
+				lb.TextStyle[i].XAlign = draw.XCenter
+			}
+			lb.Offset = vg.Point{Y: vg.Points(3)}
+			p.Add(lb)
+		}
 		if S > 1 {
 			p.Legend.Add(se.Name, b)
 		}
@@ -180,7 +201,7 @@ func bars(c summary.Chart) ([]byte, error) {
 	if top <= 0 {
 		top = 1
 	}
-	p.Y.Max = top * 1.15
+	p.Y.Max = top * 1.2
 	if G > 4 {
 		p.X.Tick.Label.Rotation = math.Pi / 6
 		p.X.Tick.Label.XAlign = draw.XRight

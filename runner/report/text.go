@@ -27,6 +27,9 @@ func Markdown(w io.Writer, runs []*Run) error {
 	}
 	for _, bd := range boards {
 		fmt.Fprintf(&b, "\n## Leaderboard: %s\n", mdCell(bd.Suite))
+		if bd.Glossary != "" {
+			fmt.Fprintf(&b, "\nAbbreviations: %s.\n", mdCell(bd.Glossary))
+		}
 		writeMDTable(&b, BoardTable(bd, bd.Sorts[0]))
 		for _, n := range bd.Notes {
 			fmt.Fprintf(&b, "\n%s\n", mdCell(n))
@@ -37,7 +40,14 @@ func Markdown(w io.Writer, runs []*Run) error {
 		if r.Summary.TinyModel {
 			b.WriteString("> **Warning:** a toy-sized test model produced numbers in this run: they are meaningless.\n\n")
 		}
-		fmt.Fprintf(&b, "Status %s; models:", r.Manifest.Status)
+		if line := r.Manifest.Measured.Closing(); line != "" {
+			fmt.Fprintf(&b, "> **Measured nothing:** %s.\n\n", mdCell(line))
+		}
+		if g := r.Summary.GlossaryLine(); g != "" {
+			fmt.Fprintf(&b, "Abbreviations: %s.\n\n", mdCell(g))
+		}
+		fmt.Fprintf(&b, "Next: %s.\n\n", mdCell(NextSteps(r)))
+		fmt.Fprintf(&b, "Status %s; models:", r.Manifest.StatusText())
 		for _, m := range r.Manifest.Models {
 			fmt.Fprintf(&b, " %s (`%s`)", mdCell(m.Name), localmodels.ShortDigest(m.Digest))
 		}
@@ -51,7 +61,9 @@ func Markdown(w io.Writer, runs []*Run) error {
 		}
 		for _, ref := range refs {
 			writeMDTable(&b, ref.Table)
-			fmt.Fprintf(&b, "\n%s\n", mdCell(ref.Prove(r.Facts).Why()))
+			v := ref.Prove(r.Facts)
+			fmt.Fprintf(&b, "\n%s\n", mdCell(v.Headline()))
+			writeMDTable(&b, v.ProofTable())
 			for _, n := range ref.Notes {
 				fmt.Fprintf(&b, "\n%s\n", mdCell(n))
 			}

@@ -73,7 +73,11 @@ type Manifest struct {
 	// that says running while no process holds the run directory reads
 	// as interrupted.
 	Status string `json:"status"`
-	Counts Counts `json:"counts"`
+	// Measured is what the run's headline figures rest on, as of its last
+	// session's end (nil before a session ended, and for runs made before
+	// it was booked): StatusText reads it.
+	Measured *Measured `json:"measured,omitempty"`
+	Counts   Counts    `json:"counts"`
 	// TinyModel is set when any model in the run is the random-weight test
 	// model: every number the run produced is meaningless.
 	TinyModel bool `json:"tiny_model,omitempty"`
@@ -244,6 +248,10 @@ type Counts struct {
 	// could not be cached (kept in the records all the same).
 	CacheDamaged       int `json:"cache_damaged,omitempty"`
 	CacheWriteFailures int `json:"cache_write_failures,omitempty"`
+	// CacheUnchecked counts entries an older halu wrote before entries
+	// carried a checksum: not damaged, but not provably the reply written,
+	// so dropped and fetched again, counted apart.
+	CacheUnchecked int `json:"cache_unchecked,omitempty"`
 	// Hosts are the calls each server of a pool answered and the calls
 	// that failed on it (and went to another or were retried).
 	Hosts map[string]localmodels.HostCount `json:"hosts,omitempty"`
@@ -468,6 +476,7 @@ func (c Counts) Sub(b Counts) Counts {
 		ReusedTokens:       c.ReusedTokens - b.ReusedTokens,
 		CacheDamaged:       c.CacheDamaged - b.CacheDamaged,
 		CacheWriteFailures: c.CacheWriteFailures - b.CacheWriteFailures,
+		CacheUnchecked:     c.CacheUnchecked - b.CacheUnchecked,
 	}
 }
 

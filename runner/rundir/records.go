@@ -84,6 +84,11 @@ type CallLog struct {
 	// run asked for them (--logprobs).
 	Confidence *metrics.TokenConfidence `json:"confidence,omitempty"`
 	Parsed     string                   `json:"parsed,omitempty"`
+	// Logprobs is the alternatives per token the call asked for with its
+	// log-probabilities (--logprobs; 0: not asked): a reply asked and
+	// returned without them (Confidence nil), or with fewer tokens than it
+	// generated, is counted (summary.LogprobCounts).
+	Logprobs int `json:"logprobs,omitempty"`
 }
 
 // Failure is a judgement that could not be scored: every attempt's raw reply

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,12 +105,46 @@ func (o Options) Check() error {
 			return fmt.Errorf("the run's flags hold --%s: each task sets --out, --shard and --resume itself", name)
 		}
 	}
+	// Every value written into a script is checked here: none may hold a
+	// control character (a newline would end its line and start a
+	// command); the values of #SBATCH lines, which sbatch splits at
+	// spaces and reads unquoted, are held to the characters their
+	// syntax has. Values in the scripts' commands are quoted (quote).
+	for _, v := range []struct{ flag, value string }{{"--out", o.Dir}, {"halu's path", o.Halu}, {"the suite", o.Suite},
+		{"--private-ollama", o.OllamaBin}, {"--private-ollama-models", o.OllamaModels}} {
+		if i := strings.IndexFunc(v.value, isControl); i >= 0 {
+			return fmt.Errorf("%s %q: holds a control character (%U), which a job script cannot hold", v.flag, v.value, []rune(v.value[i:])[0])
+		}
+	}
+	for _, a := range o.Args {
+		if i := strings.IndexFunc(a, isControl); i >= 0 {
+			return fmt.Errorf("the run's argument %q holds a control character (%U), which a job script cannot hold", a, []rune(a[i:])[0])
+		}
+	}
+	for _, v := range []struct{ flag, value string }{{"--partition", o.Partition}, {"--account", o.Account}, {"--time", o.Time}, {"--gpus-per-task", o.GPUsPerTask}} {
+		if v.value != "" && !directiveValue.MatchString(v.value) {
+			return fmt.Errorf("%s %q: want letters, digits and . _ : , - + @ = / only (an #SBATCH line's value; sbatch reads it unquoted)", v.flag, v.value)
+		}
+	}
 	for _, e := range o.Extra {
-		if !strings.HasPrefix(e, "--") || strings.ContainsAny(e, "\n\r") {
-			return fmt.Errorf("--sbatch %q: want one sbatch option (--mem=16G)", e)
+		if !strings.HasPrefix(e, "--") || strings.IndexFunc(e, isControl) >= 0 || strings.ContainsAny(e, " \t") {
+			return fmt.Errorf("--sbatch %q: want one sbatch option without spaces or control characters (--mem=16G)", e)
 		}
 	}
 	return nil
+}
+
+// directiveValue is what an #SBATCH line's value may hold.
+var directiveValue = regexp.MustCompile(`^[A-Za-z0-9._:,\-+@=/]+$`)
+
+// isControl reports a character no line of a script may hold.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029 }
+
+// outputPattern is path as sbatch's --output reads it: a filename pattern
+// whose % begins a replacement (%a, %j, …); a % of the path itself is
+// written %%.
+func outputPattern(path, pattern string) string {
+	return strings.ReplaceAll(path, "%", "%%") + pattern
 }
 
 // quote is s as one word of a POSIX shell.
@@ -169,7 +204,7 @@ func (o Options) Array() string {
 		"#!/bin/bash",
 		"#SBATCH --job-name=" + quote("halu-"+o.Suite),
 		"#SBATCH --array=1-" + n,
-		"#SBATCH --output=" + quote(filepath.Join(o.slurmDir(), "shard-%a.out")),
+		"#SBATCH --output=" + quote(outputPattern(o.slurmDir()+string(filepath.Separator), "shard-%a.out")),
 	}
 	lines = append(lines, o.directives(true)...)
 	lines = append(lines,
@@ -206,7 +241,7 @@ func (o Options) Merge() string {
 	lines := []string{
 		"#!/bin/bash",
 		"#SBATCH --job-name=" + quote("halu-"+o.Suite+"-merge"),
-		"#SBATCH --output=" + quote(filepath.Join(o.slurmDir(), "merge.out")),
+		"#SBATCH --output=" + quote(outputPattern(o.slurmDir()+string(filepath.Separator), "merge.out")),
 	}
 	lines = append(lines, o.directives(false)...)
 	lines = append(lines,

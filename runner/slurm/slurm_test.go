@@ -238,3 +238,87 @@ func TestScriptsRefuseAnotherBuild(t *testing.T) {
 		t.Errorf("another build: %v %s", err, out)
 	}
 }
+
+// Hostile values in every flag halu writes into a script: refused before
+// anything is written (a control character anywhere, a character an
+// #SBATCH value's syntax has not, an sbatch option with a space), or
+// quoted so that bash runs the script's one command with them as words.
+// The scripts are run by bash: nothing the values hold is executed, and
+// halu receives each argument as given.
+func TestHostileValuesNeverRun(t *testing.T) {
+	work := t.TempDir()
+	pwned := filepath.Join(work, "pwned")
+	inject := []string{"\n touch " + pwned, "\r touch " + pwned, "x\u0085touch " + pwned}
+	fields := map[string]func(o *Options, v string){
+		"--partition":     func(o *Options, v string) { o.Partition = v },
+		"--account":       func(o *Options, v string) { o.Account = v },
+		"--time":          func(o *Options, v string) { o.Time = v },
+		"--gpus-per-task": func(o *Options, v string) { o.GPUsPerTask = v },
+		"--out":           func(o *Options, v string) { o.Dir = filepath.Join(work, "sub"+v) },
+		"--sbatch":        func(o *Options, v string) { o.Extra = []string{"--comment=a" + v} },
+		"the suite":       func(o *Options, v string) { o.Suite = "hic" + v },
+		"a run argument":  func(o *Options, v string) { o.Args = []string{"--models", "m" + v} },
+		"--private-ollama": func(o *Options, v string) {
+			o.OllamaBin = "/o" + v
+		},
+	}
+	base := func() Options {
+		return Options{Halu: "/h", Dir: filepath.Join(work, "sub"), Suite: "hic", Shards: 2}
+	}
+	for name, set := range fields {
+		for _, v := range inject {
+			o := base()
+			set(&o, v)
+			if err := o.Check(); err == nil {
+				t.Errorf("%s %q accepted", name, v)
+			}
+		}
+	}
+	// An #SBATCH value with a space or a quote, and an sbatch option with
+	// a space: refused (sbatch reads them unquoted, splitting at spaces).
+	for name, set := range map[string]func(o *Options){
+		"--partition": func(o *Options) { o.Partition = "gpu --wrap=id" },
+		"--time":      func(o *Options) { o.Time = "1:00:00'" },
+		"--sbatch":    func(o *Options) { o.Extra = []string{"--comment=two words"} },
+	} {
+		o := base()
+		set(&o)
+		if err := o.Check(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// Shell-active characters in the values that are words of a command:
+	// quoted. halu is a script that writes its arguments one a line.
+	halu := filepath.Join(work, "bin", "halu")
+	os.MkdirAll(filepath.Dir(halu), 0o755)
+	args := filepath.Join(work, "args")
+	os.WriteFile(halu, []byte("#!/bin/bash\nprintf '%s\\n' \"$@\" >>"+quote(args)+"\n"), 0o755)
+	hostile := []string{"$(touch " + pwned + ")", "`touch " + pwned + "`", "a;touch " + pwned, "it's", "100%", "%j", "*"}
+	for _, v := range hostile {
+		o := Options{Halu: halu, Dir: filepath.Join(work, "s "+strings.NewReplacer("/", "_", "`", "_").Replace(v)), Suite: "smoke", Shards: 2,
+			Args: []string{"--models", v}}
+		if err := o.Check(); err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		os.Remove(args)
+		for _, script := range []string{o.Array(), o.Merge()} {
+			cmd := exec.Command("bash", "-c", script)
+			cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%q: bash: %v %s", v, err, out)
+			}
+		}
+		got, _ := os.ReadFile(args)
+		if !strings.Contains(string(got), "\n"+v+"\n") || !strings.Contains(string(got), o.Dir) {
+			t.Errorf("%q: halu got %q", v, got)
+		}
+		// The output pattern: a % of the directory is written %% (sbatch
+		// expands a lone % as a replacement symbol: %j, %a).
+		if strings.Contains(o.Dir, "%") && !strings.Contains(o.Array(), strings.ReplaceAll(o.Dir, "%", "%%")+"/slurm/shard-%a.out") {
+			t.Errorf("%q: the output pattern does not escape %%:\n%s", v, o.Array())
+		}
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatal("a value ran as a command")
+	}
+}

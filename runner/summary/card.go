@@ -51,6 +51,7 @@ func costTable(recs []rundir.Record, times map[string]rundir.JudgeTime) (Table, 
 	type cost struct {
 		calls, repairs, checks, in, out int
 		sure                            []float64 // replies' mean token log-probs
+		held                            int       // replies held to a schema (their log-probs the unconstrained model's)
 	}
 	by := map[string]*cost{}
 	for _, r := range recs {
@@ -73,7 +74,11 @@ func costTable(recs []rundir.Record, times map[string]rundir.JudgeTime) (Table, 
 			k.in += c.PromptTokens
 			k.out += c.EvalTokens
 			if cf := c.Confidence; cf != nil && cf.Tokens > 0 && !math.IsNaN(cf.MeanLogprob) {
-				k.sure = append(k.sure, cf.MeanLogprob)
+				if cf.Grammar {
+					k.held++ // the unconstrained model's tokens: no account of the reply
+				} else {
+					k.sure = append(k.sure, cf.MeanLogprob)
+				}
 			}
 		}
 	}
@@ -91,6 +96,9 @@ func costTable(recs []rundir.Record, times map[string]rundir.JudgeTime) (Table, 
 		sure := "–"
 		if len(k.sure) > 0 {
 			sure = fmt.Sprintf("%.3f (%d)", math.Exp(metrics.Mean(k.sure)), len(k.sure))
+		}
+		if k.held > 0 {
+			sure += fmt.Sprintf("; %d held to a schema, left out", k.held)
 		}
 		t.Rows = append(t.Rows, []string{j, fmt.Sprint(k.calls), fmt.Sprint(k.repairs), fmt.Sprint(k.checks),
 			fmt.Sprintf("%.1f%%", 100*float64(k.checks)/float64(k.calls)), fmt.Sprint(k.in), fmt.Sprint(k.out), made, secs, sure})

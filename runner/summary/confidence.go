@@ -3,6 +3,7 @@ package summary
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"halu/metrics"
 	"halu/runner/rundir"
@@ -37,8 +38,10 @@ var (
 )
 
 // TokenScores are the token-level confidence scores of c (nil for none).
+// A reply held to a schema has none: its token log-probabilities are the
+// unconstrained model's (metrics.TokenConfidence.Grammar).
 func TokenScores(c *metrics.TokenConfidence) map[string]float64 {
-	if c == nil || c.Tokens == 0 {
+	if c == nil || c.Tokens == 0 || c.Grammar {
 		return nil
 	}
 	return map[string]float64{ScoreMeanLogprob.Key: c.MeanLogprob, ScoreMinLogprob.Key: c.MinLogprob, ScoreNegEntropy.Key: c.NegEntropy}
@@ -82,11 +85,15 @@ const minPerClass = 5
 // answers with its 95% interval (Hanley & McNeil, logit scale: metrics.AUROCInterval; random: 0.5), AURC
 // beside a random ranking's (the error rate), and the share wrong among the
 // most confident tenth (confident hallucination); and per group, the ROC
-// curve of each score whose AUROC is defined. ok is false when no unit
+// curve of each score whose AUROC is defined. "not known" counts the
+// group's units the score could not be measured for (no log-probabilities
+// returned, a reply held to a schema, a verdict token whose alternatives
+// hold no evidence for the value read); a score the same for every unit
+// ranks nothing and has no AUROC or AURC ("–"). ok is false when no unit
 // carries any score: the table is then left out.
 func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []Chart, ok bool) {
 	t = Table{Title: "Model-side confidence checked against " + truth + ": does the model know when it is wrong? (AUROC of each score for telling right answers from wrong, 95% interval (Hanley–McNeil, logit); random 0.5. AURC: lower is better; beside it a random ranking's, the error rate. Confident-wrong: wrong answers among the most confident tenth.)",
-		Columns: []string{"model", "setting", "score", "n", "wrong", "AUROC [95% CI]", "AURC (random)", "confident-wrong"}}
+		Columns: []string{"model", "setting", "score", "n", "not known", "wrong", "AUROC [95% CI]", "AURC (random)", "confident-wrong"}}
 	for _, g := range groups {
 		roc := Chart{Kind: "curves", Title: fmt.Sprintf("ROC of the confidence scores: %s %s (right answers detected; the diagonal is random)", g.Model, g.Setting),
 			X: "share of wrong answers above the threshold (FPR)", Y: "share of right answers above it (TPR)"}
@@ -110,6 +117,15 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 					wrong++
 				}
 			}
+			notKnown := fmt.Sprint(len(g.Units) - len(conf))
+			if constant(conf) && len(conf) > 1 {
+				// A score the same for every unit ranks nothing: no
+				// AUROC (its 0.5 would be a tie, not a measurement), no
+				// AURC, no most-confident tenth.
+				t.Rows = append(t.Rows, []string{g.Model, g.Setting, sc.Name, fmt.Sprint(len(conf)), notKnown, fmt.Sprint(wrong),
+					"– (the same score for every unit: it ranks nothing)", fmt.Sprintf("– (%.3f)", float64(wrong)/float64(len(conf))), "–"})
+				continue
+			}
 			auroc := "– (one class only)"
 			if fpr, tpr := metrics.ROC(conf, correct); fpr != nil {
 				roc.Series = append(roc.Series, Series{Name: sc.Name, X: Nums(fpr...), Values: Nums(tpr...)})
@@ -120,7 +136,7 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 				lo, hi := metrics.AUROCInterval(a, len(conf)-wrong, wrong, 0.95)
 				auroc = fmt.Sprintf("%.3f [%s, %s]", a, f3(lo), f3(hi))
 			}
-			t.Rows = append(t.Rows, []string{g.Model, g.Setting, sc.Name, fmt.Sprint(len(conf)), fmt.Sprint(wrong), auroc,
+			t.Rows = append(t.Rows, []string{g.Model, g.Setting, sc.Name, fmt.Sprint(len(conf)), notKnown, fmt.Sprint(wrong), auroc,
 				fmt.Sprintf("%.3f (%.3f)", metrics.AURC(conf, correct), float64(wrong)/float64(len(conf))),
 				fmt.Sprintf("%.0f%% of %d", 100*metrics.ConfidentWrong(conf, correct), (len(conf)+9)/10)})
 		}
@@ -131,9 +147,73 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 	return t, charts, ok
 }
 
+// constant reports whether every value of xs is the same.
+func constant(xs []float64) bool {
+	for _, x := range xs[min(1, len(xs)):] {
+		if x != xs[0] {
+			return false
+		}
+	}
+	return true
+}
+
 func f3(x float64) string {
 	if math.IsNaN(x) {
 		return "–"
 	}
 	return fmt.Sprintf("%.3f", x)
+}
+
+// LogprobTable counts, per model, what the calls that asked for token
+// log-probabilities (--logprobs) got back: replies with none (a server
+// that ignores the request: their confidence scores are not known), replies
+// held to a schema (their token scores are the unconstrained model's and
+// no check reads them), and tokens generated without a log-probability —
+// besides the end-of-sequence token, which Ollama gives none; it drops
+// tokens that are not valid UTF-8 on their own. ok is false when no call
+// asked.
+func LogprobTable(recs []rundir.Record) (t Table, ok bool) {
+	type row struct{ asked, none, grammar, eval, with, missing int }
+	rows := map[string]*row{}
+	var models []string
+	for _, r := range recs {
+		for _, c := range r.Calls {
+			if c.Logprobs == 0 {
+				continue
+			}
+			x := rows[c.Model]
+			if x == nil {
+				x = &row{}
+				rows[c.Model] = x
+				models = append(models, c.Model)
+			}
+			x.asked++
+			x.eval += c.EvalTokens
+			cf := c.Confidence
+			if cf == nil || cf.Tokens == 0 {
+				x.none++
+				continue
+			}
+			if cf.Grammar {
+				x.grammar++
+			}
+			x.with += cf.Tokens
+			missing := c.EvalTokens - cf.Tokens
+			if c.DoneReason == "stop" && missing > 0 {
+				missing-- // the end-of-sequence token
+			}
+			x.missing += max(0, missing)
+		}
+	}
+	if len(models) == 0 {
+		return t, false
+	}
+	sort.Strings(models)
+	t = Table{Title: "Token log-probabilities asked for (--logprobs): what came back, per model (a reply with none has no token scores; one held to a schema has the unconstrained model's, left out of every confidence check)",
+		Columns: []string{"model", "calls asked", "returned none", "held to a schema", "tokens generated", "with a log-prob", "missing (besides end-of-sequence)"}}
+	for _, m := range models {
+		x := rows[m]
+		t.Rows = append(t.Rows, []string{m, fmt.Sprint(x.asked), fmt.Sprint(x.none), fmt.Sprint(x.grammar), fmt.Sprint(x.eval), fmt.Sprint(x.with), fmt.Sprint(x.missing)})
+	}
+	return t, true
 }

@@ -33,9 +33,9 @@ func TestConfidenceTable(t *testing.T) {
 		t.Fatalf("ok %v, rows %v", ok, tab.Rows)
 	}
 	want := [][]string{
-		{"m", "kg", "mean token log-prob", "4", "2", "1.000 (no interval: 2 right, 2 wrong; it needs 5 of each)", "0.208 (0.500)", "0% of 1"},
-		{"m", "kg", "samples agreeing with the answer", "1", "0", "– (one class only)", "0.000 (0.000)", "0% of 1"},
-		{"m", "lit", "least token log-prob", "10", "5", "1.000 [0.268, 1.000]", "0.177 (0.500)", "0% of 1"},
+		{"m", "kg", "mean token log-prob", "4", "0", "2", "1.000 (no interval: 2 right, 2 wrong; it needs 5 of each)", "0.208 (0.500)", "0% of 1"},
+		{"m", "kg", "samples agreeing with the answer", "1", "3", "0", "– (one class only)", "0.000 (0.000)", "0% of 1"},
+		{"m", "lit", "least token log-prob", "10", "0", "5", "1.000 [0.268, 1.000]", "0.177 (0.500)", "0% of 1"},
 	}
 	for i := range want {
 		if strings.Join(tab.Rows[i], " | ") != strings.Join(want[i], " | ") {
@@ -47,5 +47,16 @@ func TestConfidenceTable(t *testing.T) {
 	}
 	if _, _, ok := ConfidenceCheck("x", []ConfidenceGroup{{Model: "m", Units: []ConfidenceUnit{{Correct: true}}}}); ok {
 		t.Error("a table of units without scores")
+	}
+	// A score the same for every unit (identical samples: agreement 1
+	// everywhere) ranks nothing: no AUROC, no AURC, no chart — where a
+	// ranking of ties would print 0.500 [0.298, 0.702].
+	var same []ConfidenceUnit
+	for i := 0; i < 12; i++ {
+		same = append(same, ConfidenceUnit{Correct: i%2 == 0, Scores: map[string]float64{ScoreAgreement.Key: 1}})
+	}
+	tab, charts, _ = ConfidenceCheck("x", []ConfidenceGroup{{Model: "m", Setting: "s", Units: same}})
+	if got := strings.Join(tab.Rows[0], " | "); got != "m | s | samples agreeing with the answer | 12 | 0 | 6 | – (the same score for every unit: it ranks nothing) | – (0.500) | –" || len(charts) != 0 {
+		t.Errorf("a constant score: %s; %d charts", got, len(charts))
 	}
 }

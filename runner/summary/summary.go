@@ -71,6 +71,24 @@ type Summary struct {
 	// Beside is the run's figures under the reading that did not make the
 	// headline (see AddBeside), for suites with two readers.
 	Beside *Beside `json:"beside,omitempty"`
+	// Glossary explains the abbreviations of the suite's tables and
+	// leaderboard columns in the paper's words, shown above them.
+	Glossary []Term `json:"glossary,omitempty"`
+}
+
+// Term is an abbreviation a suite's tables use and what it stands for.
+type Term struct {
+	Abbr    string `json:"abbr"`
+	Meaning string `json:"meaning"`
+}
+
+// GlossaryLine is the glossary in one line ("IH: …; DH: …"), "" for none.
+func (s *Summary) GlossaryLine() string {
+	var parts []string
+	for _, t := range s.Glossary {
+		parts = append(parts, t.Abbr+": "+t.Meaning)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Disagreement is the share of the judge replies read that the authors'
@@ -180,6 +198,9 @@ func (s *Summary) Print(w io.Writer) {
 	if c.StoppedBudget+c.StoppedRepetition+c.NearContext+c.Backoffs > 0 {
 		fmt.Fprintf(w, "generations stopped: %d at the time budget, %d in a repetition loop; prompts near the context window: %d; 503 back-offs: %d\n",
 			c.StoppedBudget, c.StoppedRepetition, c.NearContext, c.Backoffs)
+	}
+	if c.CacheUnchecked > 0 {
+		fmt.Fprintf(w, "cache: %d entries of an older halu, written before entries carried a checksum, fetched again\n", c.CacheUnchecked)
 	}
 	if c.CacheDamaged+c.CacheWriteFailures > 0 {
 		fmt.Fprintf(w, "cache: %d damaged entries dropped and fetched again; %d replies not cached (write failed)\n",
@@ -445,14 +466,32 @@ type Series struct {
 	Values []Num  `json:"values"`
 	Lo     []Num  `json:"lo,omitempty"`
 	Hi     []Num  `json:"hi,omitempty"`
+	// N are the units each value rests on, where it is a share
+	// (AddProportion; 0: not given): a bar chart writes n above each bar,
+	// so a bar of 0 with its whisker reads as a share of few units, not
+	// as a missing bar.
+	N []int `json:"n,omitempty"`
 }
 
 // AddProportion appends the share k/n with its 95% Wilson interval (NaN
-// when n is 0: no bar is drawn).
-func (s *Series) AddProportion(k, n int) { s.AddInterval(metrics.WilsonCI(k, n, 0.95)) }
+// when n is 0: no bar is drawn) and its n.
+func (s *Series) AddProportion(k, n int) {
+	for len(s.N) < len(s.Values) {
+		s.N = append(s.N, 0)
+	}
+	s.add(metrics.WilsonCI(k, n, 0.95))
+	s.N = append(s.N, n)
+}
 
 // AddInterval appends an estimate with its interval (the error bar).
 func (s *Series) AddInterval(iv metrics.Interval) {
+	s.add(iv)
+	if s.N != nil {
+		s.N = append(s.N, 0)
+	}
+}
+
+func (s *Series) add(iv metrics.Interval) {
 	s.Values = append(s.Values, Num(iv.Estimate))
 	s.Lo = append(s.Lo, Num(iv.Low))
 	s.Hi = append(s.Hi, Num(iv.High))
