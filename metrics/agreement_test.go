@@ -299,3 +299,108 @@ func TestKappaCoverage(t *testing.T) {
 		}
 	}
 }
+
+// κ's interval where labels are rare, and what "validated" may claim:
+// a seeded simulation over labels 20–500, prevalence 0.05–0.5, judges of
+// accuracy 0.6–0.95 and judges biased to either label (2,000 draws a
+// regime). It prints, per regime, the coverage of the 95% interval among
+// the draws KappaWarning lets through beside its coverage over every draw
+// (the interval as shown before the warning), and the share of validations
+// a judge whose true κ is below 0.41 passes — validated being κ's lower
+// 95% bound at least 0.41 with no warning. (test-slow)
+func TestKappaCoverageWhereLabelsAreRare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a simulation of 260,000 draws: make test-slow")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	type regime struct{ prev, tpr, tnr float64 }
+	var regs []regime
+	for _, prev := range []float64{0.05, 0.1, 0.2, 0.5} {
+		for _, acc := range []float64{0.6, 0.75, 0.9, 0.95} {
+			regs = append(regs, regime{prev, acc, acc})
+		}
+		regs = append(regs, regime{prev, 0.3, 0.9}, regime{prev, 0.9, 0.6}, regime{prev, 0.98, 0.9})
+	}
+	lo, hi := 1.0, 0.0
+	for _, n := range []int{20, 50, 100, 200, 500} {
+		weak, weakValidated, weakReached := 0, 0, 0
+		for _, r := range regs {
+			p11, p01 := r.prev*r.tpr, (1-r.prev)*(1-r.tnr)
+			po := p11 + (1-r.prev)*r.tnr
+			judged := p11 + p01
+			pe := judged*r.prev + (1-judged)*(1-r.prev)
+			truth := (po - pe) / (1 - pe)
+			const runs = 2000
+			cover, shown, coverAll, all := 0, 0, 0, 0
+			a, b := make([]string, n), make([]string, n)
+			for range runs {
+				var tp, fn, fp, tn int
+				for i := range a {
+					h := rng.Float64() < r.prev
+					p := 1 - r.tnr
+					if h {
+						p = r.tpr
+					}
+					j := rng.Float64() < p
+					a[i], b[i] = yes(j), yes(h)
+					switch {
+					case h && j:
+						tp++
+					case h:
+						fn++
+					case j:
+						fp++
+					default:
+						tn++
+					}
+				}
+				iv := CohenKappa(a, b, 0.95)
+				if math.IsNaN(iv.Low) {
+					continue
+				}
+				in := iv.Low <= truth && truth <= iv.High
+				all++
+				if in {
+					coverAll++
+				}
+				warned := KappaWarning(tp, fn, fp, tn) != ""
+				if !warned {
+					shown++
+					if in {
+						cover++
+					}
+				}
+				if truth < 0.41 {
+					weak++
+					if !warned && iv.Low >= 0.41 {
+						weakValidated++
+					}
+					if iv.High >= 0.41 {
+						weakReached++ // the rule before: the interval reaching 0.41
+					}
+				}
+			}
+			line := fmt.Sprintf("n %3d, prevalence %.2f, TPR %.2f, TNR %.2f, κ %.3f: every draw %.3f", n, r.prev, r.tpr, r.tnr, truth, float64(coverAll)/float64(max(all, 1)))
+			if shown >= 200 {
+				cv := float64(cover) / float64(shown)
+				lo, hi = math.Min(lo, cv), math.Max(hi, cv)
+				line += fmt.Sprintf("; without a warning %.3f (%d of %d shown)", cv, shown, all)
+				// 2,000 draws: a coverage of 95% is read ±1% (two
+				// standard errors); conditioning on the classes' sizes
+				// over-covers a little where they are near the threshold.
+				if cv < 0.925 || cv > 0.98 {
+					t.Errorf("%s: outside 0.925–0.98", line)
+				}
+			} else {
+				line += fmt.Sprintf("; warned on %d of %d draws", all-shown, all)
+			}
+			t.Log(line)
+		}
+		share := float64(weakValidated) / float64(max(weak, 1))
+		t.Logf("n %3d: judges with κ below 0.41 validated in %.2f%% of %d validations (by an interval merely reaching 0.41: %.1f%%)", n, 100*share, weak, 100*float64(weakReached)/float64(max(weak, 1)))
+		if share > 0.05 {
+			t.Errorf("n %d: weak judges validated %.1f%% of the time, more than 5%%", n, 100*share)
+		}
+	}
+	t.Logf("coverage without a warning: %.3f–%.3f", lo, hi)
+}

@@ -249,7 +249,12 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			scored += a.Accuracy.N
 			units += a.Units
 		}
-		row := []string{j, fmt.Sprint(a.Units), cell(a.Unscored, true), cell(a.Accuracy, true), cell(a.Kappa, false), cell(a.TPR, true), cell(a.FPR, true),
+		kw := metrics.KappaWarning(a.TP, a.FN, a.FP, a.TN)
+		kc := cell(a.Kappa, false)
+		if kw != "" && !math.IsNaN(a.Kappa.Estimate) {
+			kc += " (" + kw + ")"
+		}
+		row := []string{j, fmt.Sprint(a.Units), cell(a.Unscored, true), cell(a.Accuracy, true), kc, cell(a.TPR, true), cell(a.FPR, true),
 			fmt.Sprintf("%d, %d, %d, %d", a.TP, a.FP, a.FN, a.TN), "–", "–"}
 		if av, ok := authors[j]; ok {
 			row[8] = cell(metrics.Agreement(av, 0.95).Accuracy, true)
@@ -266,6 +271,9 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			f.Percent = f.Metric != "κ"
 			f.Lower = f.Metric == "FPR"
 			f.Headline = f.Metric == "accuracy" || f.Metric == "κ"
+			if f.Metric == "κ" {
+				f.Warning = kw
+			}
 			sum.AddFigure(f)
 		}
 		sum.Metrics[j+".unscored"] = float64(un)

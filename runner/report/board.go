@@ -206,10 +206,10 @@ func validatedJudges(runs []*Run) map[string]validation {
 				continue
 			}
 			sup := r.Summary.Support[j+".accuracy"]
-			var kHi float64 = math.NaN()
+			kLo, kWarn := math.NaN(), ""
 			for _, f := range r.Summary.Figures {
 				if f.Key == j+".kappa" {
-					kHi = float64(f.Hi)
+					kLo, kWarn = float64(f.Lo), f.Warning
 				}
 			}
 			v := validation{ok: true}
@@ -218,8 +218,14 @@ func validatedJudges(runs []*Run) map[string]validation {
 				v = validation{why: fmt.Sprintf("%s: validated on %d units scored, fewer than %d", j, sup.N, minValidated)}
 			case share > maxValidationUnscored:
 				v = validation{why: fmt.Sprintf("%s: %.0f%% of its validation replies unscored", j, 100*share)}
-			case math.IsNaN(kHi) || kHi < moderateKappa:
-				v = validation{why: fmt.Sprintf("%s: κ with people below moderate (upper 95%% bound %.2f < %.2f)", j, kHi, moderateKappa)}
+			case kWarn != "":
+				v = validation{why: fmt.Sprintf("%s: %s", j, kWarn)}
+			case math.IsNaN(kLo) || kLo < moderateKappa:
+				// Validated only when κ is shown at least moderate: the lower
+				// end of its 95% interval, so a judge whose κ is below 0.41
+				// is validated at most 2.5% of the time where the interval
+				// holds its coverage.
+				v = validation{why: fmt.Sprintf("%s: κ with people not shown to be at least moderate (lower 95%% bound %.2f < %.2f)", j, kLo, moderateKappa)}
 			}
 			if _, seen := out[d]; !seen || v.ok {
 				out[d] = v
@@ -284,7 +290,7 @@ func (b *Board) markUnvalidated(runs []*Run, validated map[string]validation) {
 		b.Notes = append(b.Notes, fmt.Sprintf("‡ judged by models that no judge validation run among these runs measured against people's labels (halu judges validate): %s — these figures carry their judges' unknown error.", strings.Join(never, ", ")))
 	}
 	if len(weak) > 0 {
-		b.Notes = append(b.Notes, fmt.Sprintf("‡ judged by models whose validation does not count (a judge counts as validated on at least %d units scored, at most %.0f%% unscored, with κ's interval reaching moderate agreement, %.2f): %s.",
+		b.Notes = append(b.Notes, fmt.Sprintf("‡ judged by models whose validation does not count (a judge counts as validated on at least %d units scored, at most %.0f%% unscored, with κ's whole 95%% interval at or above moderate agreement, %.2f, and enough of each class under it): %s.",
 			minValidated, 100*maxValidationUnscored, moderateKappa, strings.Join(weak, "; ")))
 	}
 }

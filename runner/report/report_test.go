@@ -521,7 +521,9 @@ func TestBoardMarksUnvalidatedJudges(t *testing.T) {
 	run := &Run{Dir: "s", Manifest: &rundir.Manifest{Suite: "smoke", Format: rundir.FormatVersion, Config: raw, Models: models},
 		Summary: &summary.Summary{Figures: []summary.Figure{fig}}}
 	// A validation run of the judges named, each with n scored units,
-	// unscored ones and κ's interval.
+	// unscored ones and κ's interval (its upper end given, the lower 0.2
+	// below it); a judge named in warn has a κ interval under a warning.
+	warn := map[string]string{}
 	validationOf := func(judges map[string][3]float64) *Run {
 		vc := judgeval.DefaultConfig()
 		vc.Judges = nil
@@ -536,7 +538,7 @@ func TestBoardMarksUnvalidatedJudges(t *testing.T) {
 			vc.Judges = append(vc.Judges, j)
 			ms = append(ms, m)
 			sum.AddFigure(summary.Figure{Model: j, Metric: "accuracy", Key: j + ".accuracy", Estimate: 0.8, N: int(v[0]), Unscored: int(v[1])})
-			sum.AddFigure(summary.Figure{Model: j, Metric: "κ", Key: j + ".kappa", Estimate: summary.Num(v[2] - 0.1), Hi: summary.Num(v[2]), N: int(v[0])})
+			sum.AddFigure(summary.Figure{Model: j, Metric: "κ", Key: j + ".kappa", Estimate: summary.Num(v[2] - 0.1), Lo: summary.Num(v[2] - 0.2), Hi: summary.Num(v[2]), N: int(v[0]), Warning: warn[j]})
 		}
 		vraw, _ := json.Marshal(vc)
 		return &Run{Dir: "v", Manifest: &rundir.Manifest{Suite: "judges", Format: rundir.FormatVersion, Config: vraw, Models: ms}, Summary: sum}
@@ -578,8 +580,15 @@ func TestBoardMarksUnvalidatedJudges(t *testing.T) {
 		{"every reply unscored", [3]float64{0, 414, math.NaN()}, "j2: validated on 0 units scored"},
 		{"too few units", [3]float64{20, 0, 0.9}, "j2: validated on 20 units scored, fewer than 50"},
 		{"too many unscored", [3]float64{100, 50, 0.9}, "j2: 33% of its validation replies unscored"},
-		{"κ 0.00", [3]float64{200, 0, 0.15}, "j2: κ with people below moderate"},
+		{"κ 0.00", [3]float64{200, 0, 0.15}, "j2: κ with people not shown to be at least moderate (lower 95% bound -0.05"},
+		// Its interval reaches 0.41 but its lower end does not: a weak
+		// judge is not validated by the width of its interval.
+		{"κ interval reaching 0.41 from below", [3]float64{200, 0, 0.55}, "lower 95% bound 0.35 < 0.41"},
+		{"κ from rare labels", [3]float64{200, 0, 0.9}, "j2: κ's interval rests on 4 units"},
 	} {
+		if tc.name == "κ from rare labels" {
+			warn["j2"] = "κ's interval rests on 4 units people labelled hallucinated"
+		}
 		val = validationOf(map[string][3]float64{"j1": {200, 5, 0.8}, "j2": tc.j2})
 		boards, _ = Boards([]*Run{run, val})
 		notes := strings.Join(boards[0].Notes, "\n")

@@ -36,6 +36,9 @@ type Figure struct {
 	Headline bool `json:"headline,omitempty"`
 	// Interval names how Lo and Hi were computed ("Wilson", "t").
 	Interval string `json:"interval,omitempty"`
+	// Warning says why the interval may not hold its coverage (what it
+	// rests on is too little: metrics.KappaWarning); "" when it holds.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Format prints v as the figure's tables print it: "–" for no value.
