@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"halu/runner/summary"
 	"os"
 	"path/filepath"
 	"sort"
@@ -35,10 +36,18 @@ func TestRecordsAreByteIdenticalAcrossSchedules(t *testing.T) {
 		got = append(got, []byte(strings.Join(lines, "\n")+"\n"))
 		// The tables, without the lines that name the run's directory, its
 		// timing, its model switches or the server's timing (which the
-		// schedule decides).
+		// schedule decides), nor the judge card's cost table (the seconds
+		// each judge's calls took).
 		var keep []string
+		cost := false
 		for _, l := range strings.Split(r.stdout, "\n") {
-			if !strings.Contains(l, out) && !strings.Contains(l, "took") && !strings.Contains(l, "elapsed") && !strings.HasPrefix(strings.TrimSpace(l), "model switches:") &&
+			switch {
+			case strings.HasPrefix(l, summary.CardCostTitle):
+				cost = true
+			case cost && strings.TrimSpace(l) == "" || cost && strings.HasPrefix(l, "note:"):
+				cost = false
+			}
+			if !cost && !strings.Contains(l, out) && !strings.Contains(l, "took") && !strings.Contains(l, "elapsed") && !strings.HasPrefix(strings.TrimSpace(l), "model switches:") &&
 				!strings.HasPrefix(strings.TrimSpace(l), "server timing") {
 				keep = append(keep, l)
 			}
