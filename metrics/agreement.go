@@ -144,6 +144,24 @@ func KappaWarning(tp, fn, fp, tn int) string {
 	return ""
 }
 
+// RateMinUnits is how many units a judge's TPR or FPR must rest on — the
+// units people labelled hallucinated, or faithful — for its Wilson
+// interval to be shown without a warning. Simulated over the same regimes
+// as κ (TestRateCoverageWhereLabelsAreRare), Wilson's interval covers
+// 91.3% at worst over every draw and 93.4–97.1% from 15 units; Jeffreys'
+// interval was no better there (92.2–98.5%).
+const RateMinUnits = 15
+
+// RateWarning says why a TPR or FPR interval resting on n units of the
+// class people labelled (what) may not hold its coverage; "" when it
+// holds.
+func RateWarning(n int, what string) string {
+	if n < RateMinUnits {
+		return fmt.Sprintf("rests on %d units people labelled %s (its coverage is assured from %d)", n, what, RateMinUnits)
+	}
+	return ""
+}
+
 // Agreement measures one judge against people's labels at level (0.95).
 func Agreement(vs []LabelledVerdict, level float64) Validity {
 	var out Validity

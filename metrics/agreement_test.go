@@ -404,3 +404,78 @@ func TestKappaCoverageWhereLabelsAreRare(t *testing.T) {
 	}
 	t.Logf("coverage without a warning: %.3f–%.3f", lo, hi)
 }
+
+// TPR's and FPR's Wilson intervals where labels are rare: the same regimes
+// as κ's (2,000 draws each); coverage among the draws RateWarning lets
+// through, beside every draw's. (test-slow)
+func TestRateCoverageWhereLabelsAreRare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a simulation: make test-slow")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	type regime struct{ prev, tpr, tnr float64 }
+	var regs []regime
+	for _, prev := range []float64{0.05, 0.1, 0.2, 0.5} {
+		for _, acc := range []float64{0.6, 0.75, 0.9, 0.95} {
+			regs = append(regs, regime{prev, acc, acc})
+		}
+		regs = append(regs, regime{prev, 0.3, 0.9}, regime{prev, 0.9, 0.6}, regime{prev, 0.98, 0.9})
+	}
+	lo, hi, allLo := 1.0, 0.0, 1.0
+	for _, n := range []int{20, 50, 100, 200, 500} {
+		for _, r := range regs {
+			for _, which := range []string{"TPR", "FPR"} {
+				truth := r.tpr
+				if which == "FPR" {
+					truth = 1 - r.tnr
+				}
+				cover, shown, coverAll, all := 0, 0, 0, 0
+				for range 2000 {
+					var vs []LabelledVerdict
+					for range n {
+						h := rng.Float64() < r.prev
+						p := 1 - r.tnr
+						if h {
+							p = r.tpr
+						}
+						vs = append(vs, LabelledVerdict{Judged: rng.Float64() < p, Human: h})
+					}
+					a := Agreement(vs, 0.95)
+					iv, m, what := a.TPR, a.TP+a.FN, "hallucinated"
+					if which == "FPR" {
+						iv, m, what = a.FPR, a.FP+a.TN, "faithful"
+					}
+					if m == 0 {
+						continue
+					}
+					in := iv.Low <= truth && truth <= iv.High
+					all++
+					if in {
+						coverAll++
+					}
+					if RateWarning(m, what) == "" {
+						shown++
+						if in {
+							cover++
+						}
+					}
+				}
+				if all >= 200 {
+					allLo = math.Min(allLo, float64(coverAll)/float64(all))
+				}
+				if shown < 200 {
+					continue
+				}
+				cv := float64(cover) / float64(shown)
+				lo, hi = math.Min(lo, cv), math.Max(hi, cv)
+				line := fmt.Sprintf("n %3d, prevalence %.2f, TPR %.2f, TNR %.2f: %s %.2f covered %.3f without a warning (%d shown), %.3f over every draw",
+					n, r.prev, r.tpr, r.tnr, which, truth, cv, shown, float64(coverAll)/float64(all))
+				t.Log(line)
+				if cv < 0.925 || cv > 0.98 {
+					t.Errorf("%s: outside 0.925–0.98", line)
+				}
+			}
+		}
+	}
+	t.Logf("coverage without a warning: %.3f–%.3f (over every draw, as low as %.3f)", lo, hi, allLo)
+}

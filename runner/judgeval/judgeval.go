@@ -254,7 +254,14 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		if kw != "" && !math.IsNaN(a.Kappa.Estimate) {
 			kc += " (" + kw + ")"
 		}
-		row := []string{j, fmt.Sprint(a.Units), cell(a.Unscored, true), cell(a.Accuracy, true), kc, cell(a.TPR, true), cell(a.FPR, true),
+		tw, fw := metrics.RateWarning(a.TP+a.FN, "hallucinated"), metrics.RateWarning(a.FP+a.TN, "faithful")
+		warned := func(iv metrics.Interval, w string) string {
+			if w != "" && !math.IsNaN(iv.Estimate) {
+				return cell(iv, true) + " (" + w + ")"
+			}
+			return cell(iv, true)
+		}
+		row := []string{j, fmt.Sprint(a.Units), cell(a.Unscored, true), cell(a.Accuracy, true), kc, warned(a.TPR, tw), warned(a.FPR, fw),
 			fmt.Sprintf("%d, %d, %d, %d", a.TP, a.FP, a.FN, a.TN), "–", "–"}
 		if av, ok := authors[j]; ok {
 			row[8] = cell(metrics.Agreement(av, 0.95).Accuracy, true)
@@ -271,8 +278,13 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			f.Percent = f.Metric != "κ"
 			f.Lower = f.Metric == "FPR"
 			f.Headline = f.Metric == "accuracy" || f.Metric == "κ"
-			if f.Metric == "κ" {
+			switch f.Metric {
+			case "κ":
 				f.Warning = kw
+			case "TPR":
+				f.Warning = tw
+			case "FPR":
+				f.Warning = fw
 			}
 			sum.AddFigure(f)
 		}

@@ -130,6 +130,17 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
 		}
 	}
+	// 8 units, 4 labelled each way: κ's and the rates' intervals rest on
+	// too few of a class to hold their coverage, and say so.
+	for _, f := range res.Summary.Figures {
+		if f.Model != "oracle" {
+			continue
+		}
+		want := map[string]string{"κ": "κ's interval rests on 4 units people labelled hallucinated", "TPR": "rests on 4 units people labelled hallucinated", "FPR": "rests on 4 units people labelled faithful", "accuracy": ""}[f.Metric]
+		if !strings.HasPrefix(f.Warning, want) || (want == "") != (f.Warning == "") {
+			t.Errorf("oracle %s: warning %q, want %q", f.Metric, f.Warning, want)
+		}
+	}
 	// Each judge's time is in the counts, its calls made beside it on the
 	// card: the oracle's 8 judgements (one a unit, none cached).
 	if jt := res.Counts.JudgeTime["oracle"]; jt.Calls != 8 || jt.Seconds <= 0 {
