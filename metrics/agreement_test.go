@@ -313,14 +313,7 @@ func TestKappaCoverageWhereLabelsAreRare(t *testing.T) {
 		t.Skip("a simulation of 260,000 draws: make test-slow")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	type regime struct{ prev, tpr, tnr float64 }
-	var regs []regime
-	for _, prev := range []float64{0.05, 0.1, 0.2, 0.5} {
-		for _, acc := range []float64{0.6, 0.75, 0.9, 0.95} {
-			regs = append(regs, regime{prev, acc, acc})
-		}
-		regs = append(regs, regime{prev, 0.3, 0.9}, regime{prev, 0.9, 0.6}, regime{prev, 0.98, 0.9})
-	}
+	regs := rareLabelRegimes()
 	lo, hi := 1.0, 0.0
 	for _, n := range []int{20, 50, 100, 200, 500} {
 		weak, weakValidated, weakReached := 0, 0, 0
@@ -405,6 +398,25 @@ func TestKappaCoverageWhereLabelsAreRare(t *testing.T) {
 	t.Logf("coverage without a warning: %.3f–%.3f", lo, hi)
 }
 
+// regime is a judge against people: the share of units people label
+// hallucinated, and the judge's TPR and TNR.
+type regime struct{ prev, tpr, tnr float64 }
+
+// rareLabelRegimes are the coverage simulations' regimes: prevalence 0.05,
+// 0.1, 0.2 and 0.5; symmetric judges of accuracy 0.6–0.95; a judge that
+// under-flags (TPR 0.3, TNR 0.9), one that over-flags (0.9, 0.6) and a
+// near-perfect one (0.98, 0.9).
+func rareLabelRegimes() []regime {
+	var regs []regime
+	for _, prev := range []float64{0.05, 0.1, 0.2, 0.5} {
+		for _, acc := range []float64{0.6, 0.75, 0.9, 0.95} {
+			regs = append(regs, regime{prev, acc, acc})
+		}
+		regs = append(regs, regime{prev, 0.3, 0.9}, regime{prev, 0.9, 0.6}, regime{prev, 0.98, 0.9})
+	}
+	return regs
+}
+
 // TPR's and FPR's Wilson intervals where labels are rare: the same regimes
 // as κ's (2,000 draws each); coverage among the draws RateWarning lets
 // through, beside every draw's. (test-slow)
@@ -413,14 +425,7 @@ func TestRateCoverageWhereLabelsAreRare(t *testing.T) {
 		t.Skip("a simulation: make test-slow")
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
-	type regime struct{ prev, tpr, tnr float64 }
-	var regs []regime
-	for _, prev := range []float64{0.05, 0.1, 0.2, 0.5} {
-		for _, acc := range []float64{0.6, 0.75, 0.9, 0.95} {
-			regs = append(regs, regime{prev, acc, acc})
-		}
-		regs = append(regs, regime{prev, 0.3, 0.9}, regime{prev, 0.9, 0.6}, regime{prev, 0.98, 0.9})
-	}
+	regs := rareLabelRegimes()
 	lo, hi, allLo := 1.0, 0.0, 1.0
 	for _, n := range []int{20, 50, 100, 200, 500} {
 		for _, r := range regs {
