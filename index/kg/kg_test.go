@@ -29,6 +29,22 @@ func openKG(t *testing.T, files ...string) *KG {
 	return g
 }
 
+// importSample imports the BioRED sample into a store at dir and closes it,
+// leaving the sealed store on disk.
+func importSample(tb testing.TB, dir string) {
+	tb.Helper()
+	g, err := Open(dir, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := g.Import(context.Background(), []string{"../../testdata/kg/biored_train_sample.pubtator"}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 func TestNormalizeIDAndLabels(t *testing.T) {
 	tests := map[[2]string]string{
 		{"DiseaseOrPhenotypicFeature", "D003924"}: "Disease|MESH:D003924",
@@ -297,14 +313,7 @@ func TestKGImportMergesSortedRuns(t *testing.T) {
 // panic and never an empty graph.
 func TestDamagedStoreIsAnErrorNeverAPanic(t *testing.T) {
 	src := t.TempDir()
-	g, err := Open(src, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Import(context.Background(), []string{"../../testdata/kg/biored_train_sample.pubtator"}); err != nil {
-		t.Fatal(err)
-	}
-	g.Close()
+	importSample(t, src)
 	whole, err := os.ReadFile(filepath.Join(src, kgFile))
 	if err != nil {
 		t.Fatal(err)
@@ -381,14 +390,7 @@ func FuzzReadKGFile(f *testing.F) {
 // ErrDamaged; never a panic, never a crash.
 func FuzzOpenStore(f *testing.F) {
 	src := f.TempDir()
-	g, err := Open(src, true)
-	if err != nil {
-		f.Fatal(err)
-	}
-	if _, err := g.Import(context.Background(), []string{"../../testdata/kg/biored_train_sample.pubtator"}); err != nil {
-		f.Fatal(err)
-	}
-	g.Close()
+	importSample(f, src)
 	whole, _ := os.ReadFile(filepath.Join(src, kgFile))
 	f.Add(whole, 16384, byte(0x5a))
 	f.Add(whole, 0, byte(0xff))
@@ -462,16 +464,7 @@ func TestSearchNodes(t *testing.T) {
 // with the digest its import sealed.
 func TestDamagedCopiesRefusedByChecksum(t *testing.T) {
 	src := t.TempDir()
-	g, err := Open(src, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Import(context.Background(), []string{"../../testdata/kg/biored_train_sample.pubtator"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Close(); err != nil {
-		t.Fatal(err)
-	}
+	importSample(t, src)
 	whole, _ := os.ReadFile(filepath.Join(src, kgFile))
 	sum, _ := os.ReadFile(filepath.Join(src, checksumFile))
 	ok, err := Open(src, false)
@@ -511,14 +504,7 @@ func TestImportRemovesAKilledImportsFiles(t *testing.T) {
 	stale := filepath.Join(dir, "import-123456")
 	os.MkdirAll(stale, 0o755)
 	os.WriteFile(filepath.Join(stale, "edges-0001"), []byte("run of a killed sort"), 0o644)
-	g, err := Open(dir, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Import(context.Background(), []string{"../../testdata/kg/biored_train_sample.pubtator"}); err != nil {
-		t.Fatal(err)
-	}
-	g.Close()
+	importSample(t, dir)
 	if left, _ := filepath.Glob(filepath.Join(dir, "import-*")); len(left) != 0 {
 		t.Errorf("left: %v", left)
 	}

@@ -84,12 +84,7 @@ func TestLoadSet(t *testing.T) {
 // (the silent judge abstains; a 1–1 tie counts as hallucinated) flags
 // every unit: TPR 100%, FPR 100%.
 func TestValidate(t *testing.T) {
-	var lines []string
-	for i := range 8 {
-		h := i%2 == 0
-		lines = append(lines, fmt.Sprintf(`{"id": "u%d", "question": "Question %d?", "response": "Response %d (truth: %v).", "hallucinated": %v}`, i, i, i, h, h))
-	}
-	set := writeFile(t, lines...)
+	set := alternatingSet(t, 8)
 	verdict := func(h bool) string {
 		w := "No"
 		if h {
@@ -219,12 +214,7 @@ func TestValidate(t *testing.T) {
 // second judge whose P(verdict) is 0.9 on every unit: a constant score,
 // which ranks nothing, so no AUROC ("–"), where it printed 0.500.
 func TestJudgeConfidenceFromEvidence(t *testing.T) {
-	var lines []string
-	for i := range 10 {
-		h := i%2 == 0
-		lines = append(lines, fmt.Sprintf(`{"id": "u%d", "question": "Question %d?", "response": "Response %d (truth: %v).", "hallucinated": %v}`, i, i, i, h, h))
-	}
-	set := writeFile(t, lines...)
+	set := alternatingSet(t, 10)
 	ln := math.Log
 	lp := func(tok string, p float64, alts ...fakeollama.Logprob) fakeollama.Logprob {
 		return fakeollama.Logprob{Token: tok, Logprob: ln(p), Top: alts}
@@ -278,6 +268,17 @@ func TestJudgeConfidenceFromEvidence(t *testing.T) {
 	if r := rows["steady/"+summary.ScoreVerdictProb.Name]; strings.Join(r[3:], " | ") != "10 | 0 | 5 | – (the same score for every unit: it ranks nothing) | – (0.500) | –" {
 		t.Errorf("steady's P(verdict) row: %v", r)
 	}
+}
+
+// alternatingSet writes n labelled units, the even ones hallucinated, each
+// response saying its truth so a fake judge can answer from it.
+func alternatingSet(t *testing.T, n int) string {
+	var lines []string
+	for i := range n {
+		h := i%2 == 0
+		lines = append(lines, fmt.Sprintf(`{"id": "u%d", "question": "Question %d?", "response": "Response %d (truth: %v).", "hallucinated": %v}`, i, i, i, h, h))
+	}
+	return writeFile(t, lines...)
 }
 
 func between(s, start, end string) string {
