@@ -74,6 +74,9 @@ type Stats struct {
 	Indexed uint64 `json:"indexed"`
 	// Unfinished is set when a build did not finish: what it says.
 	Unfinished string `json:"unfinished,omitempty"`
+	// Digest is the index's identity, its seal's digest (seal.go): what a
+	// run records of it ("" for an index opened to build).
+	Digest string `json:"digest,omitempty"`
 }
 
 // BuildInfo records one `halu index build` into the index.
@@ -289,10 +292,6 @@ func OpenLiterature(dir string, create bool, opts ...Option) (*Literature, error
 	}
 	return l, nil
 }
-
-// Digest is the index's identity, its seal's digest ("" for an index
-// opened to build).
-func (l *Literature) Digest() string { return l.seal.Digest }
 
 // Close closes the index; closing twice is harmless.
 func (l *Literature) Close() error {
@@ -546,7 +545,7 @@ func (l *Literature) Stats(ctx context.Context) (st Stats, err error) {
 
 func (l *Literature) stats(ctx context.Context) (Stats, error) {
 	st := l.corpus()
-	s := Stats{Dir: l.dir, Docs: st.Docs, AvgLen: st.AvgLen(), Unfinished: l.Unfinished()}
+	s := Stats{Dir: l.dir, Docs: st.Docs, AvgLen: st.AvgLen(), Unfinished: l.Unfinished(), Digest: l.seal.Digest}
 	n, err := l.idx.DocCount()
 	if err != nil {
 		return s, fmt.Errorf("index %s: %w", l.dir, err)

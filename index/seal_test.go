@@ -26,8 +26,8 @@ func TestSeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Digest() != s.Digest {
-		t.Errorf("digest %q, sealed %q", l.Digest(), s.Digest)
+	if st, _ := l.Stats(context.Background()); st.Digest != s.Digest {
+		t.Errorf("halu index stats: digest %q, sealed %q", st.Digest, s.Digest)
 	}
 	if err := l.Verify(context.Background()); err != nil {
 		t.Errorf("a sound index: %v", err)

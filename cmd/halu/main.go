@@ -56,6 +56,11 @@ type globals struct {
 	// command that has other work before it needs it; nil: made when
 	// asked.
 	build func() string
+	// checks are, per suite command, what settles its settings (HALU_
+	// variables, the run file) and runs every declared check of them and
+	// of the engine's, as the run itself would: what halu slurm submit
+	// asks of the run it writes into a job (suiteCmd registers them).
+	checks map[*cobra.Command]func(*cobra.Command) error
 }
 
 func main() {
@@ -256,6 +261,9 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 var errGate = errors.New("quality gate failed")
 
 func newRoot(g *globals) *cobra.Command {
+	if g.checks == nil {
+		g.checks = map[*cobra.Command]func(*cobra.Command) error{}
+	}
 	root := &cobra.Command{
 		Use:   "halu",
 		Short: "Evaluate open-weight LLMs for hallucination and scientific creativity, offline, on a local Ollama",

@@ -180,6 +180,19 @@ func suiteCmd(g *globals, def engine.Declaration, use, short string, rc *runCont
 	cfg := def.Config()
 	cfg.Settings().Bind(sub.Flags())
 	bindRunOut(sub.Flags(), &out)
+	g.checks[sub] = func(cmd *cobra.Command) error {
+		if _, err := rc.settle(cmd); err != nil {
+			return err
+		}
+		c, err := suiteConfig(cmd.Flags(), cfg)
+		if err != nil {
+			return err
+		}
+		if err := c.Settings().Validate(); err != nil {
+			return usagef("%s: %v", def.Name, err)
+		}
+		return g.checkEngine()
+	}
 	sub.RunE = func(cmd *cobra.Command, args []string) error {
 		gates, err := rc.settle(cmd)
 		if err != nil {
@@ -333,15 +346,6 @@ func execute(cmd *cobra.Command, g *globals, s engine.Suite, spec engine.RunSpec
 	}
 	if err != nil {
 		return err
-	}
-	if res.Manifest != nil && res.Manifest.Shard != nil {
-		// A shard is a part of one run: the merge says what the run
-		// measured (a shard of few items may read none of its judge
-		// replies while the run reads most).
-		if line := res.Manifest.Measured.Closing(); line != "" {
-			fmt.Fprintf(w, "note: this shard alone: %s; halu merge says what the whole run measured\n", line)
-		}
-		return checkGates(w, res.Summary, gates)
 	}
 	return closeRun(w, res.Summary, res.Manifest, res.Dir, gates)
 }

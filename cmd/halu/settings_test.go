@@ -495,6 +495,16 @@ func TestEveryDeclaredCheckRunsOnEveryPath(t *testing.T) {
 		has := func(flag string) bool {
 			return cmd.Flags().Lookup(flag) != nil || cmd.InheritedFlags().Lookup(flag) != nil
 		}
+		if c.decl.Command {
+			// A run handed to Slurm: refused when submitted, not by
+			// every task (--print writes the scripts, submits nothing).
+			paths["slurm submit"] = func(t *testing.T, ln *listener) result {
+				var out, errb bytes.Buffer
+				args := append(append([]string{"slurm", "submit", "--print", "--shards", "2", "--out", filepath.Join(t.TempDir(), "sub"), "--", c.decl.Name}, base...), "--"+c.name, c.value)
+				code := run(args, &out, &errb)
+				return result{code, out.String(), errb.String()}
+			}
+		}
 		if has("file") {
 			paths["run file"] = func(t *testing.T, ln *listener) result {
 				// A HALU_ variable beats the run file (TestMain sets one).

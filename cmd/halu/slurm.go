@@ -129,7 +129,8 @@ func checkRunArgs(g *globals, args []string) error {
 		}
 		return usagef("slurm submit: unknown suite %q (one of %s)", args[0], strings.Join(names, ", "))
 	}
-	root := newRoot(&globals{eng: g.eng, stdout: g.stdout, stderr: g.stderr})
+	g2 := &globals{eng: g.eng, stdout: g.stdout, stderr: g.stderr}
+	root := newRoot(g2)
 	sub, rest, err := root.Find(append([]string{"run"}, args...))
 	if err != nil {
 		return usageError{err}
@@ -139,6 +140,13 @@ func checkRunArgs(g *globals, args []string) error {
 	}
 	if extra := sub.Flags().Args(); len(extra) > 0 {
 		return usagef("slurm submit: the run takes no arguments: %q", extra)
+	}
+	// Every declared check of the run's settings, as each task will run
+	// them: a value out of range is refused here, not by every task.
+	if check := g2.checks[sub]; check != nil {
+		if err := check(sub); err != nil {
+			return fmt.Errorf("slurm submit: the run's settings: %w", err)
+		}
 	}
 	return nil
 }

@@ -299,10 +299,11 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		if a.Response, err = ask(prompt, format); err != nil {
 			return nil, err
 		}
-		letter, ok := ParseChoice(a.Response)
+		read := ParseChoice
 		if labels {
-			letter, ok = ParseAnswerLabel(a.Response, ChoiceLetters)
+			read = func(r string) (string, bool) { return ParseAnswerLabel(r, ChoiceLetters) }
 		}
+		letter, ok := read(a.Response)
 		a.Choice, a.Scored, a.Hallucinated = letter, ok, ok && letter != p.choice.CorrectOption
 	case "truefalse":
 		a.ID, a.HaluType = p.tf.ID, p.tf.HaluType
@@ -313,12 +314,14 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 		if a.Response, err = ask(TrueFalsePrompt(lang, p.tf.Question, p.tf.Statement), format); err != nil {
 			return nil, err
 		}
-		jt, ok := ParseTrueFalse(a.Response)
+		read := ParseTrueFalse
 		if labels {
-			var l string
-			l, ok = ParseAnswerLabel(a.Response, TrueFalseLabels)
-			jt = l == "true"
+			read = func(r string) (bool, bool) {
+				l, ok := ParseAnswerLabel(r, TrueFalseLabels)
+				return l == "true", ok
+			}
 		}
+		jt, ok := read(a.Response)
 		st := p.tf.True
 		a.Statement, a.Scored = &st, ok
 		if ok {
@@ -518,15 +521,18 @@ func AnswerSchema(labels []string) json.RawMessage {
 	return b
 }
 
-// ParseAnswerLabel reads a reply held to AnswerSchema: its answer, one of labels;
-// ok is false for a reply that is not such an object (cut at the token
-// cap before it closed, say), never a guess.
+// ParseAnswerLabel reads a reply held to AnswerSchema: its answer, one of
+// labels, read by the judges' JSON reader (judging.DecodeJSON: fences and
+// reasoning around the object tolerated, two different objects or a field
+// stated twice refused). ok is false — never a guess — for a reply with no
+// such object (cut at the token cap before it closed, or prose from a
+// server that ignored the schema) or an answer not among labels.
 func ParseAnswerLabel(reply string, labels []string) (string, bool) {
 	var v struct {
-		Answer *string `json:"answer"`
+		Answer string `json:"answer"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(reply)), &v); err != nil || v.Answer == nil || !slices.Contains(labels, *v.Answer) {
+	if err := judging.DecodeJSON(reply, &v); err != nil || !slices.Contains(labels, v.Answer) {
 		return "", false
 	}
-	return *v.Answer, true
+	return v.Answer, true
 }

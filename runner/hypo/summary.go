@@ -36,7 +36,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	sum := &summary.Summary{Suite: "hypo", Metrics: map[string]float64{}, Glossary: []summary.Term{
 		{Abbr: "Acc", Meaning: "relation-level accuracy: the share of hypotheses whose relation is the gold one"},
 		{Abbr: "F1", Meaning: "link-level F1: whether a relation exists at all, predicted against the gold"},
-		{Abbr: "groundedness", Meaning: "KnowHD's share of a hypothesis's claims supported by the knowledge (eq. 1)"},
+		{Abbr: "groundedness", Meaning: "KnowHD's share of a hypothesis's claims supported by the knowledge (eq. 3)"},
 		{Abbr: "kg, lit", Meaning: "knowledge in the prompt: the knowledge graph's chains, retrieved PubMed documents (parametric: none)"},
 	}}
 	if len(open) > 0 {

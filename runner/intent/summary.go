@@ -35,7 +35,7 @@ func f2(x float64) string {
 	return fmt.Sprintf("%.2f", x)
 }
 
-// csFigures are the Constraint Score (mean, eq. 1) and Perfect share
+// csFigures are the Constraint Score (mean of eq. 7) and Perfect share
 // (CS = 10) of one model over one group of items.
 func csFigures(model, group, key string, cs summary.Tally, headline bool) (summary.Figure, summary.Figure) {
 	c := cs.Mean(model, group, "CS", key+"/cs").Clip(0, 10)
@@ -122,10 +122,10 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		byModel[r.Model] = append(byModel[r.Model], r)
 	}
 	sum := &summary.Summary{Suite: "intent", Metrics: map[string]float64{}, Scopes: scopes(rs), Glossary: []summary.Term{
-		{Abbr: "CS", Meaning: "Constraint Score — the query's constraints a response satisfies, weighted by priority (mandatory 3, important 2, optional 1), on 0–10 (§4)"},
+		{Abbr: "CS", Meaning: "Constraint Score — the query's constraints a response satisfies, weighted by priority (mandatory 3, important 2, optional 1), on 0–10 (§4.2, eq. 7)"},
 		{Abbr: "Perfect", Meaning: "the share of responses that satisfy every constraint (CS = 10)"},
 		{Abbr: "baseline", Meaning: "the zero-shot 1–10 judge rating the paper sets beside CS (§6)"},
-		{Abbr: "Fact %", Meaning: "of the hallucinated Fact QA responses, the share the fact check finds inaccurate"},
+		{Abbr: "Fact %", Meaning: "of the hallucinated Fact QA responses, the share the fact check finds inaccurate — §7's reading (fewer for larger models, which make fewer factual errors); §6's definition says \"factually accurate\", which §7 contradicts"},
 	}}
 	table3(sum, models, byModel)
 	sum.Charts = append(sum.Charts, intentCharts(models, byModel)...)

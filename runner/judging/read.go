@@ -1,6 +1,7 @@
 package judging
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -507,7 +508,12 @@ func DecodeStated(raw string, v any) error {
 }
 
 // strictDecode decodes one object into v and requires v's required fields.
+// An object that states a field twice with two values states two verdicts
+// (encoding/json would keep the last): it is refused.
 func strictDecode(obj json.RawMessage, v any) error {
+	if err := twiceStated(obj); err != nil {
+		return err
+	}
 	if err := json.Unmarshal(obj, v); err != nil {
 		return err
 	}
@@ -519,6 +525,32 @@ func strictDecode(obj json.RawMessage, v any) error {
 		if _, ok := present[f]; !ok {
 			return fmt.Errorf("field %q missing", f)
 		}
+	}
+	return nil
+}
+
+// twiceStated is an error when the object obj names one of its own fields
+// twice with different values ({"answer": "A", "answer": "C"}).
+func twiceStated(obj json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil // not an object: the decoder says what it is
+	}
+	seen := map[string]json.RawMessage{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil
+		}
+		key, _ := k.(string)
+		if prev, ok := seen[key]; ok && !bytes.Equal(bytes.TrimSpace(prev), bytes.TrimSpace(val)) {
+			return fmt.Errorf("field %q is stated twice, as %s and as %s", key, prev, val)
+		}
+		seen[key] = val
 	}
 	return nil
 }

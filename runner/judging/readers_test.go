@@ -151,6 +151,17 @@ func readReply(c replyCase, readers string) (string, error) {
 			return "", fmt.Errorf("no choice")
 		}
 		return l, nil
+	case "cfaith.answer-letter", "cfaith.answer-truefalse":
+		// --answer-format labels: the answer held to {"answer": LABEL}.
+		labels := cfaith.ChoiceLetters
+		if c.Reader == "cfaith.answer-truefalse" {
+			labels = cfaith.TrueFalseLabels
+		}
+		l, ok := cfaith.ParseAnswerLabel(c.Reply, labels)
+		if !ok {
+			return "", fmt.Errorf("no label")
+		}
+		return l, nil
 	case "cfaith.truefalse":
 		v, ok := cfaith.ParseTrueFalse(c.Reply)
 		if !ok {

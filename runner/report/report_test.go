@@ -966,3 +966,21 @@ func TestHICTokenCapIsAConflict(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishedKeywordsAreTheShippedOnes: the LiveIdeaBench configuration
+// says its keywords are byte-identical to the kws.csv halu embeds (so a
+// default run, which names no file, used the published keywords); the hash
+// it records must be that file's, or the claim is a name.
+func TestPublishedKeywordsAreTheShippedOnes(t *testing.T) {
+	pub, err := loadPublished("LiveIdeaBench-202412.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rundir.HashFile(filepath.Join("..", "ideas", "data", "kws.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := pub.Settings["keywords"].SHA256; got != want {
+		t.Fatalf("embedded kws.csv has sha256 %s; LiveIdeaBench-202412.yaml records %s", got, want)
+	}
+}
