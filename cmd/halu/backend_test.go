@@ -162,3 +162,64 @@ func TestRunOnAPoolWithASickServer(t *testing.T) {
 	}
 	t.Logf("%d items, %d 503s from the sick server", m.Counts.Items, refused.Load())
 }
+
+// A judge that states its verdict and then takes it back without a word
+// the reader knows as a revision ("Hmm, … so yes") states two values: the
+// run reads neither. Asked once (--judge-repairs 0) every judgement is
+// unscored and counted as "two values"; with --judge-repairs 1 the judge
+// is asked again held to the verdict's JSON schema (the request's format)
+// and the verdict it restates there is the one recorded, read as "held".
+func TestTwoValuesAreUnscoredThenRepairedHeldToTheSchema(t *testing.T) {
+	for _, repairs := range []string{"0", "1"} {
+		var held atomic.Int32
+		srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+			if r.Model != "judge:latest" && r.Model != "judge" {
+				return fakeollama.Reply{Content: "Sydney is the capital of Australia."}
+			}
+			if len(r.Format) > 0 {
+				held.Add(1)
+				return fakeollama.Reply{Content: `{"score": 1, "hallucination": true}`}
+			}
+			return fakeollama.Reply{Content: "Score: 5\nHallucination: No\n\nHmm, looking again, the capital is Canberra, so yes, the answer hallucinates."}
+		},
+			fakeollama.Model{Name: "gen:latest", Digest: "dg", ParameterCount: 1e9},
+			fakeollama.Model{Name: "judge:latest", Digest: "dj", ParameterCount: 1e9})
+		t.Cleanup(srv.Close)
+		dir := filepath.Join(t.TempDir(), "run")
+		var out, errb bytes.Buffer
+		code := run([]string{"--ollama", srv.Host(), "--cache", t.TempDir(), "--judge-repairs", repairs,
+			"run", "smoke", "--models", "gen", "--judges", "judge", "--judge-format", "text", "--limit", "3", "--out", dir}, &out, &errb)
+		m, err := rundir.ReadManifest(dir)
+		if err != nil {
+			t.Fatalf("--judge-repairs %s: exit %d: %v\n%s", repairs, code, err, errb.String())
+		}
+		_, recs, err := engine.ReadRun(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch repairs {
+		case "0":
+			// Nothing measured: every judgement unscored, as two values.
+			if code != exitNothing || m.Counts.JudgeFailures != 3 || m.Counts.JudgeTwoValues != 3 || held.Load() != 0 {
+				t.Fatalf("asked once: exit %d, counts %+v, %d held turns\n%s%s", code, m.Counts, held.Load(), out.String(), errb.String())
+			}
+			for _, rec := range recs {
+				if len(rec.Failures) != 1 || !rec.Failures[0].TwoValues || !strings.Contains(rec.Failures[0].Reason, "two different hallucination values") {
+					t.Fatalf("%s: failures %+v", rec.Item, rec.Failures)
+				}
+			}
+			if !strings.Contains(out.String(), "stated two values for one field: 3 unscored") {
+				t.Errorf("the summary does not count the two values:\n%s", out.String())
+			}
+		case "1":
+			if code != exitOK || m.Counts.JudgeFailures != 0 || m.Counts.JudgeRepaired != 3 || m.Counts.HeldRepairs != 3 || held.Load() != 3 {
+				t.Fatalf("repaired: exit %d, counts %+v, %d held turns\n%s%s", code, m.Counts, held.Load(), out.String(), errb.String())
+			}
+			for _, rec := range recs {
+				if len(rec.Readings) != 1 || rec.Readings[0].How != "held" || !strings.Contains(string(rec.Data), `"hallucination":true`) {
+					t.Fatalf("%s: readings %+v, data %s", rec.Item, rec.Readings, rec.Data)
+				}
+			}
+		}
+	}
+}

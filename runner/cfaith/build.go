@@ -893,6 +893,7 @@ func ConflictReader(lang, response string) judging.Reader[Conflict] {
 		Text:   func(raw string) (Conflict, error) { return ParseConflict(lang, raw) },
 		Quoted: []string{response},
 		Check:  true,
+		Schema: json.RawMessage(conflictSchema),
 	}
 }
 

@@ -72,8 +72,8 @@ func ParseQA(lang, reply string) ([]QA, error) {
 // takes the stripped output).
 func ParseHaluAnswer(reply string) (string, error) {
 	s := strings.TrimSpace(reply)
-	for _, p := range []string{"[幻觉回复]：", "[幻觉回复]:", "[Hallucinated response]:"} {
-		s = strings.TrimSpace(strings.TrimPrefix(s, p))
+	if m := haluTag.FindStringIndex(s); m != nil {
+		s = unbold(s[m[1]:])
 	}
 	if s == "" {
 		return "", errors.New("empty hallucinated response")
@@ -81,7 +81,21 @@ func ParseHaluAnswer(reply string) (string, error) {
 	return s, nil
 }
 
-var haluLine = regexp.MustCompile(`^\s*(?:[-*]\s*)?(?:\*\*)?\[(?:幻觉回复|Hallucinated response)\s*(\d+)\](?:\*\*)?\s*[：:]\s*(.*?)\s*$`)
+var haluTag = regexp.MustCompile(`^(?:\*\*)?\[(?:幻觉回复|Hallucinated response)\](?:\*\*)?\s*[：:]\s*`)
+
+var haluLine = regexp.MustCompile(`^\s*(?:[-*]\s*)?(?:\*\*)?\[(?:幻觉回复|Hallucinated response)\s*(\d+)\](?:\*\*)?\s*[：:]\s*(?:\*\*)?\s*(.*?)\s*$`)
+
+// unbold removes the bold marks left around a generated text when its
+// line's bold tag closes after the colon ("**[Hallucinated response 1]:**
+// …") or the whole line is bold ("**[…]: …**"): a mark with no partner
+// is markdown of the line, not of the text.
+func unbold(text string) string {
+	text = strings.TrimSpace(text)
+	if strings.Count(text, "**")%2 == 1 {
+		text = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(text, "**"), "**"))
+	}
+	return text
+}
 
 // ParseHaluAnswers reads a reply to HaluAnswersPrompt: the n numbered
 // lines "[幻觉回复k]：…" ("[Hallucinated response k]: …"), in any order,
@@ -97,7 +111,7 @@ func ParseHaluAnswers(reply string, n int) ([]string, error) {
 			continue
 		}
 		k, _ := strconv.Atoi(m[1])
-		text := strings.TrimSpace(m[2])
+		text := unbold(m[2])
 		if text == "..." || text == "…" || text == "……" {
 			continue // the prompt's format line, echoed
 		}
@@ -278,7 +292,7 @@ func taggedVerdict(reply, tag string, words []tagWord) (verdict, reason string, 
 	found = append(found, concl...)
 	for _, f := range found[1:] {
 		if f != found[0] {
-			return "", "", fmt.Errorf("two different %s verdicts (%s, %s)", tag, found[0], f)
+			return "", "", judging.TwoValues("two different %s verdicts (%s, %s)", tag, found[0], f)
 		}
 	}
 	return found[0], reason, nil
@@ -334,7 +348,7 @@ func conclusions(s string, words []tagWord) ([]string, error) {
 var (
 	choiceBare  = regexp.MustCompile(`^[（(\[]?((?i)[A-D])[)）\]]?[.。:：、]?$`)
 	choiceLead  = regexp.MustCompile(`^[（(\[]?((?i)[A-D])(?:[)）\]]|[)）\]]?(?:[.。:：、]|\s+[-–—]\s))`)
-	choiceLabel = judging.NewLabelled("answer", `(?:final\s+|correct\s+)?(?:answer|choice|option)|正确答案|最终答案|答案|选项|选择`, `(?-i:[（(]?\s*([A-D])\b)`)
+	choiceLabel = judging.NewLabelled("answer", `(?:final\s+|correct\s+)?(?:answer|choice|option)|antwort|réponse|respuesta|回答|答え|正确答案|最终答案|答案|选项|选择`, `(?-i:[（(]?\s*([A-D])\b)`)
 	choiceIs    = regexp.MustCompile(`(?:\b(?i:answer|choice|option)\s+(?i:is|would be)|\bI (?i:choose|pick|select|would choose|would pick)|答案(?:是|为|应该是|应为)|(?:更正|修正|纠正)[^。\n]{0,40}?(?:应为|应该是)|正确(?:的)?(?:答案|选项)(?:是|为)|我选择?|应选择?|选择|选)(?:的是|是|为)?\s*(?:(?i:option)\s+|选项\s*)?[（(]?\s*([A-D])\b`)
 )
 
@@ -346,8 +360,14 @@ var (
 // either way ok is false and the answer is unscored. (The authors publish no
 // scorer; their template asks for one letter only.)
 func ParseChoice(reply string) (string, bool) {
-	l, err := choiceLetters.Read(judging.Plain(judging.Answer(reply)))
+	l, err := ReadChoice(reply)
 	return l, err == nil
+}
+
+// ReadChoice is ParseChoice with the reason a reply states no choice (a
+// reply that states two wraps judging.ErrTwoValues).
+func ReadChoice(reply string) (string, error) {
+	return choiceLetters.Read(judging.Plain(judging.Answer(reply)))
 }
 
 var choiceLetters = judging.Letters{Bare: choiceBare, Lead: choiceLead, Is: choiceIs, Label: choiceLabel}

@@ -16,6 +16,7 @@ import (
 
 	"halu/localmodels"
 	"halu/metrics"
+	"halu/runner/judging"
 	"halu/runner/rundir"
 )
 
@@ -630,7 +631,9 @@ func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatReq
 		}
 	}
 	var raws, reasons []string
+	twoValues := false
 	msgs := req.Messages
+	format := req.Format
 	// A repair turn takes its judgement's slot, where the server holds
 	// the judgement's prompt and reply, which begin the repair's prompt.
 	ctx, h, unhold := c.e.withHold(ctx)
@@ -638,7 +641,7 @@ func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatReq
 	ctx = localmodels.WithAffinity(ctx)
 	for attempt := 0; attempt <= c.e.Config.JudgeRepairs; attempt++ {
 		r := req
-		r.Messages = msgs
+		r.Messages, r.Format = msgs, format
 		kind := "judge"
 		if attempt > 0 {
 			kind = "repair" // a repair turn, logged apart so reports can count them
@@ -669,14 +672,22 @@ func (c *Calls) Judge(ctx context.Context, stage string, req localmodels.ChatReq
 			return false, nil // a dry run's empty reply: no repair turn, no failure
 		}
 		reasons = append(reasons, perr.Error())
+		twoValues = twoValues || errors.Is(perr, judging.ErrTwoValues)
+		ask := fmt.Sprintf("Your reply could not be used (%s). Reply again with only the requested output, in exactly the required format.", perr)
+		var held *judging.RepairError
+		if errors.As(perr, &held) && held.Schema != nil {
+			// Two values stated: the judge restates its final verdict
+			// as JSON, held to the verdict's schema.
+			format = held.Schema
+			ask = fmt.Sprintf("Your reply states two different values (%s). Reply again with only your final verdict.", perr) + judging.SchemaNote(held.Schema)
+		}
 		msgs = append(append([]localmodels.Message(nil), req.Messages...),
 			localmodels.Message{Role: "assistant", Content: resp.Content},
-			localmodels.Message{Role: "user", Content: fmt.Sprintf(
-				"Your reply could not be used (%s). Reply again with only the requested output, in exactly the required format.", perr)})
+			localmodels.Message{Role: "user", Content: ask})
 	}
 	c.e.stats.judgeFailures.Add(1)
 	c.mu.Lock()
-	c.fail = append(c.fail, rundir.Failure{Stage: stage, Model: req.Model, Reason: strings.Join(reasons, "; "), Raw: raws})
+	c.fail = append(c.fail, rundir.Failure{Stage: stage, Model: req.Model, Reason: strings.Join(reasons, "; "), Raw: raws, TwoValues: twoValues})
 	c.mu.Unlock()
 	return false, nil
 }

@@ -1030,6 +1030,11 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 	}
 	for _, rec := range recs {
 		man.Counts.JudgeFailures += len(rec.Failures)
+		for _, f := range rec.Failures {
+			if f.TwoValues {
+				man.Counts.JudgeTwoValues++
+			}
+		}
 		for _, c := range rec.Calls {
 			if c.OverContext > 0 {
 				man.Counts.OverContext++
@@ -1041,6 +1046,8 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 				man.Counts.TextFallbacks++
 			case "disagree":
 				man.Counts.ReaderDisagreements++
+			case "held":
+				man.Counts.HeldRepairs++
 			}
 		}
 	}

@@ -259,6 +259,7 @@ func sumCounts(a, b rundir.Counts) rundir.Counts {
 	c.Items, c.Completed, c.Failed = a.Items+b.Items, a.Completed+b.Completed, a.Failed+b.Failed
 	c.JudgeFailures = a.JudgeFailures + b.JudgeFailures
 	c.TextFallbacks, c.ReaderDisagreements = a.TextFallbacks+b.TextFallbacks, a.ReaderDisagreements+b.ReaderDisagreements
+	c.JudgeTwoValues, c.HeldRepairs = a.JudgeTwoValues+b.JudgeTwoValues, a.HeldRepairs+b.HeldRepairs
 	c.Hosts = rundir.AddHosts(a.Hosts, b.Hosts)
 	c.JudgeTime = rundir.AddJudgeTimes(a.JudgeTime, b.JudgeTime)
 	return c

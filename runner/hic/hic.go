@@ -203,10 +203,12 @@ const VerdictSchema = `{"type":"object","properties":{` +
 	`"required":["originality","feasibility","value","hallucination"]}`
 
 var (
-	orL  = judging.NewLabelled("originality", `originality`, judging.ScoreValue)
-	feL  = judging.NewLabelled("feasibility", `feasibility`, judging.ScoreValue)
-	vaL  = judging.NewLabelled("value", `value`, judging.ScoreValue)
-	halL = judging.NewLabelled("hallucination", `hallucination`, judging.YesNoValue)
+	// The labels in English and in the languages judges answer in
+	// (German, French, Spanish, Chinese, Japanese).
+	orL  = judging.NewLabelled("originality", `originality|originalit[äé]t?|originalidad|原创性|独创性|新颖性|独創性|オリジナリティ`, judging.ScoreValue)
+	feL  = judging.NewLabelled("feasibility", `feasibility|faisabilit[ée]|machbarkeit|durchführbarkeit|viabilidad|factibilidad|可行性|実現可能性|実行可能性`, judging.ScoreValue)
+	vaL  = judging.NewLabelled("value", `value|valeur|wert|valor|价值|價值|価値`, judging.ScoreValue)
+	halL = judging.NewLabelled("hallucination", `hallucination|halluzination|alucinaci[óo]n|幻觉|幻覺|幻覚|ハルシネーション`, judging.YesNoValue).Sole()
 )
 
 // ParseVerdictText is halu's reader of the paper's one-line judge format,
@@ -898,7 +900,7 @@ type JudgeSpec struct {
 // VerdictReader is how a judge's reply about answer is read (halu's
 // reader, the authors' rule beside), in a run and in the reply corpus.
 func VerdictReader(answer string) judging.Reader[Verdict] {
-	return judging.Reader[Verdict]{Text: ParseVerdictText, Paper: ParseVerdictPaper, Quoted: []string{answer}, Check: true}
+	return judging.Reader[Verdict]{Text: ParseVerdictText, Paper: ParseVerdictPaper, Quoted: []string{answer}, Check: true, Schema: json.RawMessage(VerdictSchema)}
 }
 
 // Judge asks one judge for its verdict on an answer to a question, greedy,

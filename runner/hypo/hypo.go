@@ -1161,7 +1161,7 @@ func (g *Groundness) Validate() error {
 }
 
 var (
-	groundLabel = judging.NewLabelled("groundness", `groundn?ess|groundedness`, `([01](?:[.,]\d+)?)\b`)
+	groundLabel = judging.NewLabelled("groundness", `groundn?ess|groundedness`, `([01](?:[.,]\d+)?\b|zero\b|one\b)`).Sole()
 	// groundIs is groundness stated in prose ("so groundness is 0"): it
 	// must agree with the labelled statement.
 	groundIs = regexp.MustCompile(`(?i)\bground(?:n?ess|edness)\s+(?:is|would be|should be|of)\s+["']?([01](?:[.,]\d+)?)\b`)
@@ -1183,6 +1183,15 @@ func ParseGroundness(reply string) (Groundness, error) {
 	for _, m := range groundIs.FindAllStringSubmatch(s, -1) {
 		vals = append(vals, m[1])
 	}
+	vals = append(vals, groundLabel.Again(s)...)
+	for i, v := range vals {
+		switch strings.ToLower(v) {
+		case "zero":
+			vals[i] = "0"
+		case "one":
+			vals[i] = "1"
+		}
+	}
 	if len(vals) == 0 {
 		return Groundness{}, errors.New("no groundness stated")
 	}
@@ -1191,7 +1200,7 @@ func ParseGroundness(reply string) (Groundness, error) {
 			return Groundness{}, fmt.Errorf("groundness %s is not 0 or 1", v)
 		}
 		if v != vals[0] {
-			return Groundness{}, fmt.Errorf("two different groundness values (%s, %s)", vals[0], v)
+			return Groundness{}, judging.TwoValues("two different groundness values (%s, %s)", vals[0], v)
 		}
 	}
 	n := int(vals[0][0] - '0')
@@ -1588,7 +1597,7 @@ func (s *Suite) knowHD(ctx context.Context, c *engine.Calls, model, output, src 
 // GroundnessReader is how a verifier's reply about claim is read (halu's
 // reader, the authors' rule beside), in a run and in the reply corpus.
 func GroundnessReader(claim string) judging.Reader[Groundness] {
-	return judging.Reader[Groundness]{Text: ParseGroundness, Paper: ParseGroundnessPaper, Quoted: []string{claim}, Check: true}
+	return judging.Reader[Groundness]{Text: ParseGroundness, Paper: ParseGroundnessPaper, Quoted: []string{claim}, Check: true, Schema: json.RawMessage(GroundSchema)}
 }
 
 func fileExists(p string) bool {

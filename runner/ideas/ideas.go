@@ -596,7 +596,7 @@ func (g *FluencyGrade) Validate() error {
 }
 
 var (
-	gradeLabel = judging.NewLabelled("grade", `(?:final\s+)?(?:answer|grade|choice|option|verdict|rating)|答案`, `(?-i:[(（]?([A-D])\b)`)
+	gradeLabel = judging.NewLabelled("grade", `(?:final\s+)?(?:answer|grade|choice|option|verdict|rating)|antwort|réponse|respuesta|答案|回答|答え`, `(?-i:[(（]?([A-D])\b)`)
 	gradeIs    = regexp.MustCompile(`(?:\b(?i:answer|grade|choice|option|verdict)\s+(?i:is|would be|=)|\bI (?i:choose|pick|select|would choose|would pick)|^(?i:option|grade|answer))\s*(?:(?i:option|grade)\s+)?[(（]?\s*["']?([A-D])\b`)
 	gradeBare  = regexp.MustCompile(`^[(（\[]?([A-D])[)）\]]?[.。:：)]?$`)
 	gradeLead  = regexp.MustCompile(`^[(（\[]?([A-D])[)）\]]?(?:[.。:：,，)]|\s+[-–—]\s)`)
@@ -671,9 +671,9 @@ var (
 		"clarity":     regexp.MustCompile(`(?i)"?clarity"?\s*[:=]\s*(\d+)`),
 	}
 	criticLabels = []*judging.Labelled{
-		judging.NewLabelled("originality", `originality`, judging.ScoreValue),
-		judging.NewLabelled("feasibility", `feasibility`, judging.ScoreValue),
-		judging.NewLabelled("clarity", `clarity`, judging.ScoreValue),
+		judging.NewLabelled("originality", `originality|originalit[äé]t?|originalidad|原创性|独创性|新颖性|独創性|オリジナリティ`, judging.ScoreValue),
+		judging.NewLabelled("feasibility", `feasibility|faisabilit[ée]|machbarkeit|durchführbarkeit|viabilidad|factibilidad|可行性|実現可能性|実行可能性`, judging.ScoreValue),
+		judging.NewLabelled("clarity", `clarity|klarheit|clart[ée]|claridad|清晰度|清晰性|明确性|明確さ|明瞭さ`, judging.ScoreValue),
 	}
 )
 
@@ -953,6 +953,7 @@ func CriticReader(idea string) judging.Reader[CriticScores] {
 		Paper:  ParseCriticPaper,
 		Quoted: []string{idea},
 		Check:  true,
+		Schema: json.RawMessage(CriticSchema),
 		// The verdict is the three scores: the two readers cut the
 		// analysis prose differently, which is no disagreement.
 		Same: func(a, b CriticScores) bool { return a.Scores() == b.Scores() },
@@ -962,7 +963,7 @@ func CriticReader(idea string) judging.Reader[CriticScores] {
 // FluencyReader is how a fluency judge's reply about ideas a and b is
 // read, in a run and in the reply corpus.
 func FluencyReader(a, b string) judging.Reader[FluencyGrade] {
-	return judging.Reader[FluencyGrade]{Text: parseFluency, Paper: ParseFluencyPaper, Quoted: []string{a, b}, Check: true}
+	return judging.Reader[FluencyGrade]{Text: parseFluency, Paper: ParseFluencyPaper, Quoted: []string{a, b}, Check: true, Schema: json.RawMessage(FluencySchema)}
 }
 
 func (s *Suite) fluency(ctx context.Context, c *engine.Calls, judge, model, keyword, a, b string) (FluencyPair, error) {

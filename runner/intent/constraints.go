@@ -364,7 +364,7 @@ func ParseRatios(reply string, cs []Constraint) (Ratios, error) {
 		x, _ := strconv.Atoi(m[2])
 		y, _ := strconv.Atoi(m[3])
 		if prev, ok := got[p]; ok && prev != [2]int{x, y} {
-			return nil, fmt.Errorf("two different %s ratios", p)
+			return nil, judging.TwoValues("two different %s ratios", p)
 		}
 		if y != want[p] {
 			return nil, fmt.Errorf("%s: %d/%d, but there are %d %s constraints", p, x, y, want[p], p)

@@ -613,17 +613,17 @@ func (s *Suite) factCheck(ctx context.Context, c *engine.Calls, res *ItemResult,
 
 // MissingReader reads a missing-content check of response.
 func MissingReader(response string) judging.Reader[MissingVerdict] {
-	return judging.Reader[MissingVerdict]{Text: ParseMissingText, Quoted: []string{response}, Check: true}
+	return judging.Reader[MissingVerdict]{Text: ParseMissingText, Quoted: []string{response}, Check: true, Schema: json.RawMessage(missingSchema)}
 }
 
 // BaselineReader reads a zero-shot 1–10 rating of response.
 func BaselineReader(response string) judging.Reader[BaselineVerdict] {
-	return judging.Reader[BaselineVerdict]{Text: ParseBaselineText, Quoted: []string{response}, Check: true}
+	return judging.Reader[BaselineVerdict]{Text: ParseBaselineText, Quoted: []string{response}, Check: true, Schema: json.RawMessage(baselineSchema)}
 }
 
 // FactReader reads a fact check of response.
 func FactReader(response string) judging.Reader[FactVerdict] {
-	return judging.Reader[FactVerdict]{Text: ParseFactText, Quoted: []string{response}, Check: true}
+	return judging.Reader[FactVerdict]{Text: ParseFactText, Quoted: []string{response}, Check: true, Schema: json.RawMessage(factSchema)}
 }
 
 // MappingReader reads a constraint mapping; clarify: content was withheld.

@@ -53,13 +53,14 @@ var yesNo = func(name, label string) *judging.Labelled {
 }
 
 var (
-	mentionsL = yesNo("Mentions missing", `mentions[\s_]+missing`)
-	inventsL  = yesNo("Invents missing", `invents[\s_]+missing`)
-	onTaskL   = yesNo("On task", `on[\s_]+task`)
-	inaccL    = yesNo("Factual inaccuracies", `factual[\s_]+inaccurac(?:y|ies)`)
-	missFactL = yesNo("Missing required facts", `missing[\s_]+required[\s_]+facts?`)
+	// The labels in English and in Chinese.
+	mentionsL = yesNo("Mentions missing", `mentions[\s_]+missing|提到缺失|指出缺失`)
+	inventsL  = yesNo("Invents missing", `invents[\s_]+missing|编造缺失|虚构缺失`)
+	onTaskL   = yesNo("On task", `on[\s_]+task|切题|完成任务`)
+	inaccL    = yesNo("Factual inaccuracies", `factual[\s_]+inaccurac(?:y|ies)|事实性?错误|事实不准确`)
+	missFactL = yesNo("Missing required facts", `missing[\s_]+required[\s_]+facts?|缺少必要事实|遗漏必要事实`)
 	endScore  = regexp.MustCompile(`(?i)(?:^|[\s(])(?:final\s+)?(?:score|rating)\s*[:=]\s*` + judging.ScoreValue + `[\s.!]*$`)
-	scoreL    = judging.NewLabelled("score", `(?:final\s+)?(?:score|rating)`, judging.ScoreValue)
+	scoreL    = judging.NewLabelled("score", `(?:final\s+)?(?:score|rating)|punktzahl|bewertung|puntuaci[óo]n|分数|评分|得分|スコア|得点`, judging.ScoreValue).Sole()
 )
 
 // yes reads one Yes/No field as stated (judging.Labelled) in a cleaned
@@ -131,7 +132,8 @@ const baselineSchema = `{"type":"object","properties":{"score":{"type":"integer"
 // must agree.
 func ParseBaselineText(reply string) (BaselineVerdict, error) {
 	s := strings.TrimSpace(judging.Plain(reply))
-	if m := endScore.FindStringSubmatch(s); m != nil {
+	if m := endScore.FindStringSubmatchIndex(s); m != nil && !judging.Described(s, m[0]) {
+		m := []string{s[m[0]:m[1]], s[m[2]:m[3]]}
 		if n, err := judging.ParseScore(m[1], 1, 10); err == nil {
 			return BaselineVerdict{Score: n}, nil
 		}

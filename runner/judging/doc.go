@@ -9,6 +9,8 @@
 // rule beside it with the disagreements recorded — and validated. Readers
 // read a verdict only where it is stated as the answer (Labelled, Letters),
 // never from prose; a reply that does not read is a failure, never a
-// guess. The corpus of hand-written replies in testdata/replies tests
+// guess, and a reply that states two values for a field is read as
+// neither (ErrTwoValues: counted apart; its repair turn is held to the
+// verdict's schema, Reader.Schema). The corpus of hand-written replies in testdata/replies tests
 // every reader (TestReplyCorpus).
 package judging

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -21,7 +23,8 @@ import (
 // how each reply was read.
 type Asker interface {
 	// Judge asks req's model and hands each reply to parse; ok is false
-	// when no reply parsed (the judgement is unscored).
+	// when no reply parsed (the judgement is unscored). A parse error
+	// that is a *RepairError asks for the next turn held to its Schema.
 	Judge(ctx context.Context, stage string, req localmodels.ChatRequest, parse func(raw string, cut bool) error) (ok bool, err error)
 	// Readers is how text replies are read: ReadersPaper or ReadersHalu.
 	Readers() string
@@ -61,7 +64,8 @@ type Reader[T any] struct {
 	// cleaned by Read: reasoning, quoted evaluated text and what precedes a revision removed.
 	Text func(raw string) (T, error)
 	// Paper is the authors' own reading rule, where their code reads the
-	// text format differently from Text. It sees the reply with only its
+	// text format differently from Text — except that a reply Text finds
+	// stating two values (ErrTwoValues) is read by neither. It sees the reply with only its
 	// reasoning removed (their code read the whole reply). Under the paper
 	// readers it decides text-format replies; either way both readings
 	// are made and every reply on which they differ is recorded.
@@ -97,7 +101,23 @@ type Reader[T any] struct {
 	// in the other order: on the judge card's sample the judgement is
 	// asked that way too (order swap).
 	Swap func(req localmodels.ChatRequest) localmodels.ChatRequest
+	// Schema is the verdict's JSON schema, for a judge asked in text: a
+	// reply that states two values for a field (ErrTwoValues) is
+	// re-asked in a repair turn held to it (structured output: the judge
+	// restates its final verdict as JSON), where repairs are on.
+	Schema json.RawMessage
 }
+
+// RepairError is a parse error that asks for the repair turn to be held
+// to Schema (the request's Format): the judge restates its verdict as
+// JSON. The next reply parse is handed is that turn's.
+type RepairError struct {
+	Err    error
+	Schema json.RawMessage
+}
+
+func (e *RepairError) Error() string { return e.Err.Error() }
+func (e *RepairError) Unwrap() error { return e.Err }
 
 // Readers: "halu" (the default) reads text replies by halu's careful
 // readers, which make the headline figures; "paper" by the authors' rule
@@ -174,14 +194,22 @@ func judgeOnce[T any](ctx context.Context, c Asker, stage, check, unit string, r
 		req.Messages = withSchemaNote(req.Messages, schema)
 	}
 	var alt *altRead[T] // the last reply's other reading, when they differed
+	held := false       // the reply is a repair turn's held to r.Schema
 	ok, err := c.Judge(ctx, stage, req, func(raw string, cut bool) error {
-		got, err := Read(raw, cut, schema != nil, c.Readers(), r)
+		got, err := Read(raw, cut, schema != nil || held, c.Readers(), r)
 		alt = got.alt
 		if err != nil {
+			held = schema == nil && r.Schema != nil && errors.Is(err, ErrTwoValues)
+			if held {
+				return &RepairError{Err: err, Schema: r.Schema}
+			}
 			return err
 		}
 		var rd *rundir.Reading
-		if got.How != "" {
+		switch {
+		case held:
+			rd = &rundir.Reading{Stage: stage, Model: req.Model, How: "held", Used: rundir.Show(got.V)}
+		case got.How != "":
 			rd = &rundir.Reading{Stage: stage, Model: req.Model, How: got.How, Used: rundir.Show(got.V), Other: got.Other}
 		}
 		out = got.V
@@ -244,6 +272,14 @@ func Read[T any](raw string, cut, jsonMode bool, readers string, r Reader[T]) (O
 	}
 	revised := Revision(s)
 	v, how, other, alt, err := readReply(answer, revised, jsonMode, readers, r)
+	if err != nil && revised != strings.TrimSpace(s) && LeavesVerdict(revised) {
+		// A correction of the reasoning ("Correction: 1908, not 1913"):
+		// the verdict before it stands.
+		pre := strings.TrimSpace(s[:strings.LastIndex(s, revised)])
+		if pv, phow, pother, palt, perr := readReply(answer, pre, jsonMode, readers, r); perr == nil {
+			return Outcome[T]{V: pv, How: phow, Other: pother, alt: palt}, nil
+		}
+	}
 	if err != nil && revised != strings.TrimSpace(s) {
 		err = fmt.Errorf("the reply revises itself and its revision does not state a whole verdict (%q): %w", clip(revised, 80), err)
 	}
@@ -326,12 +362,19 @@ func readReply[T any](answer, s string, jsonMode bool, readers string, r Reader[
 			dec = decodeStated[T]
 		}
 		v, err = valid(dec(s))
+		if err == nil && r.Text != nil {
+			// Prose around the JSON verdict that states a field again with
+			// another value ("…so hallucination is true") makes two values.
+			if _, terr := r.Text(besideJSON(v, s)); errors.Is(terr, ErrTwoValues) {
+				return v, "", "", nil, fmt.Errorf("the JSON verdict and the prose beside it: %w", terr)
+			}
+		}
 		if err == nil || r.Text == nil {
 			return v, "", "", nil, err
 		}
 		tv, terr := valid(r.Text(s))
 		if terr != nil {
-			return v, "", "", nil, fmt.Errorf("%v; as text: %v", err, terr)
+			return v, "", "", nil, fmt.Errorf("%w; as text: %w", err, terr)
 		}
 		return tv, "fallback", "", nil, nil
 	}
@@ -347,6 +390,11 @@ func readReply[T any](answer, s string, jsonMode bool, readers string, r Reader[
 	paper := readers == ReadersPaper
 	if paper {
 		v, err, other = pv, perr, showRead(hv, herr)
+		if errors.Is(herr, ErrTwoValues) {
+			// A reply that states two values is read as neither under
+			// either readers: the authors' rule would pick one.
+			v, err, other = pv, herr, showRead(pv, perr)
+		}
 	} else {
 		v, err, other = hv, herr, showRead(pv, perr)
 	}
@@ -364,9 +412,50 @@ func readReply[T any](answer, s string, jsonMode bool, readers string, r Reader[
 	if err != nil && how != "" {
 		// An unread reply is a failure; the other reading is kept in its
 		// reason so the disagreement is not lost.
-		return v, "", "", alt, fmt.Errorf("%v (the other reader: %s)", err, other)
+		return v, "", "", alt, fmt.Errorf("%w (the other reader: %s)", err, other)
 	}
 	return v, how, other, alt, err
+}
+
+// besideJSON is what a JSON-mode reply states in text form: the decoded
+// verdict v as "field: value" lines (numbers, and yes/no for booleans),
+// then the reply's prose outside its JSON objects — what the text reader
+// reads to find a field the prose states otherwise.
+func besideJSON(v any, s string) string {
+	var b strings.Builder
+	if raw, err := json.Marshal(v); err == nil {
+		var m map[string]any
+		if json.Unmarshal(raw, &m) == nil {
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				switch x := m[k].(type) {
+				case float64:
+					fmt.Fprintf(&b, "%s: %s\n", k, strconv.FormatFloat(x, 'f', -1, 64))
+				case string:
+					if len([]rune(x)) <= 12 {
+						fmt.Fprintf(&b, "%s: %s\n", k, x) // a label ("grade": "B"), not prose
+					}
+				case bool:
+					yn := "no"
+					if x {
+						yn = "yes"
+					}
+					fmt.Fprintf(&b, "%s: %s\n", k, yn)
+				}
+			}
+		}
+	}
+	last := 0
+	for _, sp := range jsonSpans(s) {
+		b.WriteString("\n" + s[last:sp[0]])
+		last = sp[1]
+	}
+	b.WriteString("\n" + s[last:])
+	return b.String()
 }
 
 func decodeStated[T any](s string) (T, error) {

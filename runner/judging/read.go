@@ -25,8 +25,15 @@ import (
 //   - a verdict is a labelled answer ("Label: value", bold, bulleted,
 //     quoted as a JSON key, with an optional range hint such as "(1-5)"),
 //     never a word or letter that merely occurs in prose;
-//   - every statement of a field must agree: two different values are
-//     ambiguous, and ambiguous is unscored, never a guess.
+//   - every statement of a field must agree — labelled, in prose that
+//     names the field, in a conclusion that names none for a field that is
+//     the reply's only one of its kind, beside a JSON verdict: two
+//     different values that no recognised revision settles are "two
+//     values" (ErrTwoValues), unscored and counted, never a guess;
+//   - a statement that describes the scale (a rubric restated, a
+//     hypothetical) and a hedge that does not commit state nothing;
+//   - markdown tables, number words and the labels and yes/no words of
+//     the languages judges answer in are read as the statements they are.
 
 var (
 	reasoningBlock = regexp.MustCompile(`(?is)<(think|thinking|reasoning)>.*?</(?:think|thinking|reasoning)>`)
@@ -118,6 +125,36 @@ func Revision(s string) string {
 		return s
 	}
 	return strings.TrimSpace(s[at:])
+}
+
+var (
+	correctionMark = regexp.MustCompile(`(?i)^[*_#>\s]*(?:correction|corrected|revised|revision)\b`)
+	// verdictWords are what a correction of the verdict speaks of.
+	verdictWords = regexp.MustCompile(`(?i)\b(?:hallucinat\w*|invent\w*|fabricat\w*|made[- ]up|scores?|scored|grades?|graded|rating|verdict|answer|correct|incorrect|wrong|supported|unsupported|accurate|inaccura\w*|groundn?ess|groundedness|originality|feasibility|clarity|value|option|choice|response|claim|statement|pass|fail(?:s|ed)?)\b|幻觉|评分|分数|答案|选项|正确|错误`)
+	// unchangedWords say the verdict stands.
+	unchangedWords = regexp.MustCompile(`(?i)\b(?:(?:does|do|did)(?: not|n't) (?:change|affect|alter)|unaffected|unchanged|still (?:stands?|holds?)|either way|regardless)\b|不影响|不变`)
+	// valueLike is a value standing alone: a yes/no word, an option
+	// letter, or a small number after "be", "is", ":" and their kin ("it
+	// should be 2.", "Correction: C."), not a number that names or counts
+	// ("Idea 1", "2 mg", "1908").
+	valueLike = regexp.MustCompile(`(?i)\b(?:yes|no|true|false)\b|(?:^|[\s:(])(?-i:[A-D])(?:[.,;!?)]|\s*$)|(?:^|[:=(]|\b(?:be|is|was|to|a|an|it|give|rate|score|as|at)\s)\s*(?:10|\d)(?:\s*(?:/|out of)\s*\d+)?\s*(?:[.,;!?)]|$)|是|否`)
+)
+
+// LeavesVerdict reports whether a revision (what Revision returns) is a
+// correction of the reasoning that leaves the verdict alone: it opens with
+// "Correction:", "Revised:" or their kin, and either speaks of no verdict
+// nor of the evaluated response ("Correction: Canberra was chosen in
+// 1908, not 1913") or says the
+// verdict stands ("…; the scores are unaffected"), and states no value
+// ("Correction: it should be 2." and "Correction: C." revise the verdict).
+// The marks that revise wherever they stand ("Wait,", "On second thought")
+// always revise.
+func LeavesVerdict(revision string) bool {
+	body := strings.TrimLeft(correctionMark.ReplaceAllString(revision, ""), ":：*_ \t")
+	if !correctionMark.MatchString(revision) || valueLike.MatchString(body) || len(strings.Fields(body)) <= 3 {
+		return false // "Revised: Fail." is a verdict, however short
+	}
+	return !verdictWords.MatchString(body) || unchangedWords.MatchString(body)
 }
 
 // jsonSpans are the byte ranges of the complete JSON objects in s.
@@ -264,7 +301,13 @@ func joins(a, b rune) bool {
 // Plain removes markdown emphasis and code marks (*, `, heading and quote
 // marks at a line's start) and folds full-width colons, so that
 // "**Score:** 4" and "Score：4" read as "Score: 4".
+//
+// A markdown table is read as the statements it lays out: each row as
+// "first cell: second cell" ("| Originality | 4 |" is "Originality: 4"),
+// and a table of one row under a header of labels as "header: cell" for
+// each column ("| Score | Hallucination |" over "| 2 | Yes |").
 func Plain(s string) string {
+	s = tables(s)
 	s = strings.NewReplacer("*", "", "`", "", "：", ": ", "__", "").Replace(s)
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
@@ -273,26 +316,109 @@ func Plain(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+var (
+	tableRow = regexp.MustCompile(`^\s*\|?([^|\n]*(?:\|[^|\n]*)+?)\|?\s*$`)
+	tableSep = regexp.MustCompile(`^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$`)
+	// valueCell is a cell that holds a value, not a label: a number, a
+	// yes/no word or an option letter.
+	valueCell = regexp.MustCompile(`(?i)^[*_\s]*(?:\d|(?:yes|no|true|false)\b|[A-D]\b)`)
+)
+
+// tables rewrites each markdown table in s (a header row, a separator row,
+// data rows) as the "label: value" lines it lays out (see Plain).
+func tables(s string) string {
+	if !strings.Contains(s, "|") {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		if i+1 >= len(lines) || !tableRow.MatchString(lines[i]) || !tableSep.MatchString(lines[i+1]) {
+			out = append(out, lines[i])
+			continue
+		}
+		header := cells(lines[i])
+		j := i + 2
+		var rows [][]string
+		for ; j < len(lines) && tableRow.MatchString(lines[j]); j++ {
+			rows = append(rows, cells(lines[j]))
+		}
+		if len(rows) == 1 && len(rows[0]) == len(header) && valueCell.MatchString(rows[0][0]) {
+			for k, h := range header {
+				out = append(out, h+": "+rows[0][k])
+			}
+		} else {
+			for _, r := range rows {
+				if len(r) >= 2 {
+					out = append(out, r[0]+": "+r[1])
+				}
+			}
+		}
+		i = j - 1
+	}
+	return strings.Join(out, "\n")
+}
+
+// cells are the trimmed cells of a table row.
+func cells(row string) []string {
+	m := tableRow.FindStringSubmatch(row)
+	parts := strings.Split(m[1], "|")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}
+
 // statedRE is "label: value": the label at a line's start or after a
 // separator, optionally quoted or bracketed, an optional range hint in
 // parentheses or brackets, then ":", "=", or a spaced dash.
 func statedRE(label, value string) *regexp.Regexp {
-	return regexp.MustCompile(`(?im)(?:^|[\s{,;|(（])([“‘"'\[]?)(?:` + label + `)([”’"'\]]?)\s*` +
+	return regexp.MustCompile(`(?im)(?:^|[\s{,;|(（，。；]|\p{Han})([“‘"'\[]?)(?:` + label + `)([”’"'\]]?)\s*` +
 		`(?:\((?:[^()\n]{0,24})\)|\[[^\[\]\n]{0,24}\])?\s*(?::|=|\s[-–—]\s)\s*["'\[]?\s*(?:` + value + `)`)
 }
 
 // Labelled finds what a reply states for one field. Build it once (it
-// compiles a regular expression) and read many replies with it.
+// compiles regular expressions) and read many replies with it.
+//
+// A field's value is what its labelled statements state ("Label: value");
+// a statement that describes the scale rather than answering (a rubric
+// restated: "Score: 1 = poor", "Value: 5 indicates…", "Hallucination: Yes
+// would be wrong") states nothing. Prose that states the field again with
+// another value ("so hallucination is yes", "I'd give originality a 4")
+// and — for a field that is the reply's only one of its kind (Sole) — a
+// conclusion that names no field ("so yes.", "I'd go with 4") are second
+// values: they never supply a value of their own, but a reply whose
+// statements disagree with them states two values (ErrTwoValues).
 type Labelled struct {
-	name string
-	re   *regexp.Regexp
+	name  string
+	re    *regexp.Regexp
+	prose *regexp.Regexp
+	concl *regexp.Regexp
+	sole  bool
 }
 
 // NewLabelled reads "label: value" statements; label and value are
 // regular-expression fragments (case-insensitive), label without groups
 // (use (?:…)) and value with exactly one.
 func NewLabelled(name, label, value string) *Labelled {
-	return &Labelled{name: name, re: statedRE(label, value)}
+	return &Labelled{name: name, re: statedRE(label, value),
+		prose: regexp.MustCompile(`(?i)(?:^|[^\p{L}_])(?:` + label + `)\s+(?:(?:is|was|should be|would be|must be|becomes|stays|of|at|to|as)\s+|(?:is\s+|feels\s+|seems\s+)?(?:more like|closer to)\s+)?(?:a\s+|an\s+)?["']?(?:` + value + `)` + clauseEnd),
+		concl: regexp.MustCompile(`(?i)(?:\b(?:so|thus|hence|therefore|actually|in fact|no wait|i(?:'d| would) (?:say|give it|go with|rate it|score it|pick|choose)|i(?:'ll| will) go with|(?:give|rate|score) it|call it|make (?:it|that)|settle on|(?:it|that|this) (?:should|must) be|should be)|(?:所以|因此|其实|应为|改为)(?:应该是|应是|是)?)[\s,:—–-]*(?:a\s+|an\s+)?(?:` + value + `)` + clauseEnd +
+			`|(?:^|\s)(?:` + value + `)\s+(?:is|would be|seems|feels)\s+(?:fairer|more (?:accurate|appropriate|honest|reasonable)|better|right|closer)\b`),
+	}
+}
+
+// clauseEnd is what follows a value stated in prose: the clause ends
+// ("so yes." "so 4, …", "a 4 instead") — "so no further checks" and "it is
+// 4 of 5 constraints" state nothing.
+const clauseEnd = `(?:\s*(?:[.!?,;:)\]。，！？；—–-]|$)|\s+(?:and|but|because|since|given|instead|rather|now|here|overall|then|I)\b)`
+
+// Sole marks the field as the reply's only field of its kind (the only
+// yes/no answer, the only score): a conclusion that names no field ("so
+// yes.", "I'd go with 4") can only restate it. It returns l.
+func (l *Labelled) Sole() *Labelled {
+	l.sole = true
+	return l
 }
 
 // All returns every value stated for the field in s, with what follows each
@@ -304,9 +430,69 @@ func (l *Labelled) All(s string) (vals, after []string) {
 	return vals, after
 }
 
+// Again returns the values s states for the field after its first labelled
+// statement in prose or, for a Sole field, in a conclusion: values that
+// must agree with the labelled ones (see Labelled).
+func (l *Labelled) Again(s string) []string {
+	first := l.re.FindStringIndex(s)
+	if first == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range l.prose.FindAllStringSubmatchIndex(s, -1) {
+		if m[0] >= first[0] && m[2] >= 0 && !rubric.MatchString(s[m[3]:]) && !rangeAfter.MatchString(s[m[3]:]) && !hedged(s, m[0]) {
+			out = append(out, s[m[2]:m[3]])
+		}
+	}
+	if l.sole {
+		for _, m := range l.concl.FindAllStringSubmatchIndex(s, -1) {
+			if m[0] < first[1] || hedged(s, m[0]) {
+				continue
+			}
+			for g := 2; g+1 < len(m); g += 2 {
+				if m[g] >= 0 {
+					out = append(out, s[m[g]:m[g+1]])
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// hedge is a clause that offers another value without committing to it
+// ("some might rate it a 6, but…", "a stricter reviewer might put
+// originality at 5"): not a second value.
+var hedge = regexp.MustCompile(`(?i)\b(?:could|might|may|some(?:one)?|stricter|harsher|more lenient)\b[^.;!?\n]*$`)
+
+// hedged reports whether the clause before byte i of s hedges.
+func hedged(s string, i int) bool { return hedge.MatchString(s[max(0, i-80):i]) }
+
 // statement is one value stated for a field: the value, the 12 bytes after
 // it, and the rest of its line.
 type statement struct{ val, after, line string }
+
+// rubric is what follows a value that describes the scale instead of
+// answering ("Score: 1 = ignores the constraints", "Originality: 1 means a
+// known idea", "Mentions missing: Yes if…", "Clarity: 10 would be a
+// publication-ready…") or that the judge rejects ("Hallucination: Yes
+// would be wrong").
+var rubric = regexp.MustCompile(`(?i)^\s*(?:[-–—]\s*)?(?:=|means?\b|would (?:mean|require|indicate|be (?:a|an|the|wrong|incorrect|a mistake|unfair|unjustified|too)\b)|indicates?\b|stands for|corresponds to|if\b|when\b|is (?:for|reserved|given)\b)`)
+
+// hypothetical is what precedes, on its line, a statement that describes
+// the scale rather than answering ("a response that met them all would
+// get Score: 10", "for example Score: 3").
+var hypothetical = regexp.MustCompile(`(?i)(?:\b(?:would|could|might)\s+(?:get|earn|receive|deserve|have)\b|\bif\b[^.!?\n]*$|\be\.g\.|\bfor example\b|\bsuch as\b|\b(?:a|an) (?:perfect|ideal)\b)`)
+
+// Described reports whether the statement at byte i of s describes the
+// scale (hypothetical: the words before it on its line) rather than
+// stating the judge's answer.
+func Described(s string, i int) bool {
+	for i < len(s) && strings.IndexByte(" \t\n(", s[i]) >= 0 {
+		i++ // a match that begins at the separator before the label
+	}
+	return hypothetical.MatchString(s[strings.LastIndexByte(s[:i], '\n')+1 : i])
+}
 
 // statements finds every statement of the field in s, in one pass.
 func (l *Labelled) statements(s string) []statement {
@@ -319,6 +505,9 @@ func (l *Labelled) statements(s string) []statement {
 			continue
 		}
 		rest := s[m[7]:]
+		if rubric.MatchString(rest) || Described(s, m[2]) {
+			continue
+		}
 		line := rest
 		if j := strings.IndexByte(rest, '\n'); j >= 0 {
 			line = rest[:j]
@@ -329,11 +518,15 @@ func (l *Labelled) statements(s string) []statement {
 }
 
 // One is the single value the field is stated as: every statement must agree
-// (compared case-insensitively). None is an error, and so are two different
-// values.
+// (compared case-insensitively), prose and conclusions that restate it too
+// (Again). None is an error, and so are two different values.
 func (l *Labelled) One(s string) (string, error) {
 	vals, _ := l.All(s)
-	return agree(l.name, vals)
+	v, err := agree(l.name, vals)
+	if err != nil {
+		return "", err
+	}
+	return agree(l.name, append([]string{v}, l.Again(s)...))
 }
 
 var closeQuote = regexp.MustCompile(`^[\s\]]*[”’"']`)
@@ -347,11 +540,28 @@ func agree(name string, vals []string) (string, error) {
 	v := strings.TrimSpace(vals[0])
 	for _, w := range vals[1:] {
 		if !strings.EqualFold(strings.TrimSpace(w), v) {
-			return "", fmt.Errorf("two different %s values (%s, %s)", name, v, strings.TrimSpace(w))
+			return "", TwoValues("two different %s values (%s, %s)", name, v, strings.TrimSpace(w))
 		}
 	}
 	return v, nil
 }
+
+// ErrTwoValues is what every reader's error wraps (errors.Is) when a reply
+// states two values for one field and no revision the reader recognises
+// settles which: the reply is read as neither, unscored and counted apart
+// ("two values"), and where repairs are on the judge is asked again held
+// to the verdict's schema (RepairError).
+var ErrTwoValues = errors.New("two values")
+
+// TwoValues is an error that wraps ErrTwoValues, with its message as given.
+func TwoValues(format string, args ...any) error {
+	return twoValuesError(fmt.Sprintf(format, args...))
+}
+
+type twoValuesError string
+
+func (e twoValuesError) Error() string        { return string(e) }
+func (e twoValuesError) Is(target error) bool { return target == ErrTwoValues }
 
 var altAfter = regexp.MustCompile(`^\s*[)）]?\s*(?:or|and|/|,|或者|或|、|和)\s*(?:maybe\s+|perhaps\s+)?[(（]?\s*[A-Da-d]\b`)
 
@@ -360,8 +570,41 @@ var altAfter = regexp.MustCompile(`^\s*[)）]?\s*(?:or|and|/|,|或者|或|、|�
 func Alternative(after string) bool { return altAfter.MatchString(after) }
 
 // ScoreValue is the value pattern of a score: a number, optionally "/ N" or
-// "out of N".
-const ScoreValue = `(\d+(?:\.\d+)?(?:\s*(?:/|out\s+of)\s*\d+)?)`
+// "out of N" — in digits or as a word (English "seven", Chinese "七",
+// numerals the suites' prompts and data use).
+const ScoreValue = `(\d+(?:\.\d+)?(?:\s*(?:/|out\s+of)\s*\d+)?|(?:` + numberWords + `)(?:\s*(?:/|out\s+of)\s*(?:\d+|` + numberWords + `))?)`
+
+// numberWords are the whole numbers 0–10 written as words.
+const numberWords = `(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b|[零一二两三四五六七八九十]`
+
+var wordNumber = map[string]string{"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
+	"six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10",
+	"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8", "九": "9", "十": "10"}
+
+var (
+	wordScore = regexp.MustCompile(`(?i)^(` + numberWords + `)(.*)$`)
+	tenWord   = regexp.MustCompile(`(?i)\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b|[零一二两三四五六七八九十]`)
+	// wordEnds is what must follow a number word for it to be a score:
+	// the clause ends, "out of", a bracketed restatement, or Chinese 分
+	// ("Score: one of the better answers" states no score).
+	wordEnds = regexp.MustCompile(`(?i)^(?:分)?(?:[ \t]*(?:[.,;:!)(/\]。，；！\n]|$)|\s+out\s+of\b)`)
+)
+
+// digits turns a number word at the start of v into digits ("seven out of
+// ten" is "7 out of 10"); ok is false for a word that does not stand as a
+// number (followed by more words).
+func digits(v, after string) (string, bool) {
+	m := wordScore.FindStringSubmatch(strings.TrimSpace(v))
+	if m == nil {
+		return v, true
+	}
+	rest := m[2]
+	if strings.TrimSpace(rest) == "" && !wordEnds.MatchString(after) {
+		return v, false
+	}
+	rest = tenWord.ReplaceAllStringFunc(rest, func(w string) string { return wordNumber[strings.ToLower(w)] })
+	return wordNumber[strings.ToLower(m[1])] + rest, true
+}
 
 var scoreParts = regexp.MustCompile(`^(\d+)(?:\.(\d+))?(?:\s*(?:/|out\s+of)\s*(\d+))?$`)
 var rangeAfter = regexp.MustCompile(`^\s*(?:[-–~]|to\b|or\b)\s*(\d+)`)
@@ -370,7 +613,8 @@ var rangeAfter = regexp.MustCompile(`^\s*(?:[-–~]|to\b|or\b)\s*(\d+)`)
 // number ("8.0" is 8; "8.5" is not a score on a whole-number scale), with a
 // denominator only if it is hi ("4/5", "4 out of 5" on 1..5; "8/10" there is
 // rejected). A range ("3-4", "3 or 4") and two different scores are
-// rejected.
+// rejected, and so is a score that prose or a conclusion after it states
+// otherwise (Again: "I'd give originality a 4").
 func (l *Labelled) Score(s string, lo, hi int) (int, error) {
 	vals, after := l.All(s)
 	if len(vals) == 0 {
@@ -378,6 +622,10 @@ func (l *Labelled) Score(s string, lo, hi int) (int, error) {
 	}
 	var got []string
 	for i, v := range vals {
+		v, ok := digits(v, after[i])
+		if !ok {
+			continue // "one of the better…": a word, not a score
+		}
 		if m := rangeAfter.FindStringSubmatch(after[i]); m != nil {
 			if v == strconv.Itoa(lo) && m[1] == strconv.Itoa(hi) {
 				continue // "[1-5]": the format's placeholder, echoed
@@ -392,6 +640,13 @@ func (l *Labelled) Score(s string, lo, hi int) (int, error) {
 	}
 	if len(got) == 0 {
 		return 0, fmt.Errorf("no %s stated (only the format's placeholder)", l.name)
+	}
+	for _, v := range l.Again(s) {
+		if v, ok := digits(v, ""); ok {
+			if n, err := ParseScore(v, lo, hi); err == nil {
+				got = append(got, strconv.Itoa(n)) // prose that is no score on the scale is not a second value
+			}
+		}
 	}
 	v, err := agree(l.name, got)
 	if err != nil {
@@ -422,8 +677,19 @@ func ParseScore(v string, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// YesNoValue is the value pattern of a yes/no answer.
-const YesNoValue = `(yes|no|true|false)\b`
+// YesNoValue is the value pattern of a yes/no answer, in English and in
+// the languages judges answer in (German, French, Spanish, Chinese,
+// Japanese).
+const YesNoValue = `((?:yes|no|true|false|ja|nein|oui|non|si)\b|sí|是|否|有|无|没有|はい|いいえ|あり|なし)`
+
+// yesWord reports whether a yes/no value says yes.
+func yesWord(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "yes", "true", "ja", "oui", "si", "sí", "是", "有", "はい", "あり":
+		return true
+	}
+	return false
+}
 
 var yesNoAlt = regexp.MustCompile(`(?i)^\s*(?:/|or\b)\s*(?:yes|no|true|false)\b`)
 
@@ -431,11 +697,18 @@ var yesNoAlt = regexp.MustCompile(`(?i)^\s*(?:/|or\b)\s*(?:yes|no|true|false)\b`
 // for the poem, so Yes", "no, actually yes".
 var yesNoPivot = regexp.MustCompile(`(?i)\b(?:so|thus|therefore|hence|actually|rather|make (?:that|it)|i mean|i\.e\.|in fact)\b[\s,:—–-]*(?:(?:it|the answer)(?:'s| is)\s+)?(yes|no|true|false)\b|(?:所以|因此|其实|应为|改为)\s*(是|否)`)
 
-// YesNo reads the one yes/no answer stated for the field ("true" and
-// "false" read as yes and no). "Yes/No" — the format's placeholder, left in
-// or echoed — states nothing.
+// YesNo reads the one yes/no answer stated for the field ("true", "ja",
+// "是" read as yes; "false", "nein", "否" as no). "Yes/No" — the format's
+// placeholder, left in or echoed — states nothing. An answer that prose or
+// a conclusion after it states otherwise (Again) is two values.
 func (l *Labelled) YesNo(s string) (bool, error) {
 	var got []string
+	yn := func(v string) string {
+		if yesWord(v) {
+			return "yes"
+		}
+		return "no"
+	}
 	for _, st := range l.statements(s) {
 		v := st.val
 		if yesNoAlt.MatchString(st.after) {
@@ -443,19 +716,21 @@ func (l *Labelled) YesNo(s string) (bool, error) {
 		}
 		if m := yesNoPivot.FindStringSubmatch(st.line); m != nil {
 			turned := strings.ToLower(m[1] + m[2])
-			if (turned == "yes" || turned == "true" || turned == "是") != (strings.EqualFold(v, "yes") || strings.EqualFold(v, "true")) {
-				return false, fmt.Errorf("%s stated as %s, then turned round on its line", l.name, v)
+			if (turned == "yes" || turned == "true" || turned == "是") != yesWord(v) {
+				return false, TwoValues("%s stated as %s, then turned round on its line", l.name, v)
 			}
 		}
-		switch strings.ToLower(v) {
-		case "yes", "true":
-			got = append(got, "yes")
-		default:
-			got = append(got, "no")
-		}
+		got = append(got, yn(v))
 	}
 	v, err := agree(l.name, got)
 	if err != nil {
+		return false, err
+	}
+	again := []string{v}
+	for _, w := range l.Again(s) {
+		again = append(again, yn(w))
+	}
+	if v, err = agree(l.name, again); err != nil {
 		return false, err
 	}
 	return v == "yes", nil
@@ -487,13 +762,16 @@ func DecodeStated(raw string, v any) error {
 	for _, obj := range JSONObjects(raw) {
 		cand := reflect.New(reflect.TypeOf(v).Elem()).Interface()
 		if err := strictDecode(obj, cand); err != nil {
+			if errors.Is(err, ErrTwoValues) {
+				return err
+			}
 			lastErr = err
 			continue
 		}
 		if n == 0 {
 			first = cand
 		} else if !reflect.DeepEqual(first, cand) {
-			return errors.New("two different JSON verdicts in one reply")
+			return TwoValues("two different JSON verdicts in one reply")
 		}
 		n++
 	}
@@ -548,7 +826,7 @@ func twiceStated(obj json.RawMessage) error {
 		}
 		key, _ := k.(string)
 		if prev, ok := seen[key]; ok && !bytes.Equal(bytes.TrimSpace(prev), bytes.TrimSpace(val)) {
-			return fmt.Errorf("field %q is stated twice, as %s and as %s", key, prev, val)
+			return TwoValues("field %q is stated twice, as %s and as %s", key, prev, val)
 		}
 		seen[key] = val
 	}
@@ -562,6 +840,9 @@ func SchemaNote(schema json.RawMessage) string {
 }
 
 var (
+	// rejected is what follows an option the reply names to set aside
+	// ("Option A is ruled out", "should it be C?"): not its answer.
+	rejected     = regexp.MustCompile(`(?i)^[)）"']?\s*(?:\?|(?:is|was|can be|must be)\s+(?:ruled out|excluded|wrong|incorrect|not (?:right|correct|it|the answer))|does(?:n't| not) (?:apply|fit))`)
 	articleAfter = regexp.MustCompile(`^\s+[a-z]`)
 	optionBefore = regexp.MustCompile(`(?i)(?:option|选项)\s*$|[（(]\s*$`)
 	negation     = regexp.MustCompile(`(?i)(?:不|没|别|非|不能|不应|不会|不要|\bnot|n't|\bnever)\s*$`)
@@ -585,6 +866,12 @@ type Letters struct {
 	Bare, Lead, Is *regexp.Regexp
 	Label          *Labelled
 }
+
+// letterConclusion is a letter a reply concludes with, however the suite
+// labels its answer: "so C.", "I'll go with C", "that makes it C",
+// "Correction: C". The clause must end at the letter ("so A new idea" is
+// the article).
+var letterConclusion = regexp.MustCompile(`(?m)\b([A-D])\s+(?i:fits|matches|is (?:the )?(?:correct|right|better|best))\b|\s[—–]\s*([A-D])[.!]?[ \t]*$|(?:\b(?i:so|thus|hence|therefore)[\s,]+(?i:it's\s+|it is\s+|the answer is\s+|option\s+|grade\s+)?|\bI(?i:'ll| will|'d| would)\s+(?i:go with|pick|choose|say)\s+(?i:option\s+|grade\s+)?|\b(?i:makes?|made)\s+(?i:it|that)\s+(?:a\s+)?|\b(?i:correction|corrected|revised|revision)\s*[:：]\s*|(?:所以|因此)(?:是|选)?\s*)[(（]?([A-D])[)）]?(?:\s*[.!,;:)。，！]|\s*$)`)
 
 // optionList reports whether s goes through the options line by line ("A.
 // Wrong … B. Correct …", "A：错误\nB：正确"): two or more lines lead with
@@ -625,7 +912,7 @@ func (l Letters) Read(s string) (string, error) {
 	vals, after := l.Label.All(s)
 	for i, v := range vals {
 		if Alternative(after[i]) {
-			return "", errors.New("two letters offered")
+			return "", TwoValues("two letters offered")
 		}
 		if !article(v, "", after[i]) {
 			found = append(found, v)
@@ -633,10 +920,17 @@ func (l Letters) Read(s string) (string, error) {
 	}
 	for _, m := range l.Is.FindAllStringSubmatchIndex(s, -1) {
 		if Alternative(s[m[3]:]) {
-			return "", errors.New("two letters offered")
+			return "", TwoValues("two letters offered")
 		}
-		if !article(s[m[2]:m[3]], s[max(0, m[2]-8):m[2]], s[m[3]:]) && !negation.MatchString(s[max(0, m[0]-12):m[0]]) {
+		if !article(s[m[2]:m[3]], s[max(0, m[2]-8):m[2]], s[m[3]:]) && !negation.MatchString(s[max(0, m[0]-12):m[0]]) && !rejected.MatchString(s[m[3]:]) {
 			found = append(found, s[m[2]:m[3]])
+		}
+	}
+	if len(found) > 0 {
+		// A conclusion that names a letter restates the answer ("so C.",
+		// "I'll go with C", "Correction: C"): it must agree.
+		for _, m := range letterConclusion.FindAllStringSubmatch(s, -1) {
+			found = append(found, m[1]+m[2]+m[3])
 		}
 	}
 	if len(found) == 0 {
@@ -647,7 +941,7 @@ func (l Letters) Read(s string) (string, error) {
 	}
 	for _, f := range found[1:] {
 		if f != found[0] {
-			return "", fmt.Errorf("two different letters (%s, %s)", found[0], f)
+			return "", TwoValues("two different letters (%s, %s)", found[0], f)
 		}
 	}
 	return found[0], nil

@@ -190,6 +190,12 @@ type Counts struct {
 	// the judge asked again after a reply that did not read
 	// (--judge-repairs); asked once, each would have been unscored.
 	JudgeRepaired int `json:"judge_repaired,omitempty"`
+	// JudgeTwoValues counts the unscored judgements (of JudgeFailures)
+	// whose reply stated two values for one field; HeldRepairs the
+	// verdicts (of JudgeRepaired) read from a repair turn held to the
+	// verdict's schema after such a reply.
+	JudgeTwoValues int `json:"judge_two_values,omitempty"`
+	HeldRepairs    int `json:"held_repairs,omitempty"`
 	// ModelSwitches counts changes of the model being served (of its
 	// load: aliases of one set of weights are one); Backoffs counts the
 	// times a 503 lowered the calls in flight.

@@ -99,6 +99,9 @@ type Failure struct {
 	Model  string   `json:"model"`
 	Reason string   `json:"reason"`
 	Raw    []string `json:"raw"`
+	// TwoValues: a reply stated two values for one field and no revision
+	// settled which (judging.ErrTwoValues) — counted apart.
+	TwoValues bool `json:"two_values,omitempty"`
 }
 
 // ItemError is an item that failed outright (the model errored after all
@@ -241,9 +244,11 @@ func Decode[T any](rec Record) (T, error) {
 }
 
 // Reading notes a judge reply that was not read the plain way: "fallback",
-// a JSON-mode reply with no JSON verdict that the text reader read; or
+// a JSON-mode reply with no JSON verdict that the text reader read;
 // "disagree", a text reply that the paper's rule and halu's reader read
-// differently (Used is the reading the engine's Readers chose).
+// differently (Used is the reading the engine's Readers chose); or "held",
+// a verdict read from a repair turn held to the verdict's JSON schema
+// after a reply that stated two values.
 type Reading struct {
 	Stage string `json:"stage"`
 	Model string `json:"model"`

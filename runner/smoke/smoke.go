@@ -116,8 +116,9 @@ func (v *Verdict) Validate() error {
 }
 
 var (
-	scoreL = judging.NewLabelled("score", `score`, judging.ScoreValue)
-	halL   = judging.NewLabelled("hallucination", `hallucination`, judging.YesNoValue)
+	// The labels in English and in the languages judges answer in.
+	scoreL = judging.NewLabelled("score", `score|punktzahl|bewertung|puntuaci[óo]n|分数|评分|得分|スコア|得点`, judging.ScoreValue).Sole()
+	halL   = judging.NewLabelled("hallucination", `hallucination|halluzination|alucinaci[óo]n|幻觉|幻覺|幻覚|ハルシネーション`, judging.YesNoValue).Sole()
 )
 
 // ParseVerdict reads a judge's verdict as stated, in JSON or as labelled
@@ -368,5 +369,5 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 // VerdictReader is how the judge's reply about answer is read, in a run
 // and in the reply corpus.
 func VerdictReader(answer string) judging.Reader[Verdict] {
-	return judging.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{answer}, Check: true}
+	return judging.Reader[Verdict]{Text: ParseVerdict, Quoted: []string{answer}, Check: true, Schema: json.RawMessage(VerdictSchema)}
 }

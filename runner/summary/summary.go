@@ -195,6 +195,9 @@ func (s *Summary) Print(w io.Writer) {
 	c := s.Counts
 	fmt.Fprintf(w, "\nitems %d, completed %d, failed %d; unparseable judge replies (unscored) %d; model calls %d, cache hits %d, retries %d; tokens in %d, out %d\n",
 		c.Items, c.Completed, c.Failed, c.JudgeFailures, c.ModelCalls, c.CacheHits, c.Retries, c.PromptTokens, c.GeneratedToken)
+	if c.JudgeTwoValues+c.HeldRepairs > 0 {
+		fmt.Fprintf(w, "judge replies that stated two values for one field: %d unscored, %d read from a repair turn held to the verdict's schema\n", c.JudgeTwoValues, c.HeldRepairs)
+	}
 	if c.StoppedBudget+c.StoppedRepetition+c.NearContext+c.Backoffs > 0 {
 		fmt.Fprintf(w, "generations stopped: %d at the time budget, %d in a repetition loop; prompts near the context window: %d; 503 back-offs: %d\n",
 			c.StoppedBudget, c.StoppedRepetition, c.NearContext, c.Backoffs)
