@@ -281,6 +281,9 @@ func Read[T any](raw string, cut, jsonMode bool, readers string, r Reader[T]) (O
 		}
 	}
 	if err != nil && revised != strings.TrimSpace(s) {
+		if _, _, _, _, werr := readReply(answer, s, jsonMode, readers, r); errors.Is(werr, ErrTwoValues) && !errors.Is(err, ErrTwoValues) {
+			err = werr // the reply states two values, and its revision settles neither
+		}
 		err = fmt.Errorf("the reply revises itself and its revision does not state a whole verdict (%q): %w", clip(revised, 80), err)
 	}
 	return Outcome[T]{V: v, How: how, Other: other, alt: alt}, err

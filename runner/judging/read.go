@@ -349,14 +349,26 @@ func tables(s string) string {
 			}
 		} else {
 			for _, r := range rows {
-				if len(r) >= 2 {
-					out = append(out, r[0]+": "+r[1])
+				if l, v, ok := labelAndValue(r); ok {
+					out = append(out, l+": "+v)
 				}
 			}
 		}
 		i = j - 1
 	}
 	return strings.Join(out, "\n")
+}
+
+// labelAndValue are a table row's label — its first cell that is not a
+// value or a row number ("| 1 | Originality | 4 |") — and the cell after
+// it, the value.
+func labelAndValue(r []string) (label, value string, ok bool) {
+	for i := 0; i+1 < len(r); i++ {
+		if !valueCell.MatchString(r[i]) && strings.TrimSpace(strings.Trim(r[i], "*_#.")) != "" {
+			return r[i], r[i+1], true
+		}
+	}
+	return "", "", false
 }
 
 // cells are the trimmed cells of a table row.
@@ -403,7 +415,7 @@ type Labelled struct {
 func NewLabelled(name, label, value string) *Labelled {
 	return &Labelled{name: name, re: statedRE(label, value),
 		prose: regexp.MustCompile(`(?i)(?:^|[^\p{L}_])(?:` + label + `)\s+(?:(?:is|was|should be|would be|must be|becomes|stays|of|at|to|as)\s+|(?:is\s+|feels\s+|seems\s+)?(?:more like|closer to)\s+)?(?:a\s+|an\s+)?["']?(?:` + value + `)` + clauseEnd),
-		concl: regexp.MustCompile(`(?i)(?:\b(?:so|thus|hence|therefore|actually|in fact|no wait|i(?:'d| would) (?:say|give it|go with|rate it|score it|pick|choose)|i(?:'ll| will) go with|(?:give|rate|score) it|call it|make (?:it|that)|settle on|(?:it|that|this) (?:should|must) be|should be)|(?:所以|因此|其实|应为|改为)(?:应该是|应是|是)?)[\s,:—–-]*(?:a\s+|an\s+)?(?:` + value + `)` + clauseEnd +
+		concl: regexp.MustCompile(`(?i)(?:\b(?:so|thus|hence|therefore|actually|in fact|no wait|wait|oops|hold on|i(?:'d| would) (?:say|give it|go with|rate it|score it|pick|choose)|i(?:'ll| will) go with|(?:give|rate|score) it|call it|make (?:it|that)|settle on|(?:it|that|this) (?:should|must) be|should be)|(?:所以|因此|其实|应为|改为)(?:应该是|应是|是)?)[\s,:—–-]*(?:a\s+|an\s+)?(?:` + value + `)` + clauseEnd +
 			`|(?:^|\s)(?:` + value + `)\s+(?:is|would be|seems|feels)\s+(?:fairer|more (?:accurate|appropriate|honest|reasonable)|better|right|closer)\b`),
 	}
 }
@@ -477,7 +489,7 @@ type statement struct{ val, after, line string }
 // known idea", "Mentions missing: Yes if…", "Clarity: 10 would be a
 // publication-ready…") or that the judge rejects ("Hallucination: Yes
 // would be wrong").
-var rubric = regexp.MustCompile(`(?i)^\s*(?:[-–—]\s*)?(?:=|means?\b|would (?:mean|require|indicate|be (?:a|an|the|wrong|incorrect|a mistake|unfair|unjustified|too)\b)|indicates?\b|stands for|corresponds to|if\b|when\b|is (?:for|reserved|given)\b)`)
+var rubric = regexp.MustCompile(`(?i)^\s*(?:[-–—]\s*)?(?:=|means?\b|would (?:mean|require|indicate|be (?:a|an|the|wrong|incorrect|a mistake|unfair|unjustified|too)\b)|indicates?\b|stands for|corresponds to|if\b|when\b|is (?:for|reserved|given|perfect|excellent|poor|the (?:best|highest|top|maximum|lowest|worst))\b)|^\s*\([^()\n]{0,24}\)\s*(?:to\b|[-–—])\s*\d`)
 
 // hypothetical is what precedes, on its line, a statement that describes
 // the scale rather than answering ("a response that met them all would
