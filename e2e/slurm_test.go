@@ -87,9 +87,11 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool, onFai
 
 // TestSlurmArrayEqualsOneRun submits a 3-shard hic run to a real
 // single-node cluster as a job array and a merge job, cancels shard 2's
-// task when it has recorded an item, resubmits it — it resumes its shard,
-// running no item twice — and finds the merged run's tables equal to the
-// same run made unsharded.
+// task when it has recorded an item (status says why its attempt ended),
+// tells shard 3's task its time limit is near (it requeues itself and
+// resumes), resubmits shard 2 from a shell with none of the submission's
+// environment — it resumes its shard, running no item twice — and finds
+// the merged run's tables equal to the same run made unsharded.
 func TestSlurmArrayEqualsOneRun(t *testing.T) {
 	c := startCluster(t)
 	models := t.TempDir()
@@ -134,8 +136,32 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 		t.Fatalf("scancel %s: %v %s", task2, err, out)
 	}
 	waitFor(t, "task "+task2+" to leave the queue", 2*time.Minute, func() bool { return !inQueue(task2) }, showOutput)
+	// Shard 3 is told its time limit is near as Slurm tells it (USR1 to
+	// the batch shell, --signal=B:USR1): it stops its run, requeues
+	// itself and resumes its shard — no command typed for it.
 	task3, _ := jobs.Last(3)
-	waitFor(t, "shard 3", 10*time.Minute, func() bool { return !inQueue(task3) }, showOutput)
+	shard3 := slurm.ShardDir(sub, 3)
+	recs3 := filepath.Join(shard3, rundir.RecordsFile)
+	waitFor(t, "shard 3's first record", 10*time.Minute, func() bool { return lines(recs3) >= 1 }, showOutput)
+	if out, err := exec.Command("scancel", "--batch", "--signal=USR1", task3).CombinedOutput(); err != nil {
+		t.Fatalf("scancel --signal=USR1 %s: %v %s", task3, err, out)
+	}
+	waitFor(t, "shard 3, requeued, to finish", 10*time.Minute, func() bool {
+		m, err := rundir.ReadManifest(shard3)
+		return err == nil && m.Status == "complete" && !inQueue(task3)
+	}, showOutput)
+	if m, _ := rundir.ReadManifest(shard3); m == nil || len(m.Sessions) < 2 {
+		showOutput()
+		t.Errorf("shard 3: want 2 sessions (stopped near its time limit, then requeued), got %+v", m)
+	}
+	if b, _ := os.ReadFile(filepath.Join(sub, "slurm", "shard-3.out")); strings.Count(string(b), slurm.AttemptMark) < 2 || !strings.Contains(string(b), "near its time limit: its run stopped and the task requeued") {
+		t.Errorf("shard 3's log does not show two attempts and the requeue:\n%s", lastLines(string(b), 20))
+	}
+	for id, n := range countItems(t, shard3) {
+		if n != 1 {
+			t.Errorf("shard 3 ran item %s %d times", id, n)
+		}
+	}
 	before, _ := os.ReadFile(recs2)
 	m2, _ := rundir.ReadManifest(shard2)
 	if m2 == nil || m2.Status == "complete" || m2.Counts.Items <= lines(recs2) {
@@ -153,10 +179,17 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 	if !strings.Contains(line2, "interrupted") || !strings.Contains(line2, "not in the queue") || !strings.Contains(st.stdout, "halu slurm resubmit") {
 		t.Errorf("status does not show shard 2 interrupted and out of the queue, with the command that resubmits it")
 	}
-	rs := mustHalu(t, srv.Host, "slurm", "resubmit", sub)
-	t.Log(strings.TrimSpace(rs.stdout))
-	if !strings.Contains(rs.stdout, "shards [2] resubmitted") {
-		t.Errorf("resubmit: %s", rs.stdout)
+	if !strings.Contains(st.stdout, "shard 2/3, last attempt ("+task2+"): ") || !strings.Contains(st.stdout, "CANCELLED") {
+		t.Errorf("status does not say why shard 2's last attempt ended (its log: CANCELLED)")
+	}
+	// Resubmitted from a shell with none of the submission's environment
+	// (no OLLAMA_HOST, no HALU_NUM_THREAD): the scripts carry it.
+	resub := exec.Command(haluBin, "slurm", "resubmit", sub)
+	resub.Env = []string{"PATH=" + os.Getenv("PATH"), "SLURM_CONF=" + os.Getenv("SLURM_CONF")}
+	rsOut, err := resub.CombinedOutput()
+	t.Log(strings.TrimSpace(string(rsOut)))
+	if err != nil || !strings.Contains(string(rsOut), "shards [2] resubmitted") {
+		t.Errorf("resubmit from an empty environment: %v: %s", err, rsOut)
 	}
 	merged := slurm.MergedDir(sub)
 	resubmitted, _ := slurm.ReadJobs(sub)

@@ -50,8 +50,8 @@ func newSlurmSubmitCmd(g *globals) *cobra.Command {
 				return usagef("slurm submit: --out DIR is required (the shards, the merged run and the scripts go there)")
 			}
 			// An engine flag given before `slurm` would set this command
-			// only; the tasks take what follows -- (and the environment,
-			// which sbatch passes on).
+			// only; the tasks take what follows -- and the environment
+			// halu reads, which the scripts carry (SubmissionEnv).
 			var before []string
 			cmd.InheritedFlags().Visit(func(f *pflag.Flag) {
 				if _, env := os.LookupEnv(setting.EnvName(f.Name)); !env {
@@ -75,6 +75,9 @@ func newSlurmSubmitCmd(g *globals) *cobra.Command {
 				return err
 			}
 			o.Suite, o.Args = args[0], args[1:]
+			// What the tasks need of this shell goes with the submission:
+			// a resubmit from another login still finds the servers.
+			o.Env, o.NeedEnv = slurm.SubmissionEnv(os.Environ())
 			if o.OllamaModels != "" {
 				if o.OllamaModels, err = filepath.Abs(o.OllamaModels); err != nil {
 					return err
@@ -105,10 +108,11 @@ func newSlurmSubmitCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Shards, "shards", 0, "N: the array's tasks, one shard each")
+	f.IntVar(&o.Throttle, "throttle", 0, "K: at most K of the array's tasks run at once (sbatch --array=…%K; resubmit keeps it); 0: no limit")
 	f.StringVar(&out, "out", "", "the submission's directory: shards/I, merged, slurm/ (scripts, job ids, task output)")
 	f.StringVar(&o.Partition, "partition", "", "sbatch --partition")
 	f.StringVar(&o.Account, "account", "", "sbatch --account")
-	f.StringVar(&o.Time, "time", "", "sbatch --time: each task's time limit (a task stopped by it resumes when resubmitted)")
+	f.StringVar(&o.Time, "time", "", "sbatch --time: each task's time limit (3 minutes before it a task stops its run, keeping what it finished, and requeues itself to resume its shard)")
 	f.StringVar(&o.GPUsPerTask, "gpus-per-task", "", "sbatch --gpus-per-task (array tasks only)")
 	f.IntVar(&o.CPUsPerTask, "cpus-per-task", 0, "sbatch --cpus-per-task (array tasks only)")
 	f.StringArrayVar(&o.Extra, "sbatch", nil, "a further sbatch option for the array tasks, as written (--sbatch=--mem=16G); repeat it")
@@ -172,10 +176,14 @@ func newSlurmStatusCmd() *cobra.Command {
 			}
 			c := slurm.Cluster{}
 			j, states, merge, err := slurm.States(cmd.Context(), c, dir)
-			if err != nil {
+			var down *slurm.SchedulerError
+			if err != nil && !errors.As(err, &down) {
 				return err
 			}
 			w := cmd.OutOrStdout()
+			if down != nil {
+				fmt.Fprintf(w, "%s — each shard as its run directory says\n", firstLine(down.Error()))
+			}
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "shard\trun\titems done\tjob\tscheduler (squeue)")
 			var stranded []string
@@ -191,6 +199,20 @@ func newSlurmStatusCmd() *cobra.Command {
 			}
 			fmt.Fprintf(tw, "merge\t%s\t\t%s\t%s\n", mergedText(dir), orDash(merge[0], "–"), queueText(merge[1], merge[2]))
 			tw.Flush()
+			for _, s := range states {
+				if s.Why == "" && s.Failed == 0 {
+					continue
+				}
+				why := orDash(s.Why, "its log says nothing")
+				if s.Failed > 0 {
+					why += fmt.Sprintf("; %d items failed (errors.jsonl), run again on resume", s.Failed)
+				}
+				fmt.Fprintf(w, "shard %d/%d, last attempt (%s): %s\n", s.I, len(states), orDash(s.Job, "–"), why)
+			}
+			if down != nil {
+				fmt.Fprintf(w, "once the scheduler answers: halu slurm resubmit %s runs again every shard that is not complete\n", args[0])
+				return nil
+			}
 			if acct, err := slurm.Accounting(cmd.Context(), c, j); err != nil {
 				msg := firstLine(err.Error())
 				if _, after, ok := strings.Cut(msg, ": exit status 1: "); ok {
@@ -202,6 +224,20 @@ func newSlurmStatusCmd() *cobra.Command {
 			}
 			if len(stranded) > 0 {
 				fmt.Fprintf(w, "shard %s: not complete and not in the queue — halu slurm resubmit %s runs them again (each resumes its shard)\n", strings.Join(stranded, ", "), args[0])
+			}
+			complete := true
+			for _, s := range states {
+				complete = complete && s.Complete()
+			}
+			if complete && merge[1] == "" && !rundir.Exists(slurm.MergedDir(dir)) {
+				why := "no merge job was submitted"
+				if merge[0] != "" {
+					why = "merge job " + merge[0] + " left the queue without a merged run"
+					if b, err := os.ReadFile(filepath.Join(dir, "slurm", "merge.out")); err == nil && len(b) > 0 {
+						why += " (its log, slurm/merge.out, ends: " + lastLine(string(b)) + ")"
+					}
+				}
+				fmt.Fprintf(w, "every shard is complete and %s — halu slurm resubmit %s submits the merge\n", why, args[0])
 			}
 			return nil
 		},
@@ -233,14 +269,20 @@ func mergedText(dir string) string {
 	return "merged: " + m.StatusText()
 }
 
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return line
 }
 
 func newSlurmResubmitCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "resubmit DIR",
+	var rebind bool
+	cmd := &cobra.Command{
+		Use:   "resubmit DIR [--rebind]",
 		Short: "Submit again the shards that are not complete (each resumes its run) and a merge job after them",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -248,10 +290,22 @@ func newSlurmResubmitCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			j, redo, err := slurm.Resubmit(cmd.Context(), slurm.Cluster{}, dir)
+			var b *slurm.Build
+			if rebind {
+				p, err := haluPath()
+				if err != nil {
+					return err
+				}
+				sum, err := rundir.HashFile(p)
+				if err != nil {
+					return err
+				}
+				b = &slurm.Build{Path: p, SHA256: sum}
+			}
+			j, redo, err := slurm.Resubmit(cmd.Context(), slurm.Cluster{}, dir, b)
 			w := cmd.OutOrStdout()
 			if errors.Is(err, slurm.ErrNothingToDo) {
-				fmt.Fprintf(w, "every shard is complete (merged run: %s): %v\n", slurm.MergedDir(dir), err)
+				fmt.Fprintf(w, "%v (the merged run: %s)\n", err, slurm.MergedDir(dir))
 				return nil
 			}
 			if err != nil {
@@ -266,4 +320,6 @@ func newSlurmResubmitCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&rebind, "rebind", false, "run the shards with this halu build when the one submitted was replaced (the scripts are rewritten for it; each resumed session records its build)")
+	return cmd
 }

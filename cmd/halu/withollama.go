@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -68,6 +70,11 @@ stops the server when COMMAND ends, fails or is interrupted. Used by make e2e an
 			defer srv.Stop()
 			fmt.Fprintf(g.stderr, "ollama %s serving on %s (models in %s)\n", filepath.Base(bin), srv.Host, modelsDir)
 			c := exec.CommandContext(cmd.Context(), args[0], args[1:]...)
+			// Interrupted (Ctrl-C, a task's TERM), the command is asked to
+			// stop as it would be by hand — a halu run keeps every finished
+			// item and call — and given time to, before it is killed.
+			c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
+			c.WaitDelay = time.Minute
 			c.Env = append(os.Environ(), "OLLAMA_HOST="+srv.Host, engine.ServerLogEnv+"="+logPath)
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, g.stdout, g.stderr
 			if err := c.Run(); err != nil {

@@ -1169,8 +1169,8 @@ var (
 )
 
 // ParseGroundness is the text reader of a verifier reply whose JSON was not
-// had: a reply that is only 0 or 1, or a labelled "groundness: 1" (also as a
-// Python-style dict). The authors' code counts a claim grounded when the
+// had: a reply that is only 0 or 1 (or whose first line is), or a labelled
+// "groundness: 1" (also as a Python-style dict); every statement agrees. The authors' code counts a claim grounded when the
 // character "1" appears anywhere in the reply; halu reads only the stated
 // value.
 func ParseGroundness(reply string) (Groundness, error) {
@@ -1180,6 +1180,9 @@ func ParseGroundness(reply string) (Groundness, error) {
 		return Groundness{Groundness: &n}, nil
 	}
 	vals, _ := groundLabel.All(s)
+	if first, _, _ := strings.Cut(s, "\n"); strings.Trim(first, " .\"'") == "0" || strings.Trim(first, " .\"'") == "1" {
+		vals = append(vals, strings.Trim(first, " .\"'")) // "1" on a line of its own, the reasoning after it
+	}
 	for _, m := range groundIs.FindAllStringSubmatch(s, -1) {
 		vals = append(vals, m[1])
 	}

@@ -415,7 +415,7 @@ type Labelled struct {
 func NewLabelled(name, label, value string) *Labelled {
 	return &Labelled{name: name, re: statedRE(label, value),
 		prose: regexp.MustCompile(`(?i)(?:^|[^\p{L}_])(?:` + label + `)\s+(?:(?:is|was|should be|would be|must be|becomes|stays|of|at|to|as)\s+|(?:is\s+|feels\s+|seems\s+)?(?:more like|closer to)\s+)?(?:a\s+|an\s+)?["']?(?:` + value + `)` + clauseEnd),
-		concl: regexp.MustCompile(`(?i)(?:\b(?:so|thus|hence|therefore|actually|in fact|no wait|wait|oops|hold on|i(?:'d| would) (?:say|give it|go with|rate it|score it|pick|choose)|i(?:'ll| will) go with|(?:give|rate|score) it|call it|make (?:it|that)|settle on|(?:it|that|this) (?:should|must) be|should be)|(?:所以|因此|其实|应为|改为)(?:应该是|应是|是)?)[\s,:—–-]*(?:a\s+|an\s+)?(?:` + value + `)` + clauseEnd +
+		concl: regexp.MustCompile(`(?i)(?:\b(?:so|thus|hence|therefore|actually|in fact|no wait|wait|oops|hold on|more (?:like|of)|closer to|makes? (?:it|this|that)(?: more of)?|i(?:'d| would) (?:say|give it|go with|rate it|score it|pick|choose)|i(?:'ll| will) go with|(?:give|rate|score) it|call it|make (?:it|that)|settle on|(?:it|that|this) (?:should|must) be|should be)|(?:所以|因此|其实|应为|改为)(?:应该是|应是|是)?)[\s,:—–-]*(?:(?:really|actually|then|definitely|clearly|it's|it is|that's|that is|this is|a|an)\s+){0,3}(?:` + value + `)` + clauseEnd +
 			`|(?:^|\s)(?:` + value + `)\s+(?:is|would be|seems|feels)\s+(?:fairer|more (?:accurate|appropriate|honest|reasonable)|better|right|closer)\b`),
 	}
 }
@@ -423,7 +423,7 @@ func NewLabelled(name, label, value string) *Labelled {
 // clauseEnd is what follows a value stated in prose: the clause ends
 // ("so yes." "so 4, …", "a 4 instead") — "so no further checks" and "it is
 // 4 of 5 constraints" state nothing.
-const clauseEnd = `(?:\s*(?:[.!?,;:)\]。，！？；—–-]|$)|\s+(?:and|but|because|since|given|instead|rather|now|here|overall|then|I)\b)`
+const clauseEnd = `(?:\s*(?:[.!?,;:)\]。，！？；—–]|\s-\s|$)|\s+(?:and|but|because|since|given|instead|rather|now|here|overall|then|I)\b)`
 
 // Sole marks the field as the reply's only field of its kind (the only
 // yes/no answer, the only score): a conclusion that names no field ("so
@@ -587,15 +587,22 @@ func Alternative(after string) bool { return altAfter.MatchString(after) }
 const ScoreValue = `(\d+(?:\.\d+)?(?:\s*(?:/|out\s+of)\s*\d+)?|(?:` + numberWords + `)(?:\s*(?:/|out\s+of)\s*(?:\d+|` + numberWords + `))?)`
 
 // numberWords are the whole numbers 0–10 written as words.
-const numberWords = `(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b|[零一二两三四五六七八九十]`
+const numberWords = `(?:` + wordAlternatives + `)\b|[零一二两三四五六七八九十]`
+
+// wordAlternatives are the number words 0–10 of English, German, French
+// and Spanish (the languages judges answer in beside the suites' own).
+const wordAlternatives = `zero|one|two|three|four|five|six|seven|eight|nine|ten|null|eins|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|z[ée]ro|une?|deux|trois|quatre|cinq|sept|huit|neuf|dix|cero|uno|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez`
 
 var wordNumber = map[string]string{"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
 	"six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10",
+	"null": "0", "eins": "1", "zwei": "2", "drei": "3", "vier": "4", "fünf": "5", "sechs": "6", "sieben": "7", "acht": "8", "neun": "9", "zehn": "10",
+	"zéro": "0", "un": "1", "une": "1", "deux": "2", "trois": "3", "quatre": "4", "cinq": "5", "sept": "7", "huit": "8", "neuf": "9", "dix": "10",
+	"cero": "0", "uno": "1", "dos": "2", "tres": "3", "cuatro": "4", "cinco": "5", "seis": "6", "siete": "7", "ocho": "8", "nueve": "9", "diez": "10",
 	"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8", "九": "9", "十": "10"}
 
 var (
 	wordScore = regexp.MustCompile(`(?i)^(` + numberWords + `)(.*)$`)
-	tenWord   = regexp.MustCompile(`(?i)\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b|[零一二两三四五六七八九十]`)
+	tenWord   = regexp.MustCompile(`(?i)\b(?:` + wordAlternatives + `)\b|[零一二两三四五六七八九十]`)
 	// wordEnds is what must follow a number word for it to be a score:
 	// the clause ends, "out of", a bracketed restatement, or Chinese 分
 	// ("Score: one of the better answers" states no score).

@@ -50,8 +50,10 @@ type Options struct {
 	// --shard or --resume, which each task sets.
 	Suite string   `json:"suite"`
 	Args  []string `json:"args"`
-	// Shards is N, the array's size.
-	Shards int `json:"shards"`
+	// Shards is N, the array's size; Throttle, when above 0, the most of
+	// its tasks that run at once (sbatch --array=…%K), kept by resubmit.
+	Shards   int `json:"shards"`
+	Throttle int `json:"throttle,omitempty"`
 	// Scheduler options, passed through as #SBATCH lines when set.
 	Partition   string `json:"partition,omitempty"`
 	Account     string `json:"account,omitempty"`
@@ -67,7 +69,38 @@ type Options struct {
 	// the environment name (--ollama, --backend, OLLAMA_HOST).
 	OllamaBin    string `json:"ollama_bin,omitempty"`
 	OllamaModels string `json:"ollama_models,omitempty"`
+	// Env is the environment halu reads (OLLAMA_HOST, OLLAMA_NUM_PARALLEL,
+	// HALU_*) as it was at submission, NAME=VALUE: both scripts export it,
+	// so a task finds its servers and settings whatever shell resubmits
+	// it, and under sbatch --export=NONE. A secret (HALU_API_KEY) is never
+	// written into a script: NeedEnv names it, and a task whose
+	// environment lacks it stops, saying so.
+	Env     []string `json:"env,omitempty"`
+	NeedEnv []string `json:"need_env,omitempty"`
 }
+
+// SubmissionEnv splits environ into what a submission carries (Env) and
+// the secrets it only names (NeedEnv): the variables halu reads, sorted.
+func SubmissionEnv(environ []string) (env, need []string) {
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case !envName.MatchString(name):
+		case secretName.MatchString(name):
+			need = append(need, name)
+		case name == "OLLAMA_HOST" || name == "OLLAMA_NUM_PARALLEL" || strings.HasPrefix(name, "HALU_"):
+			env = append(env, kv)
+		}
+	}
+	slices.Sort(env)
+	slices.Sort(need)
+	return env, need
+}
+
+var (
+	envName    = regexp.MustCompile(`^(?:OLLAMA_HOST|OLLAMA_NUM_PARALLEL|HALU_[A-Z0-9_]+)$`)
+	secretName = regexp.MustCompile(`KEY|TOKEN|SECRET|PASSWORD`)
+)
 
 // Files of a submission.
 const (
@@ -96,6 +129,8 @@ func (o Options) Check() error {
 		return fmt.Errorf("the submission's directory and halu's path must be absolute (%q, %q)", o.Dir, o.Halu)
 	case o.Suite == "":
 		return fmt.Errorf("name the suite to run after --: halu slurm submit … -- hic --models …")
+	case o.Throttle < 0:
+		return fmt.Errorf("--throttle %d: want 0 (none) or more", o.Throttle)
 	case o.OllamaModels != "" && o.OllamaBin == "":
 		return fmt.Errorf("--private-ollama-models needs --private-ollama (each task's own Ollama reads the models from there)")
 	}
@@ -121,6 +156,20 @@ func (o Options) Check() error {
 			return fmt.Errorf("the run's argument %q holds a control character (%U), which a job script cannot hold", a, []rune(a[i:])[0])
 		}
 	}
+	for _, kv := range o.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !envName.MatchString(name) || secretName.MatchString(name) {
+			return fmt.Errorf("the environment carried holds %s, which a submission does not carry", name)
+		}
+		if i := strings.IndexFunc(kv, isControl); i >= 0 {
+			return fmt.Errorf("the environment's %s holds a control character (%U), which a job script cannot hold", name, []rune(kv[i:])[0])
+		}
+	}
+	for _, name := range o.NeedEnv {
+		if !envName.MatchString(name) {
+			return fmt.Errorf("the environment needed names %q, not a variable halu reads", name)
+		}
+	}
 	for _, v := range []struct{ flag, value string }{{"--partition", o.Partition}, {"--account", o.Account}, {"--time", o.Time}, {"--gpus-per-task", o.GPUsPerTask}} {
 		if v.value != "" && !directiveValue.MatchString(v.value) {
 			return fmt.Errorf("%s %q: want letters, digits and . _ : , - + @ = / only (an #SBATCH line's value; sbatch reads it unquoted)", v.flag, v.value)
@@ -129,6 +178,9 @@ func (o Options) Check() error {
 	for _, e := range o.Extra {
 		if !strings.HasPrefix(e, "--") || strings.IndexFunc(e, isControl) >= 0 || strings.ContainsAny(e, " \t") {
 			return fmt.Errorf("--sbatch %q: want one sbatch option without spaces or control characters (--mem=16G)", e)
+		}
+		if name, _, _ := strings.Cut(e, "="); slices.Contains([]string{"--array", "--output", "--open-mode", "--requeue", "--no-requeue", "--signal", "--dependency"}, name) {
+			return fmt.Errorf("--sbatch %q: halu writes %s itself (a throttle is --throttle K)", e, name)
 		}
 	}
 	return nil
@@ -163,6 +215,14 @@ func quoteAll(ss []string) string {
 	return strings.Join(q, " ")
 }
 
+// throttle is the array's "%K" suffix ("" when unthrottled).
+func (o Options) throttle() string {
+	if o.Throttle > 0 {
+		return "%" + strconv.Itoa(o.Throttle)
+	}
+	return ""
+}
+
 // directives are the #SBATCH lines both jobs share.
 func (o Options) directives(gpus bool) []string {
 	var d []string
@@ -186,6 +246,79 @@ func (o Options) directives(gpus bool) []string {
 	return d
 }
 
+// environment are the script lines that export the submission's Env, and
+// stop a task whose environment lacks a secret the submission had.
+func (o Options) environment() []string {
+	var lines []string
+	for _, kv := range o.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		lines = append(lines, "export "+name+"="+quote(value))
+	}
+	for _, name := range o.NeedEnv {
+		lines = append(lines, `[ -n "${`+name+`:-}" ] || { echo `+quote("halu slurm: "+name+" was set when the run was submitted and is not in this task's environment: export it in the shell that runs halu slurm resubmit (halu writes no secret into a script)")+` >&2; exit 2; }`)
+	}
+	return lines
+}
+
+// attempt is the line that begins each attempt's part of a task's log
+// (the log is appended to, never replaced: why an earlier attempt ended
+// stays readable); status finds the last attempt by it.
+func attempt(what string) string {
+	return `echo "` + AttemptMark + " " + what + ` job ${SLURM_JOB_ID:-?} on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ)"`
+}
+
+// requeueBefore is how many seconds before its time limit a task is told
+// (USR1) to stop its run and requeue itself: 3 minutes — long enough for
+// a run to write what it finished — or a third of a shorter --time.
+func (o Options) requeueBefore() int {
+	if limit, ok := slurmSeconds(o.Time); ok && limit < 9*60 {
+		return max(limit/3, 1)
+	}
+	return 180
+}
+
+// slurmSeconds reads a time limit in sbatch's syntax: "M", "M:S",
+// "H:M:S", "D-H", "D-H:M", "D-H:M:S"; ok is false for anything else
+// ("" and "UNLIMITED" included).
+func slurmSeconds(t string) (int, bool) {
+	days := 0
+	if d, rest, ok := strings.Cut(t, "-"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil {
+			return 0, false
+		}
+		days, t = n, rest
+		parts := strings.Split(t, ":")
+		for len(parts) < 3 {
+			parts = append(parts, "0") // D-H, D-H:M
+		}
+		t = strings.Join(parts, ":")
+	}
+	var f []int
+	for _, p := range strings.Split(t, ":") {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		f = append(f, n)
+	}
+	s := 0
+	switch len(f) {
+	case 1:
+		s = f[0] * 60
+	case 2:
+		s = f[0]*60 + f[1]
+	case 3:
+		s = f[0]*3600 + f[1]*60 + f[2]
+	default:
+		return 0, false
+	}
+	return days*86400 + s, true
+}
+
+// AttemptMark begins the line each attempt writes first into its log.
+const AttemptMark = "== halu slurm attempt:"
+
 // checkBuild is the script line that refuses to run another halu build
 // than the one submitted.
 func (o Options) checkBuild() []string {
@@ -203,18 +336,23 @@ func (o Options) Array() string {
 	lines := []string{
 		"#!/bin/bash",
 		"#SBATCH --job-name=" + quote("halu-"+o.Suite),
-		"#SBATCH --array=1-" + n,
+		"#SBATCH --array=1-" + n + o.throttle(),
 		"#SBATCH --output=" + quote(outputPattern(o.slurmDir()+string(filepath.Separator), "shard-%a.out")),
+		"#SBATCH --open-mode=append",
+		"#SBATCH --requeue",
+		"#SBATCH --signal=B:USR1@" + strconv.Itoa(o.requeueBefore()),
 	}
 	lines = append(lines, o.directives(true)...)
 	lines = append(lines,
 		"# Written by halu slurm submit. Task I runs shard I/"+n+" of the run below into",
 		"# "+o.shardDir("I")+"; run again (halu slurm resubmit), it resumes its shard.",
 		"set -euo pipefail",
+		`i="$SLURM_ARRAY_TASK_ID"`,
+		attempt(`shard $i,`),
 	)
+	lines = append(lines, o.environment()...)
 	lines = append(lines, o.checkBuild()...)
 	lines = append(lines,
-		`i="$SLURM_ARRAY_TASK_ID"`,
 		`shard=`+quote(filepath.Join(o.Dir, "shards"))+`/"$i"`,
 		`if [ -e "$shard/`+rundir.ManifestFile+`" ]; then where=(--resume "$shard"); else where=(--out "$shard"); fi`,
 	)
@@ -235,8 +373,22 @@ func (o Options) Array() string {
 		// A shard that finished but measured nothing in part exits 4, as
 		// any run does; it is one part of a run, and the merge says what
 		// the whole measured: the task succeeds, so the merge runs.
+		//
+		// Near its time limit (Slurm's USR1, --signal) the task stops its
+		// run as Ctrl-C does — every finished item and call kept — and
+		// requeues itself: the requeued task resumes the shard, no person
+		// needed. A TERM (scancel, a pre-emption) stops the run the same
+		// way and leaves the requeue to the scheduler's policy.
 		"rc=0",
-		run+" || rc=$?",
+		`records() { wc -l < "$shard/`+rundir.RecordsFile+`" 2>/dev/null || echo 0; }`,
+		`begun=$(records)`,
+		run+" &",
+		`pid=$!`,
+		`requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; scontrol requeue "$SLURM_JOB_ID"; exit 0; }`,
+		`stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; exit 143; }`,
+		`trap requeue USR1`,
+		`trap stop TERM`,
+		`wait "$pid" || rc=$?`,
 		`if [ "$rc" -eq 4 ]; then echo "halu slurm: shard $i finished and measured nothing in part (above); the merge says what the whole run measured" >&2; exit 0; fi`,
 		`exit "$rc"`)
 	return strings.Join(lines, "\n") + "\n"
@@ -249,12 +401,15 @@ func (o Options) Merge() string {
 		"#!/bin/bash",
 		"#SBATCH --job-name=" + quote("halu-"+o.Suite+"-merge"),
 		"#SBATCH --output=" + quote(outputPattern(o.slurmDir()+string(filepath.Separator), "merge.out")),
+		"#SBATCH --open-mode=append",
 	}
 	lines = append(lines, o.directives(false)...)
 	lines = append(lines,
 		"# Written by halu slurm submit: joins the shards once every task succeeded.",
 		"set -euo pipefail",
+		attempt("merge,"),
 	)
+	lines = append(lines, o.environment()...)
 	lines = append(lines, o.checkBuild()...)
 	args := []string{o.Halu, "merge"}
 	for i := 1; i <= o.Shards; i++ {
@@ -269,6 +424,16 @@ func (o Options) Merge() string {
 type Jobs struct {
 	Options     Options      `json:"options"`
 	Submissions []Submission `json:"submissions"`
+	// Rebinds are the builds the scripts were rewritten for after the
+	// submission (halu slurm resubmit --rebind), in order.
+	Rebinds []Rebind `json:"rebinds,omitempty"`
+}
+
+// Rebind is one rewrite of the scripts for another halu build.
+type Rebind struct {
+	At     time.Time `json:"at"`
+	Halu   string    `json:"halu"`
+	SHA256 string    `json:"sha256"`
 }
 
 // Submission is one sbatch of the array (all shards, or those resubmitted)
@@ -399,8 +564,30 @@ func WriteScripts(o Options) (array, merge string, err error) {
 	return array, merge, nil
 }
 
+// lock takes the submission's lock (slurm/): two submits or resubmits of
+// one submission at once would leave a job that jobs.json does not know.
+func lock(dir string) (func(), error) {
+	d := filepath.Join(dir, "slurm")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return nil, err
+	}
+	release, err := rundir.LockDir(d)
+	if err != nil {
+		return nil, fmt.Errorf("the submission %s is being submitted or resubmitted by another halu: %w", dir, err)
+	}
+	return release, nil
+}
+
 // Submit writes the scripts and submits the array and, after it, the merge.
 func Submit(ctx context.Context, c Cluster, o Options) (*Jobs, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	release, err := lock(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	array, merge, err := WriteScripts(o)
 	if err != nil {
 		return nil, err
@@ -413,7 +600,7 @@ func Submit(ctx context.Context, c Cluster, o Options) (*Jobs, error) {
 	return j, j.submit(ctx, c, array, merge, all, nil)
 }
 
-func (j *Jobs) submit(ctx context.Context, c Cluster, array, merge string, indices []int, arrayArgs []string) error {
+func (j *Jobs) submit(ctx context.Context, c Cluster, array, merge string, indices []int, arrayArgs []string, after ...string) error {
 	a, err := c.sbatch(ctx, array, arrayArgs...)
 	if err != nil {
 		return err
@@ -425,7 +612,7 @@ func (j *Jobs) submit(ctx context.Context, c Cluster, array, merge string, indic
 	if err := j.write(); err != nil {
 		return err
 	}
-	m, err := c.sbatch(ctx, merge, "--dependency=afterok:"+a)
+	m, err := c.sbatch(ctx, merge, "--dependency=afterok:"+strings.Join(append([]string{a}, after...), ":"))
 	if err != nil {
 		return fmt.Errorf("array job %s submitted; its merge job was not: %w (halu slurm resubmit %s submits it)", a, err, j.Options.Dir)
 	}
@@ -442,6 +629,11 @@ type ShardState struct {
 	Job    string // the array task that last ran it (12_3)
 	Queue  string // the scheduler's state of that task ("" when not in the queue)
 	Reason string // why it waits, when pending
+	// Why the last attempt of a shard that is neither complete nor in the
+	// queue ended (its log, slurm/shard-I.out), and Failed the items its
+	// run logged as failed (errors.jsonl).
+	Why    string
+	Failed int
 }
 
 // Complete reports whether the shard's run finished.
@@ -479,9 +671,11 @@ func States(ctx context.Context, c Cluster, dir string) (*Jobs, []ShardState, [3
 	if err != nil {
 		return nil, nil, merge, err
 	}
-	q, err := c.queue(ctx, j.ids())
-	if err != nil {
-		return nil, nil, merge, err
+	q, qerr := c.queue(ctx, j.ids())
+	if qerr != nil {
+		// The controller cannot be asked (down, unreachable): the shards
+		// are known by their run directories alone.
+		q, qerr = map[string][2]string{}, &SchedulerError{Err: qerr}
 	}
 	var states []ShardState
 	for i := 1; i <= j.Options.Shards; i++ {
@@ -517,7 +711,69 @@ func States(ctx context.Context, c Cluster, dir string) (*Jobs, []ShardState, [3
 			merge[1], merge[2] = s[0], s[1]
 		}
 	}
+	for k := range states {
+		if !states[k].Complete() && states[k].Queue == "" {
+			states[k].Why, states[k].Failed = lastAttempt(filepath.Join(dir, "slurm", fmt.Sprintf("shard-%d.out", states[k].I))), failedItems(ShardDir(dir, states[k].I))
+		}
+	}
+	if qerr != nil {
+		return j, states, merge, qerr
+	}
 	return j, states, merge, nil
+}
+
+// SchedulerError is States' error when the scheduler could not be asked:
+// the states it returns come from the shards' run directories alone.
+type SchedulerError struct{ Err error }
+
+func (e *SchedulerError) Error() string { return "the scheduler could not be asked: " + e.Err.Error() }
+func (e *SchedulerError) Unwrap() error { return e.Err }
+
+// whyLine is a line of a task's log that says why it ended: halu's own
+// errors, the scheduler's notices (CANCELLED, TIME LIMIT, PREEMPTION,
+// NODE FAIL, OUT OF MEMORY), a script's refusal.
+var whyLine = regexp.MustCompile(`(?i)^(?:halu(?: slurm)?:|error|slurmstepd: error:)|\*\*\*.*(?:CANCELLED|TIME LIMIT|PREEMPT|NODE FAIL|DUE TO)|oom|out of memory|exit status`)
+
+// lastAttempt is why the last attempt logged in path ended: the last line
+// of its part of the log that says so (whyLine), else its last line;
+// "" when the log holds no attempt.
+func lastAttempt(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	text := string(b)
+	i := strings.LastIndex(text, AttemptMark)
+	if i < 0 {
+		return ""
+	}
+	var last, why string
+	for _, l := range strings.Split(text[i:], "\n")[1:] {
+		if l = strings.TrimSpace(l); l == "" || strings.Contains(l, " · calls ") {
+			continue // a progress line says nothing of the end
+		}
+		last = l
+		if whyLine.MatchString(l) {
+			why = l
+		}
+	}
+	if why == "" {
+		why = last
+	}
+	if r := []rune(why); len(r) > 300 {
+		why = string(r[:300]) + "…"
+	}
+	return why
+}
+
+// failedItems counts the items the shard's run logged as failed
+// (errors.jsonl): each is run again when the shard resumes.
+func failedItems(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, rundir.ErrorsFile))
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "\n")
 }
 
 // Accounting is what sacct says of the submission's jobs, one line each
@@ -530,29 +786,94 @@ func Accounting(ctx context.Context, c Cluster, j *Jobs) (string, error) {
 	return string(out), nil
 }
 
-// ErrNothingToDo: every shard is complete, and merged or being merged.
+// Build is a halu binary: its absolute path and sha256.
+type Build struct{ Path, SHA256 string }
+
+// rebuild checks the build the scripts run and, with b, rewrites them for
+// b. Without b, a build that changed since the submission is an error
+// that says what to do.
+func (j *Jobs) rebuild(b *Build) error {
+	o := &j.Options
+	if b == nil {
+		if o.HaluSHA256 == "" {
+			return nil
+		}
+		now, err := rundir.HashFile(o.Halu)
+		if err != nil {
+			return fmt.Errorf("the halu build submitted (%s): %w", o.Halu, err)
+		}
+		if now != o.HaluSHA256 {
+			return fmt.Errorf("%s is no longer the halu build submitted (sha256 %s, now %s): every task would refuse it — halu slurm resubmit --rebind %s runs the shards with this halu (each session records its build; halu merge refuses shards whose settings differ)", o.Halu, short(o.HaluSHA256), short(now), o.Dir)
+		}
+		return nil
+	}
+	if b.Path == o.Halu && b.SHA256 == o.HaluSHA256 {
+		return nil
+	}
+	o.Halu, o.HaluSHA256 = b.Path, b.SHA256
+	if err := o.Check(); err != nil {
+		return err
+	}
+	for p, text := range map[string]string{filepath.Join(o.slurmDir(), ArrayScript): o.Array(), filepath.Join(o.slurmDir(), MergeScript): o.Merge()} {
+		if err := rundir.WriteFileAtomic(p, []byte(text)); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, 0o755); err != nil {
+			return err
+		}
+	}
+	j.Rebinds = append(j.Rebinds, Rebind{At: time.Now().UTC(), Halu: b.Path, SHA256: b.SHA256})
+	return j.write()
+}
+
+func short(sum string) string { return sum[:min(12, len(sum))] }
+
+// ErrNothingToDo: every shard is complete, and merged or being merged; or
+// every shard that is not complete is still queued or running.
 var ErrNothingToDo = errors.New("nothing to resubmit")
 
 // Resubmit submits again the shards of the submission in dir that are not
 // complete — a task that failed, was cancelled or pre-empted resumes its
 // shard — and a merge job after them (cancelling the merge job left waiting
-// on the failed array). It refuses while such a shard's task is still in
-// the queue. With nothing left to run and no merged run, it submits the
-// merge alone.
-func Resubmit(ctx context.Context, c Cluster, dir string) (*Jobs, []int, error) {
+// on the failed array). A shard whose task is still queued or running is
+// left to it, and the new merge job waits for that task too. With nothing
+// left to run and no merged run, it submits the merge alone.
+//
+// The tasks run the halu build submitted. When that file now holds
+// another build, Resubmit refuses, naming both, unless rebind is set
+// (--rebind): the scripts are rewritten for the build given (path and
+// sha256), which each resumed shard's session records as its build.
+func Resubmit(ctx context.Context, c Cluster, dir string, rebind *Build) (*Jobs, []int, error) {
+	if _, err := ReadJobs(dir); err != nil {
+		return nil, nil, err
+	}
+	release, err := lock(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
 	j, states, merge, err := States(ctx, c, dir)
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := j.rebuild(rebind); err != nil {
+		return nil, nil, err
+	}
+	// Shards still queued or running are left to run: the new merge job
+	// waits for them as well as for the shards run again.
 	var redo []int
+	var waiting []string
 	for _, s := range states {
-		if s.Complete() {
-			continue
+		switch {
+		case s.Complete():
+		case s.Queue != "":
+			waiting = append(waiting, s.Job)
+		default:
+			redo = append(redo, s.I)
 		}
-		if s.Queue != "" {
-			return nil, nil, fmt.Errorf("shard %d/%d is %s as job %s: wait for it, or scancel %s first", s.I, len(states), s.Queue, s.Job, s.Job)
-		}
-		redo = append(redo, s.I)
+	}
+	if len(redo) == 0 && len(waiting) > 0 {
+		return j, nil, fmt.Errorf("%w: every shard not complete is queued or running (%s)", ErrNothingToDo, strings.Join(waiting, ", "))
 	}
 	if merge[1] != "" {
 		if len(redo) == 0 && merge[1] != "PENDING" {
@@ -579,5 +900,5 @@ func Resubmit(ctx context.Context, c Cluster, dir string) (*Jobs, []int, error) 
 	for _, i := range redo {
 		idx = append(idx, strconv.Itoa(i))
 	}
-	return j, redo, j.submit(ctx, c, array, mergeScript, redo, []string{"--array=" + strings.Join(idx, ",")})
+	return j, redo, j.submit(ctx, c, array, mergeScript, redo, []string{"--array=" + strings.Join(idx, ",") + o.throttle()}, waiting...)
 }

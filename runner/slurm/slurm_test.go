@@ -2,12 +2,15 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"halu/runner/rundir"
 )
@@ -15,11 +18,15 @@ import (
 // The scripts for given options, line by line.
 func TestScripts(t *testing.T) {
 	o := Options{Halu: "/opt/halu/bin/halu", HaluSHA256: "ab12", Dir: "/shared/runs/hic 7b", Suite: "hic", Args: []string{"--models", "qwen2.5:7b", "--judges", "a,b", "--note", "it's"},
-		Shards: 4, Partition: "gpu", Account: "lab", Time: "4:00:00", GPUsPerTask: "1", CPUsPerTask: 8, Extra: []string{"--mem=16G"}}
+		Shards: 4, Partition: "gpu", Account: "lab", Time: "4:00:00", GPUsPerTask: "1", CPUsPerTask: 8, Extra: []string{"--mem=16G"},
+		Env: []string{"HALU_NUM_THREAD=8", "OLLAMA_HOST=http://gpu-7:11434"}, NeedEnv: []string{"HALU_API_KEY"}}
 	want := `#!/bin/bash
 #SBATCH --job-name=halu-hic
 #SBATCH --array=1-4
 #SBATCH --output='/shared/runs/hic 7b/slurm/shard-%a.out'
+#SBATCH --open-mode=append
+#SBATCH --requeue
+#SBATCH --signal=B:USR1@180
 #SBATCH --partition=gpu
 #SBATCH --account=lab
 #SBATCH --time=4:00:00
@@ -29,12 +36,24 @@ func TestScripts(t *testing.T) {
 # Written by halu slurm submit. Task I runs shard I/4 of the run below into
 # /shared/runs/hic 7b/shards/I; run again (halu slurm resubmit), it resumes its shard.
 set -euo pipefail
-echo 'ab12  /opt/halu/bin/halu' | sha256sum --check --status || { echo 'halu slurm: /opt/halu/bin/halu is not the halu build submitted (sha256 ab12): submit again with this build' >&2; exit 2; }
 i="$SLURM_ARRAY_TASK_ID"
+echo "== halu slurm attempt: shard $i, job ${SLURM_JOB_ID:-?} on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+export HALU_NUM_THREAD=8
+export OLLAMA_HOST=http://gpu-7:11434
+[ -n "${HALU_API_KEY:-}" ] || { echo 'halu slurm: HALU_API_KEY was set when the run was submitted and is not in this task'\''s environment: export it in the shell that runs halu slurm resubmit (halu writes no secret into a script)' >&2; exit 2; }
+echo 'ab12  /opt/halu/bin/halu' | sha256sum --check --status || { echo 'halu slurm: /opt/halu/bin/halu is not the halu build submitted (sha256 ab12): submit again with this build' >&2; exit 2; }
 shard='/shared/runs/hic 7b/shards'/"$i"
 if [ -e "$shard/manifest.json" ]; then where=(--resume "$shard"); else where=(--out "$shard"); fi
 rc=0
-/opt/halu/bin/halu run hic --models qwen2.5:7b --judges a,b --note 'it'\''s' --shard "$i/4" "${where[@]}" || rc=$?
+records() { wc -l < "$shard/records.jsonl" 2>/dev/null || echo 0; }
+begun=$(records)
+/opt/halu/bin/halu run hic --models qwen2.5:7b --judges a,b --note 'it'\''s' --shard "$i/4" "${where[@]}" &
+pid=$!
+requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; scontrol requeue "$SLURM_JOB_ID"; exit 0; }
+stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; exit 143; }
+trap requeue USR1
+trap stop TERM
+wait "$pid" || rc=$?
 if [ "$rc" -eq 4 ]; then echo "halu slurm: shard $i finished and measured nothing in part (above); the merge says what the whole run measured" >&2; exit 0; fi
 exit "$rc"
 `
@@ -44,11 +63,16 @@ exit "$rc"
 	wantMerge := `#!/bin/bash
 #SBATCH --job-name=halu-hic-merge
 #SBATCH --output='/shared/runs/hic 7b/slurm/merge.out'
+#SBATCH --open-mode=append
 #SBATCH --partition=gpu
 #SBATCH --account=lab
 #SBATCH --time=4:00:00
 # Written by halu slurm submit: joins the shards once every task succeeded.
 set -euo pipefail
+echo "== halu slurm attempt: merge, job ${SLURM_JOB_ID:-?} on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+export HALU_NUM_THREAD=8
+export OLLAMA_HOST=http://gpu-7:11434
+[ -n "${HALU_API_KEY:-}" ] || { echo 'halu slurm: HALU_API_KEY was set when the run was submitted and is not in this task'\''s environment: export it in the shell that runs halu slurm resubmit (halu writes no secret into a script)' >&2; exit 2; }
 echo 'ab12  /opt/halu/bin/halu' | sha256sum --check --status || { echo 'halu slurm: /opt/halu/bin/halu is not the halu build submitted (sha256 ab12): submit again with this build' >&2; exit 2; }
 exec /opt/halu/bin/halu merge '/shared/runs/hic 7b/shards/1' '/shared/runs/hic 7b/shards/2' '/shared/runs/hic 7b/shards/3' '/shared/runs/hic 7b/shards/4' --out '/shared/runs/hic 7b/merged'
 `
@@ -57,9 +81,13 @@ exec /opt/halu/bin/halu merge '/shared/runs/hic 7b/shards/1' '/shared/runs/hic 7
 	}
 	// Each task's own Ollama: the run goes through with-ollama.
 	o = Options{Halu: "/h", Dir: "/d", Suite: "smoke", Shards: 2, OllamaBin: "/o/ollama", OllamaModels: "/m"}
-	lines := strings.Split(strings.TrimSpace(o.Array()), "\n")
-	last := lines[len(lines)-3] + "\n"
-	if want := `/h with-ollama --bin /o/ollama --models /m --log /d/slurm/ollama-"$i".log -- /h run smoke --shard "$i/2" "${where[@]}" || rc=$?` + "\n"; last != want {
+	var last string
+	for _, l := range strings.Split(o.Array(), "\n") {
+		if strings.Contains(l, " run smoke ") {
+			last = l + "\n"
+		}
+	}
+	if want := `/h with-ollama --bin /o/ollama --models /m --log /d/slurm/ollama-"$i".log -- /h run smoke --shard "$i/2" "${where[@]}" &` + "\n"; last != want {
 		t.Errorf("with-ollama line:\n%s\nwant\n%s", last, want)
 	}
 }
@@ -114,6 +142,7 @@ type fakeCluster struct {
 	next  int
 	queue map[string]string // job id → "STATE|reason"
 	ran   []string
+	down  bool // the controller does not answer
 }
 
 func (f *fakeCluster) cluster() Cluster {
@@ -124,6 +153,9 @@ func (f *fakeCluster) cluster() Cluster {
 			f.next++
 			return []byte(fmt.Sprintf("%d\n", 100+f.next)), nil
 		case "squeue":
+			if f.down {
+				return nil, fmt.Errorf("squeue: slurm_load_jobs error: Unable to contact slurm controller (connect failure)")
+			}
 			var out []string
 			for id, s := range f.queue {
 				out = append(out, id+"|"+s)
@@ -185,38 +217,78 @@ func TestSubmitStatusResubmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("%+v %v", states, merge)
-	want := "[{I:1 Status:complete Done:4 Items:4 Job:101_1 Queue: Reason:} {I:2 Status:interrupted Done:1 Items:4 Job:101_2 Queue: Reason:} {I:3 Status:running Done:2 Items:4 Job:101_3 Queue:RUNNING Reason:None}] [102 PENDING DependencyNeverSatisfied]"
+	want := "[{I:1 Status:complete Done:4 Items:4 Job:101_1 Queue: Reason: Why: Failed:0} {I:2 Status:interrupted Done:1 Items:4 Job:101_2 Queue: Reason: Why: Failed:0} {I:3 Status:running Done:2 Items:4 Job:101_3 Queue:RUNNING Reason:None Why: Failed:0}] [102 PENDING DependencyNeverSatisfied]"
 	if got != want {
 		t.Errorf("states\n%s\nwant\n%s", got, want)
 	}
-	if _, _, err := Resubmit(context.Background(), f.cluster(), dir); err == nil || !strings.Contains(err.Error(), "shard 3/3 is RUNNING as job 101_3") {
-		t.Errorf("resubmit while shard 3 runs: %v", err)
+	// Shard 2's log holds two attempts (appended, never replaced): the
+	// state says why the last one ended, and how many items failed.
+	os.WriteFile(filepath.Join(dir, "slurm", "shard-2.out"), []byte(AttemptMark+" shard 2, job 101 on n1 at 2026-11-29T07:00:00Z\n"+
+		"hic · calls 3/~9 · 1/4 items\nhalu: run: model \"ta\" not found\n"+
+		AttemptMark+" shard 2, job 104 on n1 at 2026-11-29T08:00:00Z\nhic · calls 5/~9 · 1/4 items\n"+
+		"slurmstepd: error: *** JOB 104 ON n1 CANCELLED AT 2026-11-29T08:01:00 DUE TO TIME LIMIT ***\nTerminated\n"), 0o644)
+	os.WriteFile(filepath.Join(ShardDir(dir, 2), rundir.ErrorsFile), []byte("{}\n{}\n"), 0o644)
+	_, states, _, _ = States(context.Background(), f.cluster(), dir)
+	if s := states[1]; s.Why != "slurmstepd: error: *** JOB 104 ON n1 CANCELLED AT 2026-11-29T08:01:00 DUE TO TIME LIMIT ***" || s.Failed != 2 {
+		t.Errorf("shard 2's last attempt: %+v", s)
 	}
+	// The controller down: each shard as its run directory says.
+	f.down = true
+	_, states, _, err = States(context.Background(), f.cluster(), dir)
+	var down *SchedulerError
+	if !errors.As(err, &down) || len(states) != 3 || states[0].Status != "complete" || states[1].Done != 1 {
+		t.Errorf("controller down: %v, %+v", err, states)
+	}
+	if _, _, err := Resubmit(context.Background(), f.cluster(), dir, nil); err == nil {
+		t.Error("resubmit with the controller down")
+	}
+	f.down = false
+	// Shard 2 runs again while shard 3 still runs: the new merge job
+	// waits for both.
+	f.ran = nil
+	_, redo, err := Resubmit(context.Background(), f.cluster(), dir, nil)
+	if want := strings.Join([]string{
+		"squeue -h -r -j 101,102 -o %i|%T|%r",
+		"scancel 102",
+		"sbatch --parsable --array=2 " + filepath.Join(dir, "slurm", ArrayScript),
+		"sbatch --parsable --dependency=afterok:103:101_3 " + filepath.Join(dir, "slurm", MergeScript),
+	}, "\n"); err != nil || strings.Join(f.ran, "\n") != want || fmt.Sprint(redo) != "[2]" {
+		t.Errorf("resubmit while shard 3 runs: %v, ran\n%s\nwant\n%s", err, strings.Join(f.ran, "\n"), want)
+	}
+	// Nothing more to run while shard 2 and 3 are in the queue.
+	f.queue = map[string]string{"103_2": "RUNNING|None", "101_3": "RUNNING|None", "104": "PENDING|Dependency"}
+	if _, _, err := Resubmit(context.Background(), f.cluster(), dir, nil); !errors.Is(err, ErrNothingToDo) || !strings.Contains(err.Error(), "queued or running (103_2, 101_3)") {
+		t.Errorf("resubmit with every shard left in the queue: %v", err)
+	}
+	f.queue = map[string]string{"101_3": "RUNNING|None", "104": "PENDING|Dependency"}
+	writeShard(t, dir, 2, "interrupted", 2, 4)
+	delete(f.queue, "101_3")
+	f.queue["104"] = "PENDING|DependencyNeverSatisfied"
 	// Shard 3 was pre-empted too.
 	writeShard(t, dir, 3, "interrupted", 2, 4)
 	delete(f.queue, "101_3")
 	f.ran = nil
-	j, redo, err := Resubmit(context.Background(), f.cluster(), dir)
+	j, redo, err = Resubmit(context.Background(), f.cluster(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want = strings.Join([]string{
-		"squeue -h -r -j 101,102 -o %i|%T|%r",
-		"scancel 102",
+		"squeue -h -r -j 101,102,103,104 -o %i|%T|%r",
+		"scancel 104",
 		"sbatch --parsable --array=2,3 " + filepath.Join(dir, "slurm", ArrayScript),
-		"sbatch --parsable --dependency=afterok:103 " + filepath.Join(dir, "slurm", MergeScript),
+		"sbatch --parsable --dependency=afterok:105 " + filepath.Join(dir, "slurm", MergeScript),
 	}, "\n")
 	if strings.Join(f.ran, "\n") != want || fmt.Sprint(redo) != "[2 3]" {
 		t.Errorf("resubmit ran\n%s\nwant\n%s (redo %v)", strings.Join(f.ran, "\n"), want, redo)
 	}
-	if last, _ := j.Last(2); last != "103_2" {
+	if last, _ := j.Last(2); last != "105_2" {
 		t.Errorf("shard 2 last ran as %s", last)
 	}
 	if last, _ := j.Last(1); last != "101_1" {
 		t.Errorf("shard 1 last ran as %s", last)
 	}
 	back, err := ReadJobs(dir)
-	if err != nil || len(back.Submissions) != 2 || back.Options.Shards != 3 {
+	if err != nil || len(back.Submissions) != 3 || back.Options.Shards != 3 {
 		t.Errorf("jobs.json read back: %+v %v", back, err)
 	}
 }
@@ -346,5 +418,198 @@ func TestArrayTaskExitStatus(t *testing.T) {
 		if code != tc.task {
 			t.Errorf("halu exit %d: task exit %d, want %d", tc.halu, code, tc.task)
 		}
+	}
+}
+
+// A task finds its servers and settings in its script, not in the shell
+// that submitted it: run with an empty environment (a resubmit from a new
+// login, sbatch --export=NONE), the run sees the submission's OLLAMA_HOST
+// and HALU_ settings; a secret is not written, and its absence stops the
+// task, naming it. Each attempt's part of the log begins with its mark.
+func TestTasksCarryTheSubmissionsEnvironment(t *testing.T) {
+	work := t.TempDir()
+	halu := filepath.Join(work, "halu")
+	seen := filepath.Join(work, "seen")
+	os.WriteFile(halu, []byte("#!/bin/bash\necho \"$OLLAMA_HOST $HALU_NUM_THREAD $HALU_JUDGE_REPAIRS\" > "+seen+"\n"), 0o755)
+	env, need := SubmissionEnv([]string{"OLLAMA_HOST=http://node-3:11434", "HALU_NUM_THREAD=1", "HALU_JUDGE_REPAIRS=0",
+		"HALU_API_KEY=s3cret", "HOME=/root", "PATH=/usr/bin", "OLLAMA_MODELS=/m", "HALU_CACHE_TOKEN=x"})
+	if strings.Join(env, " ") != "HALU_JUDGE_REPAIRS=0 HALU_NUM_THREAD=1 OLLAMA_HOST=http://node-3:11434" || strings.Join(need, " ") != "HALU_API_KEY HALU_CACHE_TOKEN" {
+		t.Fatalf("carried %q, named %q", env, need)
+	}
+	o := Options{Halu: halu, Dir: filepath.Join(work, "sub"), Suite: "smoke", Shards: 2, Env: env}
+	if err := o.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for name, script := range map[string]string{"array": o.Array(), "merge": o.Merge()} {
+		os.Remove(seen)
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Env = []string{"SLURM_ARRAY_TASK_ID=1", "PATH=/usr/bin:/bin"}
+		out, err := cmd.CombinedOutput()
+		got, _ := os.ReadFile(seen)
+		if err != nil || strings.TrimSpace(string(got)) != "http://node-3:11434 1 0" || !strings.HasPrefix(string(out), AttemptMark+" ") {
+			t.Errorf("%s script in an empty environment: %v, halu saw %q, log %q", name, err, got, out)
+		}
+	}
+	o.NeedEnv = need[:1]
+	cmd := exec.Command("bash", "-c", o.Array())
+	cmd.Env = []string{"SLURM_ARRAY_TASK_ID=1", "PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "HALU_API_KEY was set when the run was submitted") || strings.Contains(o.Array(), "s3cret") {
+		t.Errorf("without the key: %v %s", err, out)
+	}
+	for _, bad := range [][]string{{"PATH=/x"}, {"HALU_API_KEY=s3cret"}, {"OLLAMA_HOST=a\nb"}} {
+		o := o
+		o.Env = bad
+		if err := o.Check(); err == nil {
+			t.Errorf("environment %q accepted", bad)
+		}
+	}
+}
+
+// Near its time limit (Slurm's USR1) a task stops its run as Ctrl-C does
+// and requeues itself (scontrol requeue of its own job); a TERM (scancel)
+// stops the run the same way and requeues nothing.
+func TestTaskRequeuesItselfBeforeItsTimeLimit(t *testing.T) {
+	work := t.TempDir()
+	halu, scontrol, log := filepath.Join(work, "halu"), filepath.Join(work, "scontrol"), filepath.Join(work, "log")
+	// A run that takes long, records an item (unless NORECORD), and says
+	// how it ended.
+	os.WriteFile(halu, []byte("#!/bin/bash\ntrap 'echo interrupted >> "+log+"; exit 130' TERM\nd=\"${@: -1}\"; mkdir -p \"$d\"; [ -n \"${NORECORD:-}\" ] || echo '{}' >> \"$d/records.jsonl\"\necho started >> "+log+"\nfor i in $(seq 300); do sleep 0.1; done\necho finished >> "+log+"\n"), 0o755)
+	os.WriteFile(scontrol, []byte("#!/bin/bash\necho \"scontrol $*\" >> "+log+"\n"), 0o755)
+	o := Options{Halu: halu, Dir: filepath.Join(work, "sub"), Suite: "smoke", Shards: 2}
+	for _, tc := range []struct {
+		sig      syscall.Signal
+		noRecord bool
+		code     int
+		want     string
+	}{
+		{syscall.SIGUSR1, false, 0, "started\ninterrupted\nscontrol requeue 77\n"},
+		// An attempt that recorded nothing is not requeued: a time limit
+		// too short for one item would requeue it for ever.
+		{syscall.SIGUSR1, true, 3, "started\ninterrupted\n"},
+		{syscall.SIGTERM, false, 143, "started\ninterrupted\n"},
+	} {
+		os.Remove(log)
+		os.RemoveAll(o.Dir)
+		cmd := exec.Command("bash", "-c", o.Array())
+		cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=1", "SLURM_JOB_ID=77", "PATH="+work+":"+os.Getenv("PATH"))
+		if tc.noRecord {
+			cmd.Env = append(cmd.Env, "NORECORD=1")
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if b, _ := os.ReadFile(log); strings.Contains(string(b), "started") {
+				break
+			}
+		}
+		cmd.Process.Signal(tc.sig)
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		got, _ := os.ReadFile(log)
+		if code != tc.code || string(got) != tc.want {
+			t.Errorf("%v: exit %d, log %q; want exit %d, log %q", tc.sig, code, got, tc.code, tc.want)
+		}
+	}
+}
+
+// The warning before a time limit is 3 minutes, or a third of a shorter
+// limit, in each of sbatch's time syntaxes.
+func TestRequeueBefore(t *testing.T) {
+	for _, tc := range []struct {
+		time string
+		want int
+	}{{"", 180}, {"4:00:00", 180}, {"2", 40}, {"1:30", 30}, {"0:05:00", 100}, {"1-0", 180}, {"0-0:06", 120}, {"UNLIMITED", 180}, {"10", 180}} {
+		if got := (Options{Time: tc.time}).requeueBefore(); got != tc.want {
+			t.Errorf("--time %q: USR1 %d s before, want %d", tc.time, got, tc.want)
+		}
+	}
+}
+
+// halu rebuilt in place: resubmit refuses, saying what to do, and
+// --rebind rewrites the scripts for the new build and records it.
+func TestResubmitRebindsANewBuild(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "halu")
+	os.WriteFile(bin, []byte("build one"), 0o755)
+	one, _ := rundir.HashFile(bin)
+	f := &fakeCluster{queue: map[string]string{}}
+	if _, err := Submit(context.Background(), f.cluster(), Options{Halu: bin, HaluSHA256: one, Dir: dir, Suite: "smoke", Shards: 2}); err != nil {
+		t.Fatal(err)
+	}
+	writeShard(t, dir, 1, "complete", 2, 2)
+	writeShard(t, dir, 2, "interrupted", 1, 2)
+	os.WriteFile(bin, []byte("build two"), 0o755)
+	two, _ := rundir.HashFile(bin)
+	if _, _, err := Resubmit(context.Background(), f.cluster(), dir, nil); err == nil || !strings.Contains(err.Error(), "is no longer the halu build submitted") || !strings.Contains(err.Error(), "resubmit --rebind") {
+		t.Fatalf("resubmit after a rebuild: %v", err)
+	}
+	j, redo, err := Resubmit(context.Background(), f.cluster(), dir, &Build{Path: bin, SHA256: two})
+	if err != nil || fmt.Sprint(redo) != "[2]" {
+		t.Fatalf("--rebind: %v %v", redo, err)
+	}
+	array, _ := os.ReadFile(filepath.Join(dir, "slurm", ArrayScript))
+	back, _ := ReadJobs(dir)
+	if !strings.Contains(string(array), two) || strings.Contains(string(array), one) || back.Options.HaluSHA256 != two || len(back.Rebinds) != 1 || j.Rebinds[0].SHA256 != two {
+		t.Errorf("after --rebind: jobs %+v\n%s", back, array)
+	}
+	line := back.Options.checkBuild()[0]
+	if out, err := exec.Command("bash", "-c", line).CombinedOutput(); err != nil {
+		t.Errorf("the rewritten script refuses the build it was rewritten for: %v %s", err, out)
+	}
+}
+
+// --throttle K is the array's %K, kept by resubmit; --sbatch cannot set
+// what halu writes itself.
+func TestThrottleIsKept(t *testing.T) {
+	dir := t.TempDir()
+	f := &fakeCluster{queue: map[string]string{}}
+	o := Options{Halu: "/h", Dir: dir, Suite: "hic", Shards: 4, Throttle: 2}
+	if !strings.Contains(o.Array(), "#SBATCH --array=1-4%2\n") {
+		t.Errorf("array script:\n%s", o.Array())
+	}
+	if _, err := Submit(context.Background(), f.cluster(), o); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 4; i++ {
+		writeShard(t, dir, i, "interrupted", 0, 2)
+	}
+	f.ran = nil
+	if _, _, err := Resubmit(context.Background(), f.cluster(), dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(f.ran, "\n"), "sbatch --parsable --array=1,2,3,4%2 ") {
+		t.Errorf("resubmit ran:\n%s", strings.Join(f.ran, "\n"))
+	}
+	for _, e := range []string{"--array=1-4%2", "--output=/tmp/x", "--signal=USR1@60"} {
+		if err := (Options{Halu: "/h", Dir: "/d", Suite: "hic", Shards: 2, Extra: []string{e}}).Check(); err == nil || !strings.Contains(err.Error(), "halu writes") {
+			t.Errorf("--sbatch %s: %v", e, err)
+		}
+	}
+}
+
+// Two submissions or resubmissions of one directory at once: the second
+// is refused while the first holds the submission's lock.
+func TestResubmitTakesTheLock(t *testing.T) {
+	dir := t.TempDir()
+	f := &fakeCluster{queue: map[string]string{}}
+	if _, err := Submit(context.Background(), f.cluster(), Options{Halu: "/h", Dir: dir, Suite: "smoke", Shards: 2}); err != nil {
+		t.Fatal(err)
+	}
+	release, err := rundir.LockDir(filepath.Join(dir, "slurm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ran = nil
+	if _, _, err := Resubmit(context.Background(), f.cluster(), dir, nil); err == nil || !strings.Contains(err.Error(), "being submitted or resubmitted by another halu") || len(f.ran) != 0 {
+		t.Errorf("resubmit while another holds the lock: %v, ran %q", err, f.ran)
+	}
+	release()
+	if _, _, err := Resubmit(context.Background(), f.cluster(), dir, nil); err != nil {
+		t.Errorf("resubmit once the lock is free: %v", err)
 	}
 }
