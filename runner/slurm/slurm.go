@@ -378,13 +378,15 @@ func (o Options) Array() string {
 		// run as Ctrl-C does — every finished item and call kept — and
 		// requeues itself: the requeued task resumes the shard, no person
 		// needed. A TERM (scancel, a pre-emption) stops the run the same
-		// way and leaves the requeue to the scheduler's policy.
+		// way and leaves the requeue to the scheduler's policy. The task is
+		// requeued by its array id (12_3): one task's SLURM_JOB_ID is the
+		// array's own, whose requeue would run every task again.
 		"rc=0",
 		`records() { wc -l < "$shard/`+rundir.RecordsFile+`" 2>/dev/null || echo 0; }`,
 		`begun=$(records)`,
 		run+" &",
 		`pid=$!`,
-		`requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; scontrol requeue "$SLURM_JOB_ID"; exit 0; }`,
+		`requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; scontrol requeue "${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_$i"; exit 0; }`,
 		`stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; exit 143; }`,
 		`trap requeue USR1`,
 		`trap stop TERM`,
@@ -731,8 +733,12 @@ func (e *SchedulerError) Unwrap() error { return e.Err }
 
 // whyLine is a line of a task's log that says why it ended: halu's own
 // errors, the scheduler's notices (CANCELLED, TIME LIMIT, PREEMPTION,
-// NODE FAIL, OUT OF MEMORY), a script's refusal.
-var whyLine = regexp.MustCompile(`(?i)^(?:halu(?: slurm)?:|error|slurmstepd: error:)|\*\*\*.*(?:CANCELLED|TIME LIMIT|PREEMPT|NODE FAIL|DUE TO)|oom|out of memory|exit status`)
+// NODE FAIL, OUT OF MEMORY), a script's refusal; a notice of the
+// scheduler's is preferred (halu then says only that it was interrupted).
+var (
+	whyLine         = regexp.MustCompile(`(?i)^(?:halu(?: slurm)?:|error|slurmstepd: error:)|\*\*\*.*(?:CANCELLED|TIME LIMIT|PREEMPT|NODE FAIL|DUE TO)|oom|out of memory|exit status`)
+	schedulerNotice = regexp.MustCompile(`\*\*\*.*(?:CANCELLED|TIME LIMIT|PREEMPT|NODE FAIL|DUE TO)`)
+)
 
 // lastAttempt is why the last attempt logged in path ended: the last line
 // of its part of the log that says so (whyLine), else its last line;
@@ -747,7 +753,7 @@ func lastAttempt(path string) string {
 	if i < 0 {
 		return ""
 	}
-	var last, why string
+	var last, why, notice string
 	for _, l := range strings.Split(text[i:], "\n")[1:] {
 		if l = strings.TrimSpace(l); l == "" || strings.Contains(l, " · calls ") {
 			continue // a progress line says nothing of the end
@@ -756,8 +762,14 @@ func lastAttempt(path string) string {
 		if whyLine.MatchString(l) {
 			why = l
 		}
+		if schedulerNotice.MatchString(l) {
+			notice = l
+		}
 	}
-	if why == "" {
+	switch {
+	case notice != "":
+		why = notice // the scheduler's word on why it stopped the task
+	case why == "":
 		why = last
 	}
 	if r := []rune(why); len(r) > 300 {

@@ -49,7 +49,7 @@ records() { wc -l < "$shard/records.jsonl" 2>/dev/null || echo 0; }
 begun=$(records)
 /opt/halu/bin/halu run hic --models qwen2.5:7b --judges a,b --note 'it'\''s' --shard "$i/4" "${where[@]}" &
 pid=$!
-requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; scontrol requeue "$SLURM_JOB_ID"; exit 0; }
+requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; scontrol requeue "${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_$i"; exit 0; }
 stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; exit 143; }
 trap requeue USR1
 trap stop TERM
@@ -483,7 +483,7 @@ func TestTaskRequeuesItselfBeforeItsTimeLimit(t *testing.T) {
 		code     int
 		want     string
 	}{
-		{syscall.SIGUSR1, false, 0, "started\ninterrupted\nscontrol requeue 77\n"},
+		{syscall.SIGUSR1, false, 0, "started\ninterrupted\nscontrol requeue 70_1\n"},
 		// An attempt that recorded nothing is not requeued: a time limit
 		// too short for one item would requeue it for ever.
 		{syscall.SIGUSR1, true, 3, "started\ninterrupted\n"},
@@ -492,7 +492,9 @@ func TestTaskRequeuesItselfBeforeItsTimeLimit(t *testing.T) {
 		os.Remove(log)
 		os.RemoveAll(o.Dir)
 		cmd := exec.Command("bash", "-c", o.Array())
-		cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=1", "SLURM_JOB_ID=77", "PATH="+work+":"+os.Getenv("PATH"))
+		// The task's own job id is the array's (a task's may be): the
+		// requeue names the task, 70_1, never the array.
+		cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=1", "SLURM_JOB_ID=70", "SLURM_ARRAY_JOB_ID=70", "PATH="+work+":"+os.Getenv("PATH"))
 		if tc.noRecord {
 			cmd.Env = append(cmd.Env, "NORECORD=1")
 		}
