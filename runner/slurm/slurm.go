@@ -386,7 +386,7 @@ func (o Options) Array() string {
 		`begun=$(records)`,
 		run+" &",
 		`pid=$!`,
-		`requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; scontrol requeue "${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_$i"; exit 0; }`,
+		`requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; if scontrol requeue "${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_$i"; then echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; exit 0; fi; echo "halu slurm: shard $i near its time limit: its run stopped, and the scheduler refused to requeue the task: halu slurm resubmit resumes it" >&2; exit 3; }`,
 		`stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; exit 143; }`,
 		`trap requeue USR1`,
 		`trap stop TERM`,

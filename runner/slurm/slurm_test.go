@@ -49,7 +49,7 @@ records() { wc -l < "$shard/records.jsonl" 2>/dev/null || echo 0; }
 begun=$(records)
 /opt/halu/bin/halu run hic --models qwen2.5:7b --judges a,b --note 'it'\''s' --shard "$i/4" "${where[@]}" &
 pid=$!
-requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; scontrol requeue "${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_$i"; exit 0; }
+requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; if scontrol requeue "${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_$i"; then echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; exit 0; fi; echo "halu slurm: shard $i near its time limit: its run stopped, and the scheduler refused to requeue the task: halu slurm resubmit resumes it" >&2; exit 3; }
 stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; exit 143; }
 trap requeue USR1
 trap stop TERM
@@ -475,19 +475,25 @@ func TestTaskRequeuesItselfBeforeItsTimeLimit(t *testing.T) {
 	// A run that takes long, records an item (unless NORECORD), and says
 	// how it ended.
 	os.WriteFile(halu, []byte("#!/bin/bash\ntrap 'echo interrupted >> "+log+"; exit 130' TERM\nd=\"${@: -1}\"; mkdir -p \"$d\"; [ -n \"${NORECORD:-}\" ] || echo '{}' >> \"$d/records.jsonl\"\necho started >> "+log+"\nfor i in $(seq 300); do sleep 0.1; done\necho finished >> "+log+"\n"), 0o755)
-	os.WriteFile(scontrol, []byte("#!/bin/bash\necho \"scontrol $*\" >> "+log+"\n"), 0o755)
+	// A scheduler that refuses the requeue (MaxBatchRequeue reached)
+	// when FAILREQUEUE is set.
+	os.WriteFile(scontrol, []byte("#!/bin/bash\necho \"scontrol $*\" >> "+log+"\n[ -z \"${FAILREQUEUE:-}\" ]\n"), 0o755)
 	o := Options{Halu: halu, Dir: filepath.Join(work, "sub"), Suite: "smoke", Shards: 2}
 	for _, tc := range []struct {
 		sig      syscall.Signal
 		noRecord bool
+		refused  bool
 		code     int
 		want     string
 	}{
-		{syscall.SIGUSR1, false, 0, "started\ninterrupted\nscontrol requeue 70_1\n"},
+		{syscall.SIGUSR1, false, false, 0, "started\ninterrupted\nscontrol requeue 70_1\n"},
+		// A requeue the scheduler refuses fails the task: the shard is not
+		// complete, and the merge (afterok) must not run on it.
+		{syscall.SIGUSR1, false, true, 3, "started\ninterrupted\nscontrol requeue 70_1\n"},
 		// An attempt that recorded nothing is not requeued: a time limit
 		// too short for one item would requeue it for ever.
-		{syscall.SIGUSR1, true, 3, "started\ninterrupted\n"},
-		{syscall.SIGTERM, false, 143, "started\ninterrupted\n"},
+		{syscall.SIGUSR1, true, false, 3, "started\ninterrupted\n"},
+		{syscall.SIGTERM, false, false, 143, "started\ninterrupted\n"},
 	} {
 		os.Remove(log)
 		os.RemoveAll(o.Dir)
@@ -497,6 +503,9 @@ func TestTaskRequeuesItselfBeforeItsTimeLimit(t *testing.T) {
 		cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=1", "SLURM_JOB_ID=70", "SLURM_ARRAY_JOB_ID=70", "PATH="+work+":"+os.Getenv("PATH"))
 		if tc.noRecord {
 			cmd.Env = append(cmd.Env, "NORECORD=1")
+		}
+		if tc.refused {
+			cmd.Env = append(cmd.Env, "FAILREQUEUE=1")
 		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
