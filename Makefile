@@ -27,8 +27,7 @@ test:
 
 test-slow:
 	$(GO) test -race -count=1 -run 'TestPrunedTopKIsExhaustive|TestAnalyzerMatchesEnglish' -v ./index
-	$(GO) test -count=1 -run 'TestAlphaCoverage' -v ./runner/summary
-	$(GO) test -count=1 -run 'TestKappaCoverageWhereLabelsAreRare|TestRateCoverageWhereLabelsAreRare' -v ./metrics
+	$(GO) test -count=1 -run 'TestKappaCoverageWhereLabelsAreRare|TestRateCoverageWhereLabelsAreRare|TestAlphaCoverageWhereLabelsAreRare' -v ./metrics
 
 # End-to-end: a real Ollama server on a free loopback port with its own
 # models directory, the tiny model imported, every path driven through the

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -229,10 +228,8 @@ func JudgeCard(recs []rundir.Record, families map[string]string, times map[strin
 			m := d.matrix(q, js)
 			a, n, err := alphaN(alpha, m)
 			panel = alphaCell(a, n, err, "units")
-			if err == nil && n >= minAlphaInterval {
-				if lo, hi, ok := alphaCI(alpha, m); ok {
-					panel = fmt.Sprintf("%.2f [%.2f, %.2f] (%d units)", a, lo, hi, n)
-				}
+			if err == nil {
+				panel = alphaWithCI(alpha, m, a, n, "units")
 			}
 			if err == nil && a > 0 {
 				worth = fmt.Sprintf("%.1f of %d", metrics.EffectiveJudges(len(js), a), len(js))
@@ -262,7 +259,7 @@ func JudgeCard(recs []rundir.Record, families map[string]string, times map[strin
 			judgeT.Rows = append(judgeT.Rows, row)
 		}
 	}
-	notes := []string{"judge card: panel α is Krippendorff's α across the judges at the quantity's level (nominal for yes/no, ordinal for a score scale, interval otherwise); \"judges worth\" is how many independent judges the panel's agreement makes it (Spearman–Brown with α as the judges' mean agreement); test–retest α compares a judge's verdict with the same request sent with another seed, order swap α a pairwise judgement with its two texts in the other order (both on the share of judgements --judge-checks draws); length bias is the slope of the quantity on the judged text's length; self-preference is how far a judge scores texts of its own model family above the rest of the panel, against how far it scores other texts above them. α ≥ 0.80 supports conclusions, 0.667 is the lowest for tentative ones (Krippendorff), warned of from 20 pairable units on; α's 95% interval, shown from 100 pairable units, is a percentile bootstrap over the units (500 resamples, seeded; its simulated coverage there is 92.7–95.3%); under greedy decoding a retest measures the server's determinism"}
+	notes := []string{"judge card: panel α is Krippendorff's α across the judges at the quantity's level (nominal for yes/no, ordinal for a score scale, interval otherwise); \"judges worth\" is how many independent judges the panel's agreement makes it (Spearman–Brown with α as the judges' mean agreement); test–retest α compares a judge's verdict with the same request sent with another seed, order swap α a pairwise judgement with its two texts in the other order (both on the share of judgements --judge-checks draws); length bias is the slope of the quantity on the judged text's length; self-preference is how far a judge scores texts of its own model family above the rest of the panel, against how far it scores other texts above them. α ≥ 0.80 supports conclusions, 0.667 is the lowest for tentative ones (Krippendorff), warned of from 20 pairable units on; α's 95% interval is a BCa bootstrap over the units (1,000 resamples, seeded), shown from 100 pairable units where the judges agreed on each label in at least 5 (simulated coverage there 92.7–97.6%; where a label was agreed on more rarely the cell says so and shows none); under greedy decoding a retest measures the server's determinism"}
 	if len(warn) > 0 {
 		notes = append(notes, fmt.Sprintf("warning: judges agree too little for conclusions (α < %.3f): %s", AlphaTentative, strings.Join(warn, "; ")))
 	}
@@ -311,7 +308,7 @@ func (d cardData) judged(q quantity, j string) bool {
 }
 
 // checkCell is a check's α over its pairs as a cell, and α when measured.
-func checkCell(alpha func([][]float64) (float64, error), pairs [][]float64) (cell string, a float64, ok bool) {
+func checkCell(alpha metrics.AlphaMetric, pairs [][]float64) (cell string, a float64, ok bool) {
 	if len(pairs) == 0 {
 		return "– (none checked)", math.NaN(), false
 	}
@@ -328,12 +325,24 @@ func checkCell(alpha func([][]float64) (float64, error), pairs [][]float64) (cel
 		}
 		return alphaCell(a, n, err, "pairs"), math.NaN(), false
 	}
-	if n >= minAlphaInterval {
-		if lo, hi, ok := alphaCI(alpha, pairs); ok {
-			return fmt.Sprintf("%.2f [%.2f, %.2f] (%d pairs)", a, lo, hi, n), a, true
+	return alphaWithCI(alpha, pairs, a, n, "pairs"), a, true
+}
+
+// alphaWithCI is a measured α (a on n pairable units or pairs) as a cell:
+// with its 95% interval where metrics.AlphaWarning lets it be shown; from
+// metrics.AlphaMinUnits units on, with why it is not shown where the
+// warning holds it back (a label the judges agreed on too rarely).
+func alphaWithCI(m metrics.AlphaMetric, data [][]float64, a float64, n int, what string) string {
+	warning := metrics.AlphaWarning(m, data)
+	if warning == "" {
+		if lo, hi, ok := metrics.AlphaCI(m, data, 0.95); ok {
+			return fmt.Sprintf("%.2f [%.2f, %.2f] (%d %s)", a, lo, hi, n, what)
 		}
 	}
-	return alphaCell(a, n, nil, "pairs"), a, true
+	if n >= metrics.AlphaMinUnits && warning != "" {
+		return fmt.Sprintf("%.2f (%d %s; no interval: %s)", a, n, what, warning)
+	}
+	return alphaCell(a, n, nil, what)
 }
 
 // lowAlpha is whether an α below the tentative threshold is warned of: on
@@ -407,59 +416,22 @@ func allIn(m map[float64]bool, vals ...float64) bool {
 	return true
 }
 
-func alphaAt(level string) func([][]float64) (float64, error) {
+func alphaAt(level string) metrics.AlphaMetric {
 	switch level {
 	case "nominal":
-		return metrics.KrippendorffNominal
+		return metrics.AlphaNominal
 	case "ordinal":
-		return metrics.KrippendorffOrdinal
+		return metrics.AlphaOrdinal
 	}
-	return metrics.KrippendorffInterval
+	return metrics.AlphaInterval
 }
 
 // minAlphaUnits is the fewest pairable units on which a low α is warned
 // about: on fewer, an α is shown but warns of nothing.
 const minAlphaUnits = 20
 
-// minAlphaInterval is the fewest pairable units from which α's bootstrap
-// interval is shown: simulated (TestAlphaCoverage), it covers 92.7–95.3%
-// at 100 and 200 units; at 50 as little as 87.7%, at 20 57% (a high α on
-// a rare label).
-const minAlphaInterval = 100
-
-// alphaBoot are the resamples of alphaCI (seeded: a summary made twice
-// shows the same interval).
-const alphaBoot = 500
-
-// alphaCI is a 95% percentile bootstrap interval for α: the units (rows)
-// resampled with replacement alphaBoot times, α computed on each. (A
-// resampling of units, not Krippendorff's own bootstrap of pairable
-// values.) ok is false when fewer than 80% of the resamples give an α.
-func alphaCI(alpha func([][]float64) (float64, error), data [][]float64) (lo, hi float64, ok bool) {
-	if len(data) < 2 {
-		return 0, 0, false
-	}
-	rng := rand.New(rand.NewPCG(1, uint64(len(data))))
-	var as []float64
-	re := make([][]float64, len(data))
-	for range alphaBoot {
-		for i := range re {
-			re[i] = data[rng.IntN(len(data))]
-		}
-		if a, err := alpha(re); err == nil && !math.IsNaN(a) {
-			as = append(as, a)
-		}
-	}
-	if len(as) < alphaBoot*8/10 {
-		return 0, 0, false
-	}
-	sort.Float64s(as)
-	at := func(q float64) float64 { return as[int(math.Round(q*float64(len(as)-1)))] }
-	return at(0.025), at(0.975), true
-}
-
 // alphaN is α and the number of pairable units it rests on.
-func alphaN(alpha func([][]float64) (float64, error), data [][]float64) (float64, int, error) {
+func alphaN(alpha metrics.AlphaMetric, data [][]float64) (float64, int, error) {
 	n := 0
 	for _, row := range data {
 		k := 0
@@ -472,7 +444,7 @@ func alphaN(alpha func([][]float64) (float64, error), data [][]float64) (float64
 			n++
 		}
 	}
-	a, err := alpha(data)
+	a, err := metrics.Krippendorff(alpha, data)
 	return a, n, err
 }
 
