@@ -66,6 +66,29 @@ func (c *cluster) logs(t *testing.T) {
 	}
 }
 
+// sameTables checks that the merged run's tables equal the unsharded
+// run's (what they measured) and that both hold the same records; it
+// returns the number of tables and the merged records.
+func sameTables(t *testing.T, whole, merged string) (int, []rundir.Record) {
+	t.Helper()
+	sw, _ := summary.ReadSummary(whole)
+	sm, err := summary.ReadSummary(merged)
+	if err != nil || len(sw.Tables) == 0 {
+		t.Fatalf("summaries: %v", err)
+	}
+	for i := range sw.Tables {
+		if measured(sw.Tables[i]) != measured(sm.Tables[i]) {
+			t.Errorf("table %q differs:\nwhole  %v\nmerged %v", sw.Tables[i].Title, sw.Tables[i].Rows, sm.Tables[i].Rows)
+		}
+	}
+	_, rw, _ := engine.ReadRun(whole)
+	_, rm, _ := engine.ReadRun(merged)
+	if len(rw) != len(rm) {
+		t.Errorf("%d records unsharded, %d merged", len(rw), len(rm))
+	}
+	return len(sw.Tables), rm
+}
+
 // inQueue reports whether squeue still lists job (an array task: 12_2).
 func inQueue(job string) bool {
 	out, _ := exec.Command("squeue", "-h", "-r", "-j", job, "-o", "%i").Output()
@@ -220,22 +243,8 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 	if m, _ := rundir.ReadManifest(shard2); m == nil || len(m.Sessions) != 2 {
 		t.Errorf("shard 2: want 2 sessions (the cancelled task, the resumed one)")
 	}
-	sw, _ := summary.ReadSummary(whole)
-	sm, err := summary.ReadSummary(merged)
-	if err != nil || len(sw.Tables) == 0 {
-		t.Fatalf("summaries: %v", err)
-	}
-	for i := range sw.Tables {
-		if measured(sw.Tables[i]) != measured(sm.Tables[i]) {
-			t.Errorf("table %q differs:\nwhole  %v\nmerged %v", sw.Tables[i].Title, sw.Tables[i].Rows, sm.Tables[i].Rows)
-		}
-	}
-	_, rw, _ := engine.ReadRun(whole)
-	_, rm, _ := engine.ReadRun(merged)
-	if len(rw) != len(rm) {
-		t.Errorf("%d records unsharded, %d merged", len(rw), len(rm))
-	}
-	t.Logf("%d tables equal; %d items in 3 shards, shard 2 cancelled after %d records and resumed", len(sw.Tables), len(rm), strings.Count(string(before), "\n"))
+	tables, rm := sameTables(t, whole, merged)
+	t.Logf("%d tables equal; %d items in 3 shards, shard 2 cancelled after %d records and resumed", tables, len(rm), strings.Count(string(before), "\n"))
 
 	// Each task with its own Ollama on its node (--private-ollama), the
 	// models read from the directory the nodes share.
@@ -263,4 +272,85 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 			t.Errorf("shard %d did not start its own Ollama:\n%s", i, lastLines(string(out), 10))
 		}
 	}
+}
+
+// TestSlurmTaskRequeuesAtItsTimeLimit gives a one-shard hic run (100
+// questions) a task time limit (2 minutes) shorter than its work: Slurm's
+// own clock tells the task its limit is near (--signal=B:USR1@40, sent by
+// slurmctld's periodic check, up to 30 s early), the task stops its run,
+// requeues itself and resumes — as often as the shard needs — and the
+// merged run's tables equal the same run made unsharded. No command is
+// typed after submit.
+func TestSlurmTaskRequeuesAtItsTimeLimit(t *testing.T) {
+	c := startCluster(t)
+	models := t.TempDir()
+	srv := server(t, models)
+	importTiny(t, srv.Host, "1", "ta")
+	work := t.TempDir()
+	var qs []string
+	for q := 1; q <= 100; q++ {
+		qs = append(qs, fmt.Sprint(q))
+	}
+	args := []string{"hic", "--models", "ta", "--judges", "ta", "--embed-model", "ta", "--questions", strings.Join(qs, ","), "--answers", "2",
+		"--strategy", "scp,dhp", "--judge-format", "json", "--max-tokens", "40", "--judge-max-tokens", "160"}
+	// The cache the tasks fill: the unsharded run is made from it
+	// afterwards (the same replies, in seconds), so the comparison is of
+	// what sharding, stopping and resuming did to the records.
+	cache := filepath.Join(work, "c1")
+	sub := filepath.Join(work, "sub")
+	began := time.Now()
+	r := mustHalu(t, srv.Host, append([]string{"slurm", "submit", "--shards", "1", "--time", "2", "--out", sub, "--cpus-per-task", fmt.Sprint(runtime.NumCPU()), "--"},
+		append(args, "--cache", cache)...)...)
+	t.Log(strings.TrimSpace(r.stdout))
+	jobs, err := slurm.ReadJobs(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log1 := filepath.Join(sub, "slurm", "shard-1.out")
+	showOutput := func() {
+		c.logs(t)
+		for _, f := range []string{"shard-1.out", "merge.out"} {
+			b, _ := os.ReadFile(filepath.Join(sub, "slurm", f))
+			t.Logf("%s:\n%s", f, lastLines(string(b), 30))
+		}
+		out, _ := exec.Command("squeue", "-r").CombinedOutput()
+		t.Logf("squeue:\n%s", out)
+	}
+	merged := slurm.MergedDir(sub)
+	shard := slurm.ShardDir(sub, 1)
+	waitFor(t, "the merged run", 15*time.Minute, func() bool {
+		m, err := rundir.ReadManifest(merged)
+		if err == nil && m.Status == "complete" {
+			return true
+		}
+		if s, _ := rundir.ReadManifest(shard); !inQueue(jobs.Submissions[0].Array) && (s == nil || s.Status != "complete") {
+			showOutput()
+			t.Fatalf("slurm: the task left the queue with its shard not complete")
+		}
+		if !inQueue(jobs.Submissions[0].Merge) {
+			showOutput()
+			t.Fatalf("slurm: merge job %s left the queue with no merged run", jobs.Submissions[0].Merge)
+		}
+		return false
+	}, showOutput)
+	b, _ := os.ReadFile(log1)
+	attempts := strings.Count(string(b), slurm.AttemptMark)
+	t.Logf("the submission took %s: %d attempts", time.Since(began).Round(time.Second), attempts)
+	whole := filepath.Join(work, "whole")
+	mustHalu(t, srv.Host, append([]string{"--cache", cache, "run"}, append(args, "--out", whole)...)...)
+	m, _ := rundir.ReadManifest(shard)
+	if attempts < 2 || !strings.Contains(string(b), "near its time limit: its run stopped and the task requeued") || m == nil || len(m.Sessions) != attempts {
+		showOutput()
+		t.Fatalf("shard 1: want at least 2 attempts, each a session, the first ended by the requeue near the time limit; %d attempts, manifest %+v", attempts, m)
+	}
+	if strings.Contains(string(b), "DUE TO TIME LIMIT") {
+		t.Errorf("an attempt reached its time limit instead of requeueing itself before it:\n%s", lastLines(string(b), 30))
+	}
+	for id, n := range countItems(t, shard) {
+		if n != 1 {
+			t.Errorf("shard 1 ran item %s %d times", id, n)
+		}
+	}
+	tables, rm := sameTables(t, whole, merged)
+	t.Logf("%d tables equal; %d items", tables, len(rm))
 }

@@ -10,7 +10,9 @@
 #
 # One node (this machine, its CPUs), one partition (debug), no accounting
 # (sacct says so), ProctrackType=proctrack/linuxproc and TaskPlugin=task/none:
-# no cgroups needed.
+# no cgroups needed. A requeued job waits cred_expire before it starts again:
+# 10 s here (Slurm's default is 120 s), so tests of tasks that requeue
+# themselves near their time limit finish in minutes.
 set -euo pipefail
 cmd="${1:-}" dir="${2:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
@@ -32,7 +34,7 @@ SlurmUser=root
 SlurmctldPort=$(port)
 SlurmdPort=$(port)
 AuthType=auth/munge
-AuthInfo=socket=$dir/munge.sock
+AuthInfo=socket=$dir/munge.sock,cred_expire=10
 CredType=cred/munge
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool

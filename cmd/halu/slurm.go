@@ -27,7 +27,7 @@ task I runs shard I into DIR/shards/I — and submits a merge job that waits for
 (afterok) and joins them into DIR/merged, which report, compare and the gates read as any run.
 A task that fails or is pre-empted is run again by slurm resubmit, and resumes its shard.`,
 	}
-	cmd.AddCommand(newSlurmSubmitCmd(g), newSlurmStatusCmd(), newSlurmResubmitCmd())
+	cmd.AddCommand(newSlurmSubmitCmd(g), newSlurmStatusCmd(), newSlurmResubmitCmd(), newSlurmProgressCmd())
 	return cmd
 }
 
@@ -321,5 +321,24 @@ func newSlurmResubmitCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&rebind, "rebind", false, "run the shards with this halu build when the one submitted was replaced (the scripts are rewritten for it; each resumed session records its build)")
+	return cmd
+}
+
+// newSlurmProgressCmd is what a task's script asks when its time limit is
+// near: how much the shard's run has kept (slurm.Progress), compared with
+// what it had when the attempt began. Hidden: the scripts' own.
+func newSlurmProgressCmd() *cobra.Command {
+	var recordsOnly bool
+	cmd := &cobra.Command{
+		Use:    "progress SHARD_DIR",
+		Short:  "Print what a shard's run has kept: its records and (unless --records) the model calls it made",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), slurm.Progress(args[0], !recordsOnly))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&recordsOnly, "records", false, "count records only (a run without the response cache keeps no call)")
 	return cmd
 }

@@ -382,11 +382,11 @@ func (o Options) Array() string {
 		// requeued by its array id (12_3): one task's SLURM_JOB_ID is the
 		// array's own, whose requeue would run every task again.
 		"rc=0",
-		`records() { wc -l < "$shard/`+rundir.RecordsFile+`" 2>/dev/null || echo 0; }`,
-		`begun=$(records)`,
+		`progress() { `+quote(o.Halu)+` slurm progress `+progressFlag(o.Args)+`"$shard" 2>/dev/null || echo 0; }`,
+		`begun=$(progress)`,
 		run+" &",
 		`pid=$!`,
-		`requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; if scontrol requeue "${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_$i"; then echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; exit 0; fi; echo "halu slurm: shard $i near its time limit: its run stopped, and the scheduler refused to requeue the task: halu slurm resubmit resumes it" >&2; exit 3; }`,
+		`requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(progress)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item or kept a call: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; if scontrol requeue "${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_$i"; then echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; exit 0; fi; echo "halu slurm: shard $i near its time limit: its run stopped, and the scheduler refused to requeue the task: halu slurm resubmit resumes it" >&2; exit 3; }`,
 		`stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; exit 143; }`,
 		`trap requeue USR1`,
 		`trap stop TERM`,
@@ -394,6 +394,36 @@ func (o Options) Array() string {
 		`if [ "$rc" -eq 4 ]; then echo "halu slurm: shard $i finished and measured nothing in part (above); the merge says what the whole run measured" >&2; exit 0; fi`,
 		`exit "$rc"`)
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// progressFlag is the flag of `halu slurm progress` for a run made with
+// args: a run without the response cache keeps no call across attempts,
+// so only its records count.
+func progressFlag(args []string) string {
+	for _, a := range args {
+		if a == "--no-cache" || a == "--no-cache=true" {
+			return "--records "
+		}
+	}
+	return ""
+}
+
+// Progress is what a shard's run in dir has kept that a resume builds on:
+// its records, and (calls) the model calls it made, each kept in the
+// response cache — an attempt stopped near its time limit that kept
+// neither is not requeued (it would be stopped at the same place again).
+// Nothing there counts 0.
+func Progress(dir string, calls bool) int {
+	n := 0
+	if recs, _, err := rundir.ReadRecords(filepath.Join(dir, rundir.RecordsFile)); err == nil {
+		n = len(recs)
+	}
+	if calls {
+		if m, err := rundir.ReadManifest(dir); err == nil {
+			n += m.Counts.ModelCalls
+		}
+	}
+	return n
 }
 
 // Merge is the merge job's script: halu merge of the N shards into
@@ -781,7 +811,7 @@ func lastAttempt(path string) string {
 // failedItems counts the items the shard's run logged as failed
 // (errors.jsonl): each is run again when the shard resumes.
 func failedItems(dir string) int {
-	b, err := os.ReadFile(filepath.Join(dir, rundir.ErrorsFile))
+	b, err := rundir.ReadFile(dir, rundir.ErrorsFile)
 	if err != nil {
 		return 0
 	}

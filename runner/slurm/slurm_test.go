@@ -45,11 +45,11 @@ echo 'ab12  /opt/halu/bin/halu' | sha256sum --check --status || { echo 'halu slu
 shard='/shared/runs/hic 7b/shards'/"$i"
 if [ -e "$shard/manifest.json" ]; then where=(--resume "$shard"); else where=(--out "$shard"); fi
 rc=0
-records() { wc -l < "$shard/records.jsonl" 2>/dev/null || echo 0; }
-begun=$(records)
+progress() { /opt/halu/bin/halu slurm progress "$shard" 2>/dev/null || echo 0; }
+begun=$(progress)
 /opt/halu/bin/halu run hic --models qwen2.5:7b --judges a,b --note 'it'\''s' --shard "$i/4" "${where[@]}" &
 pid=$!
-requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(records)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; if scontrol requeue "${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_$i"; then echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; exit 0; fi; echo "halu slurm: shard $i near its time limit: its run stopped, and the scheduler refused to requeue the task: halu slurm resubmit resumes it" >&2; exit 3; }
+requeue() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; if [ "$(progress)" -le "$begun" ]; then echo "halu slurm: shard $i near its time limit before it recorded an item or kept a call: not requeued (give the tasks a longer --time)" >&2; exit 3; fi; if scontrol requeue "${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_$i"; then echo "halu slurm: shard $i near its time limit: its run stopped and the task requeued (it resumes the shard)" >&2; exit 0; fi; echo "halu slurm: shard $i near its time limit: its run stopped, and the scheduler refused to requeue the task: halu slurm resubmit resumes it" >&2; exit 3; }
 stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; exit 143; }
 trap requeue USR1
 trap stop TERM
@@ -474,7 +474,10 @@ func TestTaskRequeuesItselfBeforeItsTimeLimit(t *testing.T) {
 	halu, scontrol, log := filepath.Join(work, "halu"), filepath.Join(work, "scontrol"), filepath.Join(work, "log")
 	// A run that takes long, records an item (unless NORECORD), and says
 	// how it ended.
-	os.WriteFile(halu, []byte("#!/bin/bash\ntrap 'echo interrupted >> "+log+"; exit 130' TERM\nd=\"${@: -1}\"; mkdir -p \"$d\"; [ -n \"${NORECORD:-}\" ] || echo '{}' >> \"$d/records.jsonl\"\necho started >> "+log+"\nfor i in $(seq 300); do sleep 0.1; done\necho finished >> "+log+"\n"), 0o755)
+	// Its `slurm progress` counts records, and calls (a line in calls)
+	// unless --records.
+	os.WriteFile(halu, []byte("#!/bin/bash\nif [ \"$1\" = slurm ]; then d=\"${@: -1}\"; n=$(cat \"$d/records.jsonl\" 2>/dev/null | wc -l); [ \"$3\" = --records ] || n=$((n + $(cat \"$d/calls\" 2>/dev/null | wc -l))); echo $n; exit; fi\n"+
+		"trap 'echo interrupted >> "+log+"; exit 130' TERM\nd=\"${@: -1}\"; mkdir -p \"$d\"; [ -n \"${NORECORD:-}\" ] || echo '{}' >> \"$d/records.jsonl\"\n[ -z \"${CALLED:-}\" ] || echo call >> \"$d/calls\"\necho started >> "+log+"\nfor i in $(seq 300); do sleep 0.1; done\necho finished >> "+log+"\n"), 0o755)
 	// A scheduler that refuses the requeue (MaxBatchRequeue reached)
 	// when FAILREQUEUE is set.
 	os.WriteFile(scontrol, []byte("#!/bin/bash\necho \"scontrol $*\" >> "+log+"\n[ -z \"${FAILREQUEUE:-}\" ]\n"), 0o755)
@@ -482,21 +485,34 @@ func TestTaskRequeuesItselfBeforeItsTimeLimit(t *testing.T) {
 	for _, tc := range []struct {
 		sig      syscall.Signal
 		noRecord bool
+		called   bool // the attempt made a model call (kept in the cache)
+		noCache  bool
 		refused  bool
 		code     int
 		want     string
 	}{
-		{syscall.SIGUSR1, false, false, 0, "started\ninterrupted\nscontrol requeue 70_1\n"},
+		{syscall.SIGUSR1, false, false, false, false, 0, "started\ninterrupted\nscontrol requeue 70_1\n"},
 		// A requeue the scheduler refuses fails the task: the shard is not
 		// complete, and the merge (afterok) must not run on it.
-		{syscall.SIGUSR1, false, true, 3, "started\ninterrupted\nscontrol requeue 70_1\n"},
-		// An attempt that recorded nothing is not requeued: a time limit
-		// too short for one item would requeue it for ever.
-		{syscall.SIGUSR1, true, false, 3, "started\ninterrupted\n"},
-		{syscall.SIGTERM, false, false, 143, "started\ninterrupted\n"},
+		{syscall.SIGUSR1, false, false, false, true, 3, "started\ninterrupted\nscontrol requeue 70_1\n"},
+		// An attempt that recorded nothing and kept no call is not
+		// requeued: a time limit too short for one call would requeue it
+		// for ever.
+		{syscall.SIGUSR1, true, false, false, false, 3, "started\ninterrupted\n"},
+		// One that recorded no item but made calls, kept in the response
+		// cache, is: the next attempt takes them from the cache and gets
+		// further (items whose calls interleave finish late).
+		{syscall.SIGUSR1, true, true, false, false, 0, "started\ninterrupted\nscontrol requeue 70_1\n"},
+		// Without the cache its calls are not kept.
+		{syscall.SIGUSR1, true, true, true, false, 3, "started\ninterrupted\n"},
+		{syscall.SIGTERM, false, false, false, false, 143, "started\ninterrupted\n"},
 	} {
 		os.Remove(log)
 		os.RemoveAll(o.Dir)
+		o.Args = nil
+		if tc.noCache {
+			o.Args = []string{"--no-cache"}
+		}
 		cmd := exec.Command("bash", "-c", o.Array())
 		// The task's own job id is the array's (a task's may be): the
 		// requeue names the task, 70_1, never the array.
@@ -506,6 +522,9 @@ func TestTaskRequeuesItselfBeforeItsTimeLimit(t *testing.T) {
 		}
 		if tc.refused {
 			cmd.Env = append(cmd.Env, "FAILREQUEUE=1")
+		}
+		if tc.called {
+			cmd.Env = append(cmd.Env, "CALLED=1")
 		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -622,5 +641,24 @@ func TestResubmitTakesTheLock(t *testing.T) {
 	release()
 	if _, _, err := Resubmit(context.Background(), f.cluster(), dir, nil); err != nil {
 		t.Errorf("resubmit once the lock is free: %v", err)
+	}
+}
+
+// Progress counts a shard run's records and, with calls, the model calls
+// its manifest books (each kept in the response cache); nothing there is 0.
+func TestProgress(t *testing.T) {
+	dir := t.TempDir()
+	if n := Progress(filepath.Join(dir, "none"), true); n != 0 {
+		t.Errorf("no run: %d", n)
+	}
+	if err := rundir.WriteManifest(dir, &rundir.Manifest{Suite: "smoke", Format: rundir.FormatVersion, Status: "interrupted", Counts: rundir.Counts{ModelCalls: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, rundir.RecordsFile), []byte("{\"item\":\"a\"}\n{\"item\":\"b\"}\n"), 0o644)
+	if n := Progress(dir, true); n != 9 {
+		t.Errorf("with calls: %d, want 2 records + 7 calls", n)
+	}
+	if n := Progress(dir, false); n != 2 {
+		t.Errorf("records only: %d, want 2", n)
 	}
 }
