@@ -17,11 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -467,8 +465,6 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 		p, err := e.dryRun(ctx, s, spec.Shard, spec.Config)
 		return &Result{Plan: p, Dir: spec.Dir}, err
 	}
-	_, statErr := os.Stat(spec.Dir)
-	fresh := !spec.Resume && errors.Is(statErr, fs.ErrNotExist)
 	r, release, err := e.open(s, spec)
 	if err != nil {
 		return nil, err
@@ -476,12 +472,11 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 	started := false
 	defer func() {
 		release()
-		if fresh && !started {
+		if r.fresh && !started {
 			// Refused before its first item (no server, a model
 			// missing, a bad input): the directory this run made holds
 			// only its lock, and goes.
-			_ = os.Remove(filepath.Join(spec.Dir, rundir.LockFile))
-			_ = os.Remove(spec.Dir)
+			rundir.Discard(spec.Dir)
 		}
 	}()
 	if err := e.describe(ctx, r.man, s, spec); err != nil {
@@ -501,7 +496,10 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 // run is a run directory as Run works on it.
 type run struct {
 	dir, recPath string
-	man          *rundir.Manifest
+	// fresh: this run made its directory (it goes again when the run is
+	// refused before its first item).
+	fresh bool
+	man   *rundir.Manifest
 	// done are the items already recorded; goodSize is the length of
 	// records.jsonl up to its last whole line.
 	done     map[string]bool
@@ -524,12 +522,11 @@ type run struct {
 func (e *Engine) open(s Suite, spec RunSpec) (*run, func(), error) {
 	r := &run{dir: spec.Dir, recPath: filepath.Join(spec.Dir, rundir.RecordsFile), done: map[string]bool{}}
 	if !spec.Resume {
-		if st, err := os.Stat(r.dir); err == nil && !st.IsDir() {
-			return nil, nil, fmt.Errorf("%w: %s is a file, not a run directory: name a new directory with --out", ErrNotADirectory, r.dir)
+		fresh, err := rundir.Make(r.dir)
+		if err != nil {
+			return nil, nil, err
 		}
-		if err := os.MkdirAll(r.dir, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("run directory: %w", err)
-		}
+		r.fresh = fresh
 	} else if _, err := rundir.ReadManifest(r.dir); err != nil {
 		return nil, nil, err // no run there: say so before locking
 	}
@@ -589,7 +586,7 @@ func (e *Engine) reopen(r *run, s Suite, spec RunSpec) error {
 
 // create starts the manifest of a new run.
 func (e *Engine) create(r *run, s Suite, spec RunSpec) error {
-	if _, err := os.Stat(r.recPath); err == nil {
+	if rundir.HoldsRun(r.dir) {
 		return fmt.Errorf("run directory %s already holds a run: resume it with --resume %s, or choose another --out", r.dir, r.dir)
 	}
 	cfg, err := json.Marshal(spec.Config)
@@ -710,7 +707,7 @@ func sessionNotes(man *rundir.Manifest) []string {
 }
 
 // ErrNotADirectory is a run directory (--out) that names a file.
-var ErrNotADirectory error = rundir.UsageError("not a directory")
+var ErrNotADirectory = rundir.ErrNotADirectory
 
 // ErrNotTheSameRun is a resume whose models or inputs are not, by content,
 // those the run was made with: completing it would join two runs in one.
@@ -893,7 +890,7 @@ func (e *Engine) workInto(ctx context.Context, r *run, s Suite, rerun *Rerun) (i
 	if err != nil {
 		return 0, fmt.Errorf("run %s: %w", r.dir, err)
 	}
-	ew, err := openAppend(filepath.Join(r.dir, rundir.ErrorsFile))
+	ew, err := rundir.OpenAppend(r.dir, rundir.ErrorsFile)
 	if err != nil {
 		w.Close()
 		return 0, fmt.Errorf("run %s: %w", r.dir, err)
@@ -1319,15 +1316,6 @@ func (e *Engine) cacheUnchecked() int {
 		return 0
 	}
 	return e.Cache.Unchecked()
-}
-
-func openAppend(path string) (*rundir.RecordWriter, error) {
-	st, err := os.Stat(path)
-	size := int64(0)
-	if err == nil {
-		size = st.Size()
-	}
-	return rundir.OpenRecordWriter(path, size, time.Second)
 }
 
 func uniqueSorted(xs []string) []string {

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -140,12 +139,7 @@ func ErrorsRerun(dir string) (*Rerun, int, error) {
 	if len(r.Fresh) == 0 {
 		return r, 0, nil
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	backup := path + ".before-rerun-" + time.Now().UTC().Format("20060102-150405")
-	if err := rundir.WriteFileAtomic(backup, b); err != nil {
+	if err := rundir.SetAside(dir, rundir.RecordsFile, "before-rerun-"+time.Now().UTC().Format("20060102-150405")); err != nil {
 		return nil, 0, fmt.Errorf("run %s: %w", dir, err)
 	}
 	out, err := rundir.MarshalJSONL(keep)

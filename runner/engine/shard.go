@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -46,30 +45,15 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("%s is not empty: merge into a new directory", out)
-	}
 	// The merged run is made in a directory beside out and renamed to it
 	// whole: a merge that is killed leaves no half-merged run (and the
 	// next merge into out removes what it left).
-	parent := filepath.Dir(out)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	rundir.SweepTemps(parent, rundir.TempPrefix(out))
-	tmp, err := os.MkdirTemp(parent, rundir.TempPrefix(out)+"*")
+	stage, err := rundir.NewStage(out)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp) // after the rename, nothing is there
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, err
-	}
-	release, err := rundir.LockDir(tmp)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
+	defer stage.Close()
+	tmp := stage.Dir()
 
 	man := *mans[0]
 	man.Shard, man.MergedFrom, man.Sessions, man.Resumed = nil, nil, nil, nil
@@ -110,7 +94,7 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	}
 	var eb bytes.Buffer
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, rundir.ErrorsFile))
+		b, err := rundir.ReadFile(d, rundir.ErrorsFile)
 		if err == nil {
 			eb.Write(b)
 		}
@@ -135,8 +119,8 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 		}
 		res.Summary = sum
 	}
-	if err := os.Rename(tmp, out); err != nil {
-		return nil, fmt.Errorf("merge: %w", err)
+	if err := stage.Place(); err != nil {
+		return nil, err
 	}
 	return res, serr
 }

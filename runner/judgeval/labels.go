@@ -206,7 +206,7 @@ func UnitHash(u RunUnit) string {
 var ErrSheetExists = errors.New("the run already has a sheet")
 
 // LabelsDir is where a run keeps its sheets and imported labels.
-const LabelsDir = "labels"
+const LabelsDir = rundir.LabelsDir
 
 // SheetOptions choose a sheet's units.
 type SheetOptions struct {
@@ -250,7 +250,7 @@ func Sheet(dir string, opt SheetOptions) (SheetFile, error) {
 		return fmt.Sprintf("%s|%.0f", u.Subject, p)
 	})
 	ld := filepath.Join(dir, LabelsDir)
-	if _, err := os.Stat(filepath.Join(ld, "sheet.json")); err == nil {
+	if rundir.Has(dir, filepath.Join(LabelsDir, "sheet.json")) {
 		return SheetFile{}, fmt.Errorf("%w (%s): people may be labelling it, and labels made on it would be read against a new one; import its labels first, or move %s aside for a new sheet",
 			ErrSheetExists, filepath.Join(ld, "sheet.csv"), ld)
 	}
@@ -279,16 +279,12 @@ func Sheet(dir string, opt SheetOptions) (SheetFile, error) {
 		jsonBuf.Write(append(b, '\n'))
 	}
 	w.Flush()
-	if err := os.MkdirAll(ld, 0o755); err != nil {
+	meta, _ := json.MarshalIndent(sf, "", "  ")
+	// sheet.json last: it is what marks a sheet as made.
+	if err := rundir.WriteLabels(dir, map[string][]byte{"sheet.csv": csvBuf.Bytes(), "sheet.jsonl": jsonBuf.Bytes()}); err != nil {
 		return sf, err
 	}
-	meta, _ := json.MarshalIndent(sf, "", "  ")
-	for name, b := range map[string][]byte{"sheet.csv": csvBuf.Bytes(), "sheet.jsonl": jsonBuf.Bytes(), "sheet.json": meta} {
-		if err := os.WriteFile(filepath.Join(ld, name), b, 0o644); err != nil {
-			return sf, err
-		}
-	}
-	return sf, nil
+	return sf, rundir.WriteLabels(dir, map[string][]byte{"sheet.json": meta})
 }
 
 // labelRow is one row of a labels file as read.
@@ -497,7 +493,7 @@ const ImportFile = "import.json"
 // the judges' errors by prediction-powered inference, beside the
 // uncorrected figure. The findings are written to DIR/labels/import.json.
 func Import(dir, path string) (*summary.Summary, error) {
-	b, err := os.ReadFile(filepath.Join(dir, LabelsDir, "sheet.json"))
+	b, err := rundir.ReadFile(dir, filepath.Join(LabelsDir, "sheet.json"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: no sheet to import labels for (halu judges sheet %s first): %w", dir, dir, err)
 	}
@@ -517,7 +513,7 @@ func Import(dir, path string) (*summary.Summary, error) {
 	sum := Measure(units, sf, labels)
 	sum.Notes = append(sum.Notes, fmt.Sprintf("labels: %s — %d of the sheet's %d rows labelled, %d left blank", path, len(labels), len(sf.Rows), blank))
 	out, _ := json.MarshalIndent(sum, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, LabelsDir, ImportFile), out, 0o644); err != nil {
+	if err := rundir.WriteLabels(dir, map[string][]byte{ImportFile: out}); err != nil {
 		return nil, err
 	}
 	return sum, nil

@@ -127,7 +127,7 @@ func uncountedRepairs(recs []rundir.Record) int {
 // addLabels appends to sum what people's labels of the run's own texts
 // showed (halu judges import), when there are any.
 func addLabels(dir string, sum *summary.Summary) error {
-	b, err := os.ReadFile(filepath.Join(dir, judgeval.LabelsDir, judgeval.ImportFile))
+	b, err := rundir.ReadFile(dir, filepath.Join(judgeval.LabelsDir, judgeval.ImportFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -161,7 +160,7 @@ func WriteSummary(dir string, s *Summary) error {
 // ReadSummary reads dir/summary.json.
 func ReadSummary(dir string) (*Summary, error) {
 	var s Summary
-	b, err := os.ReadFile(filepath.Join(dir, rundir.SummaryFile))
+	b, err := rundir.ReadFile(dir, rundir.SummaryFile)
 	if err != nil {
 		return nil, err
 	}
