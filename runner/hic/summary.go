@@ -138,47 +138,8 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		rows = append(rows, g)
 		addFigures(sum, g)
 	}
-	pct := func(x float64) string {
-		if math.IsNaN(x) {
-			return "–"
-		}
-		return fmt.Sprintf("%.2f%%", 100*x)
-	}
-	f2 := func(x float64) string {
-		if math.IsNaN(x) {
-			return "–"
-		}
-		return fmt.Sprintf("%.2f", x)
-	}
-	t2 := summary.Table{Title: "HIC-Bench Table 2 layout: creativity and hallucination per model and strategy",
-		Columns: []string{"LLM", "P", "T", "Or↑", "Fe↑", "Va↑", "Flu↓ (" + s.cfg.EmbedModel + ")", "Fle↓", "IH↑", "DH↓", "IFS↑"}}
-	t2b := summary.Table{Title: "IFS presets, overlap and counts",
-		Columns: []string{"LLM", "P", "T", "IIFS (w1 .9)", "BIFS (w1 .6)", "RIFS (w1 .1)", "IH∩DH", "answers", "scored", "unscored", "panel ties", "kwPrec (word overlap)", ">70 tok (cl100k)", ">70 tok (eval)"}}
-	t9 := summary.Table{Title: "Table 9 layout: similarity of answers (embedding cosine)",
-		Columns: []string{"LLM", "P", "T", "within question (Flu)", "all answers (across questions)", "IH", "DH"}}
-	tag := summary.Table{Title: "Judge-panel agreement (Krippendorff's α; needs ≥ 2 judges)",
-		Columns: []string{"LLM", "P", "T", "α Or (interval)", "α Fe (interval)", "α Va (interval)", "α hallucination (nominal)"}}
-	td := summary.Table{Title: "Per domain (paper Figs. 3 and 5)", Columns: []string{"LLM", "P", "T", "domain", "Or", "Fe", "Va", "IH", "DH", "answers"}}
-	var th summary.Table
-	for _, g := range rows {
-		id := []string{g.Model, strings.ToUpper(g.Strategy), fmt.Sprintf("%g", g.Temperature)}
-		t2.Rows = append(t2.Rows, append(id, f2(g.Or), f2(g.Fe), f2(g.Va), pct(g.Flu), f2(g.Fle), pct(g.IHRatio), pct(g.DHRatio), pct(g.IFS)))
-		t2b.Rows = append(t2b.Rows, append(append([]string(nil), id...), pct(g.IIFS), pct(g.IFS), pct(g.RIFS), fmt.Sprint(g.Overlap),
-			fmt.Sprint(g.Answers), fmt.Sprint(g.Scored), fmt.Sprint(g.Unscored), fmt.Sprint(g.Ties),
-			fmt.Sprintf("%s (n=%d)", pct(g.KwPrec), g.KwPrecN), pct(g.Over70), pct(g.Over70Eval)))
-		t9.Rows = append(t9.Rows, append(append([]string(nil), id...), pct(g.Flu), pct(g.FluAcross), pct(g.FluIH), pct(g.FluDH)))
-		tag.Rows = append(tag.Rows, append(append([]string(nil), id...), f2(g.AlphaOr), f2(g.AlphaFe), f2(g.AlphaVa), f2(g.AlphaHalluc)))
-		for _, d := range g.Domains {
-			td.Rows = append(td.Rows, append(append([]string(nil), id...), d.Field, f2(d.Or), f2(d.Fe), f2(d.Va), pct(d.IHRatio), pct(d.DHRatio), fmt.Sprint(d.N)))
-		}
-		if h := g.HumanCompare; h != nil {
-			if th.Title == "" {
-				th = summary.Table{Title: "Automatic vs human labels (paper Table 8, Appendix C)", Columns: []string{"LLM", "P", "T", "labelled", "IH precision", "IH recall", "DH precision", "DH recall"}}
-			}
-			th.Rows = append(th.Rows, append(append([]string(nil), id...), fmt.Sprint(h.N), pct(h.IHPrecision), pct(h.IHRecall), pct(h.DHPrecision), pct(h.DHRecall)))
-		}
-	}
-	sum.Tables = append(sum.Tables, t2, t2b, t9, tag, td)
+	tables, th := s.tables(rows)
+	sum.Tables = append(sum.Tables, tables...)
 	obs := judgeScores(keys, groups)
 	sum.Tables = append(sum.Tables, summary.JudgeTable("Judges: parse failures, mean score and leniency (score = mean of Or, Fe, Va; 1–5)", "(1–5)", obs))
 	sum.Charts = append(sum.Charts, hicCharts(rows)...)
@@ -230,6 +191,53 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			s.cfg.Entailment, n.questions-n.unsorted, n.questions, n.unsorted))
 	}
 	return sum, nil
+}
+
+// tables are the summary's tables of the groups: Table 2's layout, the
+// IFS presets and counts, Table 9's similarities, the panel's agreement
+// and the domains; th is Table 8's human comparison (no title when no
+// group has human labels).
+func (s *Suite) tables(rows []*Group) (tables []summary.Table, th summary.Table) {
+	pct := func(x float64) string {
+		if math.IsNaN(x) {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f%%", 100*x)
+	}
+	f2 := func(x float64) string {
+		if math.IsNaN(x) {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f", x)
+	}
+	t2 := summary.Table{Title: "HIC-Bench Table 2 layout: creativity and hallucination per model and strategy",
+		Columns: []string{"LLM", "P", "T", "Or↑", "Fe↑", "Va↑", "Flu↓ (" + s.cfg.EmbedModel + ")", "Fle↓", "IH↑", "DH↓", "IFS↑"}}
+	t2b := summary.Table{Title: "IFS presets, overlap and counts",
+		Columns: []string{"LLM", "P", "T", "IIFS (w1 .9)", "BIFS (w1 .6)", "RIFS (w1 .1)", "IH∩DH", "answers", "scored", "unscored", "panel ties", "kwPrec (word overlap)", ">70 tok (cl100k)", ">70 tok (eval)"}}
+	t9 := summary.Table{Title: "Table 9 layout: similarity of answers (embedding cosine)",
+		Columns: []string{"LLM", "P", "T", "within question (Flu)", "all answers (across questions)", "IH", "DH"}}
+	tag := summary.Table{Title: "Judge-panel agreement (Krippendorff's α; needs ≥ 2 judges)",
+		Columns: []string{"LLM", "P", "T", "α Or (interval)", "α Fe (interval)", "α Va (interval)", "α hallucination (nominal)"}}
+	td := summary.Table{Title: "Per domain (paper Figs. 3 and 5)", Columns: []string{"LLM", "P", "T", "domain", "Or", "Fe", "Va", "IH", "DH", "answers"}}
+	for _, g := range rows {
+		id := []string{g.Model, strings.ToUpper(g.Strategy), fmt.Sprintf("%g", g.Temperature)}
+		t2.Rows = append(t2.Rows, append(id, f2(g.Or), f2(g.Fe), f2(g.Va), pct(g.Flu), f2(g.Fle), pct(g.IHRatio), pct(g.DHRatio), pct(g.IFS)))
+		t2b.Rows = append(t2b.Rows, append(append([]string(nil), id...), pct(g.IIFS), pct(g.IFS), pct(g.RIFS), fmt.Sprint(g.Overlap),
+			fmt.Sprint(g.Answers), fmt.Sprint(g.Scored), fmt.Sprint(g.Unscored), fmt.Sprint(g.Ties),
+			fmt.Sprintf("%s (n=%d)", pct(g.KwPrec), g.KwPrecN), pct(g.Over70), pct(g.Over70Eval)))
+		t9.Rows = append(t9.Rows, append(append([]string(nil), id...), pct(g.Flu), pct(g.FluAcross), pct(g.FluIH), pct(g.FluDH)))
+		tag.Rows = append(tag.Rows, append(append([]string(nil), id...), f2(g.AlphaOr), f2(g.AlphaFe), f2(g.AlphaVa), f2(g.AlphaHalluc)))
+		for _, d := range g.Domains {
+			td.Rows = append(td.Rows, append(append([]string(nil), id...), d.Field, f2(d.Or), f2(d.Fe), f2(d.Va), pct(d.IHRatio), pct(d.DHRatio), fmt.Sprint(d.N)))
+		}
+		if h := g.HumanCompare; h != nil {
+			if th.Title == "" {
+				th = summary.Table{Title: "Automatic vs human labels (paper Table 8, Appendix C)", Columns: []string{"LLM", "P", "T", "labelled", "IH precision", "IH recall", "DH precision", "DH recall"}}
+			}
+			th.Rows = append(th.Rows, append(append([]string(nil), id...), fmt.Sprint(h.N), pct(h.IHPrecision), pct(h.IHRecall), pct(h.DHPrecision), pct(h.DHRecall)))
+		}
+	}
+	return []summary.Table{t2, t2b, t9, tag, td}, th
 }
 
 // ExpectedTitle heads the table of the judges' G-Eval expected scores.

@@ -53,7 +53,7 @@ func TestOneWriterOfRunDirectories(t *testing.T) {
 		"runner/engine/crash.go:Engine.crashLines": "reads the log of a server halu started",
 		"runner/hic/hic.go:LoadQuestions":          input,
 		"runner/hic/hic.go:loadHuman":              input,
-		"runner/hypo/hypo.go:LoadTestItems":        input,
+		"runner/hypo/input.go:LoadTestItems":       input,
 		"runner/hypo/hypo.go:New":                  input,
 		"runner/hypo/hypo.go:fileExists":           "whether a KG or index path the user names exists",
 		"runner/ideas/ideas.go:Config.Settings":    "whether the keyword file named exists",
