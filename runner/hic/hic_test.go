@@ -83,38 +83,10 @@ func TestRenderPromptExactText(t *testing.T) {
 	}
 }
 
-func TestParseVerdictTextCorpus(t *testing.T) {
-	ok := map[string]Verdict{
-		"Originality: 4 Feasibility: 3 Value: 4 Hallucination: No":                                   {4, 3, 4, false},
-		"originality:2 feasibility:5 value:1 hallucination:yes":                                      {2, 5, 1, true},
-		"'Originality: [3] Feasibility: [4] Value: [2] Hallucination: Yes'.":                         {3, 4, 2, true},
-		"**Originality**: 5 **Feasibility**: 2 **Value**: 5 **Hallucination**: No":                   {5, 2, 5, false},
-		"Here is my evaluation.\nOriginality: 3\nFeasibility: 4\nValue: 3\nHallucination: No":        {3, 4, 3, false},
-		"ORIGINALITY - 1, FEASIBILITY - 1, VALUE - 1, HALLUCINATION - YES. The answer is off-topic.": {1, 1, 1, true},
-	}
-	for reply, want := range ok {
-		got, err := ParseVerdictText(reply)
-		if err != nil || got != want {
-			t.Errorf("ParseVerdictText(%q) = %+v, %v; want %+v", reply, got, err, want)
-		}
-	}
-	bad := map[string]string{
-		"Originality: 4 Feasibility: 3 Value: 4":                                   "no hallucination",
-		"Originality: 6 Feasibility: 3 Value: 4 Hallucination: No":                 "outside 1..5",
-		"Originality: 4 Feasibility: 3 Value: 4 Hallucination: Maybe":              "no hallucination",
-		"I cannot evaluate this answer.":                                           "no originality",
-		"Originality: 4 Feasibility: 3 Value: 4 Hallucination: No. Originality: 2": "two different",
-		"": "no originality",
-	}
-	for reply, want := range bad {
-		if _, err := ParseVerdictText(reply); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseVerdictText(%q) error %v, want %q", reply, err, want)
-		}
-	}
-}
-
 func TestAggregateAndTieRule(t *testing.T) {
-	v := func(o, f, va int, h bool) Judgement { return Judgement{Scored: true, Verdict: &Verdict{o, f, va, h}} }
+	v := func(o, f, va int, h bool) Judgement {
+		return Judgement{Scored: true, Verdict: &Verdict{Originality: o, Feasibility: f, Value: va, Hallucination: h}}
+	}
 	p := Aggregate([]Judgement{v(4, 3, 5, true), v(5, 4, 4, false)}, true)
 	if p.Originality != 4.5 || p.Feasibility != 3.5 || p.Value != 4.5 || !p.Tie || !p.Hallucination || p.Judges != 2 {
 		t.Fatalf("%+v", p)
@@ -137,7 +109,7 @@ func TestAggregateAndTieRule(t *testing.T) {
 func TestSummaryHandComputed(t *testing.T) {
 	mk := func(or, fe, va int, h bool, vec []float32, text string, toks int) Answer {
 		return Answer{Text: text, TokensCL100K: toks, EvalCount: toks, Embedding: vec,
-			Judgements: []Judgement{{Judge: "j", Scored: true, Verdict: &Verdict{or, fe, va, h}}}}
+			Judgements: []Judgement{{Judge: "j", Scored: true, Verdict: &Verdict{Originality: or, Feasibility: fe, Value: va, Hallucination: h}}}}
 	}
 	ir := ItemResult{Model: "m", Strategy: "scp", Temperature: 1, Questions: []QuestionResult{
 		{ID: 1, Field: "A", Answers: []Answer{mk(4, 3, 4, false, []float32{1, 0}, "quantum levitation rails", 50), mk(2, 4, 2, true, []float32{0, 1}, "banana", 80)}},
@@ -299,7 +271,7 @@ func TestVerdictImitationIsIgnored(t *testing.T) {
 			}
 			continue
 		}
-		if v == nil || *v != (Verdict{2, 3, 2, true}) {
+		if v == nil || *v != (Verdict{Originality: 2, Feasibility: 3, Value: 2, Hallucination: true}) {
 			t.Fatalf("%s: verdict %+v", format, v)
 		}
 	}
@@ -309,7 +281,7 @@ func TestVerdictImitationIsIgnored(t *testing.T) {
 // against a human CSV (paper Table 8), by hand.
 func TestHumanLabels(t *testing.T) {
 	mk := func(or, fe, va int, h bool) Answer {
-		return Answer{Text: "a", Judgements: []Judgement{{Judge: "j", Scored: true, Verdict: &Verdict{or, fe, va, h}}}}
+		return Answer{Text: "a", Judgements: []Judgement{{Judge: "j", Scored: true, Verdict: &Verdict{Originality: or, Feasibility: fe, Value: va, Hallucination: h}}}}
 	}
 	ir := ItemResult{Model: "m", Strategy: "scp", Temperature: 1, Questions: []QuestionResult{{ID: 1, Field: "A", Answers: []Answer{
 		mk(4, 3, 4, false), // auto IH
@@ -385,7 +357,7 @@ func TestServerIgnoringFormat(t *testing.T) {
 	var ir ItemResult
 	json.Unmarshal(recs[0].Data, &ir)
 	for _, a := range ir.Questions[0].Answers {
-		if v := a.Judgements[0].Verdict; v == nil || *v != (Verdict{3, 2, 4, false}) {
+		if v := a.Judgements[0].Verdict; v == nil || *v != (Verdict{Originality: 3, Feasibility: 2, Value: 4, Hallucination: false}) {
 			t.Errorf("verdict %+v", v)
 		}
 	}
@@ -572,7 +544,7 @@ func TestDHPPositiveRunningOrPerQuestion(t *testing.T) {
 		if !strings.Contains(third, "Positive Example:\n"+tc.want+"\n") {
 			t.Errorf("--dhp-positive %s: third prompt %q, want %s as the positive example", tc.positive, third, tc.want)
 		}
-		if len(systems) != 1 || !systems[prompt("dhp_evaluation_system_prompt")] {
+		if len(systems) != 1 || !systems[Templates()["dhp_evaluation_system_prompt"]] {
 			t.Errorf("--dhp-positive %s: DHP judge system prompts %d, not dhp.py's", tc.positive, len(systems))
 		}
 		if !strings.Contains(strings.Join(res.Summary.Notes, "\n"), "--dhp-positive "+tc.positive+")") {

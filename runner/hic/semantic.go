@@ -9,6 +9,7 @@ import (
 	"halu/localmodels"
 	"halu/metrics"
 	"halu/runner/engine"
+	"halu/runner/hic/hicjudge"
 	"halu/runner/judging"
 )
 
@@ -30,7 +31,7 @@ const (
 // cached and planned as every call. A reply that does not read leaves the
 // sorting unsure: the sets are then nil and unread counts the replies not
 // read (never guessed neutral, as the authors' code does).
-func SemanticSets(ctx context.Context, c *engine.Calls, spec JudgeSpec, model, question string, answers []string) (sets []int, unread int, err error) {
+func SemanticSets(ctx context.Context, c *engine.Calls, spec hicjudge.Spec, model, question string, answers []string) (sets []int, unread int, err error) {
 	entails := func(i, j int) bool {
 		if err != nil {
 			return false

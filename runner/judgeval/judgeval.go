@@ -9,7 +9,7 @@
 // other (cached, resumable, reported).
 //
 // The prompt is HIC-Bench's judge (question + answer → "Hallucination:
-// Yes/No", hic.Judge): the response-level hallucination flag. Sets: the
+// Yes/No", hicjudge.Judge): the response-level hallucination flag. Sets: the
 // shipped HaluEval general set (MIT), a FELM file from the user's path
 // (CC BY-NC-SA; read at response level), or a user's own labelled JSONL.
 package judgeval
@@ -22,7 +22,7 @@ import (
 
 	"halu/metrics"
 	"halu/runner/engine"
-	"halu/runner/hic"
+	"halu/runner/hic/hicjudge"
 	"halu/runner/judging"
 	"halu/runner/rundir"
 	"halu/runner/setting"
@@ -98,7 +98,7 @@ func (s *Suite) MetricNames() []string {
 // Prompts records HIC-Bench's judge prompt.
 func (s *Suite) Prompts() map[string]rundir.PromptInfo {
 	out := map[string]rundir.PromptInfo{}
-	for k, v := range hic.Templates() {
+	for k, v := range hicjudge.Templates() {
 		if strings.Contains(k, "evaluation") {
 			out[k] = rundir.PromptInfo{Source: "HIC-Bench (github.com/chujiguangniao/HIC-bench, HIC/evaluator.py)", Text: v}
 		}
@@ -139,10 +139,10 @@ func (s *Suite) Items(context.Context) ([]engine.Item, error) {
 // and each judge's verdict (read carefully, and by the authors' rule
 // beside it, as a hic run keeps them).
 type Result struct {
-	Unit       string          `json:"unit"`
-	Human      bool            `json:"human_hallucinated"`
-	Chars      int             `json:"response_chars"`
-	Judgements []hic.Judgement `json:"judgements"`
+	Unit       string               `json:"unit"`
+	Human      bool                 `json:"human_hallucinated"`
+	Chars      int                  `json:"response_chars"`
+	Judgements []hicjudge.Judgement `json:"judgements"`
 }
 
 // Process asks every judge about the unit's response.
@@ -150,7 +150,7 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 	u := it.Payload.(Unit)
 	res := Result{Unit: u.ID, Human: u.Hallucinated, Chars: len([]rune(u.Response))}
 	for _, j := range s.cfg.Judges {
-		jd, err := hic.Judge(ctx, c, hic.JudgeSpec{Seed: s.cfg.Seed, MaxTokens: s.cfg.JudgeMaxTokens, Format: s.cfg.JudgeFormat}, j, u.Question, u.Response)
+		jd, err := hicjudge.Judge(ctx, c, hicjudge.Spec{Seed: s.cfg.Seed, MaxTokens: s.cfg.JudgeMaxTokens, Format: s.cfg.JudgeFormat}, j, u.Question, u.Response)
 		if err != nil {
 			return nil, err
 		}
@@ -339,7 +339,7 @@ func (s *Suite) judgeConfidence(recs []rundir.Record, decoded []Result) []summar
 					continue
 				}
 				u := summary.ConfidenceUnit{Correct: jd.Verdict.Hallucination == r.Human,
-					Scores: summary.TokenScores(summary.VerdictCall(recs[i].Calls, hic.JudgeStage, j))}
+					Scores: summary.TokenScores(summary.VerdictCall(recs[i].Calls, hicjudge.Stage, j))}
 				if jd.VerdictProb != nil {
 					if u.Scores == nil {
 						u.Scores = map[string]float64{}

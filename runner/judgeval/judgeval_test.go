@@ -3,7 +3,6 @@ package judgeval
 import (
 	"context"
 	"fmt"
-	"halu/runner/hic"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
 	"halu/runner/engine/enginetest"
+	"halu/runner/hic/hicjudge"
 	"halu/runner/rundir"
 	"halu/runner/summary"
 )
@@ -298,9 +298,9 @@ func TestPanelWorthFromAgreement(t *testing.T) {
 			if flip(i) {
 				b = !a
 			}
-			rs = append(rs, Result{Unit: fmt.Sprint(i), Judgements: []hic.Judgement{
-				{Judge: "a", Scored: true, Verdict: &hic.Verdict{Hallucination: a}},
-				{Judge: "b", Scored: true, Verdict: &hic.Verdict{Hallucination: b}}}})
+			rs = append(rs, Result{Unit: fmt.Sprint(i), Judgements: []hicjudge.Judgement{
+				{Judge: "a", Scored: true, Verdict: &hicjudge.Verdict{Hallucination: a}},
+				{Judge: "b", Scored: true, Verdict: &hicjudge.Verdict{Hallucination: b}}}})
 		}
 		return rs
 	}

@@ -14,6 +14,7 @@ import (
 
 	"halu/runner/cfaith"
 	"halu/runner/hic"
+	"halu/runner/hic/hicjudge"
 	"halu/runner/hypo"
 	"halu/runner/ideas"
 	"halu/runner/intent"
@@ -68,7 +69,7 @@ func readReply(c replyCase, readers string) (string, error) {
 	}
 	switch c.Reader {
 	case "hic.verdict":
-		v, err := judged(c, readers, hic.VerdictReader(c.Quoted))
+		v, err := judged(c, readers, hicjudge.VerdictReader(c.Quoted))
 		return fmt.Sprintf("%d/%d/%d/%s", v.Originality, v.Feasibility, v.Value, yn(v.Hallucination)), err
 	case "hic.entailment":
 		return judged(c, readers, hic.EntailmentReader(c.Quoted))

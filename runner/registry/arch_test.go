@@ -43,9 +43,12 @@ func TestImportRules(t *testing.T) {
 	for _, s := range suites {
 		allowed[s] = all(base, core)
 	}
-	// The one suite that imports another: the judge validation asks
-	// HIC-Bench's judge exactly as a hic run does.
-	allowed["runner/judgeval"] = append(allowed["runner/judgeval"], "runner/hic")
+	// HIC-Bench's judge, which a hic run and the judge validation both ask
+	// (so a judge is measured with the very prompt and reading a run
+	// uses): no suite imports another.
+	allowed["runner/hic/hicjudge"] = all(base, core)
+	allowed["runner/hic"] = append(allowed["runner/hic"], "runner/hic/hicjudge")
+	allowed["runner/judgeval"] = append(allowed["runner/judgeval"], "runner/hic/hicjudge")
 
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "halu/...").Output()
 	if err != nil {
