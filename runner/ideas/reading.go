@@ -117,8 +117,8 @@ var (
 		"clarity":     regexp.MustCompile(`(?i)"?clarity"?\s*[:=]\s*(\d+)`),
 	}
 	criticLabels = []*judging.Labelled{
-		judging.NewLabelled("originality", `originality|originalit[äé]t?|originalidad|原创性|独创性|新颖性|创新性|独創性|新規性|オリジナリティ`, judging.ScoreValue),
-		judging.NewLabelled("feasibility", `feasibility|faisabilit[ée]|machbarkeit|durchführbarkeit|umsetzbarkeit|viabilidad|factibilidad|可行性|実現可能性|実行可能性`, judging.ScoreValue),
+		judging.NewLabelled("originality", judging.OriginalityWords, judging.ScoreValue),
+		judging.NewLabelled("feasibility", judging.FeasibilityWords, judging.ScoreValue),
 		judging.NewLabelled("clarity", `clarity|klarheit|clart[ée]|claridad|清晰度|清晰性|明确性|明確さ|明瞭さ`, judging.ScoreValue),
 	}
 )

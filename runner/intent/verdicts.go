@@ -60,7 +60,7 @@ var (
 	inaccL    = yesNo("Factual inaccuracies", `factual[\s_]+inaccurac(?:y|ies)|事实性?错误|事实不准确`)
 	missFactL = yesNo("Missing required facts", `missing[\s_]+required[\s_]+facts?|缺少必要事实|遗漏必要事实`)
 	endScore  = regexp.MustCompile(`(?i)(?:^|[\s(])(?:final\s+)?(?:score|rating)\s*[:=]\s*` + judging.ScoreValue + `[\s.!]*$`)
-	scoreL    = judging.NewLabelled("score", `(?:final\s+)?(?:score|rating)|punktzahl|punkte|bewertung|puntuaci[óo]n|calificaci[óo]n|分数|评分|得分|スコア|得点|評価`, judging.ScoreValue).Sole()
+	scoreL    = judging.NewLabelled("score", `(?:final\s+)?(?:score|rating)|`+judging.ScoreWords, judging.ScoreValue).Sole()
 )
 
 // yes reads one Yes/No field as stated (judging.Labelled) in a cleaned

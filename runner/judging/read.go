@@ -581,6 +581,18 @@ var altAfter = regexp.MustCompile(`^\s*[)）]?\s*(?:or|and|/|,|或者|或|、|�
 // letter ("B or C", "A/B", "A、C"): the letter is then not an answer.
 func Alternative(after string) bool { return altAfter.MatchString(after) }
 
+// The words judges label a field with, in English and in the languages
+// they answer in (German, French, Spanish, Chinese, Japanese): one list per
+// field that several suites' judges write, for their NewLabelled.
+const (
+	OriginalityWords   = `originality|originalit[äé]t?|originalidad|原创性|独创性|新颖性|创新性|独創性|新規性|オリジナリティ`
+	FeasibilityWords   = `feasibility|faisabilit[ée]|machbarkeit|durchführbarkeit|umsetzbarkeit|viabilidad|factibilidad|可行性|実現可能性|実行可能性`
+	HallucinationWords = `hallucination|halluzination|alucinaci[óo]n|幻觉|幻覺|幻覚|ハルシネーション`
+	// ScoreWords are "score" in the other languages (a suite adds its
+	// English words: "score", "rating").
+	ScoreWords = `punktzahl|punkte|bewertung|puntuaci[óo]n|calificaci[óo]n|分数|评分|得分|スコア|得点|評価`
+)
+
 // ScoreValue is the value pattern of a score: a number, optionally "/ N" or
 // "out of N" — in digits or as a word (English "seven", Chinese "七",
 // numerals the suites' prompts and data use).

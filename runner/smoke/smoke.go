@@ -117,8 +117,8 @@ func (v *Verdict) Validate() error {
 
 var (
 	// The labels in English and in the languages judges answer in.
-	scoreL = judging.NewLabelled("score", `score|punktzahl|punkte|bewertung|puntuaci[óo]n|calificaci[óo]n|分数|评分|得分|スコア|得点|評価`, judging.ScoreValue).Sole()
-	halL   = judging.NewLabelled("hallucination", `hallucination|halluzination|alucinaci[óo]n|幻觉|幻覺|幻覚|ハルシネーション`, judging.YesNoValue).Sole()
+	scoreL = judging.NewLabelled("score", `score|`+judging.ScoreWords, judging.ScoreValue).Sole()
+	halL   = judging.NewLabelled("hallucination", judging.HallucinationWords, judging.YesNoValue).Sole()
 )
 
 // ParseVerdict reads a judge's verdict as stated, in JSON or as labelled

@@ -70,10 +70,10 @@ const VerdictSchema = `{"type":"object","properties":{` +
 var (
 	// The labels in English and in the languages judges answer in
 	// (German, French, Spanish, Chinese, Japanese).
-	orL  = judging.NewLabelled("originality", `originality|originalit[äé]t?|originalidad|原创性|独创性|新颖性|创新性|独創性|新規性|オリジナリティ`, judging.ScoreValue)
-	feL  = judging.NewLabelled("feasibility", `feasibility|faisabilit[ée]|machbarkeit|durchführbarkeit|umsetzbarkeit|viabilidad|factibilidad|可行性|実現可能性|実行可能性`, judging.ScoreValue)
+	orL  = judging.NewLabelled("originality", judging.OriginalityWords, judging.ScoreValue)
+	feL  = judging.NewLabelled("feasibility", judging.FeasibilityWords, judging.ScoreValue)
 	vaL  = judging.NewLabelled("value", `value|valeur|wert|valor|价值|價值|価値`, judging.ScoreValue)
-	halL = judging.NewLabelled("hallucination", `hallucination|halluzination|alucinaci[óo]n|幻觉|幻覺|幻覚|ハルシネーション`, judging.YesNoValue).Sole()
+	halL = judging.NewLabelled("hallucination", judging.HallucinationWords, judging.YesNoValue).Sole()
 )
 
 // ParseVerdictText is halu's reader of the paper's one-line judge format,
