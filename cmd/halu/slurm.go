@@ -328,17 +328,14 @@ func newSlurmResubmitCmd() *cobra.Command {
 // near: how much the shard's run has kept (slurm.Progress), compared with
 // what it had when the attempt began. Hidden: the scripts' own.
 func newSlurmProgressCmd() *cobra.Command {
-	var recordsOnly bool
-	cmd := &cobra.Command{
+	return &cobra.Command{
 		Use:    "progress SHARD_DIR",
-		Short:  "Print what a shard's run has kept: its records and (unless --records) the model calls it made",
+		Short:  "Print what a shard's run has kept: its records and the model calls its response cache holds",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), slurm.Progress(args[0], !recordsOnly))
+			fmt.Fprintln(cmd.OutOrStdout(), slurm.Progress(args[0]))
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&recordsOnly, "records", false, "count records only (a run without the response cache keeps no call)")
-	return cmd
 }

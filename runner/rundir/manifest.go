@@ -319,6 +319,22 @@ func WriteManifest(dir string, m *Manifest) error {
 	return WriteFileAtomic(filepath.Join(dir, ManifestFile), append(b, '\n'))
 }
 
+// UsesCache reports whether the run's engine settings (as its last
+// session used them) read and write the response cache: not --no-cache.
+// A manifest without engine settings (written by a library caller) is
+// taken to use none.
+func (m *Manifest) UsesCache() bool {
+	var eng map[string]json.RawMessage
+	if len(m.Engine) == 0 || json.Unmarshal(m.Engine, &eng) != nil {
+		return false
+	}
+	var off bool
+	if b, ok := eng["no_cache"]; ok && json.Unmarshal(b, &off) != nil {
+		return false
+	}
+	return !off
+}
+
 // HashText returns the hex SHA-256 of s.
 func HashText(s string) string {
 	sum := sha256.Sum256([]byte(s))

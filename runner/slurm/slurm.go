@@ -382,7 +382,7 @@ func (o Options) Array() string {
 		// requeued by its array id (12_3): one task's SLURM_JOB_ID is the
 		// array's own, whose requeue would run every task again.
 		"rc=0",
-		`progress() { `+quote(o.Halu)+` slurm progress `+progressFlag(o.Args)+`"$shard" 2>/dev/null || echo 0; }`,
+		`progress() { `+quote(o.Halu)+` slurm progress "$shard" 2>/dev/null || echo 0; }`,
 		`begun=$(progress)`,
 		run+" &",
 		`pid=$!`,
@@ -396,32 +396,19 @@ func (o Options) Array() string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// progressFlag is the flag of `halu slurm progress` for a run made with
-// args: a run without the response cache keeps no call across attempts,
-// so only its records count.
-func progressFlag(args []string) string {
-	for _, a := range args {
-		if a == "--no-cache" || a == "--no-cache=true" {
-			return "--records "
-		}
-	}
-	return ""
-}
-
 // Progress is what a shard's run in dir has kept that a resume builds on:
-// its records, and (calls) the model calls it made, each kept in the
-// response cache — an attempt stopped near its time limit that kept
-// neither is not requeued (it would be stopped at the same place again).
-// Nothing there counts 0.
-func Progress(dir string, calls bool) int {
+// its records and, where the run uses the response cache (its manifest's
+// engine settings say so, whether --no-cache came as a flag, a run file or
+// HALU_NO_CACHE), the model calls it made, each kept there — an attempt
+// stopped near its time limit that kept neither is not requeued (it would
+// be stopped at the same place again). Nothing there counts 0.
+func Progress(dir string) int {
 	n := 0
 	if recs, _, err := rundir.ReadRecords(filepath.Join(dir, rundir.RecordsFile)); err == nil {
 		n = len(recs)
 	}
-	if calls {
-		if m, err := rundir.ReadManifest(dir); err == nil {
-			n += m.Counts.ModelCalls
-		}
+	if m, err := rundir.ReadManifest(dir); err == nil && m.UsesCache() {
+		n += m.Counts.ModelCalls
 	}
 	return n
 }

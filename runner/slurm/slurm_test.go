@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -474,10 +475,11 @@ func TestTaskRequeuesItselfBeforeItsTimeLimit(t *testing.T) {
 	halu, scontrol, log := filepath.Join(work, "halu"), filepath.Join(work, "scontrol"), filepath.Join(work, "log")
 	// A run that takes long, records an item (unless NORECORD), and says
 	// how it ended.
-	// Its `slurm progress` counts records, and calls (a line in calls)
-	// unless --records.
-	os.WriteFile(halu, []byte("#!/bin/bash\nif [ \"$1\" = slurm ]; then d=\"${@: -1}\"; n=$(cat \"$d/records.jsonl\" 2>/dev/null | wc -l); [ \"$3\" = --records ] || n=$((n + $(cat \"$d/calls\" 2>/dev/null | wc -l))); echo $n; exit; fi\n"+
-		"trap 'echo interrupted >> "+log+"; exit 130' TERM\nd=\"${@: -1}\"; mkdir -p \"$d\"; [ -n \"${NORECORD:-}\" ] || echo '{}' >> \"$d/records.jsonl\"\n[ -z \"${CALLED:-}\" ] || echo call >> \"$d/calls\"\necho started >> "+log+"\nfor i in $(seq 300); do sleep 0.1; done\necho finished >> "+log+"\n"), 0o755)
+	// Its `slurm progress` counts records and the calls it kept (a line
+	// in calls: made with CALLED, kept unless the run has --no-cache), as
+	// slurm.Progress does from the manifest (TestProgress).
+	os.WriteFile(halu, []byte("#!/bin/bash\nif [ \"$1\" = slurm ]; then d=\"${@: -1}\"; n=$(cat \"$d/records.jsonl\" 2>/dev/null | wc -l); n=$((n + $(cat \"$d/calls\" 2>/dev/null | wc -l))); echo $n; exit; fi\n"+
+		"trap 'echo interrupted >> "+log+"; exit 130' TERM\nd=\"${@: -1}\"; mkdir -p \"$d\"; [ -n \"${NORECORD:-}\" ] || echo '{}' >> \"$d/records.jsonl\"\n[ -z \"${CALLED:-}\" ] || [[ \" $* \" == *\" --no-cache \"* ]] || echo call >> \"$d/calls\"\necho started >> "+log+"\nfor i in $(seq 300); do sleep 0.1; done\necho finished >> "+log+"\n"), 0o755)
 	// A scheduler that refuses the requeue (MaxBatchRequeue reached)
 	// when FAILREQUEUE is set.
 	os.WriteFile(scontrol, []byte("#!/bin/bash\necho \"scontrol $*\" >> "+log+"\n[ -z \"${FAILREQUEUE:-}\" ]\n"), 0o755)
@@ -644,21 +646,32 @@ func TestResubmitTakesTheLock(t *testing.T) {
 	}
 }
 
-// Progress counts a shard run's records and, with calls, the model calls
-// its manifest books (each kept in the response cache); nothing there is 0.
+// Progress counts a shard run's records and, where its engine settings
+// use the response cache, the model calls its manifest books; nothing
+// there is 0.
 func TestProgress(t *testing.T) {
 	dir := t.TempDir()
-	if n := Progress(filepath.Join(dir, "none"), true); n != 0 {
+	if n := Progress(filepath.Join(dir, "none")); n != 0 {
 		t.Errorf("no run: %d", n)
 	}
-	if err := rundir.WriteManifest(dir, &rundir.Manifest{Suite: "smoke", Format: rundir.FormatVersion, Status: "interrupted", Counts: rundir.Counts{ModelCalls: 7}}); err != nil {
-		t.Fatal(err)
-	}
 	os.WriteFile(filepath.Join(dir, rundir.RecordsFile), []byte("{\"item\":\"a\"}\n{\"item\":\"b\"}\n"), 0o644)
-	if n := Progress(dir, true); n != 9 {
-		t.Errorf("with calls: %d, want 2 records + 7 calls", n)
-	}
-	if n := Progress(dir, false); n != 2 {
-		t.Errorf("records only: %d, want 2", n)
+	for _, tc := range []struct {
+		engine string
+		want   int
+	}{
+		{`{"cache":"/c","no_cache":false}`, 9}, // 2 records + 7 calls kept
+		{`{"cache":"/c","no_cache":true}`, 2},  // --no-cache: the calls are not kept
+		{``, 2},                                // no engine settings: taken to use no cache
+	} {
+		m := &rundir.Manifest{Suite: "smoke", Format: rundir.FormatVersion, Status: "interrupted", Counts: rundir.Counts{ModelCalls: 7}}
+		if tc.engine != "" {
+			m.Engine = json.RawMessage(tc.engine)
+		}
+		if err := rundir.WriteManifest(dir, m); err != nil {
+			t.Fatal(err)
+		}
+		if n := Progress(dir); n != tc.want {
+			t.Errorf("engine %s: %d, want %d", tc.engine, n, tc.want)
+		}
 	}
 }
