@@ -58,11 +58,7 @@ func knownType(code string) bool {
 var Langs = []string{"zh", "en"}
 
 func tmpl(lang, name string) string {
-	b, err := assets.ReadFile("prompts/" + lang + "/" + name + ".txt")
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	return string(b)
+	return engine.Embedded(assets, "prompts/"+lang+"/"+name+".txt")
 }
 
 // fillPositional substitutes the authors' positional "{}" placeholders in

@@ -123,13 +123,7 @@ const JudgeStage = hicjudge.Stage
 // Strategies are the prompt strategies, as the paper names them.
 var Strategies = []string{"scp", "cot", "rag", "rcp", "dhp", "rcp+dhp"}
 
-func prompt(name string) string {
-	b, err := assets.ReadFile("prompts/" + name + ".txt")
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	return string(b)
-}
+func prompt(name string) string { return engine.Embedded(assets, "prompts/"+name+".txt") }
 
 // Templates returns the prompt templates by name, as shipped.
 func Templates() map[string]string {

@@ -30,13 +30,7 @@ import (
 //go:embed prompts/*.txt data/sample.jsonl
 var assets embed.FS
 
-func prompt(name string) string {
-	b, err := assets.ReadFile("prompts/" + name + ".txt")
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	return string(b)
-}
+func prompt(name string) string { return engine.Embedded(assets, "prompts/"+name+".txt") }
 
 // promptSources says where each template comes from (prompts/README.md).
 var promptSources = map[string]string{

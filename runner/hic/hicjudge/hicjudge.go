@@ -23,13 +23,7 @@ import (
 //go:embed prompts/*.txt
 var assets embed.FS
 
-func prompt(name string) string {
-	b, err := assets.ReadFile("prompts/" + name + ".txt")
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	return string(b)
-}
+func prompt(name string) string { return engine.Embedded(assets, "prompts/"+name+".txt") }
 
 // Templates returns the judge's prompt templates by name, as shipped.
 func Templates() map[string]string {
