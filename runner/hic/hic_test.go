@@ -704,6 +704,10 @@ func TestEntailmentSortsAnswersBySemanticSets(t *testing.T) {
 	if strings.Join(row, " | ") != "gen | SCP T1 | samples agreeing with the answer | 4 | 0 | 2 | 1.000 (no interval: 2 right, 2 wrong; it needs 5 of each) | 0.208 (0.500) | 0% of 1" {
 		t.Errorf("agreement row: %v", row)
 	}
+	// The same figures are the summary's (the long export's rows), with n.
+	if a, ok := res.Summary.Metrics["gen/SCP T1.confidence.agreement.aurc"]; !ok || math.Abs(a-5.0/24) > 1e-12 || res.Summary.Support["gen/SCP T1.confidence.agreement.aurc"].N != 4 {
+		t.Errorf("AURC figure %v (%v), support %+v", a, ok, res.Summary.Support["gen/SCP T1.confidence.agreement.aurc"])
+	}
 	// One entailment reply that does not read: the question is unsorted.
 	garble = true
 	e.Cache = nil // asked again, not answered by the first run's replies

@@ -75,7 +75,10 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	for _, k := range keys {
 		conf = append(conf, summary.ConfidenceGroup{Model: k.m, Setting: k.st, Units: confidenceUnits(by[k], s.cfg.unreadWrong())})
 	}
-	if ct, charts, ok := summary.ConfidenceCheck("TruthHypo's link labels (the greedy hypothesis's relation against the gold one)", conf); ok {
+	if ct, charts, figs, ok := summary.ConfidenceCheck("TruthHypo's link labels (the greedy hypothesis's relation against the gold one)", conf); ok {
+		for _, f := range figs {
+			sum.AddFigure(f)
+		}
 		sum.Tables = append(sum.Tables, ct)
 		sum.Charts = append(sum.Charts, charts...)
 	}

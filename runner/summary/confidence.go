@@ -91,7 +91,13 @@ const minPerClass = 5
 // hold no evidence for the value read); a score the same for every unit
 // ranks nothing and has no AUROC or AURC ("–"). ok is false when no unit
 // carries any score: the table is then left out.
-func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []Chart, ok bool) {
+//
+// figs are the same figures as rows of the long export (halu report
+// --long): per model, setting and score, AUROC with its interval (or the
+// warning why none), AURC and the confident-wrong share, each with the
+// units it rests on (n) and those the score was not known for (unscored).
+// None is a headline figure.
+func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []Chart, figs []Figure, ok bool) {
 	t = Table{Title: "Model-side confidence checked against " + truth + ": does the model know when it is wrong? (AUROC of each score for telling right answers from wrong, 95% interval (Hanley–McNeil, logit); random 0.5. AURC: lower is better; beside it a random ranking's, the error rate. Confident-wrong: wrong answers among the most confident tenth.)",
 		Columns: []string{"model", "setting", "score", "n", "not known", "wrong", "AUROC [95% CI]", "AURC (random)", "confident-wrong"}}
 	for _, g := range groups {
@@ -118,7 +124,15 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 				}
 			}
 			notKnown := fmt.Sprint(len(g.Units) - len(conf))
+			fig := func(metric, key string, v float64) Figure {
+				return Figure{Model: g.Model, Group: g.Setting, Metric: metric + " (" + sc.Name + ")",
+					Key:      fmt.Sprintf("%s/%s.confidence.%s.%s", g.Model, g.Setting, sc.Key, key),
+					Estimate: Num(v), Lo: Num(math.NaN()), Hi: Num(math.NaN()), N: len(conf), Unscored: len(g.Units) - len(conf)}
+			}
 			if constant(conf) && len(conf) > 1 {
+				f := fig("AUROC", "auroc", math.NaN())
+				f.Warning = "the same score for every unit: it ranks nothing"
+				figs = append(figs, f)
 				// A score the same for every unit ranks nothing: no
 				// AUROC (its 0.5 would be a tie, not a measurement), no
 				// AURC, no most-confident tenth.
@@ -130,12 +144,25 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 			if fpr, tpr := metrics.ROC(conf, correct); fpr != nil {
 				roc.Series = append(roc.Series, Series{Name: sc.Name, X: Nums(fpr...), Values: Nums(tpr...)})
 			}
-			if a := metrics.AUROC(conf, correct); !math.IsNaN(a) && (wrong < minPerClass || len(conf)-wrong < minPerClass) {
+			a := metrics.AUROC(conf, correct)
+			af := fig("AUROC", "auroc", a)
+			af.Interval = "Hanley–McNeil, logit"
+			switch {
+			case math.IsNaN(a):
+				af.Warning = "one class only: every unit right, or every one wrong"
+			case wrong < minPerClass || len(conf)-wrong < minPerClass:
 				auroc = fmt.Sprintf("%.3f (no interval: %d right, %d wrong; it needs %d of each)", a, len(conf)-wrong, wrong, minPerClass)
-			} else if !math.IsNaN(a) {
+				af.Warning = fmt.Sprintf("no interval: %d right, %d wrong; it needs %d of each", len(conf)-wrong, wrong, minPerClass)
+			default:
 				lo, hi := metrics.AUROCInterval(a, len(conf)-wrong, wrong, 0.95)
 				auroc = fmt.Sprintf("%.3f [%s, %s]", a, f3(lo), f3(hi))
+				af.Lo, af.Hi = Num(lo), Num(hi)
 			}
+			aurc := fig("AURC", "aurc", metrics.AURC(conf, correct))
+			aurc.Lower = true
+			cw := fig("confident-wrong", "confident_wrong", metrics.ConfidentWrong(conf, correct))
+			cw.Lower, cw.Percent = true, true
+			figs = append(figs, af, aurc, cw)
 			t.Rows = append(t.Rows, []string{g.Model, g.Setting, sc.Name, fmt.Sprint(len(conf)), notKnown, fmt.Sprint(wrong), auroc,
 				fmt.Sprintf("%.3f (%.3f)", metrics.AURC(conf, correct), float64(wrong)/float64(len(conf))),
 				fmt.Sprintf("%.0f%% of %d", 100*metrics.ConfidentWrong(conf, correct), (len(conf)+9)/10)})
@@ -144,7 +171,7 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 			charts = append(charts, roc)
 		}
 	}
-	return t, charts, ok
+	return t, charts, figs, ok
 }
 
 // constant reports whether every value of xs is the same.

@@ -28,7 +28,7 @@ func TestConfidenceTable(t *testing.T) {
 	for i := 1; i <= 10; i++ {
 		ten = append(ten, ConfidenceUnit{Correct: i > 5, Scores: map[string]float64{ScoreMinLogprob.Key: float64(i)}})
 	}
-	tab, charts, ok := ConfidenceCheck("the gold labels", []ConfidenceGroup{{Model: "m", Setting: "kg", Units: units}, {Model: "m", Setting: "lit", Units: ten}})
+	tab, charts, figs, ok := ConfidenceCheck("the gold labels", []ConfidenceGroup{{Model: "m", Setting: "kg", Units: units}, {Model: "m", Setting: "lit", Units: ten}})
 	if !ok || len(tab.Rows) != 3 {
 		t.Fatalf("ok %v, rows %v", ok, tab.Rows)
 	}
@@ -45,7 +45,39 @@ func TestConfidenceTable(t *testing.T) {
 	if len(charts) != 2 || len(charts[0].Series) != 1 || fmt.Sprint(charts[0].Series[0].X, charts[0].Series[0].Values) != "[0 0 0 0.5 1] [0 0.5 1 1 1]" {
 		t.Errorf("ROC chart %+v", charts)
 	}
-	if _, _, ok := ConfidenceCheck("x", []ConfidenceGroup{{Model: "m", Units: []ConfidenceUnit{{Correct: true}}}}); ok {
+	// The same figures as the long export's rows: each row's AUROC (its
+	// interval only where the table shows one, else why not), AURC and
+	// confident-wrong share, with n and the units not known.
+	wantFigs := []string{
+		"m kg AUROC (mean token log-prob) m/kg.confidence.mean_logprob.auroc 1.000 [–, –] n=4 unscored=0 no interval: 2 right, 2 wrong; it needs 5 of each",
+		"m kg AURC (mean token log-prob) m/kg.confidence.mean_logprob.aurc 0.208 [–, –] n=4 unscored=0 ",
+		"m kg confident-wrong (mean token log-prob) m/kg.confidence.mean_logprob.confident_wrong 0.000 [–, –] n=4 unscored=0 ",
+		"m kg AUROC (samples agreeing with the answer) m/kg.confidence.agreement.auroc – [–, –] n=1 unscored=3 one class only: every unit right, or every one wrong",
+		"m kg AURC (samples agreeing with the answer) m/kg.confidence.agreement.aurc 0.000 [–, –] n=1 unscored=3 ",
+		"m kg confident-wrong (samples agreeing with the answer) m/kg.confidence.agreement.confident_wrong 0.000 [–, –] n=1 unscored=3 ",
+		"m lit AUROC (least token log-prob) m/lit.confidence.min_logprob.auroc 1.000 [0.268, 1.000] n=10 unscored=0 ",
+		"m lit AURC (least token log-prob) m/lit.confidence.min_logprob.aurc 0.177 [–, –] n=10 unscored=0 ",
+		"m lit confident-wrong (least token log-prob) m/lit.confidence.min_logprob.confident_wrong 0.000 [–, –] n=10 unscored=0 ",
+	}
+	num := func(x Num) string {
+		if math.IsNaN(float64(x)) {
+			return "–"
+		}
+		return fmt.Sprintf("%.3f", float64(x))
+	}
+	if len(figs) != len(wantFigs) {
+		t.Fatalf("%d figures, want %d", len(figs), len(wantFigs))
+	}
+	for i, f := range figs {
+		got := fmt.Sprintf("%s %s %s %s %s [%s, %s] n=%d unscored=%d %s", f.Model, f.Group, f.Metric, f.Key, num(f.Estimate), num(f.Lo), num(f.Hi), f.N, f.Unscored, f.Warning)
+		if got != wantFigs[i] {
+			t.Errorf("figure %d:\n got %s\nwant %s", i, got, wantFigs[i])
+		}
+		if f.Headline {
+			t.Errorf("%s: a confidence figure is no headline", f.Key)
+		}
+	}
+	if _, _, _, ok := ConfidenceCheck("x", []ConfidenceGroup{{Model: "m", Units: []ConfidenceUnit{{Correct: true}}}}); ok {
 		t.Error("a table of units without scores")
 	}
 	// A score the same for every unit (identical samples: agreement 1
@@ -55,7 +87,10 @@ func TestConfidenceTable(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		same = append(same, ConfidenceUnit{Correct: i%2 == 0, Scores: map[string]float64{ScoreAgreement.Key: 1}})
 	}
-	tab, charts, _ = ConfidenceCheck("x", []ConfidenceGroup{{Model: "m", Setting: "s", Units: same}})
+	tab, charts, figs, _ = ConfidenceCheck("x", []ConfidenceGroup{{Model: "m", Setting: "s", Units: same}})
+	if len(figs) != 1 || !math.IsNaN(float64(figs[0].Estimate)) || figs[0].Warning == "" {
+		t.Errorf("a constant score's figures: %+v", figs)
+	}
 	if got := strings.Join(tab.Rows[0], " | "); got != "m | s | samples agreeing with the answer | 12 | 0 | 6 | – (the same score for every unit: it ranks nothing) | – (0.500) | –" || len(charts) != 0 {
 		t.Errorf("a constant score: %s; %d charts", got, len(charts))
 	}
