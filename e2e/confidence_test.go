@@ -3,6 +3,9 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/csv"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -165,6 +168,27 @@ func TestConfidenceAgainstTruth(t *testing.T) {
 	hyAgain := mustHalu(t, srv.Host, append(hypoArgs, "--out", filepath.Join(work, "hy2"))...)
 	if !strings.Contains(hyAgain.stdout, "model calls 0, cache hits 90") || strings.Join(confidenceRows(hyAgain.stdout), "\n") != strings.Join(hrows, "\n") {
 		t.Errorf("hypo's cached rerun:\n%s", hyAgain.stdout)
+	}
+	// The same figures are rows of the long export, with n and interval.
+	long := filepath.Join(work, "hy-long.csv")
+	mustHalu(t, srv.Host, "report", filepath.Join(work, "hy"), "--long", long)
+	b, err := os.ReadFile(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	longRows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range longRows {
+		// run, suite, model, group, metric, key, estimate, lo, hi, n, …
+		if r[4] == "AUROC (− semantic entropy (samples))" && r[6] != "" && r[7] != "" && r[8] != "" && r[9] == "30" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the long export has no AUROC row of the semantic entropy with its interval and n 30:\n%s", b)
 	}
 	t.Logf("hypo, the greedy hypothesis's confidence against the gold relation:\n%s", strings.Join(hrows, "\n"))
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"halu/localmodels/fakeollama"
+	"halu/metrics"
 	"halu/runner/engine"
 	"halu/runner/engine/enginetest"
 	"halu/runner/rundir"
@@ -816,5 +817,54 @@ func TestAnswerFormatLabels(t *testing.T) {
 	t.Logf("%v", count)
 	if count["choice B"] != 3 || count["false"] != 5 || count["tf unscored"] != 1 || count["generative"] != 3 {
 		t.Errorf("answers read: %v", count)
+	}
+}
+
+// C-FAITH's confidence check: every record holds the answer's truth and
+// its call's token scores. Hand-computed: four scored choice answers whose
+// mean log-probabilities order the right ones (−0.1, −0.3) above the
+// wrong (−0.5, −0.9) — AUROC 1 (too few of each for an interval), AURC
+// 0.208 beside the error rate 0.5 — and a fifth unscored answer, left out;
+// an answer whose call returned no log-probabilities is "not known".
+func TestConfidenceAgainstTheGoldAnswers(t *testing.T) {
+	conf := func(lp float64) []rundir.CallLog {
+		return []rundir.CallLog{{Stage: "generate", Kind: "chat", Model: "m", Confidence: &metrics.TokenConfidence{Tokens: 3, MeanLogprob: lp, MinLogprob: lp, NegEntropy: lp}}}
+	}
+	type ans struct {
+		a     Answer
+		calls []rundir.CallLog
+	}
+	answers := []ans{
+		{Answer{Model: "m", Format: "choice", Scored: true, Hallucinated: false, Choice: "A"}, conf(-0.1)},
+		{Answer{Model: "m", Format: "choice", Scored: true, Hallucinated: true, Choice: "B"}, conf(-0.5)},
+		{Answer{Model: "m", Format: "choice", Scored: true, Hallucinated: false, Choice: "A"}, conf(-0.3)},
+		{Answer{Model: "m", Format: "choice", Scored: true, Hallucinated: true, Choice: "C"}, conf(-0.9)},
+		{Answer{Model: "m", Format: "choice", Scored: false}, conf(-0.2)},
+		{Answer{Model: "m", Format: "choice", Scored: true, Hallucinated: false, Choice: "A"}, []rundir.CallLog{{Stage: "generate", Kind: "chat", Model: "m"}}},
+	}
+	var recs []rundir.Record
+	for i, x := range answers {
+		b, _ := json.Marshal(x.a)
+		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b, Calls: x.calls})
+	}
+	sum, err := (&Suite{}).Summarize(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row []string
+	for _, tb := range sum.Tables {
+		if strings.HasPrefix(tb.Title, "Model-side confidence") {
+			for _, r := range tb.Rows {
+				if r[2] == "mean token log-prob" {
+					row = r
+				}
+			}
+		}
+	}
+	if got := strings.Join(row, " | "); got != "m | choice | mean token log-prob | 4 | 1 | 2 | 1.000 (no interval: 2 right, 2 wrong; it needs 5 of each) | 0.208 (0.500) | 0% of 1" {
+		t.Errorf("confidence row: %q", got)
+	}
+	if a := sum.Metrics["m/choice.confidence.mean_logprob.aurc"]; math.Abs(a-5.0/24) > 1e-12 {
+		t.Errorf("AURC figure %v, want 5/24", a)
 	}
 }

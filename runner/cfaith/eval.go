@@ -480,6 +480,13 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	}
 	sum.Tables = append(sum.Tables, t5, t6, f5)
 	sum.Charts = append(sum.Charts, rateBars, typeBars)
+	if ct, charts, figs, ok := summary.ConfidenceCheck("C-FAITH's truth (choice and true/false: the item's gold answer; generative: the judge's conflict verdict, judge-made truth) — the answer's own token scores (--logprobs)", confidenceGroups(models, decoded, recs)); ok {
+		sum.Tables = append(sum.Tables, ct)
+		sum.Charts = append(sum.Charts, charts...)
+		for _, f := range figs {
+			sum.AddFigure(f)
+		}
+	}
 	sum.Notes = append(sum.Notes,
 		"unscored: a choice reply with no A–D letter, a true/false reply with neither word, or a judge reply that never parsed; excluded from the rates",
 		fmt.Sprintf("dataset %s: language %s, built by %s, verified by %s", s.cfg.Data, s.info.Lang, s.info.Agent, s.info.Verifier))
@@ -488,6 +495,37 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			"single-choice prompts sent as the file gives them; true/false items derived from each generative record (correct_answer true, halu_answer false), as §3.3 builds them — the release has no true/false file")
 	}
 	return sum, nil
+}
+
+// confidenceGroups are the scored answers per model and format, each
+// right where it is not hallucinated, with the token scores of the call
+// that made it (the last "generate" call of its model in its record: nil
+// where --logprobs was not asked, or the reply was held to a schema).
+func confidenceGroups(models []string, decoded []Answer, recs []rundir.Record) []summary.ConfidenceGroup {
+	units := map[[2]string][]summary.ConfidenceUnit{}
+	for i, a := range decoded {
+		if !a.Scored {
+			continue
+		}
+		var scores map[string]float64
+		for j := len(recs[i].Calls) - 1; j >= 0; j-- {
+			if c := recs[i].Calls[j]; c.Stage == "generate" && c.Model == a.Model {
+				scores = summary.TokenScores(c.Confidence)
+				break
+			}
+		}
+		k := [2]string{a.Model, a.Format}
+		units[k] = append(units[k], summary.ConfidenceUnit{Correct: !a.Hallucinated, Scores: scores})
+	}
+	var out []summary.ConfidenceGroup
+	for _, m := range models {
+		for _, f := range Formats {
+			if us := units[[2]string{m, f}]; len(us) > 0 {
+				out = append(out, summary.ConfidenceGroup{Model: m, Setting: f, Units: us})
+			}
+		}
+	}
+	return out
 }
 
 // Flag marks a record for the sample browser: an answer scored as
