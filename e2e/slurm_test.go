@@ -95,6 +95,31 @@ func inQueue(job string) bool {
 	return strings.TrimSpace(string(out)) != ""
 }
 
+// waitForJob waits until done holds, failing at once when job has left
+// the queue and done still does not hold. The queue is asked first and
+// done read after: a job that finishes between the two reads has written
+// what it wrote before squeue stops listing it, so its result is seen.
+func waitForJob(t *testing.T, what, job string, d time.Duration, done func() bool, onFail func()) {
+	t.Helper()
+	waitFor(t, what, d, func() bool {
+		gone := !inQueue(job)
+		if done() {
+			return true
+		}
+		if gone {
+			onFail()
+			t.Fatalf("slurm: job %s left the queue before %s", job, what)
+		}
+		return false
+	}, onFail)
+}
+
+// complete reports whether the run directory's manifest says complete.
+func complete(dir string) bool {
+	m, err := rundir.ReadManifest(dir)
+	return err == nil && m.Status == "complete"
+}
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool, onFail func()) {
 	t.Helper()
@@ -148,13 +173,7 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 	shard2 := slurm.ShardDir(sub, 2)
 	recs2 := filepath.Join(shard2, rundir.RecordsFile)
 	task2, _ := jobs.Last(2)
-	waitFor(t, "shard 2's first record", 10*time.Minute, func() bool {
-		if lines(recs2) == 0 && !inQueue(jobs.Submissions[0].Array) {
-			showOutput()
-			t.Fatalf("slurm: the array left the queue and shard 2 recorded nothing")
-		}
-		return lines(recs2) >= 1
-	}, showOutput)
+	waitForJob(t, "shard 2's first record", jobs.Submissions[0].Array, 10*time.Minute, func() bool { return lines(recs2) >= 1 }, showOutput)
 	if out, err := exec.Command("scancel", task2).CombinedOutput(); err != nil {
 		t.Fatalf("scancel %s: %v %s", task2, err, out)
 	}
@@ -217,17 +236,7 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 	merged := slurm.MergedDir(sub)
 	resubmitted, _ := slurm.ReadJobs(sub)
 	mergeJob := resubmitted.Submissions[len(resubmitted.Submissions)-1].Merge
-	waitFor(t, "the merged run", 10*time.Minute, func() bool {
-		m, err := rundir.ReadManifest(merged)
-		if err == nil && m.Status == "complete" {
-			return true
-		}
-		if !inQueue(mergeJob) {
-			showOutput()
-			t.Fatalf("slurm: merge job %s left the queue with no merged run", mergeJob)
-		}
-		return false
-	}, showOutput)
+	waitForJob(t, "the merged run", mergeJob, 10*time.Minute, func() bool { return complete(merged) }, showOutput)
 
 	// Shard 2 resumed: what it recorded before the cancel is kept byte for
 	// byte, and each of its items is recorded once.
@@ -252,20 +261,12 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 	mustHalu(t, srv.Host, "slurm", "submit", "--shards", "2", "--out", priv, "--private-ollama", ollamaBin, "--private-ollama-models", models, "--",
 		"smoke", "--models", "ta", "--judges", "ta", "--limit", "3", "--max-tokens", "20", "--cache", filepath.Join(work, "c2"))
 	pj, _ := slurm.ReadJobs(priv)
-	waitFor(t, "the private-Ollama run's merge", 5*time.Minute, func() bool {
-		m, err := rundir.ReadManifest(slurm.MergedDir(priv))
-		if err == nil && m.Status == "complete" {
-			return true
+	waitForJob(t, "the private-Ollama run's merge", pj.Submissions[0].Merge, 5*time.Minute, func() bool { return complete(slurm.MergedDir(priv)) }, func() {
+		for _, f := range []string{"shard-1.out", "shard-2.out", "merge.out", "ollama-1.log"} {
+			b, _ := os.ReadFile(filepath.Join(priv, "slurm", f))
+			t.Logf("%s:\n%s", f, lastLines(string(b), 15))
 		}
-		if !inQueue(pj.Submissions[0].Merge) {
-			for _, f := range []string{"shard-1.out", "shard-2.out", "merge.out", "ollama-1.log"} {
-				b, _ := os.ReadFile(filepath.Join(priv, "slurm", f))
-				t.Logf("%s:\n%s", f, lastLines(string(b), 15))
-			}
-			t.Fatalf("slurm: the private-Ollama run's merge job left the queue with no merged run")
-		}
-		return false
-	}, func() {})
+	})
 	for i := 1; i <= 2; i++ {
 		out, _ := os.ReadFile(filepath.Join(priv, "slurm", fmt.Sprintf("shard-%d.out", i)))
 		if !strings.Contains(string(out), "serving on 127.0.0.1:") {
@@ -318,21 +319,8 @@ func TestSlurmTaskRequeuesAtItsTimeLimit(t *testing.T) {
 	}
 	merged := slurm.MergedDir(sub)
 	shard := slurm.ShardDir(sub, 1)
-	waitFor(t, "the merged run", 15*time.Minute, func() bool {
-		m, err := rundir.ReadManifest(merged)
-		if err == nil && m.Status == "complete" {
-			return true
-		}
-		if s, _ := rundir.ReadManifest(shard); !inQueue(jobs.Submissions[0].Array) && (s == nil || s.Status != "complete") {
-			showOutput()
-			t.Fatalf("slurm: the task left the queue with its shard not complete")
-		}
-		if !inQueue(jobs.Submissions[0].Merge) {
-			showOutput()
-			t.Fatalf("slurm: merge job %s left the queue with no merged run", jobs.Submissions[0].Merge)
-		}
-		return false
-	}, showOutput)
+	waitForJob(t, "shard 1 complete", jobs.Submissions[0].Array, 15*time.Minute, func() bool { return complete(shard) }, showOutput)
+	waitForJob(t, "the merged run", jobs.Submissions[0].Merge, 5*time.Minute, func() bool { return complete(merged) }, showOutput)
 	b, _ := os.ReadFile(log1)
 	attempts := strings.Count(string(b), slurm.AttemptMark)
 	t.Logf("the submission took %s: %d attempts", time.Since(began).Round(time.Second), attempts)
