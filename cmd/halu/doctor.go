@@ -17,7 +17,6 @@ import (
 
 	"halu/localmodels"
 	"halu/runner/engine"
-	"halu/runner/summary"
 )
 
 func newDoctorCmd(g *globals) *cobra.Command {
@@ -176,10 +175,10 @@ func runNeeds(args []string) (models []string, paths map[string]string, parallel
 	paths = list.Paths()
 	s, invalid := newSuite(def, cfg)
 	if invalid == nil {
-		if c, ok := s.(io.Closer); ok {
-			defer c.Close()
+		if s.Close != nil {
+			defer s.Close()
 		}
-		return s.Models(), paths, parallel, summary.CheckGateNames(s, gates), nil
+		return s.Models(), paths, parallel, s.CheckGates(gates), nil
 	}
 	// The suite cannot be made: the models its settings name.
 	return list.Models(), paths, parallel, invalid, nil

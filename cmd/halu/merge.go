@@ -9,7 +9,6 @@ import (
 	"halu/runner/engine"
 	"halu/runner/registry"
 	"halu/runner/rundir"
-	"halu/runner/summary"
 )
 
 // newMergeCmd joins the shards of a run (halu run … --shard I/N) into one
@@ -46,7 +45,7 @@ summary over all records. report, compare and the gates read it as any run.`,
 			if err != nil {
 				return fmt.Errorf("run %s: config: %w", args[0], err)
 			}
-			if err := summary.CheckGateNames(s, gates); err != nil {
+			if err := s.CheckGates(gates); err != nil {
 				return usageError{err}
 			}
 			res, err := engine.Merge(s, args, out)

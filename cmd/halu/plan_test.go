@@ -135,7 +135,7 @@ func checkMetricNames(t *testing.T, dir string) {
 	if err != nil || len(sum.Metrics) == 0 {
 		t.Fatalf("%s: summary %v, %v", dir, sum, err)
 	}
-	if u := summary.UndeclaredMetrics(s.(summary.Measurer).MetricNames(), sum); len(u) > 0 {
+	if u := summary.UndeclaredMetrics(s.MetricNames(), sum); len(u) > 0 {
 		t.Errorf("%s: metrics its MetricNames do not name: %v", m.Suite, u)
 	}
 }

@@ -20,7 +20,7 @@ import (
 func rebuild(m *rundir.Manifest) (engine.Suite, error) {
 	def, ok := registry.Find(m.Suite)
 	if !ok {
-		return nil, fmt.Errorf("unknown suite %q", m.Suite)
+		return engine.Suite{}, fmt.Errorf("unknown suite %q", m.Suite)
 	}
 	return def.Build(m.Config, m.Format)
 }
@@ -172,11 +172,10 @@ func runOutcomes(dir string) (*rundir.Manifest, []summary.Outcome, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("run %s: %w", dir, err)
 	}
-	c, ok := s.(summary.Comparable)
-	if !ok {
+	if s.Outcomes == nil {
 		return nil, nil, usagef("compare: suite %s has no per-unit outcomes", m.Suite)
 	}
-	o, err := c.Outcomes(recs)
+	o, err := s.Outcomes(recs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("run %s: %w", dir, err)
 	}

@@ -50,7 +50,7 @@ func suiteConfig(fs *pflag.FlagSet, cfg setting.Config) (setting.Config, error) 
 func newSuite(decl engine.Declaration, cfg setting.Config) (engine.Suite, error) {
 	s, err := decl.New(cfg)
 	if err != nil {
-		return nil, usageError{err}
+		return engine.Suite{}, usageError{err}
 	}
 	return s, nil
 }
@@ -325,7 +325,7 @@ func resumeRun(cmd *cobra.Command, g *globals, dir string, m *rundir.Manifest, c
 // execute runs s and applies the quality gates to its summary: exit 1 for
 // a run error, 3 for a gate that failed.
 func execute(cmd *cobra.Command, g *globals, s engine.Suite, spec engine.RunSpec, gates []summary.Gate) error {
-	if err := summary.CheckGateNames(s, gates); err != nil {
+	if err := s.CheckGates(gates); err != nil {
 		return usageError{err}
 	}
 	e, err := g.engine()

@@ -265,9 +265,12 @@ func DefaultBuildConfig() BuildConfig {
 		VerifierDecoding: "sampled", Protocol: setting.ProtocolPaper}
 }
 
+// buildName is the construction's name: its declaration's and its Task's.
+const buildName = "cfaith-build"
+
 // BuildDeclaration declares the construction, run by `halu build cfaith`,
 // to the registry.
-var BuildDeclaration = engine.Declare("cfaith-build", "HaluAgent: build a C-FAITH-style QA hallucination dataset from knowledge documents",
+var BuildDeclaration = engine.Declare(buildName, "HaluAgent: build a C-FAITH-style QA hallucination dataset from knowledge documents",
 	DefaultBuildConfig, NewBuilder, migrateBuild).NotRun()
 
 // migrateBuild brings a construction's config of an older run format up
@@ -368,7 +371,20 @@ func NewBuilder(cfg BuildConfig) (*Builder, error) {
 	return &Builder{cfg: cfg, docs: docs}, nil
 }
 
-func (b *Builder) Name() string { return "cfaith-build" }
+// Task is HaluAgent's dataset construction as the engine runs it: every part it has.
+func (b *Builder) Task() engine.Suite {
+	return engine.Suite{
+		Name:       buildName,
+		Models:     b.Models,
+		Items:      b.Items,
+		Process:    b.Process,
+		Summarize:  b.Summarize,
+		Prompts:    b.Prompts,
+		Datasets:   b.Datasets,
+		Departures: b.MethodDepartures,
+		Window:     b.Window,
+	}
+}
 
 func (b *Builder) Models() []string {
 	m := []string{b.cfg.Agent, b.cfg.Verifier}
@@ -832,7 +848,7 @@ func PassRates(docs []DocResult) Rates {
 }
 
 // MethodDepartures are where the construction is not the authors' whatever
-// its settings (engine.Methods).
+// its settings (engine.Suite.Departures).
 func (b *Builder) MethodDepartures() []string {
 	if !b.cfg.Optimized || b.cfg.Corrector != "authors" {
 		return nil

@@ -529,7 +529,7 @@ func buildAndRunAgainstFake(t *testing.T, lang, format string) {
 		t.Fatal(err)
 	}
 	e := enginetest.New(t, srv.Host(), 2)
-	res, err := RunOrResume(context.Background(), e, b, filepath.Join(dir, "run"), cfg)
+	res, err := RunOrResume(context.Background(), e, b.Task(), filepath.Join(dir, "run"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +562,7 @@ func buildAndRunAgainstFake(t *testing.T, lang, format string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	er, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "eval")})
+	er, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(dir, "eval")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,7 +576,7 @@ func buildAndRunAgainstFake(t *testing.T, lang, format string) {
 	mu.Lock()
 	ignoresFormat = true
 	mu.Unlock()
-	er2, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "eval-noformat")})
+	er2, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(dir, "eval-noformat")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -791,7 +791,7 @@ func TestAnswerFormatLabels(t *testing.T) {
 	}
 	e := enginetest.New(t, srv.Host(), 1)
 	dir := filepath.Join(t.TempDir(), "run")
-	if _, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir, Config: &cfg}); err != nil {
+	if _, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: dir, Config: &cfg}); err != nil {
 		t.Fatal(err)
 	}
 	_, recs, _ := engine.ReadRun(dir)

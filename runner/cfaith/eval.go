@@ -90,8 +90,11 @@ func DefaultConfig() Config {
 		Sample: "stratified", Protocol: setting.ProtocolPaper, AnswerFormat: "free"}
 }
 
+// suiteName is the suite's name: its declaration's and its Task's.
+const suiteName = "cfaith"
+
 // Declaration declares the evaluation to the registry.
-var Declaration = engine.Declare("cfaith", "C-FAITH: hallucination rates on a HaluAgent-built dataset (generative, single-choice, true/false; per type)",
+var Declaration = engine.Declare(suiteName, "C-FAITH: hallucination rates on a HaluAgent-built dataset (generative, single-choice, true/false; per type)",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: the judge was
@@ -131,9 +134,25 @@ func New(cfg Config) (*Suite, error) {
 	return &Suite{cfg: cfg, ds: ds, info: info}, nil
 }
 
-func (s *Suite) Name() string { return "cfaith" }
+// Task is C-FAITH as the engine runs it: every part it has.
+func (s *Suite) Task() engine.Suite {
+	return engine.Suite{
+		Name:        suiteName,
+		Models:      s.Models,
+		Items:       s.Items,
+		Process:     s.Process,
+		Summarize:   s.Summarize,
+		Prompts:     s.Prompts,
+		Datasets:    s.Datasets,
+		Departures:  s.MethodDepartures,
+		Sample:      s.Sample,
+		MetricNames: s.MetricNames,
+		Flag:        s.Flag,
+		Outcomes:    s.Outcomes,
+	}
+}
 
-// MetricNames are the last parts of the summary's keys (summary.Measurer):
+// MetricNames are the last parts of the summary's keys (engine.Suite.MetricNames):
 // MODEL/FORMAT, MODEL/overall and MODEL/truefalse/{fn,fp}_rate.
 func (s *Suite) MetricNames() []string {
 	return append(append([]string(nil), Formats...), "overall", "fn_rate", "fp_rate")
@@ -536,7 +555,7 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 }
 
 // MethodDepartures are where the C-FAITH evaluation is not the paper's
-// whatever the settings (engine.Methods).
+// whatever the settings (engine.Suite.Departures).
 func (s *Suite) MethodDepartures() []string {
 	return []string{"the generative judge's prompt and the true/false prompt are halu's: the authors published neither"}
 }

@@ -338,7 +338,7 @@ func (o Optimizer) build(ctx context.Context, dir string, rs RuleSet, docs []str
 	if err != nil {
 		return nil, err
 	}
-	if _, err := RunOrResume(ctx, o.Engine, b, dir, &cfg); err != nil {
+	if _, err := RunOrResume(ctx, o.Engine, b.Task(), dir, &cfg); err != nil {
 		return nil, err
 	}
 	_, recs, err := engine.ReadRun(dir)

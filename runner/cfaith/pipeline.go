@@ -38,7 +38,7 @@ func BuildDataset(ctx context.Context, e *engine.Engine, cfg BuildConfig, opt Bu
 	if err != nil {
 		return Dataset{}, err
 	}
-	res, err := RunOrResume(ctx, e, b, filepath.Join(opt.Out, "run"), &cfg)
+	res, err := RunOrResume(ctx, e, b.Task(), filepath.Join(opt.Out, "run"), &cfg)
 	if res != nil && res.Summary != nil {
 		res.Summary.Print(w)
 	}
@@ -176,7 +176,11 @@ type Proposal struct {
 	NoFeedback bool `json:"no_feedback,omitempty"`
 }
 
-func (p *proposer) Name() string     { return "cfaith-optimize" }
+// Task is the proposer as the engine runs it.
+func (p *proposer) Task() engine.Suite {
+	return engine.Suite{Name: "cfaith-optimize", Models: p.Models, Items: p.Items, Process: p.Process, Summarize: p.Summarize}
+}
+
 func (p *proposer) Models() []string { return []string{p.model} }
 
 func (p *proposer) Items(context.Context) ([]engine.Item, error) {
@@ -253,7 +257,7 @@ func (p *proposer) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			parsed++
 		}
 	}
-	return &summary.Summary{Suite: p.Name(), Metrics: map[string]float64{},
+	return &summary.Summary{Suite: "cfaith-optimize", Metrics: map[string]float64{},
 		Notes: []string{fmt.Sprintf("round %d: %d of %d proposals read", p.round, parsed, len(ps))}}, nil
 }
 
@@ -263,7 +267,7 @@ func (o Optimizer) propose(ctx context.Context, dir, model string, round int, rs
 	p := &proposer{model: model, lang: o.Base.Lang, seed: o.Base.Seed, round: round, rules: rs,
 		parts: Targets(training, o.Base.Types, o.Candidates), training: training, corrector: o.Base.Corrector}
 	cfg := map[string]any{"round": round, "model": model, "rules": rs.Name, "candidates": o.Candidates, "corrector": o.Base.Corrector}
-	if _, err := RunOrResume(ctx, o.Engine, p, dir, cfg); err != nil {
+	if _, err := RunOrResume(ctx, o.Engine, p.Task(), dir, cfg); err != nil {
 		return nil, err
 	}
 	_, recs, err := engine.ReadRun(dir)

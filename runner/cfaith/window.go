@@ -10,7 +10,7 @@ import (
 )
 
 // Window is the context window the construction's prompts need to hold
-// each knowledge document whole (engine.Windowed): the question agent's
+// each knowledge document whole (engine.Suite.Window): the question agent's
 // prompt, with the document, for every type, beside --max-tokens for the
 // reply. The authors' code sends each document whole; a server would cut
 // a prompt longer than its window silently, so a model whose context

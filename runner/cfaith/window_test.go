@@ -122,7 +122,7 @@ func TestAuthorsCorrector(t *testing.T) {
 	p := &proposer{model: "m", lang: "zh", seed: 1, round: 1, rules: rs, training: training, corrector: "authors",
 		parts: []Part{QAPart, LabelPart("SpaErr"), HaluPart}}
 	dir := t.TempDir()
-	if _, err := RunOrResume(context.Background(), enginetest.New(t, srv.Host(), 1), p, dir, map[string]any{"round": 1}); err != nil {
+	if _, err := RunOrResume(context.Background(), enginetest.New(t, srv.Host(), 1), p.Task(), dir, map[string]any{"round": 1}); err != nil {
 		t.Fatal(err)
 	}
 	_, recs, _ := engine.ReadRun(dir)

@@ -26,7 +26,7 @@ func BenchmarkCachedRerunNoServer(b *testing.B) {
 	host, cache := srv.Host(), b.TempDir()
 	e := newEngine(b, host, cache)
 	e.Log = io.Discard
-	if _, err := e.Run(context.Background(), &testSuite{n: items}, engine.RunSpec{Dir: filepath.Join(b.TempDir(), "first")}); err != nil {
+	if _, err := e.Run(context.Background(), (&testSuite{n: items}).Task(), engine.RunSpec{Dir: filepath.Join(b.TempDir(), "first")}); err != nil {
 		b.Fatal(err)
 	}
 	srv.Close()
@@ -34,7 +34,7 @@ func BenchmarkCachedRerunNoServer(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		e := newEngine(b, host, cache)
 		e.Log = io.Discard
-		res, err := e.Run(context.Background(), &testSuite{n: items}, engine.RunSpec{Dir: filepath.Join(b.TempDir(), "rerun")})
+		res, err := e.Run(context.Background(), (&testSuite{n: items}).Task(), engine.RunSpec{Dir: filepath.Join(b.TempDir(), "rerun")})
 		if err != nil || res.Counts.ModelCalls != 0 || res.Counts.Completed != items {
 			b.Fatalf("offline rerun: %v, %+v", err, res)
 		}
@@ -47,7 +47,9 @@ func BenchmarkCachedRerunNoServer(b *testing.B) {
 // an item.
 type modelsSuite struct{ n int }
 
-func (s *modelsSuite) Name() string     { return "models" }
+func (s *modelsSuite) Task() engine.Suite {
+	return engine.Suite{Name: "models", Models: s.Models, Items: s.Items, Process: s.Process, Summarize: s.Summarize}
+}
 func (s *modelsSuite) Models() []string { return []string{"m1", "m2", "m3", "m4"} }
 func (s *modelsSuite) Items(context.Context) ([]engine.Item, error) {
 	var items []engine.Item
@@ -87,7 +89,7 @@ func BenchmarkShardBalance(b *testing.B) {
 			e.Cache = nil // every call made: wall time is the shard's work
 			e.Config.Parallel, e.Config.ItemsInFlight, e.Log = 4, 4, io.Discard
 			start := time.Now()
-			res, err := e.Run(context.Background(), &modelsSuite{n: items}, engine.RunSpec{Dir: filepath.Join(b.TempDir(), "s"), Shard: &rundir.Shard{I: i, N: shards, Seed: seed}})
+			res, err := e.Run(context.Background(), (&modelsSuite{n: items}).Task(), engine.RunSpec{Dir: filepath.Join(b.TempDir(), "s"), Shard: &rundir.Shard{I: i, N: shards, Seed: seed}})
 			if err != nil || res.Counts.Completed != items/shards {
 				b.Fatalf("shard %d: %v, %+v", i, err, res)
 			}

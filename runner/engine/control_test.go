@@ -106,7 +106,7 @@ func TestRepetitionStop(t *testing.T) {
 	e := newEngine(t, srv.Host(), t.TempDir())
 	e.Config.Repeats = localmodels.DefaultRepetition.MinRepeats
 	dir := filepath.Join(t.TempDir(), "run")
-	res, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir})
+	res, err := e.Run(context.Background(), (&testSuite{n: 1}).Task(), engine.RunSpec{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestServiceUnavailableBacksOff(t *testing.T) {
 	e.Config.Parallel = 4
 	e.Config.Retries = 8
 	e.Retry = engine.Retry{Base: 5 * time.Millisecond, Max: 40 * time.Millisecond}
-	res, err := e.Run(context.Background(), &testSuite{n: 12}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+	res, err := e.Run(context.Background(), (&testSuite{n: 12}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestModelMajorScheduling(t *testing.T) {
 		mu.Unlock()
 		e := newEngine(t, srv.Host(), t.TempDir())
 		e.Config.Parallel, e.Config.ItemsInFlight = 1, inFlight
-		res, err := e.Run(context.Background(), &testSuite{n: 10}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		res, err := e.Run(context.Background(), (&testSuite{n: 10}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestAliasesShareTheSlots(t *testing.T) {
 			t.Cleanup(srv.Close)
 			e := newEngine(t, srv.Host(), t.TempDir())
 			e.Config.Parallel, e.Config.ItemsInFlight = 4, 16
-			res, err := e.Run(context.Background(), &testSuite{n: 16}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+			res, err := e.Run(context.Background(), (&testSuite{n: 16}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,7 +310,7 @@ func TestServerWaitIsMeasured(t *testing.T) {
 		srv.SetSlots(c.slots)
 		e := newEngine(t, srv.Host(), t.TempDir())
 		e.Config.Parallel = 4
-		res, err := e.Run(context.Background(), &testSuite{n: 12}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		res, err := e.Run(context.Background(), (&testSuite{n: 12}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		srv.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -431,7 +431,7 @@ func TestPrefixReuseIsCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := &engine.Engine{Client: c, Retry: engine.Retry{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}, Config: engine.EngineConfig{Parallel: 2, ItemsInFlight: 2, JudgeRepairs: 1, Retries: 2}}
-		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		res, err := e.Run(context.Background(), (&testSuite{n: 3}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		f.Close()
 		if err != nil {
 			t.Fatal(err)

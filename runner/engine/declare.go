@@ -26,14 +26,21 @@ type Declaration struct {
 	migrate func(format int, cfg map[string]json.RawMessage) error
 }
 
+// Tasker is a built suite: Task is the suite as the engine runs it, every
+// part it has named in that one place.
+type Tasker interface {
+	Task() Suite
+}
+
 // Declare declares a suite whose config type is C (with settings on *C):
 // defaults gives its defaults, build makes the suite (and validates what
 // the settings' own checks cannot), migrate upgrades a config of an older
-// run format (nil: none is needed).
+// run format (nil: none is needed). The suite's name is name: its Task
+// may leave Name empty, and one naming another suite is refused.
 func Declare[C any, PC interface {
 	*C
 	setting.Config
-}, S Suite](name, short string, defaults func() C, build func(C) (S, error), migrate func(format int, cfg map[string]json.RawMessage) error) Declaration {
+}, S Tasker](name, short string, defaults func() C, build func(C) (S, error), migrate func(format int, cfg map[string]json.RawMessage) error) Declaration {
 	return Declaration{
 		Name: name, Short: short, Command: true, migrate: migrate,
 		config: func() setting.Config {
@@ -43,9 +50,18 @@ func Declare[C any, PC interface {
 		build: func(cfg setting.Config) (Suite, error) {
 			pc, ok := cfg.(PC)
 			if !ok {
-				return nil, fmt.Errorf("%s: config of type %T", name, cfg)
+				return Suite{}, fmt.Errorf("%s: config of type %T", name, cfg)
 			}
-			return build(*pc)
+			b, err := build(*pc)
+			if err != nil {
+				return Suite{}, err
+			}
+			t := b.Task()
+			if t.Name != "" && t.Name != name {
+				return Suite{}, fmt.Errorf("suite %s: its Task is named %q", name, t.Name)
+			}
+			t.Name = name
+			return t, nil
 		},
 	}
 }
@@ -89,7 +105,7 @@ func (d Declaration) Decode(raw json.RawMessage, format int) (setting.Config, er
 func (d Declaration) Build(raw json.RawMessage, format int) (Suite, error) {
 	cfg, err := d.Decode(raw, format)
 	if err != nil {
-		return nil, err
+		return Suite{}, err
 	}
 	return d.New(cfg)
 }

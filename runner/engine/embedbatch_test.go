@@ -23,7 +23,9 @@ import (
 // embedSuite's items each embed one text, "text N".
 type embedSuite struct{ n int }
 
-func (s *embedSuite) Name() string                                 { return "embedtest" }
+func (s *embedSuite) Task() engine.Suite {
+	return engine.Suite{Name: "embedtest", Models: s.Models, Items: s.Items, Process: s.Process, Summarize: s.Summarize}
+}
 func (s *embedSuite) Models() []string                             { return []string{"emb"} }
 func (s *embedSuite) Items(context.Context) ([]engine.Item, error) { return numberedItems(s.n), nil }
 func (s *embedSuite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
@@ -79,7 +81,7 @@ func TestEmbedsGathered(t *testing.T) {
 		e := &engine.Engine{Retry: engine.Retry{Base: time.Millisecond, Max: time.Millisecond}, Config: engine.EngineConfig{Parallel: 1, ItemsInFlight: 16, Retries: 1}}
 		e.Client = gatedEmbed{Backend: c, e: e, sent: &sent, n: 16, refuse: refuse}
 		dir := filepath.Join(t.TempDir(), "run")
-		_, err = e.Run(context.Background(), &embedSuite{n: 16}, engine.RunSpec{Dir: dir})
+		_, err = e.Run(context.Background(), (&embedSuite{n: 16}).Task(), engine.RunSpec{Dir: dir})
 		calls, inputs := srv.EmbedCalls()
 		if refuse == "" && (err != nil || calls > 2 || inputs != 16) {
 			t.Errorf("%d embedding requests with %d texts (%v); want at most 2 requests with 16 texts", calls, inputs, err)
@@ -113,7 +115,9 @@ type chatEmbedSuite struct {
 	work time.Duration
 }
 
-func (s *chatEmbedSuite) Name() string     { return "chatembed" }
+func (s *chatEmbedSuite) Task() engine.Suite {
+	return engine.Suite{Name: "chatembed", Models: s.Models, Items: s.Items, Process: s.Process, Summarize: s.Summarize}
+}
 func (s *chatEmbedSuite) Models() []string { return []string{"gen", "emb"} }
 func (s *chatEmbedSuite) Items(context.Context) ([]engine.Item, error) {
 	return numberedItems(s.n), nil
@@ -154,7 +158,7 @@ func TestEmbedWaitsForWorkingItems(t *testing.T) {
 	e := &engine.Engine{Client: c, Retry: engine.Retry{Base: time.Millisecond, Max: time.Millisecond}, Config: engine.EngineConfig{Parallel: 1, ItemsInFlight: 8, Retries: 1}}
 	engine.GatherEmbedsFor(e, bound)
 	start := time.Now()
-	if _, err := e.Run(context.Background(), &chatEmbedSuite{n: 8, work: 20 * time.Millisecond}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")}); err != nil {
+	if _, err := e.Run(context.Background(), (&chatEmbedSuite{n: 8, work: 20 * time.Millisecond}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")}); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)

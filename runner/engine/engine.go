@@ -101,66 +101,97 @@ func feedOrder(todo []Item, group func(string) string) []Item {
 	return out
 }
 
-// Suite is one benchmark. Process runs every model call an item needs through
-// c and returns the item's data (any JSON-encodable value); Summarize turns
-// records into metrics and tables.
-//
-// The contract in one place. Required: the five methods below. Optional,
-// each found by a type assertion where it is used — a suite implements
-// those its paper needs:
-//
-//   - Describer (this package): its prompt templates and data files, which
-//     the manifest records by hash and a resume checks.
-//   - Methods (this package): where its method departs from the paper's
-//     whatever the settings.
-//   - Sampled (this package): the items a --limit sample drew.
-//   - Windowed (this package): the context window its prompts need, asked
-//     before the first item.
-//   - summary.Measurer: its metric names, so a gate naming none is refused
-//     before the run.
-//   - summary.Rereader: its records under the other reading rule, for the
-//     figures shown beside the headline.
-//   - summary.Flagger: flags on its records for the report's sample
-//     browser.
-//   - summary.Comparable: its outcomes unit by unit, for halu compare.
-//   - io.Closer: stores it opened (an index, a graph), closed on every way
-//     out of a run.
-//
-// runner/smoke is the template: it shows the required methods and the
-// optional ones a simple suite has.
-type Suite interface {
-	Name() string
-	// Models lists every model the suite will call, so the engine can check
-	// they exist and record their digests before any work starts.
-	Models() []string
-	Items(ctx context.Context) ([]Item, error)
-	Process(ctx context.Context, c *Calls, it Item) (any, error)
-	Summarize(recs []rundir.Record) (*summary.Summary, error)
+// Suite is one benchmark as the engine runs it — the suite's contract as
+// data, in the manner of Inspect's Task(dataset, solver, scorer): each
+// suite package builds one in a single place (its Task method), so what
+// a suite has is read where it is declared. A field left nil is a part
+// the suite does not have; a new optional part is one field here and one
+// line in the suites that have it. runner/smoke, the template, fills
+// every field.
+type Suite struct {
+	// Name is the suite's declared name (Declaration.Name): the manifest's
+	// suite, checked on resume and merge.
+	Name string
+
+	// Required.
+
+	// Models lists every model the suite will call, so the engine can
+	// check they exist and record their digests before any work starts.
+	Models func() []string
+	// Items are the suite's items, each with an ID unique in the run.
+	Items func(ctx context.Context) ([]Item, error)
+	// Process runs every model call an item needs through c and returns
+	// the item's data (any JSON-encodable value).
+	Process func(ctx context.Context, c *Calls, it Item) (any, error)
+	// Summarize turns records into metrics and tables.
+	Summarize func(recs []rundir.Record) (*summary.Summary, error)
+
+	// Optional: each part a suite's paper needs.
+
+	// Prompts and Datasets are its prompt templates and data files, which
+	// the manifest records by hash (the engine computes the hashes: a
+	// suite gives the text and its source) and a resume checks.
+	Prompts  func() map[string]rundir.PromptInfo
+	Datasets func() []string
+	// Departures are where its method departs from the paper's in ways
+	// no setting turns off: halu's design where the paper gives none, and
+	// what the offline setting makes impossible. Every run records them
+	// (Manifest.Methods) and its summary and report name them.
+	Departures func() []string
+	// DepartureScopes gives, by departure (its text), the scope — a key of
+	// the summary's Scopes, which Summarize counts from the records —
+	// whose items it touches. A departure whose scope holds no item of the
+	// run cannot apply: the summary sets it aside with the reason.
+	DepartureScopes func() map[string]string
+	// Sample lists the items a --limit sample drew (Manifest.Sample).
+	Sample func() []string
+	// Window is the context window its prompts need, asked before the
+	// first item (see sizeWindow).
+	Window func(ctx context.Context, c *Calls) (int, error)
+	// MetricNames are the last parts of its summary's keys, so that a gate
+	// naming none of them is refused before the run (summary.CheckGateNames).
+	MetricNames func() []string
+	// OtherReading returns its records with the reading of judge replies
+	// that did not decide them in place of the deciding one, for the
+	// figures shown beside the headline (summary.AddBeside).
+	OtherReading func(recs []rundir.Record) ([]rundir.Record, error)
+	// Flag flags its records for the report's sample browser
+	// (summary.RecordFlags).
+	Flag func(rec rundir.Record) (summary.Flags, error)
+	// Outcomes are its records' outcomes unit by unit, for halu compare.
+	Outcomes func(recs []rundir.Record) ([]summary.Outcome, error)
+	// Close closes the stores it opened (an index, a graph), on every way
+	// out of a run.
+	Close func() error
 }
 
-// Methods is implemented by suites whose method departs from the paper's
-// in ways no setting turns off: halu's design where the paper gives none,
-// and what the offline setting makes impossible. Every run records them
-// (Manifest.Methods) and its summary and report name them.
-type Methods interface {
-	MethodDepartures() []string
+// close closes what s opened, when it opened anything.
+func (s Suite) close() {
+	if s.Close != nil {
+		s.Close()
+	}
 }
 
-// MethodScopes is implemented by suites some of whose method departures
-// touch only items of one kind: by departure (its text), the scope — a key
-// of the summary's Scopes, which the suite's Summarize counts from the
-// records — whose items it touches. A departure whose scope holds no item
-// of the run cannot apply: the summary sets it aside with the reason.
-type MethodScopes interface {
-	MethodScopes() map[string]string
+// CheckGates refuses a gate whose metric can be no metric of the suite's
+// summary (summary.CheckGateNames), before the first model call.
+func (s Suite) CheckGates(gates []summary.Gate) error {
+	var known []string
+	if s.MetricNames != nil {
+		known = s.MetricNames()
+	}
+	return summary.CheckGateNames(s.Name, known, gates)
 }
 
-// Describer is implemented by suites that use prompt templates and data
-// files; both are recorded in the manifest by hash (the engine computes the
-// hashes: a suite gives the text and its source).
-type Describer interface {
-	Prompts() map[string]rundir.PromptInfo
-	Datasets() []string
+// check refuses a suite missing a required part: a programming error,
+// found before any work.
+func (s Suite) check() error {
+	switch {
+	case s.Name == "":
+		return fmt.Errorf("suite without a name")
+	case s.Models == nil || s.Items == nil || s.Process == nil || s.Summarize == nil:
+		return fmt.Errorf("suite %s: Models, Items, Process and Summarize are required", s.Name)
+	}
+	return nil
 }
 
 // Retry is the backoff between attempts at a call that failed with a
@@ -180,7 +211,7 @@ type Engine struct {
 	Cache  *Cache
 	// Config is the engine's settings, declared once (EngineConfig.Settings):
 	// the engine reads them from here, and the manifest records them as they
-	// are (Manifest.Engine). A Windowed suite's need raises Config.NumCtx
+	// are (Manifest.Engine). A suite's Window raises Config.NumCtx
 	// before the run is described.
 	Config EngineConfig
 	// Retry is the backoff between attempts (default 1 s doubling to 20 s).
@@ -403,12 +434,13 @@ var ErrIncomplete = errors.New("run incomplete")
 func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error) {
 	e.init()
 	defer e.waitCache() // on every way out: no cache write outlives the run
-	if c, ok := s.(io.Closer); ok {
-		// Stores a suite opened (index, knowledge graph) close on every
-		// way out, a refusal before the first item and a dry run
-		// included: a library caller's next run on the same files would
-		// otherwise wait on their locks.
-		defer c.Close()
+	// Stores a suite opened (index, knowledge graph) close on every way
+	// out, a refusal before the first item and a dry run included: a
+	// library caller's next run on the same files would otherwise wait on
+	// their locks.
+	defer s.close()
+	if err := s.check(); err != nil {
+		return nil, err
 	}
 	if spec.DryRun {
 		p, err := e.dryRun(ctx, s, spec.Shard, spec.Config)
@@ -447,13 +479,13 @@ func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error
 func (r *run) plan(ctx context.Context, s Suite) error {
 	items, err := s.Items(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: items: %w", s.Name(), err)
+		return fmt.Errorf("%s: items: %w", s.Name, err)
 	}
 	r.items = shardOf(r.man.Shard, items)
 	seen := map[string]bool{}
 	for _, it := range r.items {
 		if seen[it.ID] {
-			return fmt.Errorf("%s: item ID %q appears twice", s.Name(), it.ID)
+			return fmt.Errorf("%s: item ID %q appears twice", s.Name, it.ID)
 		}
 		seen[it.ID] = true
 		if !r.done[it.ID] {
@@ -507,9 +539,7 @@ func (e *Engine) workInto(ctx context.Context, r *run, s Suite, rerun *Rerun) (i
 	r.hostBase = e.hostCounts()
 	r.judgeBase = e.judgeTimes()
 	failed, runErr := e.work(ctx, s, r.todo, w, ew, rerun)
-	if c, ok := s.(io.Closer); ok {
-		c.Close() // stores a suite opened (index, knowledge graph)
-	}
+	s.close() // stores a suite opened (index, knowledge graph)
 	cerr := w.Close()
 	ew.Close()
 	if runErr == nil && cerr != nil {
@@ -582,7 +612,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	estimate, cached := e.estimateCalls(ctx, s, todo)
-	prog := newProgress(e.Log, e.Interactive, e.Columns, s.Name(), len(todo), estimate, cached, e)
+	prog := newProgress(e.Log, e.Interactive, e.Columns, s.Name, len(todo), estimate, cached, e)
 	e.prog.Store(prog)
 	defer func() {
 		e.prog.Store(nil)
@@ -643,7 +673,7 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 				cancel(fmt.Errorf("item %s: encode record: %w", it.ID, err))
 				continue
 			}
-			rec := rundir.Record{Format: rundir.FormatVersion, Suite: s.Name(), Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Verdicts: calls.verdicts(), Prompts: calls.promptTexts()}
+			rec := rundir.Record{Format: rundir.FormatVersion, Suite: s.Name, Item: it.ID, Data: raw, Calls: calls.logs(), Failures: calls.failures(), Readings: calls.readings(), Verdicts: calls.verdicts(), Prompts: calls.promptTexts()}
 			if err := w.Append(rec); err != nil {
 				cancel(fmt.Errorf("write record: %w", err))
 				continue
@@ -742,15 +772,14 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // applicableMethods splits a run's method departures into those that
-// apply and those whose scope (MethodScopes) holds no item of the run's
+// apply and those whose scope (DepartureScopes) holds no item of the run's
 // records (scopes: Summary.Scopes), the latter with the reason. A scope the
 // summary did not count is not known to be empty: its departures apply.
 func applicableMethods(s Suite, methods []string, scopes map[string]int) (apply, not []string) {
-	ms, ok := s.(MethodScopes)
-	if !ok {
+	if s.DepartureScopes == nil {
 		return methods, nil
 	}
-	by := ms.MethodScopes()
+	by := s.DepartureScopes()
 	for _, m := range methods {
 		scope := by[m]
 		if n, counted := scopes[scope]; scope != "" && counted && n == 0 {
@@ -769,7 +798,7 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 	recs = sortRecords(recs)
 	sum, err := s.Summarize(recs)
 	if err != nil {
-		return nil, fmt.Errorf("%s: summary: %w", s.Name(), err)
+		return nil, fmt.Errorf("%s: summary: %w", s.Name, err)
 	}
 	sum.Counts = man.Counts
 	sum.TinyModel = man.TinyModel
@@ -777,8 +806,8 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 	if sum.Readers == "" {
 		sum.Readers = judging.ReadersPaper // runs before the choice was recorded
 	}
-	if err := summary.AddBeside(sum, s, recs, sum.Readers); err != nil {
-		return nil, fmt.Errorf("%s: summary: %w", s.Name(), err)
+	if err := summary.AddBeside(sum, s.Summarize, s.OtherReading, recs, sum.Readers); err != nil {
+		return nil, fmt.Errorf("%s: summary: %w", s.Name, err)
 	}
 	for _, r := range recs {
 		for _, c := range r.Calls {

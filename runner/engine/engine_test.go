@@ -52,7 +52,9 @@ type result struct {
 	Scored bool   `json:"scored"`
 }
 
-func (s *testSuite) Name() string                                 { return "test" }
+func (s *testSuite) Task() engine.Suite {
+	return engine.Suite{Name: "test", Models: s.Models, Items: s.Items, Process: s.Process, Summarize: s.Summarize}
+}
 func (s *testSuite) Models() []string                             { return []string{"gen", "judge"} }
 func (s *testSuite) Items(context.Context) ([]engine.Item, error) { return numberedItems(s.n), nil }
 
@@ -138,7 +140,7 @@ func TestRunThenRerunFromCache(t *testing.T) {
 	srv := server(t, goodJudge)
 	cache := t.TempDir()
 	dir1 := filepath.Join(t.TempDir(), "run1")
-	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 6}, engine.RunSpec{Dir: dir1, Config: map[string]int{"n": 6}})
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 6}).Task(), engine.RunSpec{Dir: dir1, Config: map[string]int{"n": 6}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestRunThenRerunFromCache(t *testing.T) {
 
 	dir2 := filepath.Join(t.TempDir(), "run2")
 	before := len(srv.Chats())
-	res2, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 6}, engine.RunSpec{Dir: dir2})
+	res2, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 6}).Task(), engine.RunSpec{Dir: dir2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func TestRunThenRerunFromCache(t *testing.T) {
 	}
 
 	// A run directory is never overwritten.
-	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 6}, engine.RunSpec{Dir: dir1}); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 6}).Task(), engine.RunSpec{Dir: dir1}); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Fatalf("rerun into the same dir: %v", err)
 	}
 }
@@ -182,11 +184,11 @@ func TestRunThenRerunFromCache(t *testing.T) {
 func TestDigestChangeInvalidatesCache(t *testing.T) {
 	srv := server(t, goodJudge)
 	cache := t.TempDir()
-	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "a")}); err != nil {
+	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 2}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "a")}); err != nil {
 		t.Fatal(err)
 	}
 	srv.SetModelDigest("judge:latest", "dj2")
-	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "b")})
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 2}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "b")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +211,7 @@ func TestInterruptAndResumeEachItemOnce(t *testing.T) {
 	f.WriteString(`{"suite":"test","item":"item-1`)
 	f.Close()
 
-	res, err := newEngine(t, srv.Host(), cacheDir).Run(context.Background(), &testSuite{n: 20}, engine.RunSpec{Dir: dir, Resume: true})
+	res, err := newEngine(t, srv.Host(), cacheDir).Run(context.Background(), (&testSuite{n: 20}).Task(), engine.RunSpec{Dir: dir, Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +249,7 @@ func TestUnparseableJudgeIsRetriedThenRecorded(t *testing.T) {
 		return fakeollama.Reply{Content: `{"score": 2}`}
 	})
 	dir := filepath.Join(t.TempDir(), "run")
-	res, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
+	res, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), (&testSuite{n: 3}).Task(), engine.RunSpec{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +308,7 @@ func TestJudgeRepairs(t *testing.T) {
 		e := newEngine(t, srv.Host(), t.TempDir())
 		e.Config.JudgeRepairs = tc.repairs
 		dir := filepath.Join(t.TempDir(), "run")
-		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
+		res, err := e.Run(context.Background(), (&testSuite{n: 3}).Task(), engine.RunSpec{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,7 +348,7 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 	})
 	e := newEngine(t, srv.Host(), t.TempDir())
 	e.Config.Parallel = 1
-	res, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), (&testSuite{n: 1}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +370,7 @@ func TestFailedItemIsRedoneOnResume(t *testing.T) {
 	})
 	dir := filepath.Join(t.TempDir(), "run")
 	cache := t.TempDir()
-	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir})
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: dir})
 	if !errors.Is(err, engine.ErrIncomplete) || res.Counts.Completed != 4 || res.Counts.Failed != 1 {
 		t.Fatalf("err %v counts %+v", err, res.Counts)
 	}
@@ -381,7 +383,7 @@ func TestFailedItemIsRedoneOnResume(t *testing.T) {
 	}
 	broken.Store(false)
 	first := res.Counts
-	res, err = newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir, Resume: true})
+	res, err = newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: dir, Resume: true})
 	// The manifest's books cover both sessions: the resume's one call is
 	// added to the first session's.
 	if err != nil || res.Counts.Completed != 5 || res.Counts.ModelCalls != first.ModelCalls+1 || res.Counts.Retries != first.Retries {
@@ -389,7 +391,7 @@ func TestFailedItemIsRedoneOnResume(t *testing.T) {
 	}
 	// A resume with nothing left to do changes neither the books nor the end.
 	done, _ := rundir.ReadManifest(dir)
-	_, err = newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir, Resume: true})
+	_, err = newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: dir, Resume: true})
 	again, _ := rundir.ReadManifest(dir)
 	if err != nil || !reflect.DeepEqual(again.Counts, done.Counts) || !again.Ended.Equal(*done.Ended) || again.Status != "complete" {
 		t.Fatalf("no-op resume: err %v counts %+v → %+v, ended %v → %v", err, done.Counts, again.Counts, done.Ended, again.Ended)
@@ -425,7 +427,7 @@ func TestUnreachableServerStopsRun(t *testing.T) {
 	e := newEngine(t, srv.Host(), t.TempDir())
 	e.Config.Parallel, e.Config.ItemsInFlight = 1, 1 // items one at a time: some complete before the server goes
 	dir := filepath.Join(t.TempDir(), "run")
-	_, err := e.Run(context.Background(), &testSuite{n: 10}, engine.RunSpec{Dir: dir})
+	_, err := e.Run(context.Background(), (&testSuite{n: 10}).Task(), engine.RunSpec{Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("err = %v", err)
 	}
@@ -656,7 +658,7 @@ func TestCutStreamIsRetriedNeverCached(t *testing.T) {
 	e := newEngine(t, srv.Host(), cache)
 	e.Config.Parallel, e.Config.ItemsInFlight = 1, 1
 	dir := filepath.Join(t.TempDir(), "r")
-	res, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir})
+	res, err := e.Run(context.Background(), (&testSuite{n: 1}).Task(), engine.RunSpec{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -673,7 +675,7 @@ func TestCutStreamIsRetriedNeverCached(t *testing.T) {
 		t.Fatalf("record = %+v", recs[0])
 	}
 	// A fresh run finds the complete answer in the cache, not the fragment.
-	res, err = newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r2")})
+	res, err = newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 1}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r2")})
 	if err != nil || res.Counts.ModelCalls != 0 {
 		t.Fatalf("second run: %v, counts %+v", err, res.Counts)
 	}
@@ -689,7 +691,7 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 	srv := server(t, goodJudge)
 	cache := t.TempDir()
 	dir1 := filepath.Join(t.TempDir(), "r1")
-	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir1}); err != nil {
+	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: dir1}); err != nil {
 		t.Fatal(err)
 	}
 	var entries []string
@@ -742,7 +744,7 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir2 := filepath.Join(t.TempDir(), "r2")
-	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir2})
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: dir2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -796,7 +798,7 @@ func TestCacheWriteFailureIsNotFatal(t *testing.T) {
 	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Run(context.Background(), &testSuite{n: 4}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), (&testSuite{n: 4}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -922,7 +924,7 @@ func TestRunDirectoryIsLocked(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r")
 	first := make(chan error, 1)
 	go func() {
-		_, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
+		_, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), (&testSuite{n: 3}).Task(), engine.RunSpec{Dir: dir})
 		first <- err
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -934,7 +936,7 @@ func TestRunDirectoryIsLocked(t *testing.T) {
 	}
 	for _, spec := range []engine.RunSpec{{Dir: dir}, {Dir: dir, Resume: true}} {
 		start := time.Now()
-		_, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 3}, spec)
+		_, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), (&testSuite{n: 3}).Task(), spec)
 		if !errors.Is(err, rundir.ErrRunLocked) || !strings.Contains(err.Error(), fmt.Sprintf("PID %d", os.Getpid())) {
 			t.Errorf("second run (resume %v): %v", spec.Resume, err)
 		}
@@ -965,15 +967,15 @@ func TestResumeWithOtherConfigRefuses(t *testing.T) {
 	srv := server(t, goodJudge)
 	dir := filepath.Join(t.TempDir(), "r")
 	cfg := map[string]any{"lang": "zh", "agent": "gen"}
-	if _, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: dir, Config: cfg}); err != nil {
+	if _, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), (&testSuite{n: 2}).Task(), engine.RunSpec{Dir: dir, Config: cfg}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 2},
+	_, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), (&testSuite{n: 2}).Task(),
 		engine.RunSpec{Dir: dir, Resume: true, Config: map[string]any{"lang": "en", "agent": "gen"}})
 	if !errors.Is(err, engine.ErrSettingsDiffer) || !strings.Contains(err.Error(), `lang: "zh" → "en"`) {
 		t.Fatalf("resume with another language: %v", err)
 	}
-	if _, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 2},
+	if _, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), (&testSuite{n: 2}).Task(),
 		engine.RunSpec{Dir: dir, Resume: true, Config: cfg}); err != nil {
 		t.Fatalf("resume with the run's config: %v", err)
 	}
@@ -993,7 +995,7 @@ func TestThinkingJudgesAskedNotToThink(t *testing.T) {
 		fakeollama.Model{Name: "judge:latest", Digest: "dj", Family: "qwen3", ParameterCount: 1e9, Capabilities: []string{"completion", "thinking"}},
 	)
 	t.Cleanup(srv.Close)
-	res, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := newEngine(t, srv.Host(), t.TempDir()).Run(context.Background(), (&testSuite{n: 2}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1019,7 +1021,7 @@ func TestJudgeCutOnEveryAttemptIsUnscored(t *testing.T) {
 		return fakeollama.Reply{Chunks: []string{`{"sco`}, Cut: true}
 	})
 	cache := t.TempDir()
-	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 2}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1056,7 +1058,7 @@ func TestCachedRunNeedsNoServer(t *testing.T) {
 	host := srv.Host()
 	cache := t.TempDir()
 	dir1 := filepath.Join(t.TempDir(), "r1")
-	if _, err := newEngine(t, host, cache).Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir1}); err != nil {
+	if _, err := newEngine(t, host, cache).Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: dir1}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()
@@ -1064,7 +1066,7 @@ func TestCachedRunNeedsNoServer(t *testing.T) {
 	e := newEngine(t, host, cache)
 	e.Log = &log
 	dir2 := filepath.Join(t.TempDir(), "r2")
-	res, err := e.Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir2})
+	res, err := e.Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: dir2})
 	if err != nil {
 		t.Fatalf("offline rerun: %v\n%s", err, log.String())
 	}
@@ -1087,7 +1089,7 @@ func TestCachedRunNeedsNoServer(t *testing.T) {
 	// More items than were cached: the new ones fail at once.
 	e = newEngine(t, host, cache)
 	e.Log = &log
-	res, err = e.Run(context.Background(), &testSuite{n: 7}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r3")})
+	res, err = e.Run(context.Background(), (&testSuite{n: 7}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r3")})
 	if res == nil || res.Counts.Completed != 5 || res.Counts.Failed != 2 || res.Counts.Retries != 0 {
 		t.Fatalf("partly cached: %v, %+v", err, res)
 	}
@@ -1095,7 +1097,7 @@ func TestCachedRunNeedsNoServer(t *testing.T) {
 	e = newEngine(t, host, t.TempDir())
 	e.Log = &log
 	dir4 := filepath.Join(t.TempDir(), "r4")
-	if _, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir4}); err == nil {
+	if _, err := e.Run(context.Background(), (&testSuite{n: 1}).Task(), engine.RunSpec{Dir: dir4}); err == nil {
 		t.Fatal("a run with no server and an empty cache ran")
 	}
 	if _, err := os.Stat(dir4); !errors.Is(err, fs.ErrNotExist) {
@@ -1128,7 +1130,7 @@ func TestCachedRunNeedsNoServerOpenAI(t *testing.T) {
 		var log strings.Builder
 		e := &engine.Engine{Client: c, Cache: cc, Log: &log,
 			Retry: engine.Retry{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}, Config: engine.EngineConfig{Parallel: 2, ItemsInFlight: 2, JudgeRepairs: 1, Retries: 2}}
-		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
+		res, err := e.Run(context.Background(), (&testSuite{n: 3}).Task(), engine.RunSpec{Dir: dir})
 		return res, log.String(), err
 	}
 	dir1, dir2 := filepath.Join(t.TempDir(), "r1"), filepath.Join(t.TempDir(), "r2")
@@ -1160,7 +1162,7 @@ func TestCallLogRecordsOptionsSent(t *testing.T) {
 	e := newEngine(t, srv.Host(), t.TempDir())
 	e.Config.NumCtx, e.Config.NumThread = 4096, 2
 	dir := filepath.Join(t.TempDir(), "r")
-	if _, err := e.Run(context.Background(), &testSuite{n: 1}, engine.RunSpec{Dir: dir}); err != nil {
+	if _, err := e.Run(context.Background(), (&testSuite{n: 1}).Task(), engine.RunSpec{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	_, recs, _ := engine.ReadRun(dir)
@@ -1221,7 +1223,7 @@ func runOneSlot(t *testing.T, srv *fakeollama.Server, n int) rundir.Counts {
 	t.Helper()
 	e := newEngine(t, srv.Host(), t.TempDir())
 	e.Config.Parallel, e.Config.ItemsInFlight = 1, 8
-	res, err := e.Run(context.Background(), &testSuite{n: n}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+	res, err := e.Run(context.Background(), (&testSuite{n: n}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1290,7 +1292,7 @@ func TestItemsInFlightRiseWithReloads(t *testing.T) {
 		e := newEngine(t, srv.Host(), t.TempDir())
 		var log bytes.Buffer
 		e.Config.Parallel, e.Config.ItemsInFlight, e.Log = 1, tc.inFlight, &log
-		res, err := e.Run(context.Background(), &testSuite{n: 200}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		res, err := e.Run(context.Background(), (&testSuite{n: 200}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1309,7 +1311,9 @@ func TestItemsInFlightRiseWithReloads(t *testing.T) {
 // chatsSuite's item i asks models[i] one question.
 type chatsSuite struct{ models []string }
 
-func (s *chatsSuite) Name() string     { return "chats" }
+func (s *chatsSuite) Task() engine.Suite {
+	return engine.Suite{Name: "chats", Models: s.Models, Items: s.Items, Process: s.Process, Summarize: s.Summarize}
+}
 func (s *chatsSuite) Models() []string { return s.models }
 func (s *chatsSuite) Items(context.Context) ([]engine.Item, error) {
 	return numberedItems(len(s.models)), nil
@@ -1338,7 +1342,7 @@ func TestReloadsCountedPerLoad(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e := newEngine(t, srv.Host(), t.TempDir())
 	e.Config.Parallel, e.Config.ItemsInFlight = 1, 1
-	res, err := e.Run(context.Background(), &chatsSuite{models: []string{"a", "b", "c", "a"}}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+	res, err := e.Run(context.Background(), (&chatsSuite{models: []string{"a", "b", "c", "a"}}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1352,7 +1356,9 @@ func TestReloadsCountedPerLoad(t *testing.T) {
 // weights).
 type twoCallSuite struct{ n int }
 
-func (s *twoCallSuite) Name() string                                 { return "two" }
+func (s *twoCallSuite) Task() engine.Suite {
+	return engine.Suite{Name: "two", Models: s.Models, Items: s.Items, Process: s.Process, Summarize: s.Summarize}
+}
 func (s *twoCallSuite) Models() []string                             { return []string{"gen"} }
 func (s *twoCallSuite) Items(context.Context) ([]engine.Item, error) { return numberedItems(s.n), nil }
 func (s *twoCallSuite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (any, error) {
@@ -1384,7 +1390,7 @@ func TestItemsNextCallTakesItsSlot(t *testing.T) {
 		})
 		e := newEngine(t, srv.Host(), t.TempDir())
 		e.Config.Parallel, e.Config.ItemsInFlight = 1, tc.items
-		res, err := e.Run(context.Background(), &twoCallSuite{n: 8}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		res, err := e.Run(context.Background(), (&twoCallSuite{n: 8}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1432,11 +1438,11 @@ func TestInterruptKeepsEveryFinishedCall(t *testing.T) {
 	})
 	e := newEngine(t, srv.Host(), cacheDir)
 	e.Config.Parallel, e.Config.ItemsInFlight = 4, 8
-	if _, err := e.Run(ctx, &testSuite{n: 12}, engine.RunSpec{Dir: dir}); !errors.Is(err, engine.ErrInterrupted) {
+	if _, err := e.Run(ctx, (&testSuite{n: 12}).Task(), engine.RunSpec{Dir: dir}); !errors.Is(err, engine.ErrInterrupted) {
 		t.Fatalf("err = %v, want interrupted", err)
 	}
 	first := len(srv.Chats())
-	res, err := newEngine(t, srv.Host(), cacheDir).Run(context.Background(), &testSuite{n: 12}, engine.RunSpec{Dir: dir, Resume: true})
+	res, err := newEngine(t, srv.Host(), cacheDir).Run(context.Background(), (&testSuite{n: 12}).Task(), engine.RunSpec{Dir: dir, Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}

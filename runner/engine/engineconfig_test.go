@@ -75,14 +75,14 @@ func TestEveryEngineSettingIsDeclaredAndRecorded(t *testing.T) {
 }
 
 // The manifest records the settings the engine ran with — the window a
-// Windowed suite raised included — in its engine section, and nothing of
+// suite's Window raised included — in its engine section, and nothing of
 // them in the serving section, which holds the fingerprints alone.
 func TestManifestRecordsTheEngineItRanWith(t *testing.T) {
 	srv := server(t, goodJudge)
 	dir := filepath.Join(t.TempDir(), "run")
 	e := newEngine(t, srv.Host(), t.TempDir())
 	e.Config.NumCtx, e.Config.NumThread, e.Config.KeepAlive, e.Config.Retries = 2048, 1, 7*time.Minute, 2
-	if _, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir}); err != nil {
+	if _, err := e.Run(context.Background(), (&testSuite{n: 3}).Task(), engine.RunSpec{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := rundir.ReadManifest(dir)
@@ -136,7 +136,7 @@ func TestLogprobsRecordedAndKeyed(t *testing.T) {
 		e := newEngine(t, srv.Host(), cache)
 		e.Config.Logprobs = logprobs
 		dir := filepath.Join(t.TempDir(), "run")
-		res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: dir})
+		res, err := e.Run(context.Background(), (&testSuite{n: 3}).Task(), engine.RunSpec{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +333,7 @@ func TestGrammarHeldLogprobsMarked(t *testing.T) {
 	e := newEngine(t, srv.Host(), t.TempDir())
 	e.Config.Logprobs = 1
 	dir := filepath.Join(t.TempDir(), "run")
-	if _, err := e.Run(context.Background(), &testSuite{n: 2}, engine.RunSpec{Dir: dir}); err != nil {
+	if _, err := e.Run(context.Background(), (&testSuite{n: 2}).Task(), engine.RunSpec{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	_, recs, _ := engine.ReadRun(dir)

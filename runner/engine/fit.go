@@ -168,30 +168,24 @@ func (c *Calls) Need(ctx context.Context, model, fixed string, parts []string, n
 	return need, nil
 }
 
-// Windowed is a suite whose prompts must hold content the paper shows
-// whole (hypo's 32 documents): Window returns the context window its
-// prompts need (0: none beyond the engine's), or an error, before the
-// first item, when a model cannot hold them. The engine asks for that
-// window (num_ctx) on every call of the run — one window, so the server
-// does not reload the model between calls.
-type Windowed interface {
-	Window(ctx context.Context, c *Calls) (int, error)
-}
-
-// sizeWindow raises the run's context window to what a Windowed suite's
-// prompts need, before any model is described (fingerprints and the
-// serving record carry the window the run uses).
+// sizeWindow raises the run's context window to what a suite's prompts
+// need (Suite.Window), before any model is described (fingerprints and
+// the serving record carry the window the run uses). A suite whose
+// prompts must hold content the paper shows whole (hypo's 32 documents)
+// returns the window they need (0: none beyond the engine's), or an
+// error, before the first item, when a model cannot hold them. The
+// engine asks for that window (num_ctx) on every call of the run — one
+// window, so the server does not reload the model between calls.
 func (e *Engine) sizeWindow(ctx context.Context, s Suite) error {
-	w, ok := s.(Windowed)
-	if !ok {
+	if s.Window == nil {
 		return nil
 	}
-	need, err := w.Window(ctx, e.NewCalls("window"))
+	need, err := s.Window(ctx, e.NewCalls("window"))
 	if err != nil {
 		return err
 	}
 	if need > e.Config.NumCtx {
-		fmt.Fprintf(e.Log, "%s: the paper's prompts need a context window of %d tokens: num_ctx %d for the run (was %d)\n", s.Name(), need, need, e.Config.NumCtx)
+		fmt.Fprintf(e.Log, "%s: the paper's prompts need a context window of %d tokens: num_ctx %d for the run (was %d)\n", s.Name, need, need, e.Config.NumCtx)
 		e.Config.NumCtx = need
 	}
 	return nil

@@ -30,7 +30,7 @@ func interrupted(t *testing.T, srv *fakeollama.Server, cache, dir string, n int)
 		}
 		return fakeollama.Reply{Content: "answer to " + r.LastUser()}
 	})
-	if _, err := newEngine(t, srv.Host(), cache).Run(ctx, &testSuite{n: n}, engine.RunSpec{Dir: dir}); !errors.Is(err, engine.ErrInterrupted) {
+	if _, err := newEngine(t, srv.Host(), cache).Run(ctx, (&testSuite{n: n}).Task(), engine.RunSpec{Dir: dir}); !errors.Is(err, engine.ErrInterrupted) {
 		t.Fatalf("err = %v, want interrupted", err)
 	}
 }
@@ -47,7 +47,7 @@ func TestResumeRefusesOtherWeights(t *testing.T) {
 	srv.SetModelDigest("judge:latest", "dj-new")
 	srv.SetModelDigest("gen:latest", "dg-new")
 	calls := len(srv.Chats())
-	_, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 20}, engine.RunSpec{Dir: dir, Resume: true})
+	_, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 20}).Task(), engine.RunSpec{Dir: dir, Resume: true})
 	if !errors.Is(err, engine.ErrNotTheSameRun) {
 		t.Fatalf("resume against other weights: %v", err)
 	}
@@ -64,7 +64,7 @@ func TestResumeRefusesOtherWeights(t *testing.T) {
 	}
 	srv.SetModelDigest("judge:latest", "dj")
 	srv.SetModelDigest("gen:latest", "dg")
-	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 20}, engine.RunSpec{Dir: dir, Resume: true})
+	res, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 20}).Task(), engine.RunSpec{Dir: dir, Resume: true})
 	if err != nil || res.Counts.Completed != 20 {
 		t.Fatalf("resume with the run's own weights: %v", err)
 	}
@@ -87,14 +87,14 @@ func TestOfflineResumeUsesTheRunsOwnFingerprints(t *testing.T) {
 		}
 		return fakeollama.Reply{Content: "answer to " + r.LastUser()}
 	})
-	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 10}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "b")}); err != nil {
+	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 10}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "b")}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()
 	var log strings.Builder
 	e := newEngine(t, srv.Host(), cache)
 	e.Log = &log
-	res, _ := e.Run(context.Background(), &testSuite{n: 10}, engine.RunSpec{Dir: dir, Resume: true})
+	res, _ := e.Run(context.Background(), (&testSuite{n: 10}).Task(), engine.RunSpec{Dir: dir, Resume: true})
 	if res == nil {
 		t.Fatalf("offline resume refused\n%s", log.String())
 	}
@@ -122,7 +122,7 @@ func TestOfflineResumeUsesTheRunsOwnFingerprints(t *testing.T) {
 	}
 }
 
-// describedSuite is testSuite with a data file (a Describer).
+// describedSuite is testSuite with a data file (Suite.Datasets).
 type describedSuite struct {
 	testSuite
 	data string
@@ -130,6 +130,12 @@ type describedSuite struct {
 
 func (s *describedSuite) Prompts() map[string]rundir.PromptInfo { return nil }
 func (s *describedSuite) Datasets() []string                    { return []string{s.data} }
+
+func (s *describedSuite) Task() engine.Suite {
+	t := s.testSuite.Task()
+	t.Prompts, t.Datasets = s.Prompts, s.Datasets
+	return t
+}
 
 // A resume after the run's data file changed on disk is refused before the
 // first model call, naming the file and both hashes; the run is left as
@@ -142,7 +148,7 @@ func TestResumeRefusesChangedData(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &describedSuite{testSuite: testSuite{n: 6}, data: data}
-	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
+	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), s.Task(), engine.RunSpec{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	m0, _ := rundir.ReadManifest(dir)
@@ -150,7 +156,7 @@ func TestResumeRefusesChangedData(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := len(srv.Chats())
-	_, err := newEngine(t, srv.Host(), cache).Run(context.Background(), s, engine.RunSpec{Dir: dir, Resume: true})
+	_, err := newEngine(t, srv.Host(), cache).Run(context.Background(), s.Task(), engine.RunSpec{Dir: dir, Resume: true})
 	if !errors.Is(err, engine.ErrNotTheSameRun) || !strings.Contains(err.Error(), "questions.jsonl") {
 		t.Fatalf("resume after the data changed: %v", err)
 	}
@@ -168,7 +174,7 @@ func TestResumeRefusesChangedData(t *testing.T) {
 func TestSessionsRecordOfflineAndBuild(t *testing.T) {
 	srv := server(t, goodJudge)
 	cache := t.TempDir()
-	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "a")}); err != nil {
+	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 3}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "a")}); err != nil {
 		t.Fatal(err)
 	}
 	host := srv.Host()
@@ -176,14 +182,14 @@ func TestSessionsRecordOfflineAndBuild(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	e := newEngine(t, host, cache)
 	e.Version = "build-1"
-	res, _ := e.Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir}) // 3 from the cache, 2 fail
+	res, _ := e.Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: dir}) // 3 from the cache, 2 fail
 	if res == nil || !res.Manifest.Server.Offline || res.Counts.Failed != 2 {
 		t.Fatalf("offline start: %+v", res)
 	}
 	up := server(t, goodJudge)
 	e = newEngine(t, up.Host(), cache)
 	e.Version = "build-2"
-	res, err := e.Run(context.Background(), &testSuite{n: 5}, engine.RunSpec{Dir: dir, Resume: true})
+	res, err := e.Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: dir, Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +225,7 @@ func TestCallsPastTheWindowCounted(t *testing.T) {
 	cache := t.TempDir()
 	e := newEngine(t, srv.Host(), cache)
 	e.Config.NumCtx = 4096
-	res, err := e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), (&testSuite{n: 3}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +234,7 @@ func TestCallsPastTheWindowCounted(t *testing.T) {
 	}
 	e = newEngine(t, srv.Host(), cache)
 	e.Config.NumCtx = 4096
-	res, err = e.Run(context.Background(), &testSuite{n: 3}, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "again")})
+	res, err = e.Run(context.Background(), (&testSuite{n: 3}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "again")})
 	if err != nil || res.Counts.ModelCalls != 0 || res.Manifest.Counts.OverContext != 3 {
 		t.Fatalf("from the cache: %v, %d calls, over context %d", err, res.Counts.ModelCalls, res.Manifest.Counts.OverContext)
 	}

@@ -127,8 +127,8 @@ func (e *Engine) reopen(r *run, s Suite, spec RunSpec) error {
 	if err != nil {
 		return err
 	}
-	if m.Suite != s.Name() {
-		return fmt.Errorf("run %s is of suite %q, not %q", r.dir, m.Suite, s.Name())
+	if m.Suite != s.Name {
+		return fmt.Errorf("run %s is of suite %q, not %q", r.dir, m.Suite, s.Name)
 	}
 	// A run of an older format was migrated by whoever decoded its
 	// config (Declaration.Decode): only a config in the current format
@@ -169,7 +169,7 @@ func (e *Engine) create(r *run, s Suite, spec RunSpec) error {
 	r.man = &rundir.Manifest{
 		Format:      rundir.FormatVersion,
 		HaluVersion: e.Version,
-		Suite:       s.Name(),
+		Suite:       s.Name,
 		Args:        spec.Args,
 		Flags:       spec.Flags,
 		Config:      cfg,
@@ -235,12 +235,12 @@ func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, sp
 	}
 	man.Protocol, man.Departures, man.Assumptions = e.protocol(spec.Config)
 	man.Methods = nil
-	if m, ok := s.(Methods); ok {
-		man.Methods = m.MethodDepartures()
+	if s.Departures != nil {
+		man.Methods = s.Departures()
 	}
 	man.Sample = nil
-	if sp, ok := s.(Sampled); ok {
-		man.Sample = sp.Sample()
+	if s.Sample != nil {
+		man.Sample = s.Sample()
 	}
 	return nil
 }
@@ -383,21 +383,28 @@ func missingModels(host string, names []string, cfg any, said error) error {
 		localmodels.ErrModelNotFound, host, len(names), strings.Join(parts, "; "), strings.Join(pulls, ", "), said)
 }
 
-// describeInputs records a Describer's prompt templates and data files,
-// each by hash. The engine hashes each template itself, so a manifest's
-// hash always matches its text.
+// describeInputs records a suite's prompt templates and data files, each
+// by hash. The engine hashes each template itself, so a manifest's hash
+// always matches its text.
 func describeInputs(man *rundir.Manifest, s Suite) error {
-	d, ok := s.(Describer)
-	if !ok {
+	if s.Prompts == nil && s.Datasets == nil {
 		return nil
 	}
 	man.Prompts = map[string]rundir.PromptInfo{}
-	for name, p := range d.Prompts() {
+	var prompts map[string]rundir.PromptInfo
+	if s.Prompts != nil {
+		prompts = s.Prompts()
+	}
+	for name, p := range prompts {
 		p.SHA256 = rundir.HashText(p.Text)
 		man.Prompts[name] = p
 	}
 	man.Datasets = map[string]rundir.DatasetInfo{}
-	for _, p := range d.Datasets() {
+	var datasets []string
+	if s.Datasets != nil {
+		datasets = s.Datasets()
+	}
+	for _, p := range datasets {
 		h, err := rundir.HashFile(p)
 		if err != nil {
 			return fmt.Errorf("dataset: %w", err)

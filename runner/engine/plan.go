@@ -147,7 +147,7 @@ func (e *Engine) dryRun(ctx context.Context, s Suite, shard *rundir.Shard, cfg a
 	}
 	items, err := s.Items(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s: items: %w", s.Name(), err)
+		return nil, fmt.Errorf("%s: items: %w", s.Name, err)
 	}
 	items = shardOf(shard, items)
 	p := &planner{rows: map[[3]string]*PlanRow{}}
@@ -161,9 +161,7 @@ func (e *Engine) dryRun(ctx context.Context, s Suite, shard *rundir.Shard, cfg a
 			plan.Stopped++
 		}
 	}
-	if cl, ok := s.(io.Closer); ok {
-		cl.Close()
-	}
+	s.close()
 	for _, r := range p.rows {
 		plan.Rows = append(plan.Rows, *r)
 	}

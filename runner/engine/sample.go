@@ -63,9 +63,3 @@ func StratifiedSample[T any](items []T, n int, seed int, key func(T) string) []T
 	}
 	return out
 }
-
-// Sampled is a suite that ran on a sample of its data: Sample lists the
-// drawn items' IDs, which the manifest records.
-type Sampled interface {
-	Sample() []string
-}

@@ -148,8 +148,8 @@ func readShards(s Suite, dirs []string) ([]*rundir.Manifest, []rundir.Record, er
 				return nil, nil, fmt.Errorf("%w: %s and %s differ: %s", ErrShards, dirs[0], d, why)
 			}
 		}
-		if m.Suite != s.Name() {
-			return nil, nil, fmt.Errorf("%w: %s is a %s run, not %s", ErrShards, d, m.Suite, s.Name())
+		if m.Suite != s.Name {
+			return nil, nil, fmt.Errorf("%w: %s is a %s run, not %s", ErrShards, d, m.Suite, s.Name)
 		}
 		if prev, ok := seenShard[m.Shard.I]; ok {
 			return nil, nil, fmt.Errorf("%w: shard %s is both %s and %s", ErrShards, m.Shard, prev, d)

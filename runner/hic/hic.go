@@ -291,8 +291,11 @@ func DefaultConfig() Config {
 		JudgeFormat: "text", JudgeMaxTokens: 200, TieHallucinated: true, RAGSource: "knowledge", DHPAnswers: "split", DHPPositive: "running", EmbedModel: "all-minilm"}
 }
 
+// suiteName is the suite's name: its declaration's and its Task's.
+const suiteName = "hic"
+
 // Declaration declares the suite to the registry.
-var Declaration = engine.Declare("hic", "HIC-Bench: intelligent vs defective hallucination on the 100 CDID questions (IH, DH, IFS)",
+var Declaration = engine.Declare(suiteName, "HIC-Bench: intelligent vs defective hallucination on the 100 CDID questions (IH, DH, IFS)",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: two keys were
@@ -474,9 +477,26 @@ func exampleID(prefixes map[string]bool) string {
 	return ps[0] + "/a0"
 }
 
-func (s *Suite) Name() string { return "hic" }
+// Task is HIC-Bench as the engine runs it: every part it has.
+func (s *Suite) Task() engine.Suite {
+	return engine.Suite{
+		Name:         suiteName,
+		Models:       s.Models,
+		Items:        s.Items,
+		Process:      s.Process,
+		Summarize:    s.Summarize,
+		Prompts:      s.Prompts,
+		Datasets:     s.Datasets,
+		Departures:   s.MethodDepartures,
+		Sample:       s.Sample,
+		MetricNames:  s.MetricNames,
+		OtherReading: s.OtherReading,
+		Flag:         s.Flag,
+		Outcomes:     s.Outcomes,
+	}
+}
 
-// MetricNames are the last parts of the summary's keys (summary.Measurer):
+// MetricNames are the last parts of the summary's keys (engine.Suite.MetricNames):
 // MODEL/STRATEGY/TEMPERATURE.NAME.
 func (s *Suite) MetricNames() []string {
 	return []string{"or", "fe", "va", "ih", "dh", "ifs", "iifs", "rifs", "flu", "fle", "kwprec", "over70"}

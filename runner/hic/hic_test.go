@@ -214,7 +214,7 @@ func TestDHPExampleUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.questions = []Question{{ID: 1, Field: "F", Question: "QUESTION 1?"}, {ID: 2, Field: "F", Question: "QUESTION 2?"}, {ID: 3, Field: "F", Question: "QUESTION 3?"}}
-	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestVerdictImitationIsIgnored(t *testing.T) {
 		s, _ := New(Config{Models: []string{"gen"}, Judges: []string{"judge"}, Strategies: []string{"scp"}, Answers: 1, Temperatures: []float64{1},
 			Seed: 1, MaxTokens: 50, JudgeFormat: jf, JudgeMaxTokens: 50, TieHallucinated: true, RAGSource: "knowledge", EmbedModel: "emb", Questions: []string{"1"}})
 		dir := filepath.Join(t.TempDir(), "r")
-		if _, err := e.Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
+		if _, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: dir}); err != nil {
 			t.Fatal(err)
 		}
 		man, recs, _ := engine.ReadRun(dir)
@@ -341,7 +341,7 @@ func TestServerIgnoringFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestDHPRepliesSplitAtBlankLines(t *testing.T) {
 		t.Fatalf("default DHP run departs: %v", s.cfg.Settings().Departures())
 	}
 	s.questions = []Question{{ID: 1, Field: "F", Question: "QUESTION 1?"}, {ID: 2, Field: "F", Question: "QUESTION 2?"}}
-	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +536,7 @@ func TestDHPPositiveRunningOrPerQuestion(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.questions = []Question{{ID: 1, Field: "F", Question: "QUESTION 1?"}, {ID: 2, Field: "F", Question: "QUESTION 2?"}, {ID: 3, Field: "F", Question: "QUESTION 3?"}}
-		res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+		res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 		srv.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -597,7 +597,7 @@ func TestJudgeCardFindsAKnownBias(t *testing.T) {
 		{ID: 4, Field: "F", Question: "Q4?"}, {ID: 5, Field: "F", Question: "Q5?"}, {ID: 6, Field: "F", Question: "Q6?"}}
 	e := enginetest.New(t, srv.Host(), 2)
 	e.Config.JudgeChecks = 1
-	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -711,7 +711,7 @@ func TestEntailmentSortsAnswersBySemanticSets(t *testing.T) {
 	// One entailment reply that does not read: the question is unsorted.
 	garble = true
 	e.Cache = nil // asked again, not answered by the first run's replies
-	res2, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r2"), Config: nil})
+	res2, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r2"), Config: nil})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -824,7 +824,7 @@ func planThenRun(t *testing.T, e *engine.Engine, cfg Config, stage string) (s *S
 	}
 	s.questions = []Question{{ID: 1, Field: "F", Question: "How to measure sea salt?"}}
 	dir := filepath.Join(t.TempDir(), "r")
-	if plan, err = e.Run(context.Background(), s, engine.RunSpec{Dir: dir, DryRun: true}); err != nil {
+	if plan, err = e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: dir, DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range plan.Plan.Rows {
@@ -832,7 +832,7 @@ func planThenRun(t *testing.T, e *engine.Engine, cfg Config, stage string) (s *S
 			planned += r.Calls
 		}
 	}
-	if res, err = e.Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
+	if res, err = e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	return s, plan, planned, res

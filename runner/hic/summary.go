@@ -878,7 +878,7 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 
 // OtherReading puts in place, in each judgement whose reply the two
 // readers read differently, the verdict of the reader that did not decide
-// (summary.Rereader).
+// (engine.Suite.OtherReading).
 func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
 	return rundir.MapRecords(recs, func(ir *ItemResult) {
 		for qi := range ir.Questions {
@@ -895,7 +895,7 @@ func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
 }
 
 // MethodDepartures are where HIC-Bench's method is not the paper's
-// whatever the settings (engine.Methods).
+// whatever the settings (engine.Suite.Departures).
 func (s *Suite) MethodDepartures() []string {
 	return []string{"Flu: the paper's SimCSE similarity is BERT's pooler output; an embedding model served by Ollama or an OpenAI-compatible server returns pooled token embeddings without BERT's pooler layer, so Flu can be close to the paper's, not equal"}
 }

@@ -281,8 +281,11 @@ func DefaultConfig() Config {
 		HypothesisFormat: "free"}
 }
 
+// suiteName is the suite's name: its declaration's and its Task's.
+const suiteName = "hypo"
+
 // Declaration declares the suite to the registry.
-var Declaration = engine.Declare("hypo", "TruthHypo: biomedical hypotheses with KG and PubMed knowledge; KnowHD groundedness",
+var Declaration = engine.Declare(suiteName, "TruthHypo: biomedical hypotheses with KG and PubMed knowledge; KnowHD groundedness",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: the knowledge
@@ -511,9 +514,28 @@ func (s *Suite) Close() error {
 	return nil
 }
 
-func (s *Suite) Name() string { return "hypo" }
+// Task is TruthHypo with KnowHD as the engine runs it: every part it has.
+func (s *Suite) Task() engine.Suite {
+	return engine.Suite{
+		Name:         suiteName,
+		Models:       s.Models,
+		Items:        s.Items,
+		Process:      s.Process,
+		Summarize:    s.Summarize,
+		Prompts:      s.Prompts,
+		Datasets:     s.Datasets,
+		Departures:   s.MethodDepartures,
+		Sample:       s.Sample,
+		Window:       s.Window,
+		MetricNames:  s.MetricNames,
+		OtherReading: s.OtherReading,
+		Flag:         s.Flag,
+		Outcomes:     s.Outcomes,
+		Close:        s.Close,
+	}
+}
 
-// MetricNames are the last parts of the summary's keys (summary.Measurer):
+// MetricNames are the last parts of the summary's keys (engine.Suite.MetricNames):
 // MODEL/SETTING/TASK.NAME and MODEL/SETTING.NAME, one groundedness per
 // KnowHD source.
 func (s *Suite) MetricNames() []string {

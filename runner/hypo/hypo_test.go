@@ -209,7 +209,7 @@ func runWithStores(t *testing.T, ignoresFormat bool) {
 		t.Fatal(err)
 	}
 	e := enginetest.New(t, srv.Host(), 1)
-	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
+	res, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(dir, "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestOpenEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(dir, "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -880,7 +880,7 @@ func TestParametricPromptsSizeTheWindow(t *testing.T) {
 		}
 		e := enginetest.New(t, srv.Host(), 1)
 		e.Config.NumCtx = 640
-		res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+		res, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 		switch {
 		case tc.refuse:
 			// Refused before any item: the one call is the engine's
@@ -925,7 +925,7 @@ func TestHypothesisFormatLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "run")})
 	if err != nil {
 		t.Fatal(err)
 	}

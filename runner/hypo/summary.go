@@ -542,7 +542,7 @@ func unreadableNote(wrong bool) string {
 }
 
 // MethodDepartures are where KnowHD as halu runs it is not the authors'
-// whatever the settings (engine.Methods); none without --knowhd.
+// whatever the settings (engine.Suite.Departures); none without --knowhd.
 func (s *Suite) MethodDepartures() []string {
 	var out []string
 	if s.cfg.ClaimNodes == "bm25" && s.cfg.knowhdUses("kg") {
@@ -556,7 +556,7 @@ func (s *Suite) MethodDepartures() []string {
 
 // OtherReading puts in place, in each claim check whose verifier reply the
 // two readers read differently, the verdict of the reader that did not
-// decide, and recomputes each groundedness (summary.Rereader).
+// decide, and recomputes each groundedness (engine.Suite.OtherReading).
 func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
 	swap := func(h *Hypothesis) {
 		for _, g := range h.Grounding {

@@ -17,7 +17,7 @@ const kgLineBound = `Chemical 2,3,7,8-tetrachlorodibenzo-para-dioxin derivative 
 
 // Window is the context window the run's hypothesis prompts need to show
 // what the paper shows — the 32 retrieved documents whole, and room for 32
-// KG lines — beside the instructions and the reply's cap (engine.Windowed).
+// KG lines — beside the instructions and the reply's cap (engine.Suite.Window).
 // A model whose trained context cannot hold them is refused before the
 // first item; --knowledge-fit drop (a named departure) instead leaves out
 // what does not fit the window asked. A parametric prompt, which shows no

@@ -299,8 +299,11 @@ func DefaultConfig() Config {
 		FinalIdea: "qwq", Scoring: "current"}
 }
 
+// suiteName is the suite's name: its declaration's and its Task's.
+const suiteName = "ideas"
+
 // Declaration declares the suite to the registry.
-var Declaration = engine.Declare("ideas", "LiveIdeaBench: scientific ideas from one keyword, judged by a local panel (originality, feasibility, clarity, fluency, flexibility)",
+var Declaration = engine.Declare(suiteName, "LiveIdeaBench: scientific ideas from one keyword, judged by a local panel (originality, feasibility, clarity, fluency, flexibility)",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: "keywords" held N
@@ -453,9 +456,24 @@ func loadExternal(path string) (map[string]float64, error) {
 	return out, nil
 }
 
-func (s *Suite) Name() string { return "ideas" }
+// Task is LiveIdeaBench as the engine runs it: every part it has.
+func (s *Suite) Task() engine.Suite {
+	return engine.Suite{
+		Name:         suiteName,
+		Models:       s.Models,
+		Items:        s.Items,
+		Process:      s.Process,
+		Summarize:    s.Summarize,
+		Prompts:      s.Prompts,
+		Datasets:     s.Datasets,
+		MetricNames:  s.MetricNames,
+		OtherReading: s.OtherReading,
+		Flag:         s.Flag,
+		Outcomes:     s.Outcomes,
+	}
+}
 
-// MetricNames are the last parts of the summary's keys (summary.Measurer):
+// MetricNames are the last parts of the summary's keys (engine.Suite.MetricNames):
 // MODEL.NAME.
 func (s *Suite) MetricNames() []string {
 	return []string{"originality", "feasibility", "clarity", "fluency", "flexibility", "average", "average5", "refusal_rate"}

@@ -230,7 +230,7 @@ func TestCapNotAppliedIsInTheRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+		res, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestCapNotAppliedIsInTheRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum, err := engine.Summarize(again, man, recs)
+		sum, err := engine.Summarize(again.Task(), man, recs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -373,7 +373,7 @@ func runScoresByHand(t *testing.T, ignoresFormat bool) {
 		t.Fatal(err)
 	}
 	e := enginetest.New(t, srv.Host(), 2)
-	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ func TestLongIdeaExcluded(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Models, cfg.Judges, cfg.Limit, cfg.IdeasPerKeyword, cfg.CriticsPerIdea = []string{"gen"}, []string{"j1"}, 1, 2, 1
 	s, _ := New(cfg)
-	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +487,7 @@ func TestFinalIdeaOnlyForQwQAndSecondRefusalScored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -697,7 +697,7 @@ func runOneKeyword(t *testing.T, protocol, readers string, reply func(fakeollama
 	}
 	e := enginetest.New(t, srv.Host(), 1)
 	e.Config.Readers = readers
-	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -745,7 +745,7 @@ func TestJudgeCardFindsOrderAndLengthBias(t *testing.T) {
 	}
 	e := enginetest.New(t, srv.Host(), 2)
 	e.Config.JudgeChecks = 1
-	res, err := e.Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -421,7 +421,7 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 
 // OtherReading puts in place, in each critique and fluency grading whose
 // reply the two readers read differently, what the reader that did not
-// decide read (summary.Rereader).
+// decide read (engine.Suite.OtherReading).
 func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
 	return rundir.MapRecords(recs, func(ir *ItemResult) {
 		for i := range ir.Ideas {

@@ -152,8 +152,11 @@ func DefaultConfig() Config {
 		JudgeFormat: "text", JudgeMaxTokens: 1024, CodeChecks: false, Sample: "stratified", TooLong: "refuse"}
 }
 
+// suiteName is the suite's name: its declaration's and its Task's.
+const suiteName = "intent"
+
 // Declaration declares the suite to the registry.
-var Declaration = engine.Declare("intent", "FaithQA: intent hallucination (omission, misinterpretation) scored by the Constraint Score, beside a 1–10 judge baseline",
+var Declaration = engine.Declare(suiteName, "FaithQA: intent hallucination (omission, misinterpretation) scored by the Constraint Score, beside a 1–10 judge baseline",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: the judge was
@@ -234,9 +237,27 @@ func New(cfg Config) (*Suite, error) {
 	return &Suite{cfg: cfg, inputs: ins, weights: w}, nil
 }
 
-func (s *Suite) Name() string { return "intent" }
+// Task is FaithQA's intent hallucination as the engine runs it: every part it has.
+func (s *Suite) Task() engine.Suite {
+	return engine.Suite{
+		Name:            suiteName,
+		Models:          s.Models,
+		Items:           s.Items,
+		Process:         s.Process,
+		Summarize:       s.Summarize,
+		Prompts:         s.Prompts,
+		Datasets:        s.Datasets,
+		Departures:      s.MethodDepartures,
+		DepartureScopes: s.MethodScopes,
+		Sample:          s.Sample,
+		Window:          s.Window,
+		MetricNames:     s.MetricNames,
+		Flag:            s.Flag,
+		Outcomes:        s.Outcomes,
+	}
+}
 
-// MetricNames are the last parts of the summary's keys (summary.Measurer):
+// MetricNames are the last parts of the summary's keys (engine.Suite.MetricNames):
 // MODEL[/TASK]/NAME, and human/JUDGE/mse where human scores are given.
 func (s *Suite) MetricNames() []string {
 	return []string{"cs", "perfect", "baseline", "fact_rate", "hallucination_rate", "mse"}

@@ -519,7 +519,7 @@ func runAgainstFake(t *testing.T, ignoresFormat bool) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	res, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "run")})
+	res, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(dir, "run")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +599,7 @@ func runAgainstFake(t *testing.T, ignoresFormat bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = enginetest.New(t, srv.Host(), 2).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(dir, "text")})
+	res, err = enginetest.New(t, srv.Host(), 2).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(dir, "text")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -612,7 +612,7 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 }
 
 // MethodDepartures are where intent's method is not the paper's whatever
-// its settings (engine.Methods).
+// its settings (engine.Suite.Departures).
 func (s *Suite) MethodDepartures() []string {
 	out := []string{methodMisinterpretation}
 	if s.cfg.FactSamples > 0 {

@@ -11,7 +11,7 @@ import (
 // whole — the task with its articles, which come first in a long prompt
 // and are what a server cuts when a prompt is longer than its window —
 // beside the reply's cap; the judges' prompts hold the query, the response
-// (up to --max-tokens) and their own reply (engine.Windowed). A model whose
+// (up to --max-tokens) and their own reply (engine.Suite.Window). A model whose
 // context cannot hold them is refused before the first item, or, under
 // --too-long skip, the items it cannot hold are left out (unscored,
 // counted): the query is never left for the server to cut.

@@ -63,8 +63,11 @@ func DefaultConfig() Config {
 	return Config{Set: HaluEval, Limit: 200, Seed: 1, JudgeFormat: "text", JudgeMaxTokens: 200}
 }
 
+// suiteName is the suite's name: its declaration's and its Task's.
+const suiteName = "judges"
+
 // Declaration declares the suite; `halu judges validate` runs it.
-var Declaration = engine.Declare("judges", "Validate judges against people's hallucination labels (halu judges validate)",
+var Declaration = engine.Declare(suiteName, "Validate judges against people's hallucination labels (halu judges validate)",
 	DefaultConfig, New, nil).NotRun()
 
 // Suite is judge validation.
@@ -85,7 +88,20 @@ func New(cfg Config) (*Suite, error) {
 	return &Suite{cfg: cfg, set: set}, nil
 }
 
-func (s *Suite) Name() string { return "judges" }
+// Task is judge validation as the engine runs it: every part it has.
+func (s *Suite) Task() engine.Suite {
+	return engine.Suite{
+		Name:        suiteName,
+		Models:      s.Models,
+		Items:       s.Items,
+		Process:     s.Process,
+		Summarize:   s.Summarize,
+		Prompts:     s.Prompts,
+		Datasets:    s.Datasets,
+		MetricNames: s.MetricNames,
+		Flag:        s.Flag,
+	}
+}
 
 // Models are the judges.
 func (s *Suite) Models() []string { return append([]string(nil), s.cfg.Judges...) }

@@ -188,7 +188,7 @@ func judgedRun(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	if _, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s, engine.RunSpec{Dir: dir}); err != nil {
+	if _, err := enginetest.New(t, srv.Host(), 2).Run(context.Background(), s.Task(), engine.RunSpec{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -73,7 +73,7 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	}
 	r.Flags = make([]summary.Flags, len(recs))
 	for i, rec := range recs {
-		f, err := summary.RecordFlags(suite, rec)
+		f, err := summary.RecordFlags(suite.Flag, rec)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}

@@ -865,7 +865,7 @@ func TestMethodDifferenceOfItemsTheRunHasNot(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw, _ := json.Marshal(cfg)
-		man := &rundir.Manifest{Suite: "intent", Config: raw, Format: rundir.FormatVersion, Methods: s.(engine.Methods).MethodDepartures()}
+		man := &rundir.Manifest{Suite: "intent", Config: raw, Format: rundir.FormatVersion, Methods: s.Departures()}
 		var recs []rundir.Record
 		for i, task := range tc.tasks {
 			data, _ := json.Marshal(map[string]any{"model": "m", "id": fmt.Sprint("q", i), "task": task, "response": "…"})

@@ -42,7 +42,7 @@ type Manifest struct {
 	Departures []setting.Departure `json:"departures,omitempty"`
 	// Methods are the ways the suite's method departs from the paper's
 	// whatever its settings: halu's own design where the paper gives none,
-	// and what the offline setting makes impossible (engine.Methods).
+	// and what the offline setting makes impossible (engine.Suite.Departures).
 	Methods []string `json:"method_departures,omitempty"`
 	// Assumptions are the values halu chose where the paper and the
 	// authors' code are silent (see Assumption).

@@ -75,8 +75,11 @@ func DefaultConfig() Config {
 	return Config{Seed: 1, Temperature: 0.7, MaxTokens: 48, JudgeFormat: "json"}
 }
 
+// suiteName is the suite's name: its declaration's and its Task's.
+const suiteName = "smoke"
+
 // Declaration declares the suite to the registry.
-var Declaration = engine.Declare("smoke", "Built-in smoke suite: a few questions, generated and judged, to check the whole path",
+var Declaration = engine.Declare(suiteName, "Built-in smoke suite: a few questions, generated and judged, to check the whole path",
 	DefaultConfig, New, migrate)
 
 // migrate brings a config of run format 1 up to date: the question count
@@ -159,7 +162,21 @@ func New(cfg Config) (*Suite, error) {
 	return &Suite{cfg: cfg}, nil
 }
 
-func (s *Suite) Name() string { return "smoke" }
+// Task is the smoke suite as the engine runs it: every part it has.
+func (s *Suite) Task() engine.Suite {
+	return engine.Suite{
+		Name:        suiteName,
+		Models:      s.Models,
+		Items:       s.Items,
+		Process:     s.Process,
+		Summarize:   s.Summarize,
+		Prompts:     s.Prompts,
+		Datasets:    s.Datasets,
+		MetricNames: s.MetricNames,
+		Flag:        s.Flag,
+		Outcomes:    s.Outcomes,
+	}
+}
 
 // questions is how many of the built-in questions the run takes.
 func (s *Suite) questions() int {
@@ -169,7 +186,7 @@ func (s *Suite) questions() int {
 	return s.cfg.Limit
 }
 
-// MetricNames are the last parts of the summary's keys (summary.Measurer).
+// MetricNames are the last parts of the summary's keys (engine.Suite.MetricNames).
 func (s *Suite) MetricNames() []string {
 	return []string{"mean_score", "hallucination_rate", "unscored"}
 }

@@ -100,7 +100,7 @@ func run(t *testing.T, answer string, judge func(fakeollama.ChatRequest) string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s, engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,20 +8,6 @@ import (
 	"halu/runner/rundir"
 )
 
-// Rereader is a suite whose records keep, for each judge reply its two
-// readers (halu's careful reader and the authors' rule) read differently,
-// the reading that did not decide it. OtherReading returns the records
-// with that reading in place of the deciding one, so that the same
-// Summarize gives the run's figures under the other reading.
-type Rereader interface {
-	OtherReading(recs []rundir.Record) ([]rundir.Record, error)
-}
-
-// Summarizer makes a summary of records (every suite is one).
-type Summarizer interface {
-	Summarize(recs []rundir.Record) (*Summary, error)
-}
-
 // Beside is the run's figures under the reading of judge replies that did
 // not make the headline: the authors' rule beside halu's careful reading
 // (the default), or the careful reading beside the authors' rule when a
@@ -43,13 +29,16 @@ func ReadingName(readers string) string {
 }
 
 // AddBeside computes sum's figures under the other reading of judge replies
-// — s's summary of the records with the other reading in place — and adds
-// them (Beside, a table of the figures that differ, a note). readers is
-// the reading that made the headline. A suite without two readers, or a
-// run whose readers never disagreed, gets the note only where it has two.
-func AddBeside(sum *Summary, s Summarizer, recs []rundir.Record, readers string) error {
-	rr, ok := s.(Rereader)
-	if !ok {
+// — summarize's summary of the records with the other reading in place —
+// and adds them (Beside, a table of the figures that differ, a note).
+// readers is the reading that made the headline. A suite whose records
+// keep, for each judge reply its two readers (halu's careful reader and
+// the authors' rule) read differently, the reading that did not decide
+// it, gives otherReading: the records with that reading in place of the
+// deciding one. A suite without two readers (otherReading nil), or a run
+// whose readers never disagreed, gets the note only where it has two.
+func AddBeside(sum *Summary, summarize func([]rundir.Record) (*Summary, error), otherReading func([]rundir.Record) ([]rundir.Record, error), recs []rundir.Record, readers string) error {
+	if otherReading == nil {
 		return nil
 	}
 	other := "paper"
@@ -75,11 +64,11 @@ func AddBeside(sum *Summary, s Summarizer, recs []rundir.Record, readers string)
 		sum.Notes = append(sum.Notes, fmt.Sprintf("reading: no judge reply was read otherwise by the %s and the %s (the authors' rule reads text-format replies only): each figure is the same under both", ReadingName(readers), ReadingName(other)))
 		return nil
 	}
-	alt, err := rr.OtherReading(recs)
+	alt, err := otherReading(recs)
 	if err != nil {
 		return fmt.Errorf("the other reading: %w", err)
 	}
-	osum, err := s.Summarize(alt)
+	osum, err := summarize(alt)
 	if err != nil {
 		return fmt.Errorf("summary under the other reading: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 // Flags are what a report's sample browser filters a record by. The engine
 // sets Unscored (a judgement never read) and CutShort (a generation stopped
 // by its token cap, the time budget or a repetition loop) from the record
-// itself; a suite that knows more says so through Flagger.
+// itself; a suite that knows more says so through its Flag.
 type Flags struct {
 	// Hallucinated: a unit of the record was judged hallucinated, in the
 	// suite's own sense (HIC-Bench's DH, FaithQA's CS < 10, …).
@@ -26,18 +26,13 @@ type Flags struct {
 	AgainstPeople bool `json:"judge_vs_people,omitempty"`
 }
 
-// Flagger is a suite that flags its records for the sample browser.
-type Flagger interface {
-	Flag(rec rundir.Record) (Flags, error)
-}
-
-// RecordFlags are rec's flags: the suite's (when it is a Flagger) and the
-// engine's own.
-func RecordFlags(s any, rec rundir.Record) (Flags, error) {
+// RecordFlags are rec's flags: the suite's (flag, when it flags its
+// records) and the engine's own.
+func RecordFlags(flag func(rundir.Record) (Flags, error), rec rundir.Record) (Flags, error) {
 	var f Flags
-	if fl, ok := s.(Flagger); ok {
+	if flag != nil {
 		var err error
-		if f, err = fl.Flag(rec); err != nil {
+		if f, err = flag(rec); err != nil {
 			return f, err
 		}
 	}

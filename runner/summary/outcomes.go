@@ -1,7 +1,5 @@
 package summary
 
-import "halu/runner/rundir"
-
 // Outcome is one measurement of one unit of a run, for the paired
 // comparison of two runs (halu compare). Unit names the unit of analysis
 // without the model ("SCP/T1/q001", a keyword, an item id), so that the
@@ -17,10 +15,4 @@ type Outcome struct {
 	// McNemar).
 	Kind  string
 	Value float64
-}
-
-// Comparable is implemented by suites whose records can be compared unit
-// by unit.
-type Comparable interface {
-	Outcomes(recs []rundir.Record) ([]Outcome, error)
 }
