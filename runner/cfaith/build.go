@@ -375,6 +375,7 @@ func NewBuilder(cfg BuildConfig) (*Builder, error) {
 func (b *Builder) Task() engine.Suite {
 	return engine.Suite{
 		Name:       buildName,
+		Paper:      paper,
 		Models:     b.Models,
 		Items:      b.Items,
 		Process:    b.Process,

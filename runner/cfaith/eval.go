@@ -90,6 +90,9 @@ func DefaultConfig() Config {
 		Sample: "stratified", Protocol: setting.ProtocolPaper, AnswerFormat: "free"}
 }
 
+// paper is the publication the suite implements (engine.Suite.Paper).
+const paper = "\"C-FAITH: A Chinese Fine-Grained Benchmark for Automated Hallucination Evaluation\" (HaluAgent; anonymous ACL submission); the authors' code: github.com/pkulcwmzx/C-FAITH"
+
 // suiteName is the suite's name: its declaration's and its Task's.
 const suiteName = "cfaith"
 
@@ -138,6 +141,7 @@ func New(cfg Config) (*Suite, error) {
 func (s *Suite) Task() engine.Suite {
 	return engine.Suite{
 		Name:        suiteName,
+		Paper:       paper,
 		Models:      s.Models,
 		Items:       s.Items,
 		Process:     s.Process,

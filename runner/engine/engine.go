@@ -106,8 +106,10 @@ func feedOrder(todo []Item, group func(string) string) []Item {
 // suite package builds one in a single place (its Task method), so what
 // a suite has is read where it is declared. A field left nil is a part
 // the suite does not have; a new optional part is one field here and one
-// line in the suites that have it. runner/smoke, the template, fills
-// every field.
+// line in the suites that have it. runner/smoke is the template: its
+// Task fills the parts smoke needs, and its TestEveryPartOfATask runs a
+// smoke Task with every other part added, showing what the engine makes
+// of each (it fails on a field it does not show).
 type Suite struct {
 	// Name is the suite's declared name (Declaration.Name): the manifest's
 	// suite, checked on resume and merge.
@@ -127,6 +129,14 @@ type Suite struct {
 	Summarize func(recs []rundir.Record) (*summary.Summary, error)
 
 	// Optional: each part a suite's paper needs.
+
+	// Paper names the publication whose benchmark the suite implements
+	// (authors, title) and the authors' code it follows where the paper is
+	// silent; the manifest records it and the report shows it beside the
+	// run's provenance, so a reader knows which tables "the paper's
+	// protocol" means. Empty for halu's own suites (smoke, judge
+	// validation).
+	Paper string
 
 	// Prompts and Datasets are its prompt templates and data files, which
 	// the manifest records by hash (the engine computes the hashes: a

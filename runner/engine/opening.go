@@ -234,6 +234,7 @@ func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, sp
 		}
 	}
 	man.Protocol, man.Departures, man.Assumptions = e.protocol(spec.Config)
+	man.Paper = s.Paper
 	man.Methods = nil
 	if s.Departures != nil {
 		man.Methods = s.Departures()

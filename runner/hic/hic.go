@@ -291,6 +291,9 @@ func DefaultConfig() Config {
 		JudgeFormat: "text", JudgeMaxTokens: 200, TieHallucinated: true, RAGSource: "knowledge", DHPAnswers: "split", DHPPositive: "running", EmbedModel: "all-minilm"}
 }
 
+// paper is the publication the suite implements (engine.Suite.Paper).
+const paper = "Yang et al., \"Heaven-Sent or Hell-Bent? Benchmarking the Intelligence and Defectiveness of LLM Hallucinations\"; the authors' code: github.com/chujiguangniao/HIC-bench"
+
 // suiteName is the suite's name: its declaration's and its Task's.
 const suiteName = "hic"
 
@@ -481,6 +484,7 @@ func exampleID(prefixes map[string]bool) string {
 func (s *Suite) Task() engine.Suite {
 	return engine.Suite{
 		Name:         suiteName,
+		Paper:        paper,
 		Models:       s.Models,
 		Items:        s.Items,
 		Process:      s.Process,

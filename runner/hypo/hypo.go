@@ -281,6 +281,9 @@ func DefaultConfig() Config {
 		HypothesisFormat: "free"}
 }
 
+// paper is the publication the suite implements (engine.Suite.Paper).
+const paper = "Xiong et al., \"Toward Reliable Scientific Hypothesis Generation: Evaluating Truthfulness and Hallucination in Large Language Models\" (TruthHypo, KnowHD); the authors' code: github.com/Teddy-XiongGZ/TruthHypo"
+
 // suiteName is the suite's name: its declaration's and its Task's.
 const suiteName = "hypo"
 
@@ -518,6 +521,7 @@ func (s *Suite) Close() error {
 func (s *Suite) Task() engine.Suite {
 	return engine.Suite{
 		Name:         suiteName,
+		Paper:        paper,
 		Models:       s.Models,
 		Items:        s.Items,
 		Process:      s.Process,

@@ -299,6 +299,9 @@ func DefaultConfig() Config {
 		FinalIdea: "qwq", Scoring: "current"}
 }
 
+// paper is the publication the suite implements (engine.Suite.Paper).
+const paper = "Ruan et al., \"LiveIdeaBench: Evaluating LLMs' Scientific Creativity and Idea Generation with Minimal Context\"; the authors' code: github.com/x66ccff/liveideabench"
+
 // suiteName is the suite's name: its declaration's and its Task's.
 const suiteName = "ideas"
 
@@ -460,6 +463,7 @@ func loadExternal(path string) (map[string]float64, error) {
 func (s *Suite) Task() engine.Suite {
 	return engine.Suite{
 		Name:         suiteName,
+		Paper:        paper,
 		Models:       s.Models,
 		Items:        s.Items,
 		Process:      s.Process,

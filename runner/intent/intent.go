@@ -152,6 +152,9 @@ func DefaultConfig() Config {
 		JudgeFormat: "text", JudgeMaxTokens: 1024, CodeChecks: false, Sample: "stratified", TooLong: "refuse"}
 }
 
+// paper is the publication the suite implements (engine.Suite.Paper).
+const paper = "Hao, Yu and You, \"Beyond Facts: Evaluating Intent Hallucination in Large Language Models\" (FaithQA, Constraint Score); the authors' code is not available offline: the paper's text alone"
+
 // suiteName is the suite's name: its declaration's and its Task's.
 const suiteName = "intent"
 
@@ -241,6 +244,7 @@ func New(cfg Config) (*Suite, error) {
 func (s *Suite) Task() engine.Suite {
 	return engine.Suite{
 		Name:            suiteName,
+		Paper:           paper,
 		Models:          s.Models,
 		Items:           s.Items,
 		Process:         s.Process,

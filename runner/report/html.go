@@ -217,6 +217,7 @@ code{font-size:.9em}nav li{margin:.15em 0}
 {{if .S.TinyModel}}<div class="banner">A toy-sized test model produced numbers in this run: they are meaningless.</div>{{end}}
 <p>Directory <code>{{.Dir}}</code> · status <b>{{.M.StatusText}}</b> · halu {{.M.HaluVersion}} · Ollama {{.M.Server.Version}} at <code>{{.M.Server.Host}}</code> · started {{.M.Started.Format "2006-01-02 15:04:05 UTC"}}{{with .M.Ended}} · ended {{.Format "2006-01-02 15:04:05 UTC"}}{{end}}</p>
 {{with .M.Measured}}{{with .Closing}}<div class="banner">{{.}}</div>{{end}}{{end}}
+{{with .M.Paper}}<p class="note"><b>Paper:</b> {{.}}</p>{{end}}
 {{with .S.GlossaryLine}}<p class="note"><b>Abbreviations:</b> {{.}}</p>{{end}}
 {{with .Next}}<p class="note"><b>Next:</b> {{.}}</p>{{end}}
 {{if .Note}}<p class="note">{{.Note}}</p>{{end}}

@@ -984,3 +984,27 @@ func TestPublishedKeywordsAreTheShippedOnes(t *testing.T) {
 		t.Fatalf("embedded kws.csv has sha256 %s; LiveIdeaBench-202412.yaml records %s", got, want)
 	}
 }
+
+// The paper a run's suite implements (Manifest.Paper, from the suite's
+// Task) is named in the run's section of the page and of the Markdown,
+// escaped as any text; a run of halu's own suite names none.
+func TestReportNamesThePaper(t *testing.T) {
+	const paper = `Yang et al., "Heaven-Sent or Hell-Bent? <b>"; the authors' code: github.com/x/y`
+	runs := []*Run{
+		{Dir: "a", Manifest: &rundir.Manifest{Suite: "hic", Paper: paper}, Summary: &summary.Summary{}},
+		{Dir: "b", Manifest: &rundir.Manifest{Suite: "smoke"}, Summary: &summary.Summary{}},
+	}
+	var page, md strings.Builder
+	if err := HTML(&page, runs); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&md, runs); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(page.String(), "<b>Paper:</b> Yang et al., &#34;Heaven-Sent or Hell-Bent? &lt;b&gt;&#34;; the authors&#39; code: github.com/x/y</p>"); n != 1 {
+		t.Errorf("the page names the paper %d times, want once (the hic run's)", n)
+	}
+	if n := strings.Count(md.String(), "Paper: "); n != 1 || !strings.Contains(md.String(), "Heaven-Sent or Hell-Bent?") {
+		t.Errorf("the Markdown names a paper %d times, want once:\n%s", n, md.String())
+	}
+}

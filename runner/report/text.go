@@ -47,6 +47,9 @@ func Markdown(w io.Writer, runs []*Run) error {
 			fmt.Fprintf(&b, "Abbreviations: %s.\n\n", mdCell(g))
 		}
 		fmt.Fprintf(&b, "Next: %s.\n\n", mdCell(NextSteps(r)))
+		if p := r.Manifest.Paper; p != "" {
+			fmt.Fprintf(&b, "Paper: %s.\n\n", mdCell(p))
+		}
 		fmt.Fprintf(&b, "Status %s; models:", r.Manifest.StatusText())
 		for _, m := range r.Manifest.Models {
 			fmt.Fprintf(&b, " %s (`%s`)", mdCell(m.Name), localmodels.ShortDigest(m.Digest))

@@ -35,6 +35,10 @@ type Manifest struct {
 	// ReadersHalu; see Engine.Readers). It is not a claim that the run
 	// followed the paper's protocol in its other settings.
 	Readers string `json:"readers"`
+	// Paper is the publication whose benchmark the suite implements, and
+	// the authors' code it follows where the paper is silent
+	// (engine.Suite.Paper); empty for halu's own suites.
+	Paper string `json:"paper,omitempty"`
 	// Protocol is the suite's protocol (ProtocolPaper or ProtocolHalu)
 	// and Departures the run's settings that differ from the paper's;
 	// published numbers are comparable only when there are none.

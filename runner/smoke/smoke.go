@@ -162,7 +162,11 @@ func New(cfg Config) (*Suite, error) {
 	return &Suite{cfg: cfg}, nil
 }
 
-// Task is the smoke suite as the engine runs it: every part it has.
+// Task is the smoke suite as the engine runs it: every part it has, one
+// field each. The optional parts its method does not need — departures
+// and their scopes, a drawn sample, a context window, the other reading,
+// stores to close — are shown, added to this Task, in
+// TestEveryPartOfATask.
 func (s *Suite) Task() engine.Suite {
 	return engine.Suite{
 		Name:        suiteName,

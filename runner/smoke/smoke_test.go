@@ -2,7 +2,9 @@ package smoke
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"halu/runner/engine/enginetest"
 	"halu/runner/judging"
 	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // TestServerIgnoringFormat: a judge that ignores the JSON schema and answers
@@ -126,4 +129,130 @@ func TestItemsGroupedByModel(t *testing.T) {
 	if len(items) != 4 {
 		t.Fatalf("%d items, want 4", len(items))
 	}
+}
+
+// TestEveryPartOfATask is the template's demonstration of every part an
+// engine.Suite can have, run through the engine as a run runs: smoke's
+// own Task (prompts, datasets, metric names, flags, outcomes) with the
+// parts smoke's method does not need added as another suite's Task would
+// fill them — a method departure and its scope, a drawn sample, the
+// context window, the other reading, a store to close — and what the
+// engine makes of each checked in the run it leaves. A field added to
+// engine.Suite fails here until it is shown.
+func TestEveryPartOfATask(t *testing.T) {
+	var windows []any
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		windows = append(windows, r.Options["num_ctx"])
+		if r.Model == "judge" {
+			return fakeollama.Reply{Content: `{"score": 2, "hallucination": true}`}
+		}
+		return fakeollama.Reply{Content: "Oxygen."}
+	}, fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9})
+	t.Cleanup(srv.Close)
+	cfg := DefaultConfig()
+	cfg.Models, cfg.Judges, cfg.Limit = []string{"gen"}, []string{"judge"}, 2
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := s.Task()
+	const (
+		everywhere = "a departure every item meets"
+		scoped     = "a departure that touches Chinese items only"
+	)
+	closed := 0
+	task.Paper = "Authors, \"A benchmark's title\"; the authors' code: its address"
+	task.Departures = func() []string { return []string{everywhere, scoped} }
+	task.DepartureScopes = func() map[string]string { return map[string]string{scoped: "zh"} }
+	task.Summarize = func(recs []rundir.Record) (*summary.Summary, error) {
+		sum, err := s.Summarize(recs)
+		if err == nil {
+			sum.Scopes = map[string]int{"zh": 0} // the run holds no Chinese item
+		}
+		return sum, err
+	}
+	task.Sample = func() []string { return []string{"q1", "q2"} }
+	task.Window = func(context.Context, *engine.Calls) (int, error) { return 8192, nil }
+	task.OtherReading = func(recs []rundir.Record) ([]rundir.Record, error) { return recs, nil }
+	task.Close = func() error { closed++; return nil }
+
+	dir := filepath.Join(t.TempDir(), "r")
+	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), task, engine.RunSpec{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, recs, err := engine.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := res.Summary
+	shown := map[string]func() error{
+		"Name": func() error { return want(m.Suite == "smoke", "manifest's suite %q", m.Suite) },
+		"Models": func() error {
+			return want(len(m.Models) == 2, "manifest's models %+v (the model under test and the judge)", m.Models)
+		},
+		"Items": func() error { return want(len(recs) == 2, "%d records", len(recs)) },
+		"Process": func() error {
+			return want(strings.Contains(string(recs[0].Data), "Oxygen."), "record data %s", recs[0].Data)
+		},
+		"Summarize": func() error { return want(sum.Metrics["gen.hallucination_rate"] == 1, "metrics %v", sum.Metrics) },
+		"Prompts": func() error {
+			p := m.Prompts["judge_user"]
+			return want(p.SHA256 == rundir.HashText(judgeTemplate), "manifest's prompts %+v", m.Prompts)
+		},
+		"Datasets": func() error {
+			return want(len(m.Datasets) == 0, "manifest's datasets %+v (smoke's questions are built in)", m.Datasets)
+		},
+		"Paper": func() error { return want(m.Paper == task.Paper, "manifest's paper %q", m.Paper) },
+		"Departures": func() error {
+			return want(len(m.Methods) == 2 && len(sum.Methods) == 1 && sum.Methods[0] == everywhere, "manifest's %v, the summary's %v", m.Methods, sum.Methods)
+		},
+		"DepartureScopes": func() error {
+			return want(len(sum.MethodsInapplicable) == 1 && strings.HasPrefix(sum.MethodsInapplicable[0], scoped), "set aside %v", sum.MethodsInapplicable)
+		},
+		"Sample": func() error { return want(strings.Join(m.Sample, ",") == "q1,q2", "manifest's sample %v", m.Sample) },
+		"Window": func() error {
+			ok := len(windows) > 0
+			for _, w := range windows {
+				ok = ok && w == float64(8192)
+			}
+			return want(ok, "num_ctx sent %v", windows)
+		},
+		"MetricNames": func() error {
+			err := task.CheckGates([]summary.Gate{{Metric: "originality"}})
+			return want(err != nil && strings.Contains(err.Error(), "mean_score"), "a gate on a metric smoke has not: %v", err)
+		},
+		"OtherReading": func() error {
+			return want(sum.Beside != nil && sum.Beside.Reading != "", "beside %+v", sum.Beside)
+		},
+		"Flag": func() error {
+			f, err := summary.RecordFlags(task.Flag, recs[0])
+			return want(err == nil && f.Hallucinated, "flags %+v, %v", f, err)
+		},
+		"Outcomes": func() error {
+			o, err := task.Outcomes(recs)
+			return want(err == nil && len(o) == 4, "outcomes %v, %v", o, err)
+		},
+		"Close": func() error { return want(closed > 0, "closed %d times", closed) },
+	}
+	fields := reflect.TypeOf(engine.Suite{})
+	for i := range fields.NumField() {
+		name := fields.Field(i).Name
+		check, ok := shown[name]
+		if !ok {
+			t.Errorf("engine.Suite.%s is not shown here", name)
+			continue
+		}
+		if err := check(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// want is nil when ok holds, else the error format describes.
+func want(ok bool, format string, args ...any) error {
+	if ok {
+		return nil
+	}
+	return fmt.Errorf(format, args...)
 }
