@@ -140,13 +140,16 @@ func ParseHaluAnswers(reply string, n int) ([]string, error) {
 // ("EntErr — not SpaErr" contrasts the two: EntErr stands.)
 var labelTakenBack = regexp.MustCompile(`(?i)^\s*(?:\([^()\n]{0,40}\))?\s*(?:[?？]|[\s,.:;—–-]*(?:no\b|not (?:quite|really|exactly|right|correct)\b|wrong\b|incorrect\b|不是|不对|不，|否))`)
 
+// labelMarks are the emphasis and the label heading ParseLabel drops.
+var labelMarks = strings.NewReplacer("*", "", "[幻觉标签]：", "", "[Hallucination label]:", "")
+
 // ParseLabel reads the labelling agent's reply: the type name it starts
 // with (the authors' code reads the first four characters), or else the
 // one type named anywhere in it. A type the reply questions or takes back
 // ("EntErr? No — SpaErr") is not its label: the leading type counts only
 // when it is not taken back, and the one other type named is then read.
 func ParseLabel(lang, reply string) (string, error) {
-	s := strings.TrimSpace(strings.NewReplacer("*", "", "[幻觉标签]：", "", "[Hallucination label]:", "").Replace(reply))
+	s := strings.TrimSpace(labelMarks.Replace(reply))
 	s = strings.TrimSpace(s)
 	low := strings.ToLower(s)
 	var named []string

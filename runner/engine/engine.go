@@ -373,6 +373,7 @@ func (e *Engine) init() {
 		// Workers, retries and the progress display all write here.
 		e.Log = &lockedWriter{w: e.Log}
 		e.sched = newScheduler(e.slots)
+		e.tok.store = e.Cache // token counts kept beside the replies
 	})
 }
 

@@ -139,7 +139,7 @@ func (c *Calls) estimator(ctx context.Context, model string) (func(string) (int,
 		return nil, err
 	}
 	return func(s string) (int, error) {
-		k, err := c.e.Tokens().Count(s)
+		k, err := c.e.tok.countPrompt(s)
 		t := max(float64(k)*ratio.perCL100K, float64(len(s))*ratio.perByte)
 		return int(math.Ceil(t * fitMargin)), err
 	}, nil

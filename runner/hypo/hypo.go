@@ -81,13 +81,7 @@ func LoadPrompts() Prompts {
 }
 
 // fill substitutes {{name}} and {name} placeholders.
-func fill(t string, vals map[string]string) string {
-	var pairs []string
-	for k, v := range vals {
-		pairs = append(pairs, "{{"+k+"}}", v, "{"+k+"}", v)
-	}
-	return strings.NewReplacer(pairs...).Replace(t)
-}
+func fill(t string, vals map[string]string) string { return engine.FillEither(t, vals) }
 
 // Task names and their relation type in the data.
 var Tasks = map[string]string{"chem-gene": "Chemical & Gene", "dis-gene": "Disease & Gene", "gene-gene": "Gene & Gene"}

@@ -123,13 +123,16 @@ func LabelSchema(labels []string) json.RawMessage {
 	return b
 }
 
+// labelSpaces write a label's spaces and hyphens as its underscores.
+var labelSpaces = strings.NewReplacer(" ", "_", "-", "_")
+
 // HypothesisLabel maps a hypothesis statement to one of labels (see
 // ParseHypothesis).
 func HypothesisLabel(statement string, labels []string) (string, bool) {
 	if l, found, ok := composedLabel(statement, labels); found {
 		return l, ok
 	}
-	norm := strings.NewReplacer(" ", "_", "-", "_").Replace(strings.ToLower(statement))
+	norm := labelSpaces.Replace(strings.ToLower(statement))
 	var found []string
 	for _, l := range labels {
 		if strings.Contains(norm, l) {

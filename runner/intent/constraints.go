@@ -118,8 +118,11 @@ func ParseMapping(reply string, allowClarification bool) (Mapping, error) {
 	return Mapping{Constraints: out}, nil
 }
 
+// lineMarks are the emphasis marks cleanLine drops.
+var lineMarks = strings.NewReplacer("**", "", "__", "", "`", "")
+
 func cleanLine(s string) string {
-	s = strings.TrimSpace(strings.NewReplacer("**", "", "__", "", "`", "").Replace(s))
+	s = strings.TrimSpace(lineMarks.Replace(s))
 	for {
 		t := strings.TrimSpace(bulletRE.ReplaceAllString(s, ""))
 		if t == s {

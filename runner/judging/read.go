@@ -302,13 +302,18 @@ func joins(a, b rune) bool {
 // marks at a line's start) and folds full-width colons, so that
 // "**Score:** 4" and "Score：4" read as "Score: 4".
 //
+// plainMarks are the emphasis marks Plain drops and the full-width colon
+// it writes as ": " (one Replacer for every reply: building one costs
+// more than reading a short reply).
+var plainMarks = strings.NewReplacer("*", "", "`", "", "：", ": ", "__", "")
+
 // A markdown table is read as the statements it lays out: each row as
 // "first cell: second cell" ("| Originality | 4 |" is "Originality: 4"),
 // and a table of one row under a header of labels as "header: cell" for
 // each column ("| Score | Hallucination |" over "| 2 | Yes |").
 func Plain(s string) string {
 	s = tables(s)
-	s = strings.NewReplacer("*", "", "`", "", "：", ": ", "__", "").Replace(s)
+	s = plainMarks.Replace(s)
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimLeft(l, "#> \t")

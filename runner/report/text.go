@@ -129,10 +129,10 @@ func writeMDTable(b *strings.Builder, t summary.Table) {
 }
 
 // mdCell keeps a cell on one line and its pipes and HTML inert.
-func mdCell(s string) string {
-	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;")
-	return r.Replace(s)
-}
+func mdCell(s string) string { return mdInert.Replace(s) }
+
+// mdInert escapes what mdCell keeps inert.
+var mdInert = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;")
 
 var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
 
