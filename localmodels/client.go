@@ -89,7 +89,7 @@ func New(host string, timeout time.Duration) (*Client, error) {
 		Transport: &http.Transport{
 			Proxy:               nil, // prompts never go through a proxy
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-			MaxIdleConnsPerHost: 16,
+			MaxIdleConnsPerHost: minIdle,
 			IdleConnTimeout:     90 * time.Second,
 		},
 	}

@@ -2,6 +2,7 @@ package localmodels
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +19,22 @@ type DialOptions struct {
 	// Logf receives the few lines a backend says once (a server that
 	// refuses a schema, a pool member left out). Nil discards them.
 	Logf func(format string, args ...any)
+	// Slots is how many calls the run keeps in flight on one server
+	// (--parallel): as many idle connections to it are kept (at least
+	// 16), so that a burst of calls does not dial again.
+	Slots int
+}
+
+// minIdle is the fewest idle connections kept to one server.
+const minIdle = 16
+
+// keepIdle keeps slots idle connections to the server hc speaks to (at
+// least minIdle): with fewer than its calls in flight, each burst of
+// --parallel calls re-dials the rest.
+func keepIdle(hc *http.Client, slots int) {
+	if t, ok := hc.Transport.(*http.Transport); ok {
+		t.MaxIdleConnsPerHost = max(minIdle, slots)
+	}
 }
 
 // A dialer opens one server of a kind at addr.
@@ -27,13 +44,21 @@ type dialer func(addr string, o DialOptions) (Backend, error)
 // (kind=ADDRESS). Adding a server is implementing Backend and naming it
 // here.
 var kinds = map[string]dialer{
-	"ollama": func(addr string, o DialOptions) (Backend, error) { return New(addr, o.Timeout) },
+	"ollama": func(addr string, o DialOptions) (Backend, error) {
+		c, err := New(addr, o.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		keepIdle(c.http, o.Slots)
+		return c, nil
+	},
 	"openai": func(addr string, o DialOptions) (Backend, error) {
 		c, err := NewOpenAI(addr, o.Timeout, o.APIKey)
 		if err != nil {
 			return nil, err
 		}
 		c.Logf = o.Logf
+		keepIdle(c.http, o.Slots)
 		return c, nil
 	},
 }
@@ -68,6 +93,7 @@ func DialAll(specs []string, slots int, o DialOptions) (Backend, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("no server named")
 	}
+	o.Slots = slots
 	var members []Backend
 	for _, s := range specs {
 		b, err := Dial(s, o)

@@ -95,7 +95,7 @@ func NewOpenAI(rawURL string, timeout time.Duration, token string) (*OpenAI, err
 		Transport: &http.Transport{
 			Proxy:               nil,
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-			MaxIdleConnsPerHost: 16,
+			MaxIdleConnsPerHost: minIdle,
 			IdleConnTimeout:     90 * time.Second,
 		},
 	}
