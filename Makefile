@@ -4,7 +4,7 @@ BIN       := bin/halu
 SHARED    ?= $(abspath ../shared)
 PKGS      := ./...
 
-.PHONY: build test test-slow e2e demo readme-commands ollama lint bench bench-index bench-engine bench-shards clean
+.PHONY: build test test-slow e2e demo readme-commands ollama lint bench bench-index bench-engine bench-shards bench-compare clean
 
 # The commit halu is built from, in every run's manifest (GOFLAGS may say
 # -buildvcs=false, and then the toolchain stamps none).
@@ -89,3 +89,11 @@ bench-index: build
 # one line per figure, about 50 minutes on 2 cores.
 bench-engine: build ollama
 	HALU_BENCH_ENGINE=1 HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" HALU_SHARED="$(SHARED)" $(GO) test -tags e2e -count=1 -timeout 2h -run '^TestBenchEngine$$' -v ./e2e/ | grep --line-buffered -v '^=== RUN\|^--- \|^PASS\|^ok'
+
+# The engine's figures of this build beside another's (REF: a commit,
+# built from a temporary worktree, or a halu binary), in one mirrored run:
+# each figure's ratio this ÷ reference with its pairs and the noise.
+# SHORT=1 (what CI runs): the cached rerun alone, a few minutes, failing
+# on a slowdown beyond the noise.
+bench-compare: build ollama
+	HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" HALU_SHARED="$(SHARED)" SHORT="$(SHORT)" scripts/bench-compare.sh "$(REF)"

@@ -60,8 +60,15 @@ func TestBenchEngine(t *testing.T) {
 	t.Run("slots", benchSlots)
 }
 
+// figures, when not nil, keeps each figure's value as figure prints it
+// (make bench-compare reads them back).
+var figures map[string]string
+
 // figure prints a figure line and its detail lines.
 func figure(name, value string, detail ...string) {
+	if figures != nil {
+		figures[name] = value
+	}
 	fmt.Printf("%s: %s\n", name, value)
 	for _, d := range detail {
 		fmt.Printf("    %s\n", d)
@@ -89,13 +96,14 @@ func benchCachedRerun(t *testing.T) {
 	mustHalu(t, host, append(args, "--out", filepath.Join(work, "first"))...)
 	first := time.Since(start)
 	fake.Close()
-	var walls []time.Duration
+	var walls, cpus []time.Duration
 	var items int
 	for i := 0; i < 3; i++ {
 		out := filepath.Join(work, fmt.Sprintf("rerun%d", i))
 		start = time.Now()
-		mustHalu(t, host, append(args, "--out", out)...)
+		r := mustHalu(t, host, append(args, "--out", out)...)
 		walls = append(walls, time.Since(start))
+		cpus = append(cpus, r.cpu)
 		m, recs, err := engine.ReadRun(out)
 		if err != nil || !m.Server.Offline || m.Counts.ModelCalls != 0 {
 			t.Fatalf("rerun %d: %v, offline %v, %d calls", i, err, m.Server.Offline, m.Counts.ModelCalls)
@@ -105,6 +113,8 @@ func benchCachedRerun(t *testing.T) {
 	med := median(walls)
 	figure("cached rerun 10000 s", fmt.Sprintf("%.3f", med.Seconds()),
 		fmt.Sprintf("%d items, no server running, 0 model calls; median of %d reruns %s (first run against the fake: %s)", items, len(walls), durations(walls), first.Round(time.Millisecond)))
+	figure("cached rerun 10000 CPU s", fmt.Sprintf("%.3f", median(cpus).Seconds()),
+		fmt.Sprintf("user + system time of each rerun: %s", durations(cpus)))
 }
 
 // proxy is a logging reverse proxy in front of one server: it keeps every

@@ -88,6 +88,8 @@ func numThread() string {
 type result struct {
 	stdout, stderr string
 	code           int
+	// cpu is the process's user and system time.
+	cpu time.Duration
 }
 
 func halu(t *testing.T, host string, args ...string) result {
@@ -118,7 +120,7 @@ func execHaluEnv(host string, env []string, args ...string) (result, error) {
 	} else if err != nil {
 		return result{}, err
 	}
-	return result{so.String(), se.String(), code}, nil
+	return result{so.String(), se.String(), code, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}, nil
 }
 
 func mustHalu(t *testing.T, host string, args ...string) result {
