@@ -223,3 +223,97 @@ func TestROC(t *testing.T) {
 		t.Errorf("one class: %v", f)
 	}
 }
+
+// ClusteredAUROCInterval by hand (exact fractions): clusters A {right .9,
+// wrong .3}, B {right .6, wrong .7}, C {right .4}, D {wrong .2, wrong .6};
+// AUROC 17/24 (the tie .6–.6 counts half); Obuchowski's variance:
+// placement sums per cluster V10 = (1, 5/8, 1/2, 0), V01 = (0, 2/3, 0,
+// 1/6), m = (1, 1, 1, 0), n = (1, 1, 0, 2), so S10 = 4/9·Σ(V10−mθ)² …,
+// var = 677/10368; on the logit scale ±1.96 se: [0.17699, 0.96482].
+func TestClusteredAUROCInterval(t *testing.T) {
+	score := []float64{0.9, 0.3, 0.6, 0.7, 0.4, 0.2, 0.6}
+	pos := []bool{true, false, true, false, true, false, false}
+	cl := []string{"A", "A", "B", "B", "C", "D", "D"}
+	a, lo, hi := ClusteredAUROCInterval(score, pos, cl, 0.95)
+	if math.Abs(a-17.0/24) > 1e-12 || math.Abs(lo-0.17698520969498382) > 1e-9 || math.Abs(hi-0.9648217166816301) > 1e-9 {
+		t.Errorf("AUROC %v [%v, %v], want 17/24 [0.17699, 0.96482]", a, lo, hi)
+	}
+	if a := AUROC(score, pos); math.Abs(a-17.0/24) > 1e-12 {
+		t.Errorf("AUROC %v, the clustered estimate's point 17/24", a)
+	}
+	for _, tc := range []struct {
+		pos []bool
+		cl  []string
+	}{
+		{[]bool{true, true, true, true, true, true, true}, cl}, // one class
+		{pos, []string{"A", "A", "A", "A", "A", "A", "A"}},     // one cluster
+	} {
+		if _, lo, _ := ClusteredAUROCInterval(score, tc.pos, tc.cl, 0.95); !math.IsNaN(lo) {
+			t.Errorf("%v %v: interval from nothing to vary", tc.pos, tc.cl)
+		}
+	}
+}
+
+// TestClusteredAUROCIntervalCoverage: answers come in questions; a
+// question's difficulty z moves both whether its answers are right
+// (P = logistic(1.5 z)) and their scores (z + d·right + noise), as a
+// question's shared sample scores do. Over seeded samples of I questions
+// of k answers, the clustered interval covers the AUROC of the population
+// (measured on 400,000 answers) at least 92% of the time from MinClusters
+// questions up (93–94% measured); the independent-units interval, logged
+// beside, covers as little as 86% where a question holds 10 answers.
+// Below MinClusters the clustered interval is logged, not required: at 5
+// questions it covered 85–89%, at 10 91–94% — why summary gives none there.
+func TestClusteredAUROCIntervalCoverage(t *testing.T) {
+	trials := 1000
+	if testing.Short() {
+		trials = 300
+	}
+	draw := func(rng *rand.Rand, I, k int, d float64) (s []float64, p []bool, cl []string) {
+		for i := range I {
+			z := rng.NormFloat64()
+			for range k {
+				right := rng.Float64() < 1/(1+math.Exp(-1.5*z))
+				x := z + rng.NormFloat64()
+				if right {
+					x += d
+				}
+				s, p, cl = append(s, x), append(p, right), append(cl, fmt.Sprint(i))
+			}
+		}
+		return s, p, cl
+	}
+	for _, d := range []float64{0.5, 1.5} {
+		s, p, _ := draw(rand.New(rand.NewPCG(7, uint64(d*10))), 80000, 5, d)
+		truth := AUROC(s, p)
+		for _, ik := range [][2]int{{5, 5}, {10, 5}, {10, 10}, {20, 5}, {50, 3}, {30, 10}} {
+			rng := rand.New(rand.NewPCG(uint64(ik[0]*100+ik[1]), uint64(d*10)))
+			hit, naive, n := 0, 0, 0
+			for range trials {
+				s, p, cl := draw(rng, ik[0], ik[1], d)
+				a, lo, hi := ClusteredAUROCInterval(s, p, cl, 0.95)
+				if math.IsNaN(lo) {
+					continue
+				}
+				n++
+				if lo <= truth && truth <= hi {
+					hit++
+				}
+				np := 0
+				for _, x := range p {
+					if x {
+						np++
+					}
+				}
+				if lo, hi := AUROCInterval(a, np, len(p)-np, 0.95); lo <= truth && truth <= hi {
+					naive++
+				}
+			}
+			cov, cn := float64(hit)/float64(n), float64(naive)/float64(n)
+			t.Logf("%d questions of %d answers, AUROC %.3f: clustered %.1f%%, independent units %.1f%% (%d samples)", ik[0], ik[1], truth, 100*cov, 100*cn, n)
+			if cov < 0.92 && ik[0] >= MinClusters {
+				t.Errorf("%d questions of %d answers, AUROC %.3f: clustered interval covers %.1f%% (want ≥ 92%%)", ik[0], ik[1], truth, 100*cov)
+			}
+		}
+	}
+}

@@ -318,7 +318,9 @@ type confidenceCounts struct {
 // its verdict, with the confidence scores each has: its generation's tokens
 // (--logprobs; not for DHP answers cut from one reply), its P(True)
 // (--p-true) and its question's semantic sets (--entailment): minus their
-// semantic entropy and the share of the answers in its own set. It adds
+// semantic entropy and the share of the answers in its own set. A
+// question's answers are one cluster (they share the question and its
+// sample scores): their AUROC's interval is the clustered one. It adds
 // the group's answers and questions to n.
 func (s *Suite) confidenceUnits(items []ItemResult, n *confidenceCounts) (units []summary.ConfidenceUnit) {
 	for _, ir := range items {
@@ -341,7 +343,7 @@ func (s *Suite) confidenceUnits(items []ItemResult, n *confidenceCounts) (units 
 				if !pan.Scored {
 					continue
 				}
-				u := summary.ConfidenceUnit{Correct: !pan.Hallucination, Scores: summary.TokenScores(a.Confidence)}
+				u := summary.ConfidenceUnit{Correct: !pan.Hallucination, Scores: summary.TokenScores(a.Confidence), Cluster: fmt.Sprint(q.ID)}
 				if u.Scores == nil {
 					u.Scores = map[string]float64{}
 				}

@@ -62,10 +62,13 @@ func VerdictCall(calls []rundir.CallLog, stage, model string) *metrics.TokenConf
 
 // ConfidenceUnit is one answer checked against the suite's truth: whether
 // it was right, and its confidence scores (a score missing or NaN was not
-// measured for it).
+// measured for it). Cluster names the unit's cluster when units are not
+// drawn independently — hic's answers to one question share the question
+// and its sample scores —; "" is a unit of its own.
 type ConfidenceUnit struct {
 	Correct bool
 	Scores  map[string]float64
+	Cluster string
 }
 
 // ConfidenceGroup is the units of one model in one setting.
@@ -98,7 +101,7 @@ const minPerClass = 5
 // units it rests on (n) and those the score was not known for (unscored).
 // None is a headline figure.
 func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []Chart, figs []Figure, ok bool) {
-	t = Table{Title: "Model-side confidence checked against " + truth + ": does the model know when it is wrong? (AUROC of each score for telling right answers from wrong, 95% interval (Hanley–McNeil, logit); random 0.5. AURC: lower is better; beside it a random ranking's, the error rate. Confident-wrong: wrong answers among the most confident tenth.)",
+	t = Table{Title: "Model-side confidence checked against " + truth + ": does the model know when it is wrong? (AUROC of each score for telling right answers from wrong, 95% interval (Hanley–McNeil, logit; where answers share a question, \"by question\": Obuchowski's clustered variance, from 20 questions); random 0.5. AURC: lower is better; beside it a random ranking's, the error rate. Confident-wrong: wrong answers among the most confident tenth.)",
 		Columns: []string{"model", "setting", "score", "n", "not known", "wrong", "AUROC [95% CI]", "AURC (random)", "confident-wrong"}}
 	for _, g := range groups {
 		roc := Chart{Kind: "curves", Title: fmt.Sprintf("ROC of the confidence scores: %s %s (right answers detected; the diagonal is random)", g.Model, g.Setting),
@@ -106,12 +109,20 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 		for _, sc := range confidenceScores {
 			var conf []float64
 			var correct []bool
-			for _, u := range g.Units {
+			var cluster []string
+			for i, u := range g.Units {
 				v, has := u.Scores[sc.Key]
 				if !has || math.IsNaN(v) {
 					continue
 				}
 				conf, correct = append(conf, v), append(correct, u.Correct)
+				c := u.Cluster
+				if c == "" {
+					c = fmt.Sprint("unit ", i)
+				} else {
+					c = "cluster " + c
+				}
+				cluster = append(cluster, c)
 			}
 			if len(conf) == 0 {
 				continue
@@ -147,12 +158,23 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 			a := metrics.AUROC(conf, correct)
 			af := fig("AUROC", "auroc", a)
 			af.Interval = "Hanley–McNeil, logit"
+			clusters, shared := clusterCount(cluster)
+			if shared {
+				af.Interval = "Obuchowski, clustered by question, logit"
+			}
 			switch {
 			case math.IsNaN(a):
 				af.Warning = "one class only: every unit right, or every one wrong"
 			case wrong < minPerClass || len(conf)-wrong < minPerClass:
 				auroc = fmt.Sprintf("%.3f (no interval: %d right, %d wrong; it needs %d of each)", a, len(conf)-wrong, wrong, minPerClass)
 				af.Warning = fmt.Sprintf("no interval: %d right, %d wrong; it needs %d of each", len(conf)-wrong, wrong, minPerClass)
+			case shared && clusters < metrics.MinClusters:
+				auroc = fmt.Sprintf("%.3f (no interval: answers share %d questions; the clustered interval needs %d)", a, clusters, metrics.MinClusters)
+				af.Warning = fmt.Sprintf("no interval: answers share %d questions; the clustered interval needs %d", clusters, metrics.MinClusters)
+			case shared:
+				_, lo, hi := metrics.ClusteredAUROCInterval(conf, correct, cluster, 0.95)
+				auroc = fmt.Sprintf("%.3f [%s, %s] by question", a, f3(lo), f3(hi))
+				af.Lo, af.Hi = Num(lo), Num(hi)
 			default:
 				lo, hi := metrics.AUROCInterval(a, len(conf)-wrong, wrong, 0.95)
 				auroc = fmt.Sprintf("%.3f [%s, %s]", a, f3(lo), f3(hi))
@@ -172,6 +194,17 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 		}
 	}
 	return t, charts, figs, ok
+}
+
+// clusterCount is how many clusters cluster names, and whether any holds
+// more than one unit (then units are not independent).
+func clusterCount(cluster []string) (n int, shared bool) {
+	seen := map[string]bool{}
+	for _, c := range cluster {
+		shared = shared || seen[c]
+		seen[c] = true
+	}
+	return len(seen), shared
 }
 
 // constant reports whether every value of xs is the same.

@@ -2,6 +2,7 @@ package summary
 
 import (
 	"fmt"
+	"halu/metrics"
 	"math"
 	"strings"
 	"testing"
@@ -93,5 +94,50 @@ func TestConfidenceTable(t *testing.T) {
 	}
 	if got := strings.Join(tab.Rows[0], " | "); got != "m | s | samples agreeing with the answer | 12 | 0 | 6 | – (the same score for every unit: it ranks nothing) | – (0.500) | –" || len(charts) != 0 {
 		t.Errorf("a constant score: %s; %d charts", got, len(charts))
+	}
+}
+
+// Answers that share questions (Cluster) get the clustered interval
+// (metrics.ClusteredAUROCInterval, hand-checked there), marked "by
+// question" and named in the long export; under metrics.MinClusters
+// questions they get none, with the reason; units of their own keep
+// Hanley–McNeil's.
+func TestConfidenceClusteredByQuestion(t *testing.T) {
+	group := func(questions int, clustered bool) []ConfidenceGroup {
+		var units []ConfidenceUnit
+		for q := range questions {
+			for a := range 4 {
+				u := ConfidenceUnit{Correct: a%2 == 0, Scores: map[string]float64{ScoreMeanLogprob.Key: float64(q%3) + float64(a)/3}}
+				if clustered {
+					u.Cluster = fmt.Sprint(q)
+				}
+				units = append(units, u)
+			}
+		}
+		return []ConfidenceGroup{{Model: "m", Setting: "SCP", Units: units}}
+	}
+	cell := func(g []ConfidenceGroup) (string, Figure) {
+		tb, _, figs, ok := ConfidenceCheck("truth", g)
+		if !ok || len(tb.Rows) != 1 {
+			t.Fatalf("table %+v", tb)
+		}
+		return tb.Rows[0][6], figs[0]
+	}
+	got, f := cell(group(20, true))
+	var conf []float64
+	var correct []bool
+	var cl []string
+	for _, u := range group(20, true)[0].Units {
+		conf, correct, cl = append(conf, u.Scores[ScoreMeanLogprob.Key]), append(correct, u.Correct), append(cl, "cluster "+u.Cluster)
+	}
+	a, lo, hi := metrics.ClusteredAUROCInterval(conf, correct, cl, 0.95)
+	if want := fmt.Sprintf("%.3f [%.3f, %.3f] by question", a, lo, hi); got != want || f.Interval != "Obuchowski, clustered by question, logit" || float64(f.Lo) != lo {
+		t.Errorf("20 questions: %q (%s), want %q", got, f.Interval, want)
+	}
+	if got, f := cell(group(19, true)); !strings.Contains(got, "no interval: answers share 19 questions; the clustered interval needs 20") || f.Warning == "" {
+		t.Errorf("19 questions: %q, warning %q", got, f.Warning)
+	}
+	if got, f := cell(group(20, false)); strings.Contains(got, "by question") || f.Interval != "Hanley–McNeil, logit" {
+		t.Errorf("units of their own: %q (%s)", got, f.Interval)
 	}
 }
