@@ -90,12 +90,26 @@ func TestNothingScoredShowsDash(t *testing.T) {
 // the judge replies what judge says.
 func run(t *testing.T, answer string, judge func(fakeollama.ChatRequest) string) *engine.Result {
 	t.Helper()
-	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+	host, s := serve(t, func(r fakeollama.ChatRequest) string {
 		if r.Model == "judge" {
-			return fakeollama.Reply{Content: judge(r)}
+			return judge(r)
 		}
-		return fakeollama.Reply{Content: answer}
-	}, fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9})
+		return answer
+	})
+	res, err := enginetest.New(t, host, 1).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// serve starts a fake server of two models, "gen" and "judge", whose
+// replies reply gives, and makes the smoke suite of two questions that
+// asks them.
+func serve(t *testing.T, reply func(fakeollama.ChatRequest) string) (host string, s *Suite) {
+	t.Helper()
+	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply { return fakeollama.Reply{Content: reply(r)} },
+		fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9})
 	t.Cleanup(srv.Close)
 	cfg := DefaultConfig()
 	cfg.Models, cfg.Judges, cfg.Limit = []string{"gen"}, []string{"judge"}, 2
@@ -103,11 +117,7 @@ func run(t *testing.T, answer string, judge func(fakeollama.ChatRequest) string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return srv.Host(), s
 }
 
 // Items are listed question by question but grouped by the model under
@@ -141,20 +151,13 @@ func TestItemsGroupedByModel(t *testing.T) {
 // engine.Suite fails here until it is shown.
 func TestEveryPartOfATask(t *testing.T) {
 	var windows []any
-	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+	host, s := serve(t, func(r fakeollama.ChatRequest) string {
 		windows = append(windows, r.Options["num_ctx"])
 		if r.Model == "judge" {
-			return fakeollama.Reply{Content: `{"score": 2, "hallucination": true}`}
+			return `{"score": 2, "hallucination": true}`
 		}
-		return fakeollama.Reply{Content: "Oxygen."}
-	}, fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9})
-	t.Cleanup(srv.Close)
-	cfg := DefaultConfig()
-	cfg.Models, cfg.Judges, cfg.Limit = []string{"gen"}, []string{"judge"}, 2
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+		return "Oxygen."
+	})
 	task := s.Task()
 	const (
 		everywhere = "a departure every item meets"
@@ -177,7 +180,7 @@ func TestEveryPartOfATask(t *testing.T) {
 	task.Close = func() error { closed++; return nil }
 
 	dir := filepath.Join(t.TempDir(), "r")
-	res, err := enginetest.New(t, srv.Host(), 1).Run(context.Background(), task, engine.RunSpec{Dir: dir})
+	res, err := enginetest.New(t, host, 1).Run(context.Background(), task, engine.RunSpec{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
