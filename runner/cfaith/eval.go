@@ -421,35 +421,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	rateBars := summary.Chart{Kind: "bars", Title: "Hallucination rate per format (95% Wilson CI)", Y: "hallucination rate", Groups: Formats}
 	typeBars := summary.Chart{Kind: "bars", Title: "Generative QA hallucination rate per hallucination type (95% Wilson CI)", Y: "hallucination rate", Groups: Types}
 	for _, m := range models {
-		// The units of each format's rate and of each type's generative
-		// rate: an answer, scored or not.
-		byFormat, byType := map[string]*summary.Tally{}, map[string]*summary.Tally{}
-		for _, f := range Formats {
-			byFormat[f] = &summary.Tally{}
-		}
-		for _, t := range Types {
-			byType[t] = &summary.Tally{}
-		}
-		var st, jt []bool
-		for _, a := range by[m] {
-			if byFormat[a.Format] == nil {
-				byFormat[a.Format] = &summary.Tally{}
-			}
-			if !a.Scored {
-				byFormat[a.Format].Skip()
-				continue
-			}
-			byFormat[a.Format].Hit(a.Hallucinated)
-			if a.Format == "generative" {
-				if byType[a.HaluType] == nil {
-					byType[a.HaluType] = &summary.Tally{}
-				}
-				byType[a.HaluType].Hit(a.Hallucinated)
-			}
-			if a.Format == "truefalse" && a.JudgedTrue != nil {
-				st, jt = append(st, *a.Statement), append(jt, *a.JudgedTrue)
-			}
-		}
+		byFormat, byType, st, jt := tallies(by[m])
 		unscored := 0
 		for _, tf := range byFormat {
 			unscored += tf.Unscored
@@ -503,13 +475,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	}
 	sum.Tables = append(sum.Tables, t5, t6, f5)
 	sum.Charts = append(sum.Charts, rateBars, typeBars)
-	if ct, charts, figs, ok := summary.ConfidenceCheck("C-FAITH's truth (choice and true/false: the item's gold answer; generative: the judge's conflict verdict, judge-made truth) — the answer's own token scores (--logprobs)", confidenceGroups(models, decoded, recs)); ok {
-		sum.Tables = append(sum.Tables, ct)
-		sum.Charts = append(sum.Charts, charts...)
-		for _, f := range figs {
-			sum.AddFigure(f)
-		}
-	}
+	sum.AddConfidence("C-FAITH's truth (choice and true/false: the item's gold answer; generative: the judge's conflict verdict, judge-made truth) — the answer's own token scores (--logprobs)", confidenceGroups(models, decoded, recs))
 	sum.Notes = append(sum.Notes,
 		"unscored: a choice reply with no A–D letter, a true/false reply with neither word, or a judge reply that never parsed; excluded from the rates",
 		fmt.Sprintf("dataset %s: language %s, built by %s, verified by %s", s.cfg.Data, s.info.Lang, s.info.Agent, s.info.Verifier))
@@ -518,6 +484,39 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 			"single-choice prompts sent as the file gives them; true/false items derived from each generative record (correct_answer true, halu_answer false), as §3.3 builds them — the release has no true/false file")
 	}
 	return sum, nil
+}
+
+// tallies are the units of each format's rate and of each type's
+// generative rate among answers (an answer, scored or not), and the true/
+// false answers' statements (true: correct) beside what was judged of them.
+func tallies(answers []Answer) (byFormat, byType map[string]*summary.Tally, st, jt []bool) {
+	byFormat, byType = map[string]*summary.Tally{}, map[string]*summary.Tally{}
+	for _, f := range Formats {
+		byFormat[f] = &summary.Tally{}
+	}
+	for _, t := range Types {
+		byType[t] = &summary.Tally{}
+	}
+	for _, a := range answers {
+		if byFormat[a.Format] == nil {
+			byFormat[a.Format] = &summary.Tally{}
+		}
+		if !a.Scored {
+			byFormat[a.Format].Skip()
+			continue
+		}
+		byFormat[a.Format].Hit(a.Hallucinated)
+		if a.Format == "generative" {
+			if byType[a.HaluType] == nil {
+				byType[a.HaluType] = &summary.Tally{}
+			}
+			byType[a.HaluType].Hit(a.Hallucinated)
+		}
+		if a.Format == "truefalse" && a.JudgedTrue != nil {
+			st, jt = append(st, *a.Statement), append(jt, *a.JudgedTrue)
+		}
+	}
+	return byFormat, byType, st, jt
 }
 
 // confidenceGroups are the scored answers per model and format, each

@@ -176,13 +176,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	for _, k := range keys {
 		conf = append(conf, summary.ConfidenceGroup{Model: k.m, Setting: fmt.Sprintf("%s T%g", strings.ToUpper(k.s), k.t), Units: s.confidenceUnits(groups[k], &n)})
 	}
-	if ct, charts, figs, ok := summary.ConfidenceCheck("the panel's verdicts (an answer right where the panel does not judge it hallucinated: judge-made truth, see the judge card)", conf); ok {
-		sum.Tables = append(sum.Tables, ct)
-		sum.Charts = append(sum.Charts, charts...)
-		for _, f := range figs {
-			sum.AddFigure(f)
-		}
-	}
+	sum.AddConfidence("the panel's verdicts (an answer right where the panel does not judge it hallucinated: judge-made truth, see the judge card)", conf)
 	if t, ok := expectedScores(decoded); ok {
 		sum.Tables = append(sum.Tables, t)
 	}

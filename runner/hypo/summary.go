@@ -75,13 +75,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	for _, k := range keys {
 		conf = append(conf, summary.ConfidenceGroup{Model: k.m, Setting: k.st, Units: confidenceUnits(by[k], s.cfg.unreadWrong())})
 	}
-	if ct, charts, figs, ok := summary.ConfidenceCheck("TruthHypo's link labels (the greedy hypothesis's relation against the gold one)", conf); ok {
-		for _, f := range figs {
-			sum.AddFigure(f)
-		}
-		sum.Tables = append(sum.Tables, ct)
-		sum.Charts = append(sum.Charts, charts...)
-	}
+	sum.AddConfidence("TruthHypo's link labels (the greedy hypothesis's relation against the gold one)", conf)
 	if len(s.cfg.KnowHD) > 0 && s.cfg.Verifier == VerifierSelf {
 		sum.Notes = append(sum.Notes, "KnowHD verifier = generator (--verifier self): each generator split and checked its own claims; the authors check every generator's claims with one fixed verifier, so groundedness here also measures each model as a judge of itself.")
 	}

@@ -335,13 +335,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 	if len(low) > 0 {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("warning: low agreement with people (κ < %.2f, Landis and Koch's \"moderate\" starts at 0.41): %s — figures these judges make carry their error", lowKappa, strings.Join(low, ", ")))
 	}
-	if ct, charts, figs, ok := summary.ConfidenceCheck("people's labels (a judge right where its verdict agrees with them; the score: its confidence in its reply)", s.judgeConfidence(recs, decoded)); ok {
-		for _, f := range figs {
-			sum.AddFigure(f)
-		}
-		sum.Tables = append(sum.Tables, ct)
-		sum.Charts = append(sum.Charts, charts...)
-	}
+	sum.AddConfidence("people's labels (a judge right where its verdict agrees with them; the score: its confidence in its reply)", s.judgeConfidence(recs, decoded))
 	return sum, nil
 }
 

@@ -437,6 +437,38 @@ func (r Reference) Prove(f RunFacts) Verdict {
 		}
 		v.Rows = append(v.Rows, ProofRow{What: name, Run: s.Display(), Paper: paper, Kind: kind})
 	}
+	v.addCounts(f)
+	for _, m := range p.Method {
+		if n, counted := f.Scopes[m.Scope]; m.Scope != "" && counted && n == 0 {
+			v.Inapplicable = append(v.Inapplicable, fmt.Sprintf("%s: the run's records hold no %s item, so it changes no number", m.Text, m.Scope))
+			v.Rows = append(v.Rows, ProofRow{What: "method", Run: m.Text, Kind: KindInapplicable + ": no " + m.Scope + " item in the run"})
+			continue
+		}
+		kind := KindDifference
+		if m.Instrument {
+			v.Judges = append(v.Judges, m.Text)
+			kind = KindJudge
+		} else {
+			v.Differences = append(v.Differences, m.Text)
+		}
+		v.Rows = append(v.Rows, ProofRow{What: "method", Run: m.Text, Kind: kind})
+	}
+	switch {
+	case len(v.Differences) > 0:
+		v.Label = LabelReference
+	case len(v.Judges) > 0:
+		v.Label = LabelOtherJudges
+	default:
+		v.Label = LabelComparable
+	}
+	return v
+}
+
+// addCounts adds the differences the run's counts show — prompts near
+// or past the context window, content cut to fit it, settings not carried
+// out as set, generations halu stopped, verdicts read from repair turns —
+// none of which the published runs had.
+func (v *Verdict) addCounts(f RunFacts) {
 	count := func(what, run, paper, text string) {
 		v.Differences = append(v.Differences, text)
 		v.Rows = append(v.Rows, ProofRow{What: what, Run: run, Paper: paper, Kind: KindDifference})
@@ -463,30 +495,6 @@ func (r Reference) Prove(f RunFacts) Verdict {
 	if f.UncountedRepairs > 0 {
 		count("repair turns asked (verdicts from them not counted)", fmt.Sprint(f.UncountedRepairs), "no repair turn", fmt.Sprintf("repair turns asked of the judges: %d (asked again after a reply that did not read), a turn the published configuration does not name; they were recorded before halu counted the verdicts read from them, so any may have given one", f.UncountedRepairs))
 	}
-	for _, m := range p.Method {
-		if n, counted := f.Scopes[m.Scope]; m.Scope != "" && counted && n == 0 {
-			v.Inapplicable = append(v.Inapplicable, fmt.Sprintf("%s: the run's records hold no %s item, so it changes no number", m.Text, m.Scope))
-			v.Rows = append(v.Rows, ProofRow{What: "method", Run: m.Text, Kind: KindInapplicable + ": no " + m.Scope + " item in the run"})
-			continue
-		}
-		kind := KindDifference
-		if m.Instrument {
-			v.Judges = append(v.Judges, m.Text)
-			kind = KindJudge
-		} else {
-			v.Differences = append(v.Differences, m.Text)
-		}
-		v.Rows = append(v.Rows, ProofRow{What: "method", Run: m.Text, Kind: kind})
-	}
-	switch {
-	case len(v.Differences) > 0:
-		v.Label = LabelReference
-	case len(v.Judges) > 0:
-		v.Label = LabelOtherJudges
-	default:
-		v.Label = LabelComparable
-	}
-	return v
 }
 
 // assumes reports whether the run used the value halu assumes for s (a

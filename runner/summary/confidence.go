@@ -207,6 +207,20 @@ func clusterCount(cluster []string) (n int, shared bool) {
 	return len(seen), shared
 }
 
+// AddConfidence adds ConfidenceCheck's table, ROC charts and figures to
+// sum, when any unit of groups carries a score.
+func (sum *Summary) AddConfidence(truth string, groups []ConfidenceGroup) {
+	t, charts, figs, ok := ConfidenceCheck(truth, groups)
+	if !ok {
+		return
+	}
+	sum.Tables = append(sum.Tables, t)
+	sum.Charts = append(sum.Charts, charts...)
+	for _, f := range figs {
+		sum.AddFigure(f)
+	}
+}
+
 // constant reports whether every value of xs is the same.
 func constant(xs []float64) bool {
 	for _, x := range xs[min(1, len(xs)):] {
