@@ -156,7 +156,7 @@ func TestConfidenceAgainstTruth(t *testing.T) {
 	// The samples' agreement needs no log-probability: AUROC with its
 	// interval. The greedy reply is held to the labels by a grammar: its
 	// token scores (the unconstrained model's) are not checked.
-	if !regexp.MustCompile(regexp.QuoteMeta("− semantic entropy (samples)") + `\s+30\s+0\s+\d+\s+[01]\.\d{3} \[[01]\.\d{3}, [01]\.\d{3}\]`).MatchString(strings.Join(hrows, "\n")) {
+	if !regexp.MustCompile(regexp.QuoteMeta("− semantic entropy (samples; discrete, Farquhar et al. 2024; ÷ ln k)") + `\s+30\s+0\s+\d+\s+[01]\.\d{3} \[[01]\.\d{3}, [01]\.\d{3}\]`).MatchString(strings.Join(hrows, "\n")) {
 		t.Errorf("hypo's semantic entropy: no AUROC with its interval:\n%s", strings.Join(hrows, "\n"))
 	}
 	if strings.Contains(strings.Join(hrows, "\n"), "mean token log-prob") {
@@ -183,7 +183,7 @@ func TestConfidenceAgainstTruth(t *testing.T) {
 	found := false
 	for _, r := range longRows {
 		// run, suite, model, group, metric, key, estimate, lo, hi, n, …
-		if r[4] == "AUROC (− semantic entropy (samples))" && r[6] != "" && r[7] != "" && r[8] != "" && r[9] == "30" {
+		if r[4] == "AUROC (− semantic entropy (samples; discrete, Farquhar et al. 2024; ÷ ln k))" && r[6] != "" && r[7] != "" && r[8] != "" && r[9] == "30" {
 			found = true
 		}
 	}

@@ -398,6 +398,50 @@ func SemanticEntropy(sets []int) float64 {
 	return h
 }
 
+// NormalizedSemanticEntropy is SemanticEntropy divided by ln k, k the
+// samples (len(sets)): 0 when every sample means the same, 1 when each is
+// a meaning of its own — a scale that runs drawing different numbers of
+// samples share. NaN for fewer than 2 samples.
+func NormalizedSemanticEntropy(sets []int) float64 {
+	return SemanticEntropy(sets) / math.Log(float64(len(sets)))
+}
+
+// WeightedSemanticEntropy is semantic entropy with each meaning weighted
+// by its samples' probabilities (Kuhn, Gal & Farquhar 2023, ICLR,
+// "Semantic uncertainty"; Farquhar et al. 2024's code: each sample's
+// length-normalised log-likelihood — its mean token log-probability —,
+// normalised over the samples and summed per meaning (logsumexp_by_id,
+// "sum_normalized"), then −Σ p log p (predictive_entropy_rao)), divided by
+// ln k as NormalizedSemanticEntropy: p(c) = Σ_{s∈c} e^ℓs / Σ_s e^ℓs.
+// meanLogprob[i] is sample i's ℓ. NaN for fewer than 2 samples or an ℓ
+// not known (NaN).
+func WeightedSemanticEntropy(sets []int, meanLogprob []float64) float64 {
+	if len(sets) < 2 || len(meanLogprob) != len(sets) {
+		return math.NaN()
+	}
+	top := math.Inf(-1)
+	for _, l := range meanLogprob {
+		if math.IsNaN(l) {
+			return math.NaN()
+		}
+		top = max(top, l)
+	}
+	mass := map[int]float64{}
+	total := 0.0
+	for i, l := range meanLogprob {
+		w := math.Exp(l - top) // scaled by e^−top: the shares are the same
+		mass[sets[i]] += w
+		total += w
+	}
+	h := 0.0
+	for _, m := range mass {
+		if p := m / total; p > 0 {
+			h -= p * math.Log(p)
+		}
+	}
+	return h / math.Log(float64(len(sets)))
+}
+
 // ROC is the ROC curve of score as a detector of the positive class: the
 // false- and true-positive rates as the threshold falls past each distinct
 // score (units of equal score enter together: one diagonal step), from

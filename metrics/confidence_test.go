@@ -317,3 +317,34 @@ func TestClusteredAUROCIntervalCoverage(t *testing.T) {
 		}
 	}
 }
+
+// Both forms by hand, on samples [A, A, B] with probabilities .5, .3, .2
+// (mean token log-probabilities ln .5, ln .3, ln .2): discrete, p = 2/3,
+// 1/3, H = 0.636514, ÷ ln 3 = 0.579380; weighted, p(A) = .8, p(B) = .2,
+// H = 0.500402, ÷ ln 3 = 0.455486 — the weighted form is lower, the
+// likelier meaning holding more of the mass. All alike: 0; all apart: 1.
+// Scaling every probability alike changes nothing (only shares count).
+func TestSemanticEntropyForms(t *testing.T) {
+	sets := []int{0, 0, 1}
+	lp := []float64{math.Log(.5), math.Log(.3), math.Log(.2)}
+	for _, tc := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"discrete", NormalizedSemanticEntropy(sets), 0.579380},
+		{"weighted", WeightedSemanticEntropy(sets, lp), 0.455486},
+		{"weighted, probabilities scaled by e^-40", WeightedSemanticEntropy(sets, []float64{lp[0] - 40, lp[1] - 40, lp[2] - 40}), 0.455486},
+		{"discrete, alike", NormalizedSemanticEntropy([]int{3, 3, 3, 3}), 0},
+		{"discrete, apart", NormalizedSemanticEntropy([]int{0, 1, 2, 3}), 1},
+		{"weighted, apart and equal", WeightedSemanticEntropy([]int{0, 1}, []float64{-2, -2}), 1},
+	} {
+		if math.Abs(tc.got-tc.want) > 5e-7 {
+			t.Errorf("%s: %.6f, want %.6f", tc.name, tc.got, tc.want)
+		}
+	}
+	for _, got := range []float64{NormalizedSemanticEntropy([]int{0}), WeightedSemanticEntropy(sets, []float64{-1, math.NaN(), -1}), WeightedSemanticEntropy(sets, lp[:2])} {
+		if !math.IsNaN(got) {
+			t.Errorf("%v from one sample or an unknown probability", got)
+		}
+	}
+}

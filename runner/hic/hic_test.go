@@ -708,6 +708,16 @@ func TestEntailmentSortsAnswersBySemanticSets(t *testing.T) {
 	if a, ok := res.Summary.Metrics["gen/SCP T1.confidence.agreement.aurc"]; !ok || math.Abs(a-5.0/24) > 1e-12 || res.Summary.Support["gen/SCP T1.confidence.agreement.aurc"].N != 4 {
 		t.Errorf("AURC figure %v (%v), support %+v", a, ok, res.Summary.Support["gen/SCP T1.confidence.agreement.aurc"])
 	}
+	// The question's semantic entropy, discrete, ÷ ln k: sets 0, 1, 0, 2
+	// give p = ½, ¼, ¼, 1.039721 ÷ ln 4 = 0.75 — one value for every
+	// answer; no weighted form, the run asked for no log-probabilities.
+	var n confidenceCounts
+	for _, u := range s.confidenceUnits([]ItemResult{ir}, &n) {
+		_, weighted := u.Scores[summary.ScoreNegWeightedSemanticEntropy.Key]
+		if math.Abs(u.Scores[summary.ScoreNegSemanticEntropy.Key]+0.75) > 1e-12 || weighted || u.Cluster != fmt.Sprint(q.ID) {
+			t.Errorf("unit %+v: want − semantic entropy −0.75, no weighted form, clustered by question %d", u, q.ID)
+		}
+	}
 	// One entailment reply that does not read: the question is unsorted.
 	garble = true
 	e.Cache = nil // asked again, not answered by the first run's replies

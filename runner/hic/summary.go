@@ -184,8 +184,8 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("P(True) (--p-true; Kadavath et al. 2022, Farquhar et al.'s zero-shot prompt): asked of %d answers, one call each; %d not known (neither A nor B among the 20 likeliest first tokens: left out, not guessed).", n.pTrueAsked, n.pTrueUnread))
 	}
 	if s.cfg.Entailment != "" {
-		sum.Notes = append(sum.Notes, fmt.Sprintf("semantic sets (--entailment %s; Kuhn et al. 2023's Algorithm 1, strict bidirectional entailment, Farquhar et al. 2024's prompt): %d of %d questions with two answers or more sorted; %d left unsorted because an entailment reply did not read (not guessed neutral, as the authors' code would).",
-			s.cfg.Entailment, n.questions-n.unsorted, n.questions, n.unsorted))
+		sum.Notes = append(sum.Notes, fmt.Sprintf("semantic sets (--entailment %s; Kuhn et al. 2023's Algorithm 1, strict bidirectional entailment, Farquhar et al. 2024's prompt): %d of %d questions with two answers or more sorted; %d left unsorted because an entailment reply did not read (not guessed neutral, as the authors' code would). Semantic entropy (discrete, and probability-weighted where every answer's log-probabilities are known) is divided by ln k, k a question's answers (%d by --answers).",
+			s.cfg.Entailment, n.questions-n.unsorted, n.questions, n.unsorted, s.cfg.Answers))
 	}
 	return sum, nil
 }
@@ -345,7 +345,14 @@ func (s *Suite) confidenceUnits(items []ItemResult, n *confidenceCounts) (units 
 					u.Scores[summary.ScorePTrue.Key] = *a.PTrue
 				}
 				if sorted {
-					u.Scores[summary.ScoreNegSemanticEntropy.Key] = -metrics.SemanticEntropy(q.Sets)
+					u.Scores[summary.ScoreNegSemanticEntropy.Key] = -metrics.NormalizedSemanticEntropy(q.Sets)
+					lps := make([]float64, len(q.Answers))
+					for j, b := range q.Answers {
+						lps[j] = summary.MeanLogprob(b.Confidence)
+					}
+					if w := metrics.WeightedSemanticEntropy(q.Sets, lps); !math.IsNaN(w) {
+						u.Scores[summary.ScoreNegWeightedSemanticEntropy.Key] = -w
+					}
 					same := 0
 					for _, set := range q.Sets {
 						if set == q.Sets[i] {

@@ -76,6 +76,9 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		conf = append(conf, summary.ConfidenceGroup{Model: k.m, Setting: k.st, Units: confidenceUnits(by[k], s.cfg.unreadWrong())})
 	}
 	sum.AddConfidence("TruthHypo's link labels (the greedy hypothesis's relation against the gold one)", conf)
+	if s.cfg.Candidates >= 2 {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("semantic entropy of the candidates (discrete, and probability-weighted where every candidate's log-probabilities are known) is divided by ln k, k = %d candidates per item (--candidates); a candidate whose relation could not be read is a meaning of its own, agreeing with no other.", s.cfg.Candidates))
+	}
 	if len(s.cfg.KnowHD) > 0 && s.cfg.Verifier == VerifierSelf {
 		sum.Notes = append(sum.Notes, "KnowHD verifier = generator (--verifier self): each generator split and checked its own claims; the authors check every generator's claims with one fixed verifier, so groundedness here also measures each model as a judge of itself.")
 	}
@@ -587,9 +590,13 @@ func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
 // hypothesis checked against it — an unreadable one wrong when
 // unreadWrong (--unreadable wrong, as accuracy counts it), else left out —
 // with the model-side confidence scores it has: its tokens' (--logprobs)
-// and, with two or more candidates read, the candidates' semantic entropy
-// and their agreement with it. Relations are labels, so a semantic set is
-// one label (exact equality, no entailment call).
+// and, with two or more candidates, the candidates' semantic entropy (both
+// forms, ÷ ln k, k the candidates drawn) and their agreement with it.
+// Relations are labels, so a semantic set is one label (exact equality, no
+// entailment call); a candidate whose relation could not be read is a
+// meaning of its own — it agrees with no other, and k stays the samples
+// drawn — rather than dropped, which would make k, and so the bounds,
+// differ between items.
 func confidenceUnits(rs []Result, unreadWrong bool) []summary.ConfidenceUnit {
 	var units []summary.ConfidenceUnit
 	for _, r := range rs {
@@ -597,28 +604,30 @@ func confidenceUnits(rs []Result, unreadWrong bool) []summary.ConfidenceUnit {
 			continue
 		}
 		u := summary.ConfidenceUnit{Correct: r.Greedy.Parsed && r.Greedy.Label == r.Gold, Scores: summary.TokenScores(r.Greedy.Confidence)}
-		var labels []string
-		for _, c := range r.Candidates {
-			if c.Parsed {
-				labels = append(labels, c.Label)
-			}
-		}
-		if len(labels) >= 2 {
+		if cs := r.Candidates; len(cs) >= 2 {
 			if u.Scores == nil {
 				u.Scores = map[string]float64{}
 			}
-			sets := metrics.SemanticSets(len(labels), func(i, j int) bool { return labels[i] == labels[j] })
-			u.Scores[summary.ScoreNegSemanticEntropy.Key] = -metrics.SemanticEntropy(sets)
+			same := func(i, j int) bool { return cs[i].Parsed && cs[j].Parsed && cs[i].Label == cs[j].Label }
+			sets := metrics.SemanticSets(len(cs), same)
+			lps := make([]float64, len(cs))
+			for i, c := range cs {
+				lps[i] = summary.MeanLogprob(c.Confidence)
+			}
+			u.Scores[summary.ScoreNegSemanticEntropy.Key] = -metrics.NormalizedSemanticEntropy(sets)
+			if w := metrics.WeightedSemanticEntropy(sets, lps); !math.IsNaN(w) {
+				u.Scores[summary.ScoreNegWeightedSemanticEntropy.Key] = -w
+			}
 			if r.Greedy.Parsed {
 				// An unread hypothesis has no meaning to agree with: no
 				// agreement score, not a zero.
 				agree := 0
-				for _, l := range labels {
-					if l == r.Greedy.Label {
+				for _, c := range cs {
+					if c.Parsed && c.Label == r.Greedy.Label {
 						agree++
 					}
 				}
-				u.Scores[summary.ScoreAgreement.Key] = float64(agree) / float64(len(labels))
+				u.Scores[summary.ScoreAgreement.Key] = float64(agree) / float64(len(cs))
 			}
 		}
 		units = append(units, u)

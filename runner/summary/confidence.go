@@ -23,8 +23,14 @@ var (
 	ScoreMinLogprob  = ConfidenceScore{"min_logprob", "least token log-prob"}
 	ScoreNegEntropy  = ConfidenceScore{"neg_entropy", "− mean top-k entropy"}
 	// ScoreNegSemanticEntropy is minus the discrete semantic entropy of
-	// the samples (metrics.SemanticEntropy).
-	ScoreNegSemanticEntropy = ConfidenceScore{"neg_semantic_entropy", "− semantic entropy (samples)"}
+	// the samples, ÷ ln k (metrics.NormalizedSemanticEntropy; Farquhar et
+	// al. 2024's cluster_assignment_entropy).
+	ScoreNegSemanticEntropy = ConfidenceScore{"neg_semantic_entropy", "− semantic entropy (samples; discrete, Farquhar et al. 2024; ÷ ln k)"}
+	// ScoreNegWeightedSemanticEntropy is minus the probability-weighted
+	// semantic entropy of the samples, ÷ ln k (metrics.
+	// WeightedSemanticEntropy; Kuhn et al. 2023), where every sample's
+	// token log-probabilities are known.
+	ScoreNegWeightedSemanticEntropy = ConfidenceScore{"neg_semantic_entropy_weighted", "− semantic entropy (samples; probability-weighted, Kuhn et al. 2023; ÷ ln k)"}
 	// ScoreAgreement is the share of the samples in the answer's own
 	// semantic set (self-consistency, Wang et al. 2023).
 	ScoreAgreement = ConfidenceScore{"agreement", "samples agreeing with the answer"}
@@ -34,7 +40,7 @@ var (
 	// ScoreVerdictProb is a judge's probability for the verdict it gave,
 	// read at its verdict token.
 	ScoreVerdictProb = ConfidenceScore{"verdict_prob", "P(verdict), at its token"}
-	confidenceScores = []ConfidenceScore{ScoreVerdictProb, ScoreMeanLogprob, ScoreMinLogprob, ScoreNegEntropy, ScoreNegSemanticEntropy, ScoreAgreement, ScorePTrue}
+	confidenceScores = []ConfidenceScore{ScoreVerdictProb, ScoreMeanLogprob, ScoreMinLogprob, ScoreNegEntropy, ScoreNegSemanticEntropy, ScoreNegWeightedSemanticEntropy, ScoreAgreement, ScorePTrue}
 )
 
 // TokenScores are the token-level confidence scores of c (nil for none).
@@ -45,6 +51,16 @@ func TokenScores(c *metrics.TokenConfidence) map[string]float64 {
 		return nil
 	}
 	return map[string]float64{ScoreMeanLogprob.Key: c.MeanLogprob, ScoreMinLogprob.Key: c.MinLogprob, ScoreNegEntropy.Key: c.NegEntropy}
+}
+
+// MeanLogprob is a sample's length-normalised log-likelihood (its mean
+// token log-probability), the weight of the probability-weighted semantic
+// entropy; NaN where TokenScores has none.
+func MeanLogprob(c *metrics.TokenConfidence) float64 {
+	if s := TokenScores(c); s != nil {
+		return s[ScoreMeanLogprob.Key]
+	}
+	return math.NaN()
 }
 
 // VerdictCall is the confidence of the reply a judge's verdict was read
