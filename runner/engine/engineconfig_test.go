@@ -201,20 +201,20 @@ func TestPTrueOf(t *testing.T) {
 	}
 	resp := localmodels.ChatResponse{Logprobs: []localmodels.TokenLogprob{{Token: " A", Logprob: ln(0.6),
 		Top: []localmodels.Alternative{lp(" A", 0.6), lp("A", 0.1), lp("B", 0.2), lp("The", 0.05)}}}}
-	if p, ok := engine.PTrueOf(resp); !ok || math.Abs(p-0.7/0.9) > 1e-12 {
-		t.Errorf("P(True) %v %v, want 0.7778", p, ok)
+	if p, why := engine.PTrueOf(resp); why != "" || math.Abs(p-0.7/0.9) > 1e-12 {
+		t.Errorf("P(True) %v (%s), want 0.7778", p, why)
 	}
 	resp.Logprobs[0].Top = []localmodels.Alternative{lp("The", 0.5), lp("Yes", 0.3)}
-	if p, ok := engine.PTrueOf(resp); ok || !math.IsNaN(p) {
-		t.Errorf("no letter: %v %v", p, ok)
+	if p, why := engine.PTrueOf(resp); why != engine.PTrueNoLetter || !math.IsNaN(p) {
+		t.Errorf("no letter: %v %q", p, why)
 	}
-	if _, ok := engine.PTrueOf(localmodels.ChatResponse{}); ok {
-		t.Error("no log-probabilities, yet a P(True)")
+	if _, why := engine.PTrueOf(localmodels.ChatResponse{}); why != engine.PTrueNoLogprobs {
+		t.Errorf("no log-probabilities: %q", why)
 	}
 	// A server that ignores top_logprobs: the chosen "A" alone is no
 	// P(True) of 1.
-	if p, ok := engine.PTrueOf(localmodels.ChatResponse{Logprobs: []localmodels.TokenLogprob{{Token: "A", Logprob: ln(0.4)}}}); ok {
-		t.Errorf("no alternatives, yet P(True) %v", p)
+	if p, why := engine.PTrueOf(localmodels.ChatResponse{Logprobs: []localmodels.TokenLogprob{{Token: "A", Logprob: ln(0.4)}}}); why != engine.PTrueNoAlternative {
+		t.Errorf("no alternatives: P(True) %v (%q)", p, why)
 	}
 }
 

@@ -22,10 +22,10 @@ const pTruePrompt = "Question: {question}\nBrainstormed Answers: {brainstormed}P
 // al.'s P(True), the probability the model gives "A) True" as the next
 // token — here the A among the most likely first tokens, over A and B
 // (20 alternatives asked, greedy, one token; a thinking model is asked not
-// to think). ok is false when neither letter is among the alternatives the
-// server returned: the score is then not known, never guessed. One call,
-// cached and planned as every call.
-func (c *Calls) PTrue(ctx context.Context, model, question string, brainstormed []string, answer string) (p float64, ok bool, err error) {
+// to think). unknown, when not empty, is why the score is not known
+// (PTrueOf): it is then never guessed. One call, cached and planned as
+// every call.
+func (c *Calls) PTrue(ctx context.Context, model, question string, brainstormed []string, answer string) (p float64, unknown string, err error) {
 	var b strings.Builder
 	for _, s := range append(append([]string(nil), brainstormed...), answer) {
 		b.WriteString(strings.TrimSpace(s) + "\n")
@@ -40,32 +40,46 @@ func (c *Calls) PTrue(ctx context.Context, model, question string, brainstormed 
 	}
 	info, err := c.e.ModelInfo(ctx, model)
 	if err != nil {
-		return math.NaN(), false, err
+		return math.NaN(), "", err
 	}
 	if info.Thinks() {
 		req.Think = new(bool)
 	}
 	resp, err := c.Chat(ctx, PTrueStage, req, 0)
 	if err != nil {
-		return math.NaN(), false, err
+		return math.NaN(), "", err
 	}
-	p, ok = PTrueOf(resp)
-	return p, ok, nil
+	p, unknown = PTrueOf(resp)
+	return p, unknown, nil
 }
+
+// Why a P(True) is not known, as PTrueOf says it: the reply carried no
+// log-probabilities at all (a server that ignores the request), its first
+// token came without alternatives (top_logprobs ignored), or neither letter
+// was among them.
+const (
+	PTrueNoLogprobs    = "no log-probabilities returned"
+	PTrueNoAlternative = "no alternatives for the first token"
+	PTrueNoLetter      = "neither A nor B among the first token's alternatives"
+)
 
 // PTrueOf reads P(True) from a reply's first token: the probability of the
 // alternatives that read as the letter A — "A", " A", "(A", "A)" — over
 // those that read as A or B — a first token "A" is read as the option, as
 // Kadavath et al. read it (the prompt ends "The possible answer is:").
-// Not known (ok false) when the reply carries no alternatives or neither
-// letter among them.
-func PTrueOf(resp localmodels.ChatResponse) (p float64, ok bool) {
+// Not known when the reply carries no log-probabilities, no alternatives,
+// or neither letter among them: unknown says which (PTrueNoLogprobs,
+// PTrueNoAlternative, PTrueNoLetter), "" when p is known.
+func PTrueOf(resp localmodels.ChatResponse) (p float64, unknown string) {
 	if len(resp.Logprobs) == 0 {
-		return math.NaN(), false
+		return math.NaN(), PTrueNoLogprobs
 	}
 	// Without alternatives the chosen token alone would make P(True) 1 or
 	// 0: a server that ignores top_logprobs gives no P(True).
 	alts := resp.Logprobs[0].Top
+	if len(alts) == 0 {
+		return math.NaN(), PTrueNoAlternative
+	}
 	var pa, pb float64
 	for _, a := range alts {
 		switch strings.Trim(strings.TrimSpace(a.Token), "().:") {
@@ -76,7 +90,7 @@ func PTrueOf(resp localmodels.ChatResponse) (p float64, ok bool) {
 		}
 	}
 	if pa+pb == 0 {
-		return math.NaN(), false
+		return math.NaN(), PTrueNoLetter
 	}
-	return pa / (pa + pb), true
+	return pa / (pa + pb), ""
 }

@@ -622,10 +622,11 @@ type Answer struct {
 	// asked, or when the answer is one part of a reply cut at blank lines.
 	Confidence *metrics.TokenConfidence `json:"confidence,omitempty"`
 	// PTrue is the model's P(True) for the answer (--p-true); nil when not
-	// asked or not known (PTrueUnread: neither A nor B among the first
-	// token's alternatives).
-	PTrue       *float64 `json:"p_true,omitempty"`
-	PTrueUnread bool     `json:"p_true_unread,omitempty"`
+	// asked or not known (PTrueUnread, PTrueUnknown the cause:
+	// engine.PTrueOf; empty in a record made before causes were kept).
+	PTrue        *float64 `json:"p_true,omitempty"`
+	PTrueUnread  bool     `json:"p_true_unread,omitempty"`
+	PTrueUnknown string   `json:"p_true_unknown,omitempty"`
 }
 
 // Panel is an answer's aggregate over the judges that answered: mean
@@ -771,14 +772,14 @@ func (s *Suite) question(ctx context.Context, c *engine.Calls, p payload, q Ques
 	if s.cfg.PTrue {
 		for i := range qr.Answers {
 			others := append(append([]string(nil), texts[:i]...), texts[i+1:]...)
-			pt, ok, err := c.PTrue(ctx, p.model, q.Question, others, texts[i])
+			pt, unknown, err := c.PTrue(ctx, p.model, q.Question, others, texts[i])
 			if err != nil {
 				return qr, err
 			}
-			if ok {
+			if unknown == "" {
 				qr.Answers[i].PTrue = &pt
 			} else {
-				qr.Answers[i].PTrueUnread = true
+				qr.Answers[i].PTrueUnread, qr.Answers[i].PTrueUnknown = true, unknown
 			}
 		}
 	}

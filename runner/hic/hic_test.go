@@ -746,7 +746,7 @@ func between(s, start, end string) string {
 // answers, and reads P(True) from the first token's alternatives: a fake
 // model sure of its sound answers (A 0.8, B 0.2) and unsure of the others
 // (A 0.3, B 0.6: P(True) 1/3), one answer's reply without either letter
-// (not known, counted). The dry run plans one call an answer; the run
+// (not known, counted by its cause; engine's TestPTrueOf has the others). The dry run plans one call an answer; the run
 // makes them; the table checks P(True) against the panel.
 func TestPTrueAskedOnceAnAnswer(t *testing.T) {
 	texts := []string{"drones over the sea", "satellites", "drones at sea", "buoys"}
@@ -797,12 +797,12 @@ func TestPTrueAskedOnceAnAnswer(t *testing.T) {
 	var got []string
 	for _, a := range ir.Questions[0].Answers {
 		if a.PTrue == nil {
-			got = append(got, fmt.Sprintf("%s: unknown %v", a.Text, a.PTrueUnread))
+			got = append(got, fmt.Sprintf("%s: unknown %v (%s)", a.Text, a.PTrueUnread, a.PTrueUnknown))
 		} else {
 			got = append(got, fmt.Sprintf("%s: %.4f", a.Text, *a.PTrue))
 		}
 	}
-	if want := "drones over the sea: 0.8000 | satellites: 0.3333 | drones at sea: 0.8000 | buoys: unknown true"; strings.Join(got, " | ") != want {
+	if want := "drones over the sea: 0.8000 | satellites: 0.3333 | drones at sea: 0.8000 | buoys: unknown true (neither A nor B among the first token's alternatives)"; strings.Join(got, " | ") != want {
 		t.Errorf("P(True)\n got %s\nwant %s", strings.Join(got, " | "), want)
 	}
 	// Three answers known: two sound at 0.8, one not at 1/3: AUROC 1.
@@ -817,7 +817,7 @@ func TestPTrueAskedOnceAnAnswer(t *testing.T) {
 	if len(row) < 7 || row[3] != "3" || row[4] != "1" || row[5] != "1" || !strings.HasPrefix(row[6], "1.000") {
 		t.Errorf("P(True) row %v", row)
 	}
-	if !strings.Contains(strings.Join(res.Summary.Notes, "\n"), "asked of 4 answers, one call each; 1 not known") {
+	if !strings.Contains(strings.Join(res.Summary.Notes, "\n"), "asked of 4 answers, one call each; 1 not known — 1 neither A nor B among the first token's alternatives — left out, not guessed.") {
 		t.Errorf("notes: %v", res.Summary.Notes)
 	}
 }

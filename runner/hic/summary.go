@@ -10,6 +10,7 @@ import (
 
 	"halu/embed"
 	"halu/metrics"
+	"halu/runner/engine"
 	"halu/runner/rundir"
 	"halu/runner/summary"
 )
@@ -181,7 +182,7 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		sum.Tables = append(sum.Tables, t)
 	}
 	if s.cfg.PTrue {
-		sum.Notes = append(sum.Notes, fmt.Sprintf("P(True) (--p-true; Kadavath et al. 2022, Farquhar et al.'s zero-shot prompt): asked of %d answers, one call each; %d not known (neither A nor B among the 20 likeliest first tokens: left out, not guessed).", n.pTrueAsked, n.pTrueUnread))
+		sum.Notes = append(sum.Notes, fmt.Sprintf("P(True) (--p-true; Kadavath et al. 2022, Farquhar et al.'s zero-shot prompt): asked of %d answers, one call each; %s.", n.pTrueAsked, n.pTrueUnknowns()))
 	}
 	if s.cfg.Entailment != "" {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("semantic sets (--entailment %s; Kuhn et al. 2023's Algorithm 1, strict bidirectional entailment, Farquhar et al. 2024's prompt): %d of %d questions with two answers or more sorted; %d left unsorted because an entailment reply did not read (not guessed neutral, as the authors' code would). Semantic entropy (discrete, and probability-weighted where every answer's log-probabilities are known) is divided by ln k, k a question's answers (%d by --answers).",
@@ -302,10 +303,29 @@ func expectedScores(decoded []ItemResult) (summary.Table, bool) {
 // confidenceCounts are what the summary's notes say of the answers'
 // confidence: questions with two answers or more and those whose sets
 // were left out (an entailment reply that did not read); answers asked
-// P(True) and those whose P(True) is not known.
+// P(True) and those whose P(True) is not known, by cause.
 type confidenceCounts struct {
 	questions, unsorted     int
 	pTrueAsked, pTrueUnread int
+	pTrueWhy                map[string]int
+}
+
+// pTrueUnknowns says how many P(True) values are not known and why, the
+// causes in a fixed order ("" where none is).
+func (n confidenceCounts) pTrueUnknowns() string {
+	if n.pTrueUnread == 0 {
+		return "0 not known"
+	}
+	var parts []string
+	for _, why := range []string{engine.PTrueNoLogprobs, engine.PTrueNoAlternative, engine.PTrueNoLetter, ""} {
+		if k := n.pTrueWhy[why]; k > 0 {
+			if why == "" {
+				why = "cause not recorded (a record made before causes were kept)"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", k, why))
+		}
+	}
+	return fmt.Sprintf("%d not known — %s — left out, not guessed", n.pTrueUnread, strings.Join(parts, "; "))
 }
 
 // confidenceUnits are a group's answers the panel scored, checked against
@@ -332,6 +352,10 @@ func (s *Suite) confidenceUnits(items []ItemResult, n *confidenceCounts) (units 
 				}
 				if a.PTrueUnread {
 					n.pTrueUnread++
+					if n.pTrueWhy == nil {
+						n.pTrueWhy = map[string]int{}
+					}
+					n.pTrueWhy[a.PTrueUnknown]++
 				}
 				pan := Aggregate(a.Judgements, s.cfg.TieHallucinated)
 				if !pan.Scored {
