@@ -3,9 +3,12 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -125,11 +128,39 @@ func TestCFaith(t *testing.T) {
 			// the tiny model writes neither a letter nor a verdict on its
 			// own, and a format whose every answer goes unread measured
 			// nothing (exit 4).
-			r = mustHalu(t, srv.Host, "run", "cfaith", "--data", data, "--models", "agent", "--judges", "agent",
-				"--max-tokens", "40", "--answer-format", "labels", "--cache", cache, "--out", ev)
+			// On the sample dataset the answers' token log-probabilities
+			// are asked too (--logprobs, no extra call): the generative
+			// answers — free text, judged — carry them, and the confidence
+			// table checks them against the judge's verdict (the labels'
+			// replies, held to a schema, have none: "not known").
+			args := []string{"run", "cfaith", "--data", data, "--models", "agent", "--judges", "agent",
+				"--max-tokens", "40", "--answer-format", "labels", "--cache", cache, "--out", ev}
+			if name == "sample" {
+				args = append(args, "--logprobs", "5")
+			}
+			r = mustHalu(t, srv.Host, args...)
 			for _, want := range []string{"C-FAITH Table 5", "C-FAITH Table 6", "C-FAITH Figure 5"} {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("%s run on %s: output lacks %q:\n%s", lang, name, want, r.stdout)
+				}
+			}
+			if name == "sample" {
+				if !regexp.MustCompile(`(?m)^agent\s+generative\s+mean token log-prob\s+\d+\s+\d+\s+\d+\s+\S`).MatchString(r.stdout) {
+					t.Errorf("%s: no confidence row of the generative answers' mean token log-prob:\n%s", lang, r.stdout)
+				}
+				long := filepath.Join(work, lang+"-long.csv")
+				mustHalu(t, srv.Host, "report", ev, "--long", long)
+				b, _ := os.ReadFile(long)
+				rows, _ := csv.NewReader(bytes.NewReader(b)).ReadAll()
+				found := false
+				for _, row := range rows {
+					// run, suite, model, group, metric, key, estimate, lo, hi, n, …
+					if len(row) > 9 && row[1] == "cfaith" && row[4] == "AURC (mean token log-prob)" && row[6] != "" && row[9] != "" && row[9] != "0" {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("%s: the long export has no AURC row of the generative answers' token scores:\n%s", lang, b)
 				}
 			}
 			want := len(ds.Generative) + len(ds.Choice) + len(ds.TrueFalse)
