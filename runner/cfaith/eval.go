@@ -529,15 +529,8 @@ func confidenceGroups(models []string, decoded []Answer, recs []rundir.Record) [
 		if !a.Scored {
 			continue
 		}
-		var scores map[string]float64
-		for j := len(recs[i].Calls) - 1; j >= 0; j-- {
-			if c := recs[i].Calls[j]; c.Stage == "generate" && c.Model == a.Model {
-				scores = summary.TokenScores(c.Confidence)
-				break
-			}
-		}
 		k := [2]string{a.Model, a.Format}
-		units[k] = append(units[k], summary.ConfidenceUnit{Correct: !a.Hallucinated, Scores: scores})
+		units[k] = append(units[k], summary.ConfidenceUnit{Correct: !a.Hallucinated, Scores: summary.ReplyScores(recs[i].Calls, "generate", a.Model)})
 	}
 	var out []summary.ConfidenceGroup
 	for _, m := range models {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -183,11 +184,13 @@ func (s Suite) close() {
 }
 
 // CheckGates refuses a gate whose metric can be no metric of the suite's
-// summary (summary.CheckGateNames), before the first model call.
+// summary (summary.CheckGateNames), before the first model call: its
+// metric names and the confidence figures' (summary.ConfidenceMetrics),
+// which any suite makes where its answers carry a score.
 func (s Suite) CheckGates(gates []summary.Gate) error {
 	var known []string
 	if s.MetricNames != nil {
-		known = s.MetricNames()
+		known = slices.Concat(s.MetricNames(), summary.ConfidenceMetrics)
 	}
 	return summary.CheckGateNames(s.Name, known, gates)
 }

@@ -3,6 +3,7 @@ package smoke
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -108,7 +109,13 @@ func run(t *testing.T, answer string, judge func(fakeollama.ChatRequest) string)
 // asks them.
 func serve(t *testing.T, reply func(fakeollama.ChatRequest) string) (host string, s *Suite) {
 	t.Helper()
-	srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply { return fakeollama.Reply{Content: reply(r)} },
+	return serveReplies(t, func(r fakeollama.ChatRequest) fakeollama.Reply { return fakeollama.Reply{Content: reply(r)} })
+}
+
+// serveReplies is serve with whole replies (log-probabilities too).
+func serveReplies(t *testing.T, reply func(fakeollama.ChatRequest) fakeollama.Reply) (host string, s *Suite) {
+	t.Helper()
+	srv := fakeollama.New(reply,
 		fakeollama.Model{Name: "gen:latest", Digest: "g", ParameterCount: 1e9}, fakeollama.Model{Name: "judge:latest", Digest: "j", ParameterCount: 1e9})
 	t.Cleanup(srv.Close)
 	cfg := DefaultConfig()
@@ -223,7 +230,8 @@ func TestEveryPartOfATask(t *testing.T) {
 		},
 		"MetricNames": func() error {
 			err := task.CheckGates([]summary.Gate{{Metric: "originality"}})
-			return want(err != nil && strings.Contains(err.Error(), "mean_score"), "a gate on a metric smoke has not: %v", err)
+			ok := task.CheckGates([]summary.Gate{{Metric: "hallucination_rate"}, {Metric: "auroc"}}) // its own, and a confidence figure's
+			return want(err != nil && strings.Contains(err.Error(), "mean_score") && ok == nil, "a gate on a metric smoke has not: %v; on its own and AUROC: %v", err, ok)
 		},
 		"OtherReading": func() error {
 			return want(sum.Beside != nil && sum.Beside.Reading != "", "beside %+v", sum.Beside)
@@ -258,4 +266,52 @@ func want(ok bool, format string, args ...any) error {
 		return nil
 	}
 	return fmt.Errorf(format, args...)
+}
+
+// With --logprobs, each answer's token scores are checked against its
+// judges' verdict (judge-made truth), by hand: "Carbon dioxide." at
+// token probability .9, judged sound; "The liver." at .3, judged
+// hallucinated — AUROC 1 (no interval: 1 of each), risk 0 then 1/2: AURC
+// 0.25 beside the error rate 0.5; the most confident answer is right.
+// Without --logprobs no answer carries a score: no table.
+func TestConfidenceAgainstTheJudges(t *testing.T) {
+	host, s := serveReplies(t, func(r fakeollama.ChatRequest) fakeollama.Reply {
+		if r.Model == "judge" {
+			if strings.Contains(r.LastUser(), "Carbon dioxide") {
+				return fakeollama.Reply{Content: `{"score": 5, "hallucination": false}`}
+			}
+			return fakeollama.Reply{Content: `{"score": 1, "hallucination": true}`}
+		}
+		text, p := "The liver.", 0.3
+		if strings.Contains(r.LastUser(), "photosynthesis") {
+			text, p = "Carbon dioxide.", 0.9
+		}
+		lp := fakeollama.Logprob{Token: text, Logprob: math.Log(p), Top: []fakeollama.Logprob{{Token: text, Logprob: math.Log(p)}}}
+		return fakeollama.Reply{Content: text, Logprobs: []fakeollama.Logprob{lp}}
+	})
+	for _, logprobs := range []int{5, 0} {
+		e := enginetest.New(t, host, 1)
+		e.Config.Logprobs = logprobs
+		res, err := e.Run(context.Background(), s.Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var row []string
+		for _, tab := range res.Summary.Tables {
+			if strings.HasPrefix(tab.Title, "Model-side confidence") {
+				for _, r := range tab.Rows {
+					if r[2] == "mean token log-prob" {
+						row = r
+					}
+				}
+			}
+		}
+		want := "gen | all | mean token log-prob | 2 | 0 | 1 | 1.000 (no interval: 1 right, 1 wrong; it needs 5 of each) | 0.250 (0.500) | 0% of 1"
+		if logprobs == 0 {
+			want = ""
+		}
+		if got := strings.Join(row, " | "); got != want {
+			t.Errorf("--logprobs %d: row %q, want %q", logprobs, got, want)
+		}
+	}
 }

@@ -53,6 +53,23 @@ func TokenScores(c *metrics.TokenConfidence) map[string]float64 {
 	return map[string]float64{ScoreMeanLogprob.Key: c.MeanLogprob, ScoreMinLogprob.Key: c.MinLogprob, ScoreNegEntropy.Key: c.NegEntropy}
 }
 
+// ConfidenceMetrics are the last parts of the confidence figures' keys
+// (MODEL/SETTING.confidence.SCORE.auroc …): any suite whose answers carry a
+// score makes them, so every suite's gates may name them.
+var ConfidenceMetrics = []string{"auroc", "aurc", "confident_wrong"}
+
+// ReplyScores are the token scores (TokenScores) of the reply the last
+// chat call of stage to model in calls wrote — an answer's own confidence
+// from its call log, the one stored copy; nil when there is none.
+func ReplyScores(calls []rundir.CallLog, stage, model string) map[string]float64 {
+	for j := len(calls) - 1; j >= 0; j-- {
+		if c := calls[j]; c.Stage == stage && c.Model == model && c.Kind == "chat" {
+			return TokenScores(c.Confidence)
+		}
+	}
+	return nil
+}
+
 // MeanLogprob is a sample's length-normalised log-likelihood (its mean
 // token log-probability), the weight of the probability-weighted semantic
 // entropy; NaN where TokenScores has none.
