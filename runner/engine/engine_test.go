@@ -1449,18 +1449,18 @@ func TestInterruptKeepsEveryFinishedCall(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	again := 0
-	for k, n := range made {
+	for _, n := range made {
 		if n > 1 {
 			again += n - 1
-			if strings.HasPrefix(k, "gen ") {
-				t.Errorf("a finished generation asked again: %s", k)
-			}
 		}
 	}
-	// Only the judgements cut by the interrupt mid-reply (at most one a
-	// slot: 4) are asked again: their replies never came. Every finished
-	// call was kept, and the resume's hits are those calls of the items
-	// the interrupt left unrecorded.
+	// Only the calls cut by the interrupt (at most one a slot: 4) are
+	// asked again: their replies never reached the engine — mostly the
+	// judgements (20 ms each), and now and then a generation the server
+	// received as the interrupt landed (the server counts what it
+	// received, not what the engine finished). Every finished call was
+	// kept, and the resume's hits are those calls of the items the
+	// interrupt left unrecorded.
 	if res.Manifest.Counts.Completed != 12 || again > e.Config.Parallel || res.Counts.CacheHits == 0 {
 		t.Errorf("calls asked again on resume: %d (of %d before the interrupt); resume cache hits %d", again, first, res.Counts.CacheHits)
 	}
