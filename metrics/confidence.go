@@ -216,7 +216,10 @@ const MinClusters = 20
 // AUROCInterval. With every cluster one unit it is DeLong's variance
 // up to its small-sample factors (I/((I−1)M) for 1/(M−1)). cluster names
 // each unit's cluster. It returns NaN when a class is empty or fewer than
-// two clusters hold units; its coverage, measured by
+// two clusters hold units, and lo, hi NaN when the variance is zero (every
+// right answer scored above every wrong one, or below: the placement
+// values do not vary, and a zero-width interval would claim certainty no
+// sample gives); its coverage, measured by
 // TestClusteredAUROCIntervalCoverage, holds from MinClusters clusters.
 func ClusteredAUROCInterval(score []float64, positive []bool, cluster []string, level float64) (a, lo, hi float64) {
 	nan := math.NaN()
@@ -284,6 +287,9 @@ func ClusteredAUROCInterval(score []float64, positive []bool, cluster []string, 
 	s01 *= f / N
 	s11 *= f
 	v := s10/M + s01/N + 2*s11/(M*N)
+	if v <= 0 {
+		return a, nan, nan
+	}
 	ac := min(max(a, 0.5/(M*N)), 1-0.5/(M*N))
 	z := distuv.UnitNormal.Quantile((1 + level) / 2)
 	se := math.Sqrt(max(v, 0)) / (ac * (1 - ac))

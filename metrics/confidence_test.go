@@ -348,3 +348,15 @@ func TestSemanticEntropyForms(t *testing.T) {
 		}
 	}
 }
+
+// Scores that separate every right answer from every wrong one (AUROC 1):
+// the placement values do not vary, the clustered variance is zero, and
+// there is no interval — not a zero-width one at the estimate.
+func TestClusteredAUROCIntervalOfASeparation(t *testing.T) {
+	score := []float64{0.9, 0.1, 0.8, 0.2, 0.7, 0.3}
+	pos := []bool{true, false, true, false, true, false}
+	a, lo, hi := ClusteredAUROCInterval(score, pos, []string{"A", "A", "B", "B", "C", "C"}, 0.95)
+	if a != 1 || !math.IsNaN(lo) || !math.IsNaN(hi) {
+		t.Errorf("AUROC %v [%v, %v], want 1 with no interval", a, lo, hi)
+	}
+}

@@ -206,6 +206,11 @@ func ConfidenceCheck(truth string, groups []ConfidenceGroup) (t Table, charts []
 				af.Warning = fmt.Sprintf("no interval: answers share %d questions; the clustered interval needs %d", clusters, metrics.MinClusters)
 			case shared:
 				_, lo, hi := metrics.ClusteredAUROCInterval(conf, correct, cluster, 0.95)
+				if math.IsNaN(lo) {
+					auroc = fmt.Sprintf("%.3f (no interval: the clustered variance is zero — the score separates every right answer from every wrong one)", a)
+					af.Warning = "no interval: the clustered variance is zero — the score separates every right answer from every wrong one"
+					break
+				}
 				auroc = fmt.Sprintf("%.3f [%s, %s] by question", a, f3(lo), f3(hi))
 				af.Lo, af.Hi = Num(lo), Num(hi)
 			default:

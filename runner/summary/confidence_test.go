@@ -141,3 +141,18 @@ func TestConfidenceClusteredByQuestion(t *testing.T) {
 		t.Errorf("units of their own: %q (%s)", got, f.Interval)
 	}
 }
+
+// Answers clustered by question whose score separates right from wrong
+// (AUROC 1) get no interval, with the reason — never a zero-width one.
+func TestConfidenceClusteredSeparation(t *testing.T) {
+	var units []ConfidenceUnit
+	for q := range 20 {
+		units = append(units,
+			ConfidenceUnit{Correct: true, Scores: map[string]float64{ScoreMeanLogprob.Key: 1 + float64(q)/100}, Cluster: fmt.Sprint(q)},
+			ConfidenceUnit{Correct: false, Scores: map[string]float64{ScoreMeanLogprob.Key: -1 - float64(q)/100}, Cluster: fmt.Sprint(q)})
+	}
+	tb, _, figs, ok := ConfidenceCheck("truth", []ConfidenceGroup{{Model: "m", Setting: "SCP", Units: units}})
+	if !ok || len(tb.Rows) != 1 || !strings.HasPrefix(tb.Rows[0][6], "1.000 (no interval: the clustered variance is zero") || figs[0].Warning == "" || !math.IsNaN(float64(figs[0].Lo)) {
+		t.Errorf("row %v, figure %+v", tb.Rows, figs[0])
+	}
+}
