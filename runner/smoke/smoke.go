@@ -363,16 +363,17 @@ func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
 		}
 	}
 	sum.Tables = append(sum.Tables, summary.JudgeTable("Judges: parse failures, mean score and leniency (score 1–5)", "(1–5)", obs))
-	sum.AddConfidence("the judges' verdicts (an answer right where most of its judges do not find it hallucinated, a tie counted not: judge-made truth) — the answer's own token scores (--logprobs)", confidenceGroups(models, decoded, recs))
+	sum.AddConfidence("the judges' verdicts (an answer right where most of its judges do not find it hallucinated, one they split on evenly left out: judge-made truth) — the answer's own token scores (--logprobs)", confidenceGroups(models, decoded, recs))
 	sum.Notes = append(sum.Notes, summary.PanelWarnings(s.cfg.Models, s.cfg.Judges)...)
 	sum.Notes = append(sum.Notes, "judges: "+strings.Join(s.cfg.Judges, ", ")+"; an unparseable judge reply is retried, then left unscored (never counted as a score)")
 	return sum, nil
 }
 
 // confidenceGroups are, per model, the answers some judge scored, each
-// right where most of those judges do not find it hallucinated (a tie
-// counts not, as Outcomes counts it), with the token scores of the call
-// that wrote it.
+// right where most of those judges do not find it hallucinated, with the
+// token scores of the call that wrote it. An answer its judges split on
+// evenly has no truth to check a score against: it is left out, never
+// counted right or wrong.
 func confidenceGroups(models []string, decoded []Result, recs []rundir.Record) []summary.ConfidenceGroup {
 	by := map[string][]summary.ConfidenceUnit{}
 	for i, res := range decoded {
@@ -385,7 +386,7 @@ func confidenceGroups(models []string, decoded []Result, recs []rundir.Record) [
 				}
 			}
 		}
-		if scored == 0 {
+		if scored == 0 || 2*yes == scored {
 			continue
 		}
 		by[res.Model] = append(by[res.Model], summary.ConfidenceUnit{Correct: 2*yes <= scored, Scores: summary.ReplyScores(recs[i].Calls, "generate", res.Model)})

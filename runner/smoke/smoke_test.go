@@ -315,3 +315,22 @@ func TestConfidenceAgainstTheJudges(t *testing.T) {
 		}
 	}
 }
+
+// An answer its two judges split on has no truth: left out of the
+// confidence check, not counted right (nor wrong); two judges agreeing,
+// or one of two unscored, give one.
+func TestConfidenceLeavesSplitVerdictsOut(t *testing.T) {
+	j := func(h bool) Judgement {
+		return Judgement{Judge: "j", Scored: true, Result: &Verdict{Score: 3, Hallucination: h}}
+	}
+	decoded := []Result{
+		{Model: "m", Judgements: []Judgement{j(true), j(false)}},
+		{Model: "m", Judgements: []Judgement{j(false), j(false)}},
+		{Model: "m", Judgements: []Judgement{j(true), {Judge: "k"}}},
+	}
+	recs := make([]rundir.Record, len(decoded))
+	g := confidenceGroups([]string{"m"}, decoded, recs)
+	if len(g) != 1 || len(g[0].Units) != 2 || !g[0].Units[0].Correct || g[0].Units[1].Correct {
+		t.Errorf("groups %+v: want 2 units, right then wrong (the split answer left out)", g)
+	}
+}
