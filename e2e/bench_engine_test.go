@@ -60,6 +60,19 @@ func TestBenchEngine(t *testing.T) {
 	t.Run("slots", benchSlots)
 }
 
+// workHalu runs a halu command whose work the bench times, not its
+// readings: it must finish every item (exit 0), or finish them all and
+// measure nothing (exit 4: the tiny judges' replies are read by no
+// reader) — the same calls either way.
+func workHalu(t *testing.T, host string, args ...string) result {
+	t.Helper()
+	r := halu(t, host, args...)
+	if r.code != 0 && (r.code != 4 || !strings.Contains(r.stderr, "nothing measured")) {
+		t.Fatalf("halu %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
 // figures, when not nil, keeps each figure's value as figure prints it
 // (make bench-compare reads them back).
 var figures map[string]string
@@ -797,7 +810,7 @@ func itemsInFlightFigure(t *testing.T, kind string, questions, sweepRounds, conf
 			"--limit", fmt.Sprint(questions), "--answers", "1", "--max-tokens", "32", "--judge-format", "json", "--judge-max-tokens", "64",
 			"--judge-checks", "0", "--out", filepath.Join(work, name))
 		start := time.Now()
-		mustHalu(t, srv.Host, args...)
+		workHalu(t, srv.Host, args...)
 		return time.Since(start)
 	}
 	run("default", "warm-up")
@@ -876,7 +889,7 @@ func benchSlots(t *testing.T) {
 	px := newProxy(t, srv.Host)
 	out := filepath.Join(t.TempDir(), "run")
 	start := time.Now()
-	mustHalu(t, px.host(), "--parallel", "4", "--judge-checks", "0", "run", "smoke", "--no-cache", "--models", strings.Join(models, ","), "--judges", "judge",
+	workHalu(t, px.host(), "--parallel", "4", "--judge-checks", "0", "run", "smoke", "--no-cache", "--models", strings.Join(models, ","), "--judges", "judge",
 		"--max-tokens", "24", "--out", out)
 	wall := time.Since(start)
 	m, err := rundir.ReadManifest(out)
@@ -1024,8 +1037,8 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	// promptfoo's judge is asked HIC-Bench's judge prompt (its system
 	// prompt, and its user prompt with the answer in promptfoo's output),
 	// so both sides' judgements are the same requests.
-	system, _ := os.ReadFile(filepath.Join("..", "runner", "hic", "prompts", "evaluation_system_prompt.txt"))
-	user, _ := os.ReadFile(filepath.Join("..", "runner", "hic", "prompts", "evaluation_user_prompt.txt"))
+	system, _ := os.ReadFile(filepath.Join("..", "runner", "hic", "hicjudge", "prompts", "evaluation_system_prompt.txt"))
+	user, _ := os.ReadFile(filepath.Join("..", "runner", "hic", "hicjudge", "prompts", "evaluation_user_prompt.txt"))
 	if len(system) == 0 || !strings.Contains(string(user), "{answer}") {
 		t.Fatalf("HIC-Bench's judge prompt: system %d bytes, user %q", len(system), user)
 	}
@@ -1054,7 +1067,7 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	// promptfoo) how it ended.
 	runHalu := func(pair int) (time.Duration, work) {
 		l0, start := loads(), time.Now()
-		mustHalu(t, px.host(), "--parallel", inFlight, "run", "hic", "--no-cache", "--models", "gen", "--judges", "judge", "--temperature", strings.Join(temps, ","),
+		workHalu(t, px.host(), "--parallel", inFlight, "run", "hic", "--no-cache", "--models", "gen", "--judges", "judge", "--temperature", strings.Join(temps, ","),
 			"--answers", "1", "--max-tokens", "48", "--judge-max-tokens", "48", "--embed-model", "judge", "--judge-checks", "0", "--judge-repairs", "0",
 			"--out", filepath.Join(wdir, fmt.Sprintf("halu%d", pair)))
 		wall := time.Since(start)

@@ -384,15 +384,24 @@ func (c *Calls) notCached(stage, model string) error {
 //
 // A call made under a hold (withHold) takes the slot the hold keeps, if
 // it keeps one of the call's load, and keeps its own for the caller's
-// next call when the hold asks it to.
-func (e *Engine) call(ctx context.Context, stage, model, load, prompt string, timeout time.Duration, f func(ctx context.Context) (queued bool, err error)) error {
+// next call when the hold asks it to. An embedding request (gathers:
+// Engine.embed) frees a slot held for it instead and waits its turn
+// after the calls with prompts (scheduler.acquireGathering).
+func (e *Engine) call(ctx context.Context, stage, model, load, prompt string, gathers bool, timeout time.Duration, f func(ctx context.Context) (queued bool, err error)) error {
 	h, _ := ctx.Value(holdKey{}).(*hold)
 	return e.withRetry(ctx, func(ctx context.Context) error {
 		// The caller waits for a slot and a reply: it is not working
 		// between calls (embedBatches.working) until it frees the slot.
 		e.embeds.working.Add(-1)
-		if h == nil || !e.sched.resume(h, load, prompt) {
-			if err := e.sched.acquire(ctx, load, prompt); err != nil {
+		acquire := func() error { return e.sched.acquire(ctx, load, prompt) }
+		if gathers {
+			acquire = func() error { return e.sched.acquireGathering(ctx, load) }
+			if h != nil {
+				e.sched.unhold(h)
+			}
+		}
+		if gathers || h == nil || !e.sched.resume(h, load, prompt) {
+			if err := acquire(); err != nil {
 				e.embeds.working.Add(1)
 				return err
 			}
@@ -471,7 +480,7 @@ func (e *Engine) chatOnce(ctx context.Context, stage, kind string, req localmode
 	var took time.Duration
 	load := e.loadKey(req.Model, req.Options)
 	_, answered := e.answered.Load(load)
-	err := e.call(ctx, stage, req.Model, load, promptKey(req.Messages), 0, func(ctx context.Context) (bool, error) {
+	err := e.call(ctx, stage, req.Model, load, promptKey(req.Messages), false, 0, func(ctx context.Context) (bool, error) {
 		var err error
 		start := time.Now()
 		resp, err = e.Client.Chat(ctx, req, localmodels.StreamLimits{Idle: e.Config.Idle, Budget: e.Config.Budget, Repetition: e.repetition()})

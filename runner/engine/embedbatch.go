@@ -152,7 +152,7 @@ func (e *Engine) embedAlone(ctx context.Context, stage, model string, texts []st
 func (e *Engine) sendEmbed(ctx context.Context, stage, model string, texts func() []string) ([][]float32, error) {
 	req := e.embedRequest(model, nil)
 	var vecs [][]float32
-	err := e.call(ctx, stage, model, e.loadKey(model, req.Options()), "", e.Config.Timeout, func(ctx context.Context) (bool, error) {
+	err := e.call(ctx, stage, model, e.loadKey(model, req.Options()), "", true, e.Config.Timeout, func(ctx context.Context) (bool, error) {
 		r := req
 		r.Texts = texts()
 		var err error

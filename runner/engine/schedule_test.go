@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -321,7 +323,11 @@ func TestPickAsCallsArrive(t *testing.T) {
 			s.remember("m", prompt())
 		}
 		for range 1 + rng.IntN(40) {
-			s.arrive("m", &waiter{prompt: prompt()})
+			if rng.IntN(4) == 0 {
+				s.arrive("m", &waiter{gathers: true})
+			} else {
+				s.arrive("m", &waiter{prompt: prompt()})
+			}
 			if rng.IntN(3) == 0 {
 				s.pick("m") // a pick made now is kept as the next arrive
 			}
@@ -332,6 +338,82 @@ func TestPickAsCallsArrive(t *testing.T) {
 			t.Fatalf("trial %d: kept pick %q (shares %d), afresh %q (shares %d)", trial, kept.prompt, kept.shared, fresh.prompt, fresh.shared)
 		}
 	}
+}
+
+// An embedding request waiting for a slot goes after the calls with
+// prompts waiting for its load, whenever they came (the texts of other
+// items gather in it meanwhile), unless pick's rule for a call passed over
+// too often sends it; with nothing else waiting it goes at once.
+func TestEmbeddingGoesAfterPrompts(t *testing.T) {
+	ctx := context.Background()
+	s := newScheduler(1)
+	if err := s.acquire(ctx, "m", "busy"); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	start := func(name string, gathers bool) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if gathers {
+				err = s.acquireGathering(ctx, "m")
+			} else {
+				err = s.acquire(ctx, "m", name)
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			s.release("m", false, false)
+		}()
+		for { // queued before the next one starts
+			s.mu.Lock()
+			n := len(s.queue["m"])
+			s.mu.Unlock()
+			if n > 0 && waiting(s, "m", name, gathers) {
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	start("embed", true)
+	start("judge a", false)
+	start("judge b", false)
+	s.release("m", false, false)
+	wg.Wait()
+	if want := []string{"judge a", "judge b", "embed"}; !slices.Equal(order, want) {
+		t.Fatalf("admitted %v, want %v", order, want)
+	}
+
+	// Alone, it goes at once; passed over as often as pick allows, it goes.
+	s = newScheduler(1)
+	if err := s.acquireGathering(ctx, "m"); err != nil {
+		t.Fatal(err)
+	}
+	s.release("m", false, false)
+	s.arrive("m", &waiter{gathers: true, passed: maxPassed})
+	s.arrive("m", &waiter{prompt: "judge"})
+	if w := s.pick("m"); !w.gathers {
+		t.Fatalf("an embedding request passed over %d times was not picked", maxPassed)
+	}
+}
+
+// waiting reports whether load's queue holds a waiter for name.
+func waiting(s *scheduler, load, name string, gathers bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.queue[load] {
+		if w.gathers == gathers && (gathers || w.prompt == name) {
+			return true
+		}
+	}
+	return false
 }
 
 // A call queued at the server most of its time lowers the limit by one,
