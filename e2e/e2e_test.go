@@ -88,8 +88,10 @@ func numThread() string {
 type result struct {
 	stdout, stderr string
 	code           int
-	// cpu is the process's user and system time.
-	cpu time.Duration
+	// cpu is the process's user and system time, rssMiB its peak
+	// resident memory.
+	cpu    time.Duration
+	rssMiB float64
 }
 
 func halu(t *testing.T, host string, args ...string) result {
@@ -120,7 +122,11 @@ func execHaluEnv(host string, env []string, args ...string) (result, error) {
 	} else if err != nil {
 		return result{}, err
 	}
-	return result{so.String(), se.String(), code, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}, nil
+	rss := 0.0
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = float64(ru.Maxrss) / 1024 // Linux: KiB
+	}
+	return result{so.String(), se.String(), code, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), rss}, nil
 }
 
 func mustHalu(t *testing.T, host string, args ...string) result {

@@ -567,7 +567,7 @@ func (e *Engine) workInto(ctx context.Context, r *run, s Suite, rerun *Rerun) (i
 func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error) (*Result, error) {
 	e.waitCache() // its write failures are counted in the session's
 	man := r.man
-	recs, _, err := rundir.ReadRecords(r.recPath)
+	recs, _, err := rundir.ReadRecordsSlim(r.recPath) // no summary reads the transcripts
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -81,15 +83,22 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	man.Checked = nil
 
 	recs = sortRecords(recs)
-	var rb bytes.Buffer
-	for _, r := range recs {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return nil, err
+	// Written as encoded, not gathered first: one copy of the records in
+	// memory, not two.
+	if err := rundir.WriteAtomic(filepath.Join(tmp, rundir.RecordsFile), func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		for _, r := range recs {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			bw.Write(b)
+			if err := bw.WriteByte('\n'); err != nil {
+				return err
+			}
 		}
-		rb.Write(append(b, '\n'))
-	}
-	if err := rundir.WriteFileAtomic(filepath.Join(tmp, rundir.RecordsFile), rb.Bytes()); err != nil {
+		return bw.Flush()
+	}); err != nil {
 		return nil, err
 	}
 	var eb bytes.Buffer

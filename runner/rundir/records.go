@@ -2,7 +2,6 @@ package rundir
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,36 +126,87 @@ const (
 // out and its start returned as good, so the writer can cut it off before
 // appending; damage anywhere else is an error naming the line.
 func ReadRecords(path string) (recs []Record, good int64, err error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
-	}
+	good, err = EachRecord(path, func(r Record) error {
+		recs = append(recs, r)
+		return nil
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	line := 0
-	for off := 0; off < len(b); {
-		line++
-		nl := bytes.IndexByte(b[off:], '\n')
-		if nl < 0 {
-			// Unterminated tail: a write interrupted by a crash.
-			return recs, int64(off), nil
-		}
-		raw := b[off : off+nl]
-		var r Record
-		if err := json.Unmarshal(raw, &r); err != nil {
-			if off+nl+1 == len(b) {
-				return recs, int64(off), nil
-			}
-			return nil, 0, fmt.Errorf("%s:%d: damaged record: %w", path, line, err)
-		}
-		if r.Format > FormatVersion {
-			return nil, 0, fmt.Errorf("%w: %s:%d: record of run format %d, newer than this halu's (%d): use a newer halu", ErrNewerFormat, path, line, r.Format, FormatVersion)
+	return recs, good, nil
+}
+
+// ReadRecordsSlim reads a records file as a run's summary reads it: each
+// record without its transcripts — the prompts' text, each call's reply
+// as written, its prompt's hash and the options it sent — which only a
+// report's sample browser and exports show. A run's end summarises
+// hundreds of thousands of records: the transcripts are most of each
+// one's memory.
+func ReadRecordsSlim(path string) ([]Record, int64, error) {
+	var recs []Record
+	good, err := EachRecord(path, func(r Record) error {
+		r.Prompts = nil
+		for i := range r.Calls {
+			c := &r.Calls[i]
+			c.Reply, c.Prompt, c.Options = "", "", nil
 		}
 		recs = append(recs, r)
-		off += nl + 1
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
-	return recs, int64(len(b)), nil
+	return recs, good, nil
+}
+
+// CountRecords counts the whole records of a records file, reading one at
+// a time.
+func CountRecords(path string) (int, error) {
+	n := 0
+	_, err := EachRecord(path, func(Record) error { n++; return nil })
+	return n, err
+}
+
+// EachRecord hands each record of a records file to fn in the file's
+// order, reading one line at a time: memory holds one record, not the
+// file (a run of a million items has a records file of gigabytes). A last
+// line cut short by a crash is left out and its start returned as good;
+// damage anywhere else is an error naming the line, as is an error fn
+// returns (which stops the reading).
+func EachRecord(path string, fn func(Record) error) (good int64, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	var off int64
+	for line := 1; ; line++ {
+		raw, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return off, nil // nothing more, or an unterminated tail: a write a crash interrupted
+		}
+		if err != nil {
+			return 0, err
+		}
+		var r Record
+		if err := json.Unmarshal(raw[:len(raw)-1], &r); err != nil {
+			if _, perr := br.Peek(1); perr == io.EOF {
+				return off, nil // the last line, cut short
+			}
+			return 0, fmt.Errorf("%s:%d: damaged record: %w", path, line, err)
+		}
+		if r.Format > FormatVersion {
+			return 0, fmt.Errorf("%w: %s:%d: record of run format %d, newer than this halu's (%d): use a newer halu", ErrNewerFormat, path, line, r.Format, FormatVersion)
+		}
+		if err := fn(r); err != nil {
+			return 0, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		off += int64(len(raw))
+	}
 }
 
 // RecordWriter appends records, one line per write, and fsyncs at most every

@@ -71,3 +71,63 @@ func TestBuildNamesTheBinary(t *testing.T) {
 		}
 	}
 }
+
+// The records file is read a line at a time: whole records in order, a
+// last line cut short by a crash left out with the good size at its start
+// (terminated or not), damage elsewhere named by line; the slim reading
+// drops the transcripts and keeps every other field; a count reads the
+// same records.
+func TestReadRecordsALineAtATime(t *testing.T) {
+	rec := func(item string) string {
+		return fmt.Sprintf(`{"format":%d,"suite":"s","item":%q,"data":{"x":1},"calls":[{"stage":"generate","kind":"chat","model":"m","digest":"d","key":"k","prompt":"p","reply":"a reply","parsed":"{}","options":{"seed":1}}],"failures":[{"stage":"judge","model":"j","reason":"r","raw":["raw"]}],"prompts":{"p":"the prompt"}}`, FormatVersion, item) + "\n"
+	}
+	whole := rec("a") + rec("b")
+	for _, c := range []struct {
+		name, body string
+		items      []string
+		good       int
+		err        string
+	}{
+		{"whole", whole, []string{"a", "b"}, len(whole), ""},
+		{"unterminated tail", whole + `{"format":1,"item":"c"`, []string{"a", "b"}, len(whole), ""},
+		{"terminated tail cut", whole + "{\"format\":1,\"item\n", []string{"a", "b"}, len(whole), ""},
+		{"damage inside", rec("a") + "{oops\n" + rec("b"), nil, 0, RecordsFile + ":2: damaged record"},
+		{"empty", "", nil, 0, ""},
+	} {
+		p := filepath.Join(t.TempDir(), RecordsFile)
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, read := range []func(string) ([]Record, int64, error){ReadRecords, ReadRecordsSlim} {
+			recs, good, err := read(p)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("%s: err %v, want %q", c.name, err, c.err)
+				}
+				continue
+			}
+			var items []string
+			for _, r := range recs {
+				items = append(items, r.Item)
+			}
+			if err != nil || good != int64(c.good) || strings.Join(items, ",") != strings.Join(c.items, ",") {
+				t.Errorf("%s: items %v, good %d, err %v; want %v, %d", c.name, items, good, err, c.items, c.good)
+			}
+		}
+		if n, err := CountRecords(p); c.err == "" && (err != nil || n != len(c.items)) {
+			t.Errorf("%s: count %d, %v", c.name, n, err)
+		}
+	}
+	p := filepath.Join(t.TempDir(), RecordsFile)
+	os.WriteFile(p, []byte(whole), 0o644)
+	full, _, _ := ReadRecords(p)
+	slim, _, _ := ReadRecordsSlim(p)
+	f, s := full[0], slim[0]
+	if s.Prompts != nil || s.Calls[0].Reply != "" || s.Calls[0].Prompt != "" || s.Calls[0].Options != nil {
+		t.Errorf("slim record keeps a transcript: %+v", s)
+	}
+	f.Prompts, f.Calls[0].Reply, f.Calls[0].Prompt, f.Calls[0].Options = nil, "", "", nil
+	if fmt.Sprint(f) != fmt.Sprint(s) {
+		t.Errorf("slim record lost more than the transcripts:\n%+v\n%+v", s, f)
+	}
+}

@@ -404,8 +404,8 @@ func (o Options) Array() string {
 // be stopped at the same place again). Nothing there counts 0.
 func Progress(dir string) int {
 	n := 0
-	if recs, _, err := rundir.ReadRecords(filepath.Join(dir, rundir.RecordsFile)); err == nil {
-		n = len(recs)
+	if k, err := rundir.CountRecords(filepath.Join(dir, rundir.RecordsFile)); err == nil {
+		n = k
 	}
 	if m, err := rundir.ReadManifest(dir); err == nil && m.UsesCache() {
 		n += m.Counts.ModelCalls
@@ -702,8 +702,8 @@ func States(ctx context.Context, c Cluster, dir string) (*Jobs, []ShardState, [3
 		d := ShardDir(dir, i)
 		if m, err := rundir.ReadManifest(d); err == nil {
 			st.Status, st.Items = m.Status, m.Counts.Items
-			if recs, _, err := rundir.ReadRecords(filepath.Join(d, rundir.RecordsFile)); err == nil {
-				st.Done = len(recs)
+			if k, err := rundir.CountRecords(filepath.Join(d, rundir.RecordsFile)); err == nil {
+				st.Done = k
 			}
 		}
 		st.Job, _ = j.Last(i)
