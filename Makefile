@@ -4,7 +4,7 @@ BIN       := bin/halu
 SHARED    ?= $(abspath ../shared)
 PKGS      := ./...
 
-.PHONY: build test test-slow e2e demo readme-commands ollama lint bench bench-index bench-engine bench-shards bench-compare clean
+.PHONY: build test test-slow e2e demo readme-commands ollama lint bench bench-index bench-engine bench-shards bench-compare bench-verify bench-scale clean
 
 # The commit halu is built from, in every run's manifest (GOFLAGS may say
 # -buildvcs=false, and then the toolchain stamps none).
@@ -89,6 +89,17 @@ bench-index: build
 # one line per figure, about 50 minutes on 2 cores.
 bench-engine: build ollama
 	HALU_BENCH_ENGINE=1 HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" HALU_SHARED="$(SHARED)" $(GO) test -tags e2e -count=1 -timeout 2h -run '^TestBenchEngine$$' -v ./e2e/ | grep --line-buffered -v '^=== RUN\|^--- \|^PASS\|^ok'
+
+# What a run costs as it grows (10,120 to 101,200 items against an
+# instant fake server): peak memory and CPU per call, one process a run.
+bench-scale: build ollama
+	HALU_BENCH_SCALE=1 HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" $(GO) test -tags e2e -count=1 -timeout 1h -run '^TestBenchScale$$' -v ./e2e/ | grep --line-buffered -v '^=== RUN\|^--- \|^PASS\|^ok'
+
+# How deterministic the real server is for the shipped models, as halu
+# verify measures it: temperature 0 and sampled with a seed, asked again
+# at --parallel 1 and 4 (a few minutes).
+bench-verify: build ollama
+	HALU_BENCH_VERIFY=1 HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" HALU_SHARED="$(SHARED)" $(GO) test -tags e2e -count=1 -timeout 1h -run '^TestBenchVerify$$' -v ./e2e/ | grep --line-buffered -v '^=== RUN\|^--- \|^PASS\|^ok'
 
 # The engine's figures of this build beside another's (REF: a commit,
 # built from a temporary worktree, or a halu binary), in one mirrored run:

@@ -281,7 +281,7 @@ local Ollama server. No call leaves the machine unless --ollama names another ho
 	// only run's: see runControl.settle).
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return applySettings(cmd, "") }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newVersionCmd(), newDoctorCmd(g), newModelsCmd(g), newRunCmd(g), newWithOllamaCmd(g), newIndexCmd(g), newKGCmd(g), newIntentCmd(), newBuildCmd(g), newJudgesCmd(g), newRerunCmd(g), newReportCmd(), newCompareCmd(), newMergeCmd(), newSlurmCmd(g))
+	root.AddCommand(newVersionCmd(), newDoctorCmd(g), newModelsCmd(g), newRunCmd(g), newWithOllamaCmd(g), newIndexCmd(g), newKGCmd(g), newIntentCmd(), newBuildCmd(g), newJudgesCmd(g), newRerunCmd(g), newVerifyCmd(g), newReportCmd(), newCompareCmd(), newMergeCmd(), newSlurmCmd(g))
 	return root
 }
 

@@ -199,15 +199,23 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 	if err != nil {
 		return localmodels.ChatResponse{}, err
 	}
+	again := hit && c.e.Reask.Draws(key)
 	if c.plan != nil {
-		c.planChat(stage, kind, req, hit)
+		c.planChat(stage, kind, req, hit && !again)
 		return resp, nil // a cached reply, so that the calls built on it are planned as they will be made
 	}
+	var reasked *rundir.Reasked
+	if again {
+		if resp, reasked, err = c.reaskChat(ctx, stage, kind, req, resp); err != nil {
+			return resp, err
+		}
+		hit = c.e.Reask.Keep // the recorded reply goes on
+	}
 	shared := false
-	if !hit && c.e.Offline() {
+	if !hit && reasked == nil && c.e.Offline() {
 		return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, ErrOffline)
 	}
-	if !hit {
+	if !hit && reasked == nil {
 		if resp, shared, err = c.e.ask(ctx, stage, kind, req, key); err != nil {
 			return resp, err
 		}
@@ -215,7 +223,7 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 	if hit || shared {
 		c.e.stats.hits.Add(1)
 	}
-	c.logChat(stage, kind, req, info, fp, key, resp, hit)
+	c.logChat(stage, kind, req, info, fp, key, resp, hit, reasked)
 	c.mu.Lock()
 	if c.last == nil {
 		c.last = map[[2]string]localmodels.ChatResponse{}
@@ -312,11 +320,11 @@ func (e *Engine) ask(ctx context.Context, stage, kind string, req localmodels.Ch
 // and warns of a prompt that filled 90% of the window (unless the cache
 // answered it: the warning was given when it was asked): Ollama truncates
 // a longer prompt without an error, so it probably lost its beginning.
-func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info localmodels.ModelInfo, fp rundir.Fingerprint, key string, resp localmodels.ChatResponse, hit bool) {
+func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info localmodels.ModelInfo, fp rundir.Fingerprint, key string, resp localmodels.ChatResponse, hit bool, reasked *rundir.Reasked) {
 	l := rundir.CallLog{
 		Stage: stage, Kind: kind, Model: req.Model, Digest: info.Digest, Key: key,
 		PromptTokens: resp.PromptEvalCount, EvalTokens: resp.EvalCount, DoneReason: resp.DoneReason,
-		NoThink: req.Think != nil && !*req.Think, Counted: kind == "repair",
+		NoThink: req.Think != nil && !*req.Think, Counted: kind == "repair", Reasked: reasked,
 	}
 	sent := req.Options
 	sent.NumThread = nil // the machine's, not the request's: it changes no reply
@@ -790,6 +798,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	keys := make([]string, len(texts))
 	var missIdx []int
 	var missTexts []string
+	recorded := map[int][]float32{} // texts asked again (Reask): the cached vector
 	for i, t := range texts {
 		keys[i] = Key(embedKey{Kind: "embed", Serving: fp.CacheKeyForm(), Text: t})
 		hit := false
@@ -800,6 +809,9 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 		}
 		if !hit && c.rerun.cacheOnly(c.item, stage) {
 			return nil, c.notCached(stage, model)
+		}
+		if hit && e.Reask.Draws(keys[i]) {
+			recorded[i], hit = out[i], false
 		}
 		if hit {
 			e.stats.hits.Add(1)
@@ -818,6 +830,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 	if len(missTexts) > 0 && e.Offline() {
 		return nil, fmt.Errorf("%s: embed %s: %d texts: %w", stage, model, len(missTexts), ErrOffline)
 	}
+	var reasked *rundir.Reasked
 	if len(missTexts) > 0 {
 		vecs, err := e.embed(ctx, stage, model, missTexts)
 		if err != nil {
@@ -825,11 +838,28 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 		}
 		for j, i := range missIdx {
 			out[i] = vecs[j]
+			if was, ok := recorded[i]; ok {
+				ident, close := sameEmbedding(vecs[j], was)
+				if reasked == nil {
+					reasked = &rundir.Reasked{}
+				}
+				reasked.Texts++
+				if ident {
+					reasked.Identical++
+				}
+				if close {
+					reasked.Close++
+				}
+				if e.Reask.Keep {
+					out[i] = was // the recorded vector goes on
+				}
+				continue // the cache keeps the recorded vector
+			}
 			if e.Cache != nil {
 				e.cachePut(keys[i], vecs[j])
 			}
 		}
 	}
-	c.record(rundir.CallLog{Stage: stage, Kind: "embed", Model: model, Digest: info.Digest, Key: Key(keys)})
+	c.record(rundir.CallLog{Stage: stage, Kind: "embed", Model: model, Digest: info.Digest, Key: Key(keys), Reasked: reasked})
 	return out, nil
 }

@@ -241,6 +241,9 @@ type Engine struct {
 	// within (0: unknown).
 	Columns int
 	Version string
+	// Reask, when set, asks a share of the calls the cache answers again,
+	// live (halu verify).
+	Reask *Reask
 
 	models sync.Map // name -> localmodels.ModelInfo
 	// answered holds the loads (loadKey) that answered a generation of
@@ -287,6 +290,9 @@ func New(cfg EngineConfig, client localmodels.Backend) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{Client: client, Config: cfg}
+	if cfg.Verify > 0 {
+		e.Reask = &Reask{Share: cfg.Verify, Seed: 1, Keep: true}
+	}
 	if !cfg.NoCache {
 		c, err := OpenCache(cfg.Cache)
 		if err != nil {
@@ -399,10 +405,20 @@ type RunSpec struct {
 	// Shard, when set, runs only that slice of the items (a resume keeps
 	// the run's own).
 	Shard *rundir.Shard
+	// Verifies, when set, is the run this one verifies (halu verify, with
+	// the engine's Reask): the models and files must be, by content, the
+	// ones it was made with, checked before the first call as a resume's.
+	Verifies *Verified
 	// RunFile, when set, is written to the new run's directory as
 	// run.yaml: a run file (halu run -f) that repeats what the run
 	// measures.
 	RunFile []byte
+}
+
+// Verified is a run being verified: its directory and manifest.
+type Verified struct {
+	Dir      string
+	Manifest *rundir.Manifest
 }
 
 // Result is what a run did.
@@ -844,6 +860,9 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 	sum.Notes = append(sum.Notes, notes...)
 	sum.Notes = append(sum.Notes, summary.ReadingNotes(recs, man.Readers)...)
 	sum.Notes = append(sum.Notes, summary.ThinkingNotes(recs)...)
+	if n := summary.ReaskedNote(recs); n != "" {
+		sum.Notes = append(sum.Notes, n)
+	}
 	sum.Notes = append(sum.Notes, identityNotes(man)...)
 	if man.Server.Offline {
 		seen := "when a server last served them"

@@ -46,6 +46,10 @@ type EngineConfig struct {
 	// Logprobs asks every generation for its tokens' log-probabilities,
 	// with this many alternatives per token (0: not asked).
 	Logprobs int
+	// Verify is the share of the calls the cache answers that a run asks
+	// the server again, live, keeping the recorded replies (Reask.Keep):
+	// whether the server still agrees with its cache (0: none).
+	Verify float64
 }
 
 // MarshalJSON encodes the config by its settings (the manifest's engine).
@@ -132,6 +136,12 @@ func (c *EngineConfig) Settings() setting.List {
 		setting.Int("logprobs", &c.Logprobs, "ask every generation for each token's log-probability and its N most likely alternatives (1–20): the model-side confidence scores a suite checks against its truth, at no extra call (replies cached without them are asked again); 0: not asked").As(setting.Beside).Min(0).Check(func() error {
 			if c.Logprobs > 20 {
 				return fmt.Errorf("want 0 to 20 (the servers give at most 20 alternatives)")
+			}
+			return nil
+		}),
+		setting.Float("verify", &c.Verify, "share of the calls the cache answers to ask the server again, live, and compare (the run keeps the recorded replies; its summary says how many came back identical): whether the server still agrees with the cache; 0: none (halu verify RUN does this for a finished run, with the replies given again)").Conducts().Check(func() error {
+			if c.Verify < 0 || c.Verify > 1 {
+				return fmt.Errorf("want a share from 0 to 1")
 			}
 			return nil
 		}),

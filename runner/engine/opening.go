@@ -214,7 +214,12 @@ func (e *Engine) describe(ctx context.Context, man *rundir.Manifest, s Suite, sp
 		return err
 	}
 	if spec.Resume {
-		if err := sameAsBefore(spec.Dir, priorFPs, man.Serving.Fingerprints, priorData, man.Datasets); err != nil {
+		if err := sameAsBefore(spec.Dir, false, priorFPs, man.Serving.Fingerprints, priorData, man.Datasets); err != nil {
+			return err
+		}
+	}
+	if v := spec.Verifies; v != nil {
+		if err := sameAsBefore(v.Dir, true, v.Manifest.Serving.Fingerprints, man.Serving.Fingerprints, v.Manifest.Datasets, man.Datasets); err != nil {
 			return err
 		}
 	}
@@ -289,13 +294,13 @@ var ErrNotADirectory = rundir.ErrNotADirectory
 // files, or by a new run, never by resuming again.
 var ErrNotTheSameRun error = rundir.UsageError("not the run's own models or inputs")
 
-// sameAsBefore refuses a resume of the run in dir whose models are served
+// sameAsBefore refuses a resume (or a verify) of the run in dir whose models are served
 // from other weights (or template, quantization, server version, context
 // window) than the run recorded, or whose data files' contents changed:
 // the items done and those left would be measured on two different things
 // under one name. Before the first model call, naming each model with
 // both digests and each file with both hashes.
-func sameAsBefore(dir string, priorFPs, fps []rundir.Fingerprint, priorData, data map[string]rundir.DatasetInfo) error {
+func sameAsBefore(dir string, verify bool, priorFPs, fps []rundir.Fingerprint, priorData, data map[string]rundir.DatasetInfo) error {
 	var why []string
 	if len(priorFPs) > 0 {
 		for _, d := range rundir.FingerprintDiff(priorFPs, fps) {
@@ -314,6 +319,10 @@ func sameAsBefore(dir string, priorFPs, fps []rundir.Fingerprint, priorData, dat
 	}
 	if len(why) == 0 {
 		return nil
+	}
+	if verify {
+		return fmt.Errorf("%w: %s cannot be verified: asking its calls again would measure something else:\n  %s\nserve the run's own models and files again (verify asked nothing)",
+			ErrNotTheSameRun, dir, strings.Join(why, "\n  "))
 	}
 	return fmt.Errorf("%w: %s cannot be resumed:\n  %s\nthe items done were measured on what the run recorded: serve the run's own models and files again, or make a new run into another directory (--out NEW)",
 		ErrNotTheSameRun, dir, strings.Join(why, "\n  "))

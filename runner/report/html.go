@@ -71,6 +71,7 @@ type runData struct {
 	S                 *summary.Summary
 	Note              string
 	Next              string
+	Verified          string
 	Regenerated       bool
 	Charts            []chartData
 	References        []RefView
@@ -92,7 +93,7 @@ type promptData struct{ Name, SHA, Source, Text string }
 
 func runView(i int, r *Run) (runData, error) {
 	m := r.Manifest
-	d := runData{Anchor: fmt.Sprintf("run%d", i+1), Name: r.Name(), Dir: r.Dir, M: m, S: r.Summary, Note: r.Note,
+	d := runData{Anchor: fmt.Sprintf("run%d", i+1), Name: r.Name(), Dir: r.Dir, M: m, S: r.Summary, Note: r.Note, Verified: r.Verified,
 		Next: NextSteps(r), Regenerated: r.Regenerated, Config: prettyJSON(m.Config)}
 	for _, c := range r.Summary.Charts {
 		cd := chartData{Title: c.Title}
@@ -218,6 +219,7 @@ code{font-size:.9em}nav li{margin:.15em 0}
 <p>Directory <code>{{.Dir}}</code> · status <b>{{.M.StatusText}}</b> · halu {{.M.HaluVersion}} · Ollama {{.M.Server.Version}} at <code>{{.M.Server.Host}}</code> · started {{.M.Started.Format "2006-01-02 15:04:05 UTC"}}{{with .M.Ended}} · ended {{.Format "2006-01-02 15:04:05 UTC"}}{{end}}</p>
 {{with .M.Measured}}{{with .Closing}}<div class="banner">{{.}}</div>{{end}}{{end}}
 {{with .M.Paper}}<p class="note"><b>Paper:</b> {{.}}</p>{{end}}
+{{with .Verified}}<p class="note"><b>Verified:</b> {{.}}</p>{{end}}
 {{with .S.GlossaryLine}}<p class="note"><b>Abbreviations:</b> {{.}}</p>{{end}}
 {{with .Next}}<p class="note"><b>Next:</b> {{.}}</p>{{end}}
 {{if .Note}}<p class="note">{{.Note}}</p>{{end}}

@@ -35,6 +35,9 @@ type Run struct {
 	// elsewhere) and the run's own summary.json was used, named in Note.
 	Regenerated bool
 	Note        string
+	// Verified is the run's last halu verify in a line (VerifiedLine), ""
+	// when it was never verified.
+	Verified string
 	// Flags are each record's (same index), for the sample browser.
 	Flags []summary.Flags
 	// Facts are what the run's numbers rest on, for comparison with
@@ -57,6 +60,11 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{Dir: dir, Manifest: m, Records: recs}
+	if v, err := rundir.ReadVerification(dir); err != nil {
+		return nil, err
+	} else if v != nil {
+		r.Verified = summary.VerifiedLine(v)
+	}
 	var suite engine.Suite
 	if rebuild != nil && len(recs) > 0 {
 		s, serr := rebuild(m)

@@ -50,6 +50,9 @@ func Markdown(w io.Writer, runs []*Run) error {
 		if p := r.Manifest.Paper; p != "" {
 			fmt.Fprintf(&b, "Paper: %s.\n\n", mdCell(p))
 		}
+		if r.Verified != "" {
+			fmt.Fprintf(&b, "Verified: %s.\n\n", mdCell(r.Verified))
+		}
 		fmt.Fprintf(&b, "Status %s; models:", r.Manifest.StatusText())
 		for _, m := range r.Manifest.Models {
 			fmt.Fprintf(&b, " %s (`%s`)", mdCell(m.Name), localmodels.ShortDigest(m.Digest))

@@ -88,6 +88,25 @@ type CallLog struct {
 	// returned without them (Confidence nil), or with fewer tokens than it
 	// generated, is counted (summary.LogprobCounts).
 	Logprobs int `json:"logprobs,omitempty"`
+	// Reasked is set on a call the cache answered that halu verify asked
+	// the server again: the reply above is the one given now.
+	Reasked *Reasked `json:"reasked,omitempty"`
+}
+
+// Reasked is what asking a cached call again found (halu verify, a run's
+// --verify). For a generation or judge call: one reply, Identical when
+// byte for byte the recorded one; when not, Recorded holds the recorded
+// reply (halu verify: the log's reply is the one given again) or Again the
+// one given again (--verify: the log's reply is the recorded one), clipped
+// as Reply. For an embedding request: Texts of its texts were asked again,
+// Identical of them came back bit for bit, Close within
+// engine.EmbedTolerance (the same reading of an embedding).
+type Reasked struct {
+	Texts     int    `json:"texts,omitempty"`
+	Identical int    `json:"identical"`
+	Close     int    `json:"close,omitempty"`
+	Recorded  string `json:"recorded,omitempty"`
+	Again     string `json:"again,omitempty"`
 }
 
 // Failure is a judgement that could not be scored: every attempt's raw reply

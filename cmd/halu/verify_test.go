@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"halu/localmodels/fakeollama"
+	"halu/runner/rundir"
+)
+
+// verifyFake is a server for halu verify's tests: six generators and three
+// judges; generations echo the question, judges give a fixed verdict. Once
+// drifted, it answers about 1 in 50 requests otherwise (by a hash of the
+// request): a generation with other words, judge j1 with the same verdict
+// in other bytes, the other judges with another verdict.
+type verifyFake struct {
+	*fakeollama.Server
+	drifted bool
+}
+
+// driftSalt picks, of the hashes, a fixed 1 in 50 that falls on each kind
+// of reply in the run of TestVerifyFindsWhatCameBackOtherwise (which
+// checks that it does).
+const driftSalt = "salt 18"
+
+// drift says how the drifted server answers req otherwise: "" (as before),
+// "words", "same verdict" or "other verdict".
+func drift(req fakeollama.ChatRequest) string {
+	var b strings.Builder
+	b.WriteString(driftSalt + req.Model)
+	for _, m := range req.Messages {
+		b.WriteString("\x00" + m.Role + "\x00" + m.Content)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	u := binary.BigEndian.Uint64(sum[:8])
+	switch {
+	case u%50 != 0:
+		return ""
+	case strings.HasPrefix(req.Model, "gen"):
+		return "words"
+	case req.Model == "j1:latest" || req.Model == "j1":
+		return "same verdict"
+	}
+	return "other verdict"
+}
+
+func newVerifyFake(t *testing.T) *verifyFake {
+	f := &verifyFake{}
+	var models []fakeollama.Model
+	for i := 1; i <= 6; i++ {
+		models = append(models, fakeollama.Model{Name: fmt.Sprintf("gen%d:latest", i), Digest: fmt.Sprintf("dg%d", i), ParameterCount: 1e9})
+	}
+	for i := 1; i <= 3; i++ {
+		models = append(models, fakeollama.Model{Name: fmt.Sprintf("j%d:latest", i), Digest: fmt.Sprintf("dj%d", i), ParameterCount: 1e9})
+	}
+	f.Server = fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
+		how := ""
+		if f.drifted {
+			how = drift(r)
+		}
+		switch {
+		case strings.HasPrefix(r.Model, "gen") && how == "words":
+			return fakeollama.Reply{Content: r.Model + "'s answer, said again otherwise: " + r.LastUser()}
+		case strings.HasPrefix(r.Model, "gen"):
+			return fakeollama.Reply{Content: r.Model + "'s answer: " + r.LastUser()}
+		case how == "same verdict":
+			return fakeollama.Reply{Content: `{"hallucination": false, "score": 4}`}
+		case how == "other verdict":
+			return fakeollama.Reply{Content: `{"score": 2, "hallucination": true}`}
+		}
+		return fakeollama.Reply{Content: `{"score": 4, "hallucination": false}`}
+	}, models...)
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *verifyFake) halu(t *testing.T, cache string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(append(serverFlags(args, "--ollama", f.Host(), "--cache", cache, "--retries", "1"), args...), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// chatKey is a request as the server saw it: model and messages.
+func chatKey(r fakeollama.ChatRequest) string {
+	b, _ := json.Marshal([]any{r.Model, r.Messages})
+	return string(b)
+}
+
+// halu verify at --sample 1 asks every cached call of a run again; against
+// a server that now answers about 1 in 50 requests otherwise it finds each
+// of them, per model and stage: a generation in other words is different,
+// a judge's verdict in other bytes reads the same (counted apart from the
+// identical ones), another verdict is different — the counts the server's
+// own requests give. The item goes on with the reply given now: the judges
+// of an answer given otherwise are asked its new text (no call asked
+// again). The result is in the run's directory; --fail-under fails on it;
+// the dry run plans every call as asked and writes nothing.
+func TestVerifyFindsWhatCameBackOtherwise(t *testing.T) {
+	f := newVerifyFake(t)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	run := filepath.Join(dir, "run")
+	gens := "gen1,gen2,gen3,gen4,gen5,gen6"
+	if r := f.halu(t, cache, "run", "smoke", "--models", gens, "--judges", "j1,j2,j3", "--out", run); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	first := map[string]bool{}
+	for _, c := range f.Chats() {
+		first[chatKey(c)] = true
+	}
+	n1 := len(f.Chats())
+
+	// The dry run plans and writes nothing.
+	r := f.halu(t, cache, "verify", run, "--sample", "1", "--dry-run", "--out", filepath.Join(dir, "dry"))
+	if r.code != exitOK || !strings.Contains(r.stdout, "drawn") || len(f.Chats()) != n1 {
+		t.Fatalf("dry run: exit %d, %d calls made\n%s%s", r.code, len(f.Chats())-n1, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(run, rundir.VerificationFile)); err == nil {
+		t.Fatal("the dry run wrote a verification")
+	}
+
+	f.drifted = true
+	again := filepath.Join(dir, "again")
+	r = f.halu(t, cache, "verify", run, "--sample", "1", "--out", again)
+	if r.code != exitOK {
+		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// What the server was asked again, and how it answered.
+	type want struct{ asked, identical, same, different int }
+	wants := map[string]*want{} // model/stage/kind
+	for _, c := range f.Chats()[n1:] {
+		if !first[chatKey(c)] {
+			continue // asked because an answer came back otherwise: no call asked again
+		}
+		k := c.Model + " generate chat"
+		if strings.HasPrefix(c.Model, "j") {
+			k = c.Model + " judge judge"
+		}
+		if wants[k] == nil {
+			wants[k] = &want{}
+		}
+		w := wants[k]
+		w.asked++
+		switch drift(c) {
+		case "":
+			w.identical++
+		case "same verdict":
+			w.same++
+		default:
+			w.different++
+		}
+	}
+	v, err := rundir.ReadVerification(run)
+	if err != nil || v == nil {
+		t.Fatalf("verification: %v, %v", v, err)
+	}
+	got := map[string]want{}
+	differ, same := 0, 0
+	for _, s := range v.Stages {
+		got[strings.TrimSuffix(s.Model, ":latest")+" "+s.Stage+" "+s.Kind] = want{s.Asked, s.Identical, s.Same, s.Different}
+		differ += s.Different
+		same += s.Same
+	}
+	if len(got) != len(wants) {
+		t.Fatalf("stages %v, want %d", got, len(wants))
+	}
+	for k, w := range wants {
+		if got[k] != *w {
+			t.Errorf("%s: got %+v, want %+v", k, got[k], *w)
+		}
+	}
+	if differ == 0 || same == 0 {
+		t.Fatalf("the drifted server answered %d calls with another reading and %d with the same in other bytes: the test needs both (%+v)", differ, same, v.Stages)
+	}
+	asked := 0
+	for _, w := range wants {
+		asked += w.asked
+	}
+	if !strings.Contains(r.stdout, fmt.Sprintf("of %d calls asked again came back identical", asked)) || v.Share != 1 || v.Dir != again {
+		t.Fatalf("verify printed:\n%s", r.stdout)
+	}
+	if len(v.Figures) == 0 {
+		t.Fatalf("no figure recomputed: %+v", v)
+	}
+
+	// The report shows it beside the run's provenance.
+	if r := f.halu(t, cache, "report", run, "--md"); r.code != exitOK || !strings.Contains(r.stdout, fmt.Sprintf("Verified: verified %s", v.Time.Format("2006-01-02"))) ||
+		!strings.Contains(r.stdout, fmt.Sprintf("of %d calls asked again came back identical", asked)) {
+		t.Fatalf("report: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	page := filepath.Join(dir, "r.html")
+	if r := f.halu(t, cache, "report", run, "--html", page); r.code != exitOK || !strings.Contains(mustRead(t, page), "<b>Verified:</b> verified ") {
+		t.Fatalf("report --html: exit %d: %s", r.code, r.stderr)
+	}
+
+	// A gate on the identical share.
+	r = f.halu(t, cache, "verify", run, "--sample", "1", "--out", filepath.Join(dir, "gated"), "--fail-under", "0.999")
+	if r.code != exitGate || !strings.Contains(r.stderr, "came back identical") {
+		t.Fatalf("--fail-under: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// A run with --verify P asks that share of the calls its cache answers
+// again and keeps the recorded replies: against the drifted server its
+// records are the first run's, call for call, and its summary says how
+// many came back identical — the count the server's requests give.
+func TestRunVerifyKeepsTheRecordedReplies(t *testing.T) {
+	f := newVerifyFake(t)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	args := []string{"run", "smoke", "--models", "gen1,gen2,gen3,gen4,gen5,gen6", "--judges", "j1,j2,j3"}
+	if r := f.halu(t, cache, append(args, "--out", filepath.Join(dir, "a"))...); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	n1 := len(f.Chats())
+	f.drifted = true
+	r := f.halu(t, cache, append(args, "--out", filepath.Join(dir, "b"), "--verify", "1")...)
+	if r.code != exitOK {
+		t.Fatalf("run --verify 1: exit %d: %s", r.code, r.stderr)
+	}
+	asked, identical := 0, 0
+	for _, c := range f.Chats()[n1:] {
+		asked++
+		if drift(c) == "" {
+			identical++
+		}
+	}
+	if asked != n1 || identical == asked {
+		t.Fatalf("asked %d of the %d calls again, %d identical: the test needs every call asked and some given otherwise", asked, n1, identical)
+	}
+	if want := fmt.Sprintf("verify: %d of %d cached calls asked the server again came back identical (the records keep the recorded replies", identical, asked); !strings.Contains(r.stdout, want) {
+		t.Fatalf("the summary does not say %q:\n%s", want, r.stdout)
+	}
+	strip := func(run string) string {
+		recs, _, err := rundir.ReadRecords(filepath.Join(dir, run, rundir.RecordsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range recs {
+			for j := range recs[i].Calls {
+				recs[i].Calls[j].Reasked = nil
+			}
+		}
+		sort.Slice(recs, func(i, j int) bool { return recs[i].Item < recs[j].Item })
+		b, _ := json.Marshal(recs)
+		return string(b)
+	}
+	if strip("a") != strip("b") {
+		t.Fatal("a run with --verify recorded other replies than the run from its cache")
+	}
+}
+
+// Other weights served under a run's model name: verify refuses before a
+// call (exit 2), naming both digests.
+func TestVerifyRefusesOtherWeights(t *testing.T) {
+	f := newVerifyFake(t)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	run := filepath.Join(dir, "run")
+	if r := f.halu(t, cache, "run", "smoke", "--models", "gen1", "--judges", "j1", "--out", run); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	n := len(f.Chats())
+	f.SetModelDigest("gen1:latest", "0ther")
+	r := f.halu(t, cache, "verify", run, "--sample", "1", "--out", filepath.Join(dir, "again"))
+	if r.code != exitUsage || !strings.Contains(r.stderr, "cannot be verified") || !strings.Contains(r.stderr, "dg1") || !strings.Contains(r.stderr, "0ther") {
+		t.Fatalf("verify with other weights: exit %d\n%s", r.code, r.stderr)
+	}
+	if len(f.Chats()) != n {
+		t.Fatalf("verify refused after %d calls", len(f.Chats())-n)
+	}
+	if _, err := os.Stat(filepath.Join(run, rundir.VerificationFile)); err == nil {
+		t.Fatal("a refused verify wrote a verification")
+	}
+}

@@ -1,0 +1,98 @@
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// VerificationFile holds what halu verify found of a run, in the run's
+// directory: the run is the verified one, the calls asked again live in a
+// verification run of its own (Dir).
+const VerificationFile = "verification.json"
+
+// Verification is one halu verify of a run: when, by which build, against
+// which servers, on which sample, and how much came back the same.
+type Verification struct {
+	Time    time.Time `json:"time"`
+	Build   string    `json:"build"`
+	Servers []string  `json:"servers"`
+	// Dir is the verification run's directory: the run again, its sampled
+	// calls asked live (records with CallLog.Reasked).
+	Dir string `json:"dir"`
+	// Share is the share of cached calls drawn (by a hash of Seed and the
+	// call's cache key), of Calls the run made.
+	Share float64 `json:"share"`
+	Seed  int64   `json:"seed"`
+	Calls int     `json:"calls"`
+	// Stages are the counts per model, stage and kind of call.
+	Stages []VerifiedStage `json:"stages"`
+	// Figures are headline figures recomputed with the replies given again
+	// beside the recorded ones.
+	Figures []VerifiedFigure `json:"figures,omitempty"`
+}
+
+// VerifiedStage counts the calls of one model, stage and kind asked again
+// (an embedding request counts each text asked again): Identical came back
+// byte for byte (an embedding: bit for bit); Same differed in bytes and
+// read the same (a judge's verdict as read, an embedding within
+// engine.EmbedTolerance); Different read otherwise (a generation that
+// differs is different: the reply is its reading). Unread are judge calls
+// whose replies differ and whose recorded reading the verified run's
+// records do not hold (no call there with the same cache key): counted
+// apart, in no share.
+type VerifiedStage struct {
+	Model     string `json:"model"`
+	Stage     string `json:"stage"`
+	Kind      string `json:"kind"`
+	Asked     int    `json:"asked"`
+	Identical int    `json:"identical"`
+	Same      int    `json:"same_reading"`
+	Different int    `json:"different"`
+	Unread    int    `json:"unread,omitempty"`
+}
+
+// VerifiedFigure is a metric of one model on the units both runs scored:
+// its mean as recorded and with the replies given again, and the paired
+// difference (again − recorded) with its 95% interval (Lo, Hi; NaN-free:
+// left out when it could not be computed).
+type VerifiedFigure struct {
+	Model    string   `json:"model"`
+	Metric   string   `json:"metric"`
+	N        int      `json:"n"`
+	Recorded float64  `json:"recorded"`
+	Again    float64  `json:"again"`
+	Diff     float64  `json:"diff"`
+	Lo       *float64 `json:"lo,omitempty"`
+	Hi       *float64 `json:"hi,omitempty"`
+}
+
+// WriteVerification records v in the run directory dir.
+func WriteVerification(dir string, v *Verification) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, VerificationFile), append(b, '\n'))
+}
+
+// ReadVerification reads the verification of the run in dir; nil when the
+// run was never verified.
+func ReadVerification(dir string) (*Verification, error) {
+	b, err := os.ReadFile(filepath.Join(dir, VerificationFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v Verification
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("run %s: %s: %w", dir, VerificationFile, err)
+	}
+	return &v, nil
+}
