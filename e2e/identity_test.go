@@ -3,13 +3,8 @@
 package e2e
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -38,17 +33,8 @@ func TestResumeAfterReimportRefused(t *testing.T) {
 	importTiny(t, srv.Host, "2", "ta") // other weights, same name
 
 	// The resume goes through a proxy that counts the model calls.
-	up, _ := url.Parse("http://" + srv.Host)
-	var calls atomic.Int32
-	rp := httputil.NewSingleHostReverseProxy(up)
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/chat" || r.URL.Path == "/api/embed" || r.URL.Path == "/api/generate" {
-			calls.Add(1)
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	defer proxy.Close()
-	r := halu(t, strings.TrimPrefix(proxy.URL, "http://"), "run", "--resume", dir, "--cache", cache)
+	host, calls := countingProxy(t, srv.Host)
+	r := halu(t, host, "run", "--resume", dir, "--cache", cache)
 	if r.code == 0 {
 		t.Fatalf("resume against re-imported weights succeeded:\n%s", r.stderr)
 	}

@@ -242,13 +242,9 @@ func resumeDir(cmd *cobra.Command, g *globals, dir string, gates []summary.Gate,
 	if err != nil {
 		return err
 	}
-	def, ok := registry.Find(m.Suite)
-	if !ok {
-		return fmt.Errorf("run %s: unknown suite %q", dir, m.Suite)
-	}
-	cfg, err := def.Decode(m.Config, m.Format)
+	_, cfg, err := runSuite(dir, m)
 	if err != nil {
-		return fmt.Errorf("run %s: %w", dir, err)
+		return err
 	}
 	differ, err := keepRunEngine(cmd.Flags(), g, dir, m)
 	if err != nil {
@@ -267,6 +263,20 @@ func resumeDir(cmd *cobra.Command, g *globals, dir string, gates []summary.Gate,
 			dir, strings.Join(differ, ", "), dir)
 	}
 	return resumeRun(cmd, g, dir, m, cfg, nil, gates)
+}
+
+// runSuite is the suite of the run in dir (manifest m) and the run's own
+// config, decoded (an older format's migrated).
+func runSuite(dir string, m *rundir.Manifest) (engine.Declaration, setting.Config, error) {
+	def, ok := registry.Find(m.Suite)
+	if !ok {
+		return engine.Declaration{}, nil, fmt.Errorf("run %s: unknown suite %q", dir, m.Suite)
+	}
+	cfg, err := def.Decode(m.Config, m.Format)
+	if err != nil {
+		return engine.Declaration{}, nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	return def, cfg, nil
 }
 
 // keepRun compares the measuring settings of current (bound to fs) with

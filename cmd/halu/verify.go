@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"halu/runner/engine"
-	"halu/runner/registry"
 	"halu/runner/report"
 	"halu/runner/rundir"
 	"halu/runner/summary"
@@ -82,13 +81,9 @@ func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 	if !m.UsesCache() {
 		return usagef("verify: %s was made with --no-cache: its replies are in no response cache to compare with", dir)
 	}
-	def, ok := registry.Find(m.Suite)
-	if !ok {
-		return fmt.Errorf("run %s: unknown suite %q", dir, m.Suite)
-	}
-	cfg, err := def.Decode(m.Config, m.Format)
+	def, cfg, err := runSuite(dir, m)
 	if err != nil {
-		return fmt.Errorf("run %s: %w", dir, err)
+		return err
 	}
 	// The engine's settings are the run's unless given: they are part of
 	// every cache key; one given with another value would ask other calls.
