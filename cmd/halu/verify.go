@@ -31,7 +31,9 @@ func newVerifyCmd(g *globals) *cobra.Command {
 		Long: `halu verify RUN_DIR runs the run again from the response cache, with its own settings, and
 asks a seeded sample of its cached calls (generations, judges, embeddings) of the live server
 again, bypassing the cache. Each reply asked again is compared with the recorded one: byte for
-byte, then by its reading (a judge's verdict as read; an embedding within cosine 1 − 1e-6); the
+byte (its log-probabilities too, when the run asked for them), then by its reading (a judge's
+verdict as read; an embedding within cosine 1 − 1e-6); a call the cache no longer holds is asked
+live and counted apart, compared with nothing; the
 item goes on with the reply given now, so the headline figures are recomputed with it, beside
 the recorded ones with a paired 95% interval. The served models must be, by digest and serving
 fingerprint, the ones the run recorded: other weights under the same name are refused before a
@@ -165,7 +167,7 @@ func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 		return fmt.Errorf("run %s: %w", dir, err)
 	}
 	report.PrintVerification(w, v)
-	asked, identical, _, _ := summary.VerifiedTotals(v.Stages)
+	asked, identical, _, _, _ := summary.VerifiedTotals(v.Stages)
 	switch {
 	case asked == 0:
 		return fmt.Errorf("%w: no call of %s was asked again (a sample of %.3g of %d calls drew none): raise --sample", errNothingMeasured, dir, share, calls)

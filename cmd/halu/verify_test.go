@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"halu/localmodels/fakeollama"
+	"halu/runner/engine"
 	"halu/runner/rundir"
+	"halu/runner/summary"
 )
 
 // verifyFake is a server for halu verify's tests: six generators and three
@@ -241,6 +243,7 @@ func TestRunVerifyKeepsTheRecordedReplies(t *testing.T) {
 	if want := fmt.Sprintf("verify: %d of %d cached calls asked the server again came back identical (the records keep the recorded replies", identical, asked); !strings.Contains(r.stdout, want) {
 		t.Fatalf("the summary does not say %q:\n%s", want, r.stdout)
 	}
+	t.Logf("%d of %d identical", identical, asked)
 	strip := func(run string) string {
 		recs, _, err := rundir.ReadRecords(filepath.Join(dir, run, rundir.RecordsFile))
 		if err != nil {
@@ -281,5 +284,94 @@ func TestVerifyRefusesOtherWeights(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(run, rundir.VerificationFile)); err == nil {
 		t.Fatal("a refused verify wrote a verification")
+	}
+}
+
+// A run's end summarises its records without their transcripts
+// (rundir.ReadRecordsSlim): for a run of every suite (testdata/runs-v1),
+// the summary made from the slim records is the one made from the whole
+// records, byte for byte — no table, note, card or measure reads a
+// prompt's text, a reply as written or the options sent.
+func TestSlimRecordsSummariseAlike(t *testing.T) {
+	runs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "runs-v1", "*", "manifest.json"))
+	if err != nil || len(runs) < 6 {
+		t.Fatalf("runs-v1: %v, %v", runs, err)
+	}
+	// And a run of today's format, whose calls record the options sent.
+	f := newVerifyFake(t)
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	if r := f.halu(t, t.TempDir(), "run", "smoke", "--models", "gen1,gen2", "--judges", "j1,j2", "--out", fresh); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	runs = append(runs, filepath.Join(fresh, rundir.ManifestFile))
+	compared := 0
+	for _, mp := range runs {
+		dir := filepath.Dir(mp)
+		m, recs, err := engine.ReadRun(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := rebuild(m)
+		if err != nil {
+			t.Logf("%s: not rebuilt here (%v)", dir, err)
+			continue
+		}
+		slim, _, err := rundir.ReadRecordsSlim(filepath.Join(dir, rundir.RecordsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := engine.Summarize(s, m, recs)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		thin, err := engine.Summarize(s, m, slim)
+		if err != nil {
+			t.Fatalf("%s: slim: %v", dir, err)
+		}
+		a, _ := json.Marshal(whole)
+		b, _ := json.Marshal(thin)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: the summary of the slim records differs from the whole records'", dir)
+		}
+		compared++
+	}
+	if compared < 7 {
+		t.Fatalf("compared %d runs' summaries, want every suite's and today's", compared)
+	}
+}
+
+// A call of the run the cache no longer holds, led to by no reply given
+// otherwise, is asked live and counted apart ("not in the cache"), never
+// compared and never counted as identical.
+func TestVerifyCountsCallsNotInTheCache(t *testing.T) {
+	f := newVerifyFake(t)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	run := filepath.Join(dir, "run")
+	if r := f.halu(t, cache, "run", "smoke", "--models", "gen1", "--judges", "j1", "--out", run); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	_, recs, err := engine.ReadRun(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := recs[0].Calls[0].Key // a generation's cache key
+	gone, _ := filepath.Glob(filepath.Join(cache, "*", key[:2], key+".json"))
+	if recs[0].Calls[0].Kind != "chat" || len(gone) != 1 {
+		t.Fatalf("the generation's cache entry: %v (%s)", gone, recs[0].Calls[0].Kind)
+	}
+	os.Remove(gone[0])
+	r := f.halu(t, cache, "verify", run, "--sample", "1", "--out", filepath.Join(dir, "again"))
+	if r.code != exitOK {
+		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	v, _ := rundir.ReadVerification(run)
+	asked, identical, _, _, uncached := summary.VerifiedTotals(v.Stages)
+	calls := 0
+	for _, rec := range recs {
+		calls += len(rec.Calls)
+	}
+	if uncached != 1 || asked != calls-1 || identical != asked || !strings.Contains(r.stdout, "1 calls of the run were not in the cache") {
+		t.Fatalf("asked %d of %d, %d identical, %d not in the cache:\n%s", asked, calls, identical, uncached, r.stdout)
 	}
 }

@@ -38,6 +38,30 @@ type Calls struct {
 	prompts map[string]string // SHA-256 → a generation's messages (Record.Prompts)
 	// last is each stage and model's latest reply (LastReply).
 	last map[[2]string]localmodels.ChatResponse
+	// diverged is set once a reply asked again (halu verify) came back
+	// otherwise: the item's later calls may then ask what the cache never
+	// held.
+	diverged bool
+}
+
+// uncached reports whether a call of a halu verify's run that the cache
+// did not answer was not led to by a reply given otherwise (its entry is
+// gone, or was never kept: a reply the time budget stopped): it is asked
+// live and marked, never compared (rundir.CallLog.Uncached).
+func (c *Calls) uncached() bool {
+	if c.e.Reask == nil || c.e.Reask.Keep {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.diverged
+}
+
+// diverge records that a reply asked again came back otherwise.
+func (c *Calls) diverge() {
+	c.mu.Lock()
+	c.diverged = true
+	c.mu.Unlock()
 }
 
 // LastReply is the latest reply of model at stage in this item — for a
@@ -210,7 +234,11 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 			return resp, err
 		}
 		hit = c.e.Reask.Keep // the recorded reply goes on
+		if reasked.Identical == 0 && !hit {
+			c.diverge()
+		}
 	}
+	uncached := !hit && reasked == nil && c.uncached()
 	shared := false
 	if !hit && reasked == nil && c.e.Offline() {
 		return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, ErrOffline)
@@ -223,7 +251,7 @@ func (c *Calls) chat(ctx context.Context, stage, kind string, req localmodels.Ch
 	if hit || shared {
 		c.e.stats.hits.Add(1)
 	}
-	c.logChat(stage, kind, req, info, fp, key, resp, hit, reasked)
+	c.logChat(stage, kind, req, info, fp, key, resp, hit, reasked, uncached)
 	c.mu.Lock()
 	if c.last == nil {
 		c.last = map[[2]string]localmodels.ChatResponse{}
@@ -320,11 +348,11 @@ func (e *Engine) ask(ctx context.Context, stage, kind string, req localmodels.Ch
 // and warns of a prompt that filled 90% of the window (unless the cache
 // answered it: the warning was given when it was asked): Ollama truncates
 // a longer prompt without an error, so it probably lost its beginning.
-func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info localmodels.ModelInfo, fp rundir.Fingerprint, key string, resp localmodels.ChatResponse, hit bool, reasked *rundir.Reasked) {
+func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info localmodels.ModelInfo, fp rundir.Fingerprint, key string, resp localmodels.ChatResponse, hit bool, reasked *rundir.Reasked, uncached bool) {
 	l := rundir.CallLog{
 		Stage: stage, Kind: kind, Model: req.Model, Digest: info.Digest, Key: key,
 		PromptTokens: resp.PromptEvalCount, EvalTokens: resp.EvalCount, DoneReason: resp.DoneReason,
-		NoThink: req.Think != nil && !*req.Think, Counted: kind == "repair", Reasked: reasked,
+		NoThink: req.Think != nil && !*req.Think, Counted: kind == "repair", Reasked: reasked, Uncached: uncached,
 	}
 	sent := req.Options
 	sent.NumThread = nil // the machine's, not the request's: it changes no reply
@@ -852,6 +880,8 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 				}
 				if e.Reask.Keep {
 					out[i] = was // the recorded vector goes on
+				} else if !ident {
+					c.diverge()
 				}
 				continue // the cache keeps the recorded vector
 			}
@@ -860,6 +890,7 @@ func (c *Calls) Embed(ctx context.Context, stage, model string, texts []string) 
 			}
 		}
 	}
-	c.record(rundir.CallLog{Stage: stage, Kind: "embed", Model: model, Digest: info.Digest, Key: Key(keys), Reasked: reasked})
+	uncached := len(missTexts) > len(recorded) && c.uncached()
+	c.record(rundir.CallLog{Stage: stage, Kind: "embed", Model: model, Digest: info.Digest, Key: Key(keys), Reasked: reasked, Uncached: uncached})
 	return out, nil
 }

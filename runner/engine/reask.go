@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 
 	"halu/localmodels"
@@ -79,6 +80,17 @@ func sameEmbedding(a, b []float32) (identical, close bool) {
 	return false, dot/math.Sqrt(na*nb) >= 1-EmbedTolerance
 }
 
+// sameReply reports whether a reply asked again is the recorded one: its
+// text byte for byte and, when the call asked for them, its tokens'
+// log-probabilities — the confidence a run measures from them (--logprobs)
+// is part of what the call returned.
+func sameReply(a, b localmodels.ChatResponse) bool {
+	if a.Content != b.Content {
+		return false
+	}
+	return len(a.Logprobs) == 0 && len(b.Logprobs) == 0 || reflect.DeepEqual(a.Logprobs, b.Logprobs)
+}
+
 // reaskChat asks a generation the cache answered (cached) again, live,
 // and returns the reply the item goes on with (the one given now; with
 // Keep, the recorded one) and what comparing found.
@@ -92,7 +104,7 @@ func (c *Calls) reaskChat(ctx context.Context, stage, kind string, req localmode
 	}
 	r := &rundir.Reasked{}
 	switch {
-	case live.Content == cached.Content:
+	case sameReply(live, cached):
 		r.Identical = 1
 	case c.e.Reask.Keep:
 		r.Again = ClipText(live.Content, ReplyKeep)

@@ -32,10 +32,10 @@ func PrintVerification(w io.Writer, v *rundir.Verification) {
 	fmt.Fprintln(w, summary.VerifiedLine(v))
 	fmt.Fprintf(w, "sample: %.3g of the %d calls the run made (seed %d); the run again, its sampled calls asked live: %s\n", v.Share, v.Calls, v.Seed, v.Dir)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "model\tstage\tkind\tasked\tidentical\tsame reading\tdifferent\tno reading recorded")
+	fmt.Fprintln(tw, "model\tstage\tkind\tasked\tidentical\tsame reading\tdifferent\tno reading recorded\tnot in the cache")
 	for _, s := range v.Stages {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\n", s.Model, s.Stage, s.Kind, s.Asked,
-			share(s.Identical, s.Asked), share(s.Identical+s.Same, s.Asked-s.Unread), share(s.Different, s.Asked-s.Unread), s.Unread)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", s.Model, s.Stage, s.Kind, s.Asked,
+			share(s.Identical, s.Asked), share(s.Identical+s.Same, s.Asked-s.Unread), share(s.Different, s.Asked-s.Unread), s.Unread, s.Uncached)
 	}
 	tw.Flush()
 	if len(v.Figures) == 0 {

@@ -91,6 +91,11 @@ type CallLog struct {
 	// Reasked is set on a call the cache answered that halu verify asked
 	// the server again: the reply above is the one given now.
 	Reasked *Reasked `json:"reasked,omitempty"`
+	// Uncached marks a call of halu verify's run again that the cache did
+	// not answer and that no reply given otherwise led to (its entry gone,
+	// or never kept: a reply the time budget stopped): asked live, not
+	// compared with anything.
+	Uncached bool `json:"uncached,omitempty"`
 }
 
 // Reasked is what asking a cached call again found (halu verify, a run's

@@ -44,7 +44,9 @@ type Verification struct {
 // differs is different: the reply is its reading). Unread are judge calls
 // whose replies differ and whose recorded reading the verified run's
 // records do not hold (no call there with the same cache key): counted
-// apart, in no share.
+// apart, in no share. Uncached are calls the cache did not hold that no
+// reply given otherwise led to (CallLog.Uncached): asked live, compared
+// with nothing.
 type VerifiedStage struct {
 	Model     string `json:"model"`
 	Stage     string `json:"stage"`
@@ -54,6 +56,7 @@ type VerifiedStage struct {
 	Same      int    `json:"same_reading"`
 	Different int    `json:"different"`
 	Unread    int    `json:"unread,omitempty"`
+	Uncached  int    `json:"uncached,omitempty"`
 }
 
 // VerifiedFigure is a metric of one model on the units both runs scored:

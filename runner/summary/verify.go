@@ -32,7 +32,7 @@ func VerifiedStages(recorded, again []rundir.Record) []rundir.VerifiedStage {
 	for _, r := range again {
 		for _, c := range r.Calls {
 			ra := c.Reasked
-			if ra == nil {
+			if ra == nil && !c.Uncached {
 				continue
 			}
 			k := key{c.Model, c.Stage, c.Kind}
@@ -40,6 +40,10 @@ func VerifiedStages(recorded, again []rundir.Record) []rundir.VerifiedStage {
 			if s == nil {
 				s = &rundir.VerifiedStage{Model: c.Model, Stage: c.Stage, Kind: c.Kind}
 				at[k] = s
+			}
+			if ra == nil {
+				s.Uncached++
+				continue
 			}
 			switch {
 			case c.Kind == "embed":
@@ -85,14 +89,16 @@ func VerifiedStages(recorded, again []rundir.Record) []rundir.VerifiedStage {
 }
 
 // VerifiedTotals adds up a verification's stages: calls asked again, those
-// identical, those that read the same (identical included), and the judge
-// calls whose recorded reading was not found.
-func VerifiedTotals(st []rundir.VerifiedStage) (asked, identical, sameReading, unread int) {
+// identical, those that read the same (identical included), the judge
+// calls whose recorded reading was not found, and the calls not in the
+// cache that were asked live and compared with nothing.
+func VerifiedTotals(st []rundir.VerifiedStage) (asked, identical, sameReading, unread, uncached int) {
 	for _, s := range st {
 		asked += s.Asked
 		identical += s.Identical
 		sameReading += s.Identical + s.Same
 		unread += s.Unread
+		uncached += s.Uncached
 	}
 	return
 }
@@ -101,7 +107,7 @@ func VerifiedTotals(st []rundir.VerifiedStage) (asked, identical, sameReading, u
 // beside the run's provenance: "verified 2026-11-29 by halu …: 48 of 50
 // calls identical, 50 of 50 read the same".
 func VerifiedLine(v *rundir.Verification) string {
-	asked, ident, same, unread := VerifiedTotals(v.Stages)
+	asked, ident, same, unread, uncached := VerifiedTotals(v.Stages)
 	if asked == 0 {
 		return fmt.Sprintf("verified %s (build %s): no call was asked again — nothing verified", v.Time.Format("2006-01-02"), v.Build)
 	}
@@ -109,6 +115,9 @@ func VerifiedLine(v *rundir.Verification) string {
 		v.Time.Format("2006-01-02"), v.Build, strings.Join(v.Servers, ", "), ident, asked, same, asked-unread)
 	if unread > 0 {
 		line += fmt.Sprintf(" (%d judge replies differ with no recorded reading to compare)", unread)
+	}
+	if uncached > 0 {
+		line += fmt.Sprintf("; %d calls of the run were not in the cache and were asked live, compared with nothing (their replies are in the figures recomputed)", uncached)
 	}
 	return line
 }
