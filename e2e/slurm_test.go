@@ -4,11 +4,16 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,6 +125,26 @@ func complete(dir string) bool {
 	return err == nil && m.Status == "complete"
 }
 
+// slowProxy passes requests to host, holding each model call (chat,
+// generate, embed) back by the duration delay holds (nanoseconds; 0: not
+// at all) and counting those it passed on. Streamed replies pass as they
+// come.
+func slowProxy(t *testing.T, host string) (string, *atomic.Int64, *atomic.Int64) {
+	t.Helper()
+	up, _ := url.Parse("http://" + host)
+	var delay, calls atomic.Int64
+	rp := httputil.NewSingleHostReverseProxy(up)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/chat" || r.URL.Path == "/api/embed" || r.URL.Path == "/api/generate" {
+			time.Sleep(time.Duration(delay.Load()))
+			calls.Add(1)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	return strings.TrimPrefix(proxy.URL, "http://"), &delay, &calls
+}
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool, onFail func()) {
 	t.Helper()
@@ -152,9 +177,17 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 	mustHalu(t, srv.Host, append([]string{"--cache", filepath.Join(work, "c0"), "run"}, append(args, "--out", whole)...)...)
 
 	sub := filepath.Join(work, "sub")
+	// The shards reach the server through a proxy that counts the model
+	// calls and can hold each back: shard 3's three items take the tiny
+	// model about two seconds, and it must still be running when it is
+	// told its time limit is near, once it has kept something (its items
+	// run at once and record together at its end, their embeddings
+	// gathered into one request: waiting for a record, the signal found
+	// the task gone).
+	host, delay, calls := slowProxy(t, srv.Host)
 	// One task at a time (each asks every CPU of the node): shard 2 is
 	// cancelled while it runs, with shards 1 and 3 undisturbed.
-	r := mustHalu(t, srv.Host, append([]string{"slurm", "submit", "--shards", "3", "--out", sub, "--cpus-per-task", fmt.Sprint(runtime.NumCPU()), "--"},
+	r := mustHalu(t, host, append([]string{"slurm", "submit", "--shards", "3", "--out", sub, "--cpus-per-task", fmt.Sprint(runtime.NumCPU()), "--"},
 		append(args, "--cache", filepath.Join(work, "c1"))...)...)
 	t.Log(strings.TrimSpace(r.stdout))
 	jobs, err := slurm.ReadJobs(sub)
@@ -178,13 +211,14 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 		t.Fatalf("scancel %s: %v %s", task2, err, out)
 	}
 	waitFor(t, "task "+task2+" to leave the queue", 2*time.Minute, func() bool { return !inQueue(task2) }, showOutput)
+	delay.Store(int64(400 * time.Millisecond)) // shard 3: seconds between its first calls and its end
+	base := calls.Load()
 	// Shard 3 is told its time limit is near as Slurm tells it (USR1 to
 	// the batch shell, --signal=B:USR1): it stops its run, requeues
 	// itself and resumes its shard — no command typed for it.
 	task3, _ := jobs.Last(3)
 	shard3 := slurm.ShardDir(sub, 3)
-	recs3 := filepath.Join(shard3, rundir.RecordsFile)
-	waitFor(t, "shard 3's first record", 10*time.Minute, func() bool { return lines(recs3) >= 1 }, showOutput)
+	waitFor(t, "shard 3's first model calls", 10*time.Minute, func() bool { return calls.Load()-base >= 3 }, showOutput)
 	if out, err := exec.Command("scancel", "--batch", "--signal=USR1", task3).CombinedOutput(); err != nil {
 		t.Fatalf("scancel --signal=USR1 %s: %v %s", task3, err, out)
 	}
@@ -192,6 +226,7 @@ func TestSlurmArrayEqualsOneRun(t *testing.T) {
 		m, err := rundir.ReadManifest(shard3)
 		return err == nil && m.Status == "complete" && !inQueue(task3)
 	}, showOutput)
+	delay.Store(0)
 	if m, _ := rundir.ReadManifest(shard3); m == nil || len(m.Sessions) < 2 {
 		showOutput()
 		t.Errorf("shard 3: want 2 sessions (stopped near its time limit, then requeued), got %+v", m)
