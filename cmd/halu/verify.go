@@ -73,6 +73,17 @@ func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 	if o.failUnder < 0 || o.failUnder > 1 {
 		return usagef("verify: --fail-under %g: a share in [0, 1]", o.failUnder)
 	}
+	// The run is held while verified: its records are the ones the
+	// verification names (by sha256) to its end.
+	release, err := rundir.LockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	sum, err := rundir.RecordsSum(dir)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", dir, err)
+	}
 	m, recs, err := engine.ReadRun(dir)
 	if err != nil {
 		return err
@@ -148,7 +159,7 @@ func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	v := &rundir.Verification{Time: started, Build: e.Version, Servers: strings.Split(e.Client.Host(), ","), Dir: out,
+	v := &rundir.Verification{Time: started, Build: e.Version, Servers: strings.Split(e.Client.Host(), ","), Dir: out, Records: sum,
 		Share: share, Seed: o.seed, Calls: calls, Stages: summary.VerifiedStages(recs, again)}
 	if s.Outcomes != nil {
 		a, err := s.Outcomes(recs)
@@ -159,7 +170,9 @@ func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 		if err != nil {
 			return fmt.Errorf("run %s: %w", out, err)
 		}
-		if cs, err := report.Compare(a, b); err == nil {
+		if cs, err := report.Compare(a, b); err != nil {
+			v.FiguresError = err.Error()
+		} else {
 			v.Figures = report.VerifiedFigures(cs)
 		}
 	}

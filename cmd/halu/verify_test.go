@@ -26,6 +26,9 @@ import (
 type verifyFake struct {
 	*fakeollama.Server
 	drifted bool
+	// mute, when set, makes the judges answer the requests it picks with
+	// a reply that reads as nothing.
+	mute func(fakeollama.ChatRequest) bool
 }
 
 // driftSalt picks, of the hashes, a fixed 1 in 50 that falls on each kind
@@ -69,6 +72,8 @@ func newVerifyFake(t *testing.T) *verifyFake {
 			how = drift(r)
 		}
 		switch {
+		case strings.HasPrefix(r.Model, "j") && f.mute != nil && f.mute(r):
+			return fakeollama.Reply{Content: "I would rather not say whether this answer holds up."}
 		case strings.HasPrefix(r.Model, "gen") && how == "words":
 			return fakeollama.Reply{Content: r.Model + "'s answer, said again otherwise: " + r.LastUser()}
 		case strings.HasPrefix(r.Model, "gen"):
@@ -373,5 +378,168 @@ func TestVerifyCountsCallsNotInTheCache(t *testing.T) {
 	}
 	if uncached != 1 || asked != calls-1 || identical != asked || !strings.Contains(r.stdout, "1 calls of the run were not in the cache") {
 		t.Fatalf("asked %d of %d, %d identical, %d not in the cache:\n%s", asked, calls, identical, uncached, r.stdout)
+	}
+}
+
+// A reply given again that reads as nothing leaves its unit unscored
+// again: the figures on the units both runs scored count it apart (scored
+// as recorded only), in the verification and the table verify prints —
+// never dropped unseen.
+func TestVerifyCountsUnitsScoredOnOneSide(t *testing.T) {
+	f := newVerifyFake(t)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	run := filepath.Join(dir, "run")
+	if r := f.halu(t, cache, "run", "smoke", "--models", "gen1", "--judges", "j1", "--out", run); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	_, recs, err := engine.ReadRun(run)
+	if err != nil || len(recs) < 3 {
+		t.Fatalf("run: %d records, %v", len(recs), err)
+	}
+	answer := recs[0].Calls[0].Reply // the first item's answer, in its judge's prompt
+	if recs[0].Calls[0].Kind != "chat" || answer == "" {
+		t.Fatalf("first call: %+v", recs[0].Calls[0])
+	}
+	f.mute = func(r fakeollama.ChatRequest) bool {
+		for _, m := range r.Messages {
+			if strings.Contains(m.Content, answer) {
+				return true
+			}
+		}
+		return false
+	}
+	r := f.halu(t, cache, "verify", run, "--sample", "1", "--out", filepath.Join(dir, "again"))
+	if r.code != exitOK {
+		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	v, err := rundir.ReadVerification(run)
+	if err != nil || v == nil || len(v.Figures) == 0 {
+		t.Fatalf("verification: %+v, %v", v, err)
+	}
+	for _, fg := range v.Figures {
+		if fg.RecordedOnly != 1 || fg.AgainOnly != 0 || fg.N != len(recs)-1 {
+			t.Errorf("%s %s: n %d, scored as recorded only %d, again only %d; want %d, 1, 0", fg.Model, fg.Metric, fg.N, fg.RecordedOnly, fg.AgainOnly, len(recs)-1)
+		}
+	}
+	if !strings.Contains(r.stdout, "scored as recorded only") {
+		t.Errorf("verify printed no count of the units scored on one side:\n%s", r.stdout)
+	}
+}
+
+// The report shows a verification as the run's only while the run's
+// records are the ones verified (by their sha256): once halu rerun
+// --errors has changed them (a judge whose reply read as nothing answers
+// now), the line says an earlier state was verified, without its figures;
+// verified again, the line is back.
+func TestReportNamesAVerificationOfAnEarlierState(t *testing.T) {
+	f := newVerifyFake(t)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	run := filepath.Join(dir, "run")
+	muted := ""
+	f.mute = func(r fakeollama.ChatRequest) bool { // the first judge request, and its repair
+		if muted == "" {
+			muted = r.Messages[len(r.Messages)-1].Content
+		}
+		for _, m := range r.Messages {
+			if m.Content == muted {
+				return true
+			}
+		}
+		return false
+	}
+	if r := f.halu(t, cache, "run", "smoke", "--models", "gen1", "--judges", "j1", "--parallel", "1", "--out", run); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	if _, recs, _ := engine.ReadRun(run); len(recs) == 0 || len(recs[0].Failures)+len(recs[len(recs)-1].Failures) == 0 {
+		t.Fatalf("no item failed its judge: %d records", len(recs))
+	}
+	verified := func(step string) string {
+		t.Helper()
+		r := f.halu(t, cache, "report", run, "--md")
+		if r.code != exitOK {
+			t.Fatalf("%s: report: exit %d: %s", step, r.code, r.stderr)
+		}
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(l, "Verified: ") {
+				return l
+			}
+		}
+		t.Fatalf("%s: the report has no Verified line:\n%s", step, r.stdout)
+		return ""
+	}
+	if r := f.halu(t, cache, "verify", run, "--sample", "1", "--out", filepath.Join(dir, "v1")); r.code != exitOK {
+		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	v, _ := rundir.ReadVerification(run)
+	if sum, _ := rundir.RecordsSum(run); v == nil || v.Records != sum {
+		t.Fatalf("the verification names records %q, the run's are %q", v.Records, sum)
+	}
+	if l := verified("verified"); !strings.Contains(l, "came back identical") {
+		t.Fatalf("verified: %s", l)
+	}
+	before, _ := rundir.RecordsSum(run)
+	f.mute = nil
+	if r := f.halu(t, cache, "rerun", run, "--errors"); r.code != exitOK {
+		t.Fatalf("rerun --errors: exit %d: %s", r.code, r.stderr)
+	}
+	if after, _ := rundir.RecordsSum(run); after == before {
+		t.Fatal("rerun --errors left the records as they were: the test needs them changed")
+	}
+	if l := verified("after the rerun"); !strings.Contains(l, "an earlier state of this run was verified") || strings.Contains(l, "came back identical") {
+		t.Fatalf("after rerun --errors: %s", l)
+	}
+	if r := f.halu(t, cache, "verify", run, "--sample", "1", "--out", filepath.Join(dir, "v2")); r.code != exitOK {
+		t.Fatalf("verify again: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if l := verified("verified again"); !strings.Contains(l, "came back identical") {
+		t.Fatalf("verified again: %s", l)
+	}
+}
+
+// Without --sample, verify asks 5% of the calls raised to reach 30, into a
+// run directory of its own beside the run (RUN-verify-TIME, a second
+// within the same second numbered); a --sample given is kept as given.
+func TestVerifyDefaults(t *testing.T) {
+	f := newVerifyFake(t)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	run := filepath.Join(dir, "run")
+	if r := f.halu(t, cache, "run", "smoke", "--models", "gen1,gen2,gen3,gen4,gen5,gen6", "--judges", "j1,j2", "--out", run); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	_, recs, _ := engine.ReadRun(run)
+	calls := 0
+	for _, r := range recs {
+		calls += len(r.Calls)
+	}
+	if calls <= verifyMinCalls || float64(verifyMinCalls)/float64(calls) <= 0.05 {
+		t.Fatalf("%d calls: the test needs between %d and %d", calls, verifyMinCalls, verifyMinCalls*20)
+	}
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		r := f.halu(t, cache, "verify", run)
+		if r.code != exitOK {
+			t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		v, _ := rundir.ReadVerification(run)
+		asked, _, _, _, _ := summary.VerifiedTotals(v.Stages)
+		if want := float64(verifyMinCalls) / float64(calls); v.Share != want || asked == 0 || v.Calls != calls {
+			t.Fatalf("verify without --sample: share %g of %d calls (want %g of %d), %d asked", v.Share, v.Calls, want, calls, asked)
+		}
+		if !strings.HasPrefix(v.Dir, run+"-verify-") || !rundir.HoldsRun(v.Dir) {
+			t.Fatalf("the run again is in %q", v.Dir)
+		}
+		dirs = append(dirs, v.Dir)
+	}
+	if dirs[0] == dirs[1] {
+		t.Fatalf("two verifies wrote one run directory: %s", dirs[0])
+	}
+	if r := f.halu(t, cache, "verify", run, "--sample", "0.05", "--out", filepath.Join(dir, "given")); r.code != exitOK && r.code != exitNothing {
+		t.Fatalf("verify --sample 0.05: exit %d: %s", r.code, r.stderr)
+	}
+	if v, _ := rundir.ReadVerification(run); v.Share != 0.05 {
+		t.Fatalf("--sample 0.05 given: share %g", v.Share)
 	}
 }

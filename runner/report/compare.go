@@ -18,8 +18,12 @@ type Comparison struct {
 	Metric, Kind   string
 	ModelA, ModelB string
 	N              int     // shared units
-	MeanA, MeanB   float64 // over the shared units
-	Diff           metrics.Interval
+	MeanA, MeanB   float64 // over the shared units (NaN when N is 0)
+	// OnlyA and OnlyB count the units of the metric scored in one run
+	// only (unscored, or absent, in the other): left out of every figure
+	// of the pair, and counted so that none drops unseen.
+	OnlyA, OnlyB int
+	Diff         metrics.Interval
 	// Tests are the paired tests for the kind, by name.
 	Tests []NamedTest
 	// Effect is the standardised effect (Cohen's dz for scores and ratios;
@@ -85,10 +89,12 @@ func Compare(a, b []summary.Outcome) ([]Comparison, error) {
 	})
 	var metricNames []string
 	seen := map[string]bool{}
-	for k := range ia {
-		if !seen[k.metric] {
-			seen[k.metric] = true
-			metricNames = append(metricNames, k.metric)
+	for _, i := range []map[key]map[string]summary.Outcome{ia, ib} {
+		for k := range i {
+			if !seen[k.metric] {
+				seen[k.metric] = true
+				metricNames = append(metricNames, k.metric)
+			}
 		}
 	}
 	sort.Strings(metricNames)
@@ -96,24 +102,35 @@ func Compare(a, b []summary.Outcome) ([]Comparison, error) {
 	for _, p := range pairs {
 		for _, metric := range metricNames {
 			ua, ub := ia[key{p[0], metric}], ib[key{p[1], metric}]
-			if len(ua) == 0 || len(ub) == 0 {
+			if len(ua) == 0 && len(ub) == 0 {
 				continue
 			}
 			var units []string
-			kind := ""
 			for u, o := range ua {
 				if ob, ok := ub[u]; ok {
 					if ob.Kind != o.Kind {
 						return nil, fmt.Errorf("compare %s: unit %s is %s in one run and %s in the other", metric, u, o.Kind, ob.Kind)
 					}
 					units = append(units, u)
-					kind = o.Kind
 				}
 			}
 			if len(units) == 0 {
+				// Scored in one run only: a row of n 0, no figure, the
+				// units counted.
+				nan, kind := math.NaN(), ""
+				for _, o := range ua {
+					kind = o.Kind
+				}
+				for _, o := range ub {
+					kind = o.Kind
+				}
+				out = append(out, Comparison{Metric: metric, Kind: kind, ModelA: p[0], ModelB: p[1], MeanA: nan, MeanB: nan,
+					Diff: metrics.Interval{Estimate: nan, Low: nan, High: nan}, Effect: metrics.Interval{Estimate: nan, Low: nan, High: nan},
+					OnlyA: len(ua), OnlyB: len(ub)})
 				continue
 			}
 			sort.Strings(units)
+			kind := ua[units[0]].Kind
 			xa, xb := make([]float64, len(units)), make([]float64, len(units))
 			for i, u := range units {
 				xa[i], xb[i] = ua[u].Value, ub[u].Value
@@ -123,6 +140,7 @@ func Compare(a, b []summary.Outcome) ([]Comparison, error) {
 				return nil, err
 			}
 			c.ModelA, c.ModelB = p[0], p[1]
+			c.OnlyA, c.OnlyB = len(ua)-len(units), len(ub)-len(units)
 			out = append(out, c)
 		}
 	}
@@ -179,12 +197,12 @@ func compareMetric(metric, kind string, a, b []float64) (Comparison, error) {
 
 // PrintComparisons writes the comparisons as a table.
 func PrintComparisons(w io.Writer, nameA, nameB string, cs []Comparison) {
-	fmt.Fprintf(w, "A = %s\nB = %s\nDifferences are B − A over the units both runs have; 95%% CIs (t for the mean difference, bootstrap for effect sizes, seed %d).\n\n", nameA, nameB, CompareSeed)
+	fmt.Fprintf(w, "A = %s\nB = %s\nDifferences are B − A over the units both runs scored (n); the units scored in one run only are counted in \"only A/B\" and in no figure; 95%% CIs (t for the mean difference, bootstrap for effect sizes, seed %d).\n\n", nameA, nameB, CompareSeed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "metric\tkind\tmodel A\tmodel B\tn\tmean A\tmean B\tB − A [95% CI]\teffect [95% CI]\ttests (p)")
+	fmt.Fprintln(tw, "metric\tkind\tmodel A\tmodel B\tn\tonly A/B\tmean A\tmean B\tB − A [95% CI]\teffect [95% CI]\ttests (p)")
 	f := func(x float64) string {
 		if math.IsNaN(x) {
-			return "n/a"
+			return "–"
 		}
 		return fmt.Sprintf("%.4g", x)
 	}
@@ -202,7 +220,7 @@ func PrintComparisons(w io.Writer, nameA, nameB string, cs []Comparison) {
 		if c.Kind == "binary" {
 			tests = append(tests, fmt.Sprintf("discordant %d/%d", c.Discordant[0], c.Discordant[1]))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s %s\t%s\n", c.Metric, c.Kind, c.ModelA, c.ModelB, c.N,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\t%s %s\t%s\n", c.Metric, c.Kind, c.ModelA, c.ModelB, c.N, c.OnlyA, c.OnlyB,
 			f(c.MeanA), f(c.MeanB), iv(c.Diff), c.EffectName, iv(c.Effect), strings.Join(tests, "; "))
 	}
 	tw.Flush()
@@ -243,6 +261,8 @@ type jsonComparison struct {
 	ModelA     string       `json:"model_a"`
 	ModelB     string       `json:"model_b"`
 	N          int          `json:"n"`
+	OnlyA      int          `json:"only_a"`
+	OnlyB      int          `json:"only_b"`
 	MeanA      num          `json:"mean_a"`
 	MeanB      num          `json:"mean_b"`
 	Diff       jsonInterval `json:"diff"`
@@ -263,7 +283,7 @@ func WriteComparisonsJSON(w io.Writer, nameA, nameB string, cs []Comparison) err
 		Comparisons []jsonComparison `json:"comparisons"`
 	}{A: nameA, B: nameB, Seed: CompareSeed, Comparisons: []jsonComparison{}}
 	for _, c := range cs {
-		jc := jsonComparison{Metric: c.Metric, Kind: c.Kind, ModelA: c.ModelA, ModelB: c.ModelB, N: c.N,
+		jc := jsonComparison{Metric: c.Metric, Kind: c.Kind, ModelA: c.ModelA, ModelB: c.ModelB, N: c.N, OnlyA: c.OnlyA, OnlyB: c.OnlyB,
 			MeanA: jnum(c.MeanA), MeanB: jnum(c.MeanB), Diff: jinterval(c.Diff), EffectName: c.EffectName, Effect: jinterval(c.Effect),
 			Tests: []jsonTest{}}
 		for _, t := range c.Tests {

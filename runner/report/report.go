@@ -63,7 +63,9 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	if v, err := rundir.ReadVerification(dir); err != nil {
 		return nil, err
 	} else if v != nil {
-		r.Verified = summary.VerifiedLine(v)
+		if r.Verified, err = VerifiedLine(dir, v); err != nil {
+			return nil, err
+		}
 	}
 	var suite engine.Suite
 	if rebuild != nil && len(recs) > 0 {

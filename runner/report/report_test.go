@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -170,14 +171,25 @@ func TestCompareKinds(t *testing.T) {
 		b = append(b, summary.Outcome{Model: "m", Unit: u, Metric: "y", Kind: "binary", Value: p[1]})
 	}
 	b = append(b, summary.Outcome{Model: "m", Unit: "only-b", Metric: "s", Kind: "score", Value: 9})
+	a = append(a, summary.Outcome{Model: "m", Unit: "a", Metric: "x", Kind: "score", Value: 1},
+		summary.Outcome{Model: "m", Unit: "b", Metric: "x", Kind: "score", Value: 2})
 	cs, err := Compare(a, b)
-	if err != nil || len(cs) != 2 {
+	if err != nil || len(cs) != 3 {
 		t.Fatalf("%v %+v", err, cs)
 	}
-	s, y := cs[0], cs[1]
-	// d = 1, 2, 1, 2, 1, 2: mean 1.5; unit only-b is not paired.
-	if s.Metric != "s" || s.N != 6 || s.Diff.Estimate != 1.5 || len(s.Tests) != 2 {
+	s, x, y := cs[0], cs[1], cs[2]
+	// d = 1, 2, 1, 2, 1, 2: mean 1.5; unit only-b is not paired, and counted.
+	if s.Metric != "s" || s.N != 6 || s.Diff.Estimate != 1.5 || len(s.Tests) != 2 || s.OnlyA != 0 || s.OnlyB != 1 {
 		t.Errorf("score: %+v", s)
+	}
+	// Metric x is scored in A only: a row of n 0, its units counted, no figure.
+	if x.Metric != "x" || x.N != 0 || x.OnlyA != 2 || x.OnlyB != 0 || !math.IsNaN(x.MeanA) || !math.IsNaN(x.Diff.Estimate) || len(x.Tests) != 0 {
+		t.Errorf("scored in A only: %+v", x)
+	}
+	var out bytes.Buffer
+	PrintComparisons(&out, "a", "b", cs)
+	if !regexp.MustCompile(`(?m)^x +score +m +m +0 +2/0 +– +–`).MatchString(out.String()) || !regexp.MustCompile(`(?m)^s +score +m +m +6 +0/1 `).MatchString(out.String()) {
+		t.Errorf("printed:\n%s", out.String())
 	}
 	// McNemar exact with b=3, c=1: 2·P(X ≤ 1 | n=4) = 2·5/16 = 0.625.
 	if y.Discordant != [2]int{3, 1} || math.Abs(y.Tests[0].P-0.625) > 1e-12 || math.Abs(y.Effect.Estimate-(-2.0/6)) > 1e-12 {

@@ -21,6 +21,11 @@ type Verification struct {
 	Time    time.Time `json:"time"`
 	Build   string    `json:"build"`
 	Servers []string  `json:"servers"`
+	// Records is the sha256 of the run's records file when it was
+	// verified: the verification is of the run while its records still
+	// have it (a rerun or a resume that changes them leaves it of an
+	// earlier state; VerifiedState).
+	Records string `json:"records_sha256"`
 	// Dir is the verification run's directory: the run again, its sampled
 	// calls asked live (records with CallLog.Reasked).
 	Dir string `json:"dir"`
@@ -34,6 +39,9 @@ type Verification struct {
 	// Figures are headline figures recomputed with the replies given again
 	// beside the recorded ones.
 	Figures []VerifiedFigure `json:"figures,omitempty"`
+	// FiguresError says why the figures could not be recomputed ("" when
+	// they were, or the suite has none).
+	FiguresError string `json:"figures_error,omitempty"`
 }
 
 // VerifiedStage counts the calls of one model, stage and kind asked again
@@ -59,19 +67,39 @@ type VerifiedStage struct {
 	Uncached  int    `json:"uncached,omitempty"`
 }
 
-// VerifiedFigure is a metric of one model on the units both runs scored:
+// VerifiedFigure is a metric of one model on the N units both runs scored:
 // its mean as recorded and with the replies given again, and the paired
-// difference (again − recorded) with its 95% interval (Lo, Hi; NaN-free:
-// left out when it could not be computed).
+// difference (again − recorded) with its 95% interval (Lo, Hi); each left
+// out when it could not be computed (N 0). RecordedOnly and AgainOnly
+// count the units scored in one run only (unscored in the other: a reply
+// given again that reads as nothing, or one that now reads): in no figure.
 type VerifiedFigure struct {
-	Model    string   `json:"model"`
-	Metric   string   `json:"metric"`
-	N        int      `json:"n"`
-	Recorded float64  `json:"recorded"`
-	Again    float64  `json:"again"`
-	Diff     float64  `json:"diff"`
-	Lo       *float64 `json:"lo,omitempty"`
-	Hi       *float64 `json:"hi,omitempty"`
+	Model        string   `json:"model"`
+	Metric       string   `json:"metric"`
+	N            int      `json:"n"`
+	RecordedOnly int      `json:"scored_as_recorded_only"`
+	AgainOnly    int      `json:"scored_again_only"`
+	Recorded     *float64 `json:"recorded,omitempty"`
+	Again        *float64 `json:"again,omitempty"`
+	Diff         *float64 `json:"diff,omitempty"`
+	Lo           *float64 `json:"lo,omitempty"`
+	Hi           *float64 `json:"hi,omitempty"`
+}
+
+// RecordsSum is the sha256 of the records file of the run in dir.
+func RecordsSum(dir string) (string, error) {
+	return HashFile(filepath.Join(dir, RecordsFile))
+}
+
+// VerifiedState says whether v verified the run in dir as its records are
+// now: its records file has the sha256 it had when verified. now is that
+// sha256 today.
+func VerifiedState(dir string, v *Verification) (current bool, now string, err error) {
+	now, err = RecordsSum(dir)
+	if err != nil {
+		return false, "", fmt.Errorf("run %s: %w", dir, err)
+	}
+	return v.Records != "" && v.Records == now, now, nil
 }
 
 // WriteVerification records v in the run directory dir.
