@@ -14,6 +14,7 @@ import (
 
 	"halu/embed"
 	"halu/localmodels"
+	"halu/metrics"
 	"halu/runner/engine"
 )
 
@@ -50,7 +51,7 @@ func TestEmbedSameTextSimilarityOne(t *testing.T) {
 	if e.Stats().ModelCalls != calls || e.Stats().CacheHits != 1 {
 		t.Fatalf("second embedding was not served from the cache: %+v", e.Stats())
 	}
-	sim, err := embed.Cosine(a[0], b[0])
+	sim, err := metrics.Cosine(a[0], b[0])
 	if err != nil || math.Abs(sim-1) > 1e-6 {
 		t.Fatalf("similarity %v, %v", sim, err)
 	}
@@ -58,7 +59,7 @@ func TestEmbedSameTextSimilarityOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := embed.Cosine(a[0], other[0]); s >= 1-1e-6 {
+	if s, _ := metrics.Cosine(a[0], other[0]); s >= 1-1e-6 {
 		t.Fatalf("different texts have similarity %v", s)
 	}
 	t.Logf("embedding dimension %d", len(a[0]))

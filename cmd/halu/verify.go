@@ -65,6 +65,19 @@ type verifyOptions struct {
 	dry               bool
 }
 
+// share is the share of the calls of recs to ask again: --sample, raised
+// to reach verifyMinCalls unless given; calls is how many the run made.
+func (o verifyOptions) share(recs []rundir.Record) (share float64, calls int) {
+	for _, r := range recs {
+		calls += len(r.Calls)
+	}
+	share = o.sample
+	if !o.sampleGiven && calls > 0 {
+		share = min(1, max(share, float64(verifyMinCalls)/float64(calls)))
+	}
+	return share, calls
+}
+
 // verify is halu verify (newVerifyCmd says what it does).
 func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 	if o.sample <= 0 || o.sample > 1 || math.IsNaN(o.sample) {
@@ -110,14 +123,7 @@ func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 	if g.eng.NoCache {
 		return usagef("verify: --no-cache: verify reads the run's replies from the response cache")
 	}
-	calls := 0
-	for _, r := range recs {
-		calls += len(r.Calls)
-	}
-	share := o.sample
-	if !o.sampleGiven && calls > 0 {
-		share = min(1, max(share, float64(verifyMinCalls)/float64(calls)))
-	}
+	share, calls := o.share(recs)
 	s, err := def.New(cfg)
 	if err != nil {
 		return usagef("run %s: config: %w", dir, err)
@@ -133,11 +139,7 @@ func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 	started := time.Now().UTC()
 	out := o.out
 	if out == "" {
-		base := strings.TrimRight(dir, string(os.PathSeparator)) + "-verify-" + started.Format("20060102T150405")
-		out = base
-		for i := 2; rundir.HoldsRun(out); i++ { // two verifies within a second
-			out = fmt.Sprintf("%s-%d", base, i)
-		}
+		out = verifyDir(dir, started)
 	}
 	flags := map[string]string{}
 	for k, v := range m.Flags {
@@ -155,27 +157,12 @@ func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	_, again, err := engine.ReadRun(out)
+	v, err := verification(s, dir, out, recs)
 	if err != nil {
 		return err
 	}
-	v := &rundir.Verification{Time: started, Build: e.Version, Servers: strings.Split(e.Client.Host(), ","), Dir: out, Records: sum,
-		Share: share, Seed: o.seed, Calls: calls, Stages: summary.VerifiedStages(recs, again)}
-	if s.Outcomes != nil {
-		a, err := s.Outcomes(recs)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", dir, err)
-		}
-		b, err := s.Outcomes(again)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", out, err)
-		}
-		if cs, err := report.Compare(a, b); err != nil {
-			v.FiguresError = err.Error()
-		} else {
-			v.Figures = report.VerifiedFigures(cs)
-		}
-	}
+	v.Time, v.Build, v.Servers, v.Records = started, e.Version, strings.Split(e.Client.Host(), ","), sum
+	v.Share, v.Seed, v.Calls = share, o.seed, calls
 	if err := rundir.WriteVerification(dir, v); err != nil {
 		return fmt.Errorf("run %s: %w", dir, err)
 	}
@@ -188,4 +175,44 @@ func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 		return fmt.Errorf("%w: %d of %d calls asked again came back identical (%.3f), under --fail-under %g", errGate, identical, asked, float64(identical)/float64(asked), o.failUnder)
 	}
 	return nil
+}
+
+// verification compares the run again in out with the run in dir (its
+// records recs): the calls asked again per model, stage and kind, and the
+// suite's headline figures recomputed with the replies given again.
+func verification(s engine.Suite, dir, out string, recs []rundir.Record) (*rundir.Verification, error) {
+	_, again, err := engine.ReadRun(out)
+	if err != nil {
+		return nil, err
+	}
+	v := &rundir.Verification{Dir: out, Stages: summary.VerifiedStages(recs, again)}
+	if s.Outcomes == nil {
+		return v, nil
+	}
+	a, err := s.Outcomes(recs)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	b, err := s.Outcomes(again)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", out, err)
+	}
+	if cs, err := report.Compare(a, b); err != nil {
+		v.FiguresError = err.Error()
+	} else {
+		v.Figures = report.VerifiedFigures(cs)
+	}
+	return v, nil
+}
+
+// verifyDir is the default run directory of the run again of dir, verified
+// at t: beside it, RUN-verify-TIME (-2, -3… for a second verify within the
+// same second).
+func verifyDir(dir string, t time.Time) string {
+	base := strings.TrimRight(dir, string(os.PathSeparator)) + "-verify-" + t.Format("20060102T150405")
+	out := base
+	for i := 2; rundir.HoldsRun(out); i++ {
+		out = fmt.Sprintf("%s-%d", base, i)
+	}
+	return out
 }

@@ -96,6 +96,23 @@ func (f *verifyFake) halu(t *testing.T, cache string, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
+// smoke runs the smoke suite of gens judged by judges (args added) into
+// dir/run with its cache in dir/cache, a new temporary dir, and returns
+// them with the run's records.
+func (f *verifyFake) smoke(t *testing.T, gens, judges string, args ...string) (dir, cache, run string, recs []rundir.Record) {
+	t.Helper()
+	dir = t.TempDir()
+	cache, run = filepath.Join(dir, "cache"), filepath.Join(dir, "run")
+	if r := f.halu(t, cache, append([]string{"run", "smoke", "--models", gens, "--judges", judges, "--out", run}, args...)...); r.code != exitOK {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	_, recs, err := engine.ReadRun(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, cache, run, recs
+}
+
 // chatKey is a request as the server saw it: model and messages.
 func chatKey(r fakeollama.ChatRequest) string {
 	b, _ := json.Marshal([]any{r.Model, r.Messages})
@@ -113,13 +130,8 @@ func chatKey(r fakeollama.ChatRequest) string {
 // the dry run plans every call as asked and writes nothing.
 func TestVerifyFindsWhatCameBackOtherwise(t *testing.T) {
 	f := newVerifyFake(t)
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	run := filepath.Join(dir, "run")
 	gens := "gen1,gen2,gen3,gen4,gen5,gen6"
-	if r := f.halu(t, cache, "run", "smoke", "--models", gens, "--judges", "j1,j2,j3", "--out", run); r.code != exitOK {
-		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
-	}
+	dir, cache, run, _ := f.smoke(t, gens, "j1,j2,j3")
 	first := map[string]bool{}
 	for _, c := range f.Chats() {
 		first[chatKey(c)] = true
@@ -272,12 +284,7 @@ func TestRunVerifyKeepsTheRecordedReplies(t *testing.T) {
 // call (exit 2), naming both digests.
 func TestVerifyRefusesOtherWeights(t *testing.T) {
 	f := newVerifyFake(t)
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	run := filepath.Join(dir, "run")
-	if r := f.halu(t, cache, "run", "smoke", "--models", "gen1", "--judges", "j1", "--out", run); r.code != exitOK {
-		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
-	}
+	dir, cache, run, _ := f.smoke(t, "gen1", "j1")
 	n := len(f.Chats())
 	f.SetModelDigest("gen1:latest", "0ther")
 	r := f.halu(t, cache, "verify", run, "--sample", "1", "--out", filepath.Join(dir, "again"))
@@ -350,16 +357,7 @@ func TestSlimRecordsSummariseAlike(t *testing.T) {
 // compared and never counted as identical.
 func TestVerifyCountsCallsNotInTheCache(t *testing.T) {
 	f := newVerifyFake(t)
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	run := filepath.Join(dir, "run")
-	if r := f.halu(t, cache, "run", "smoke", "--models", "gen1", "--judges", "j1", "--out", run); r.code != exitOK {
-		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
-	}
-	_, recs, err := engine.ReadRun(run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, cache, run, recs := f.smoke(t, "gen1", "j1")
 	key := recs[0].Calls[0].Key // a generation's cache key
 	gone, _ := filepath.Glob(filepath.Join(cache, "*", key[:2], key+".json"))
 	if recs[0].Calls[0].Kind != "chat" || len(gone) != 1 {
@@ -387,15 +385,9 @@ func TestVerifyCountsCallsNotInTheCache(t *testing.T) {
 // never dropped unseen.
 func TestVerifyCountsUnitsScoredOnOneSide(t *testing.T) {
 	f := newVerifyFake(t)
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	run := filepath.Join(dir, "run")
-	if r := f.halu(t, cache, "run", "smoke", "--models", "gen1", "--judges", "j1", "--out", run); r.code != exitOK {
-		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
-	}
-	_, recs, err := engine.ReadRun(run)
-	if err != nil || len(recs) < 3 {
-		t.Fatalf("run: %d records, %v", len(recs), err)
+	dir, cache, run, recs := f.smoke(t, "gen1", "j1")
+	if len(recs) < 3 {
+		t.Fatalf("run: %d records", len(recs))
 	}
 	answer := recs[0].Calls[0].Reply // the first item's answer, in its judge's prompt
 	if recs[0].Calls[0].Kind != "chat" || answer == "" {
@@ -434,9 +426,6 @@ func TestVerifyCountsUnitsScoredOnOneSide(t *testing.T) {
 // verified again, the line is back.
 func TestReportNamesAVerificationOfAnEarlierState(t *testing.T) {
 	f := newVerifyFake(t)
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	run := filepath.Join(dir, "run")
 	muted := ""
 	f.mute = func(r fakeollama.ChatRequest) bool { // the first judge request, and its repair
 		if muted == "" {
@@ -449,10 +438,8 @@ func TestReportNamesAVerificationOfAnEarlierState(t *testing.T) {
 		}
 		return false
 	}
-	if r := f.halu(t, cache, "run", "smoke", "--models", "gen1", "--judges", "j1", "--parallel", "1", "--out", run); r.code != exitOK {
-		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
-	}
-	if _, recs, _ := engine.ReadRun(run); len(recs) == 0 || len(recs[0].Failures)+len(recs[len(recs)-1].Failures) == 0 {
+	dir, cache, run, recs := f.smoke(t, "gen1", "j1", "--parallel", "1")
+	if len(recs) == 0 || len(recs[0].Failures)+len(recs[len(recs)-1].Failures) == 0 {
 		t.Fatalf("no item failed its judge: %d records", len(recs))
 	}
 	verified := func(step string) string {
@@ -503,13 +490,7 @@ func TestReportNamesAVerificationOfAnEarlierState(t *testing.T) {
 // within the same second numbered); a --sample given is kept as given.
 func TestVerifyDefaults(t *testing.T) {
 	f := newVerifyFake(t)
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	run := filepath.Join(dir, "run")
-	if r := f.halu(t, cache, "run", "smoke", "--models", "gen1,gen2,gen3,gen4,gen5,gen6", "--judges", "j1,j2", "--out", run); r.code != exitOK {
-		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
-	}
-	_, recs, _ := engine.ReadRun(run)
+	dir, cache, run, recs := f.smoke(t, "gen1,gen2,gen3,gen4,gen5,gen6", "j1,j2")
 	calls := 0
 	for _, r := range recs {
 		calls += len(r.Calls)

@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"halu/embed"
 	"halu/localmodels"
+	"halu/metrics"
 	"halu/runner/engine"
 	"halu/runner/judging"
 	"halu/runner/rundir"
@@ -740,7 +740,7 @@ func maxPairwise(vecs [][]float32) float64 {
 	m := -1.0
 	for i := range vecs {
 		for j := i + 1; j < len(vecs); j++ {
-			if s, err := embed.Cosine(vecs[i], vecs[j]); err == nil && s > m {
+			if s, err := metrics.Cosine(vecs[i], vecs[j]); err == nil && s > m {
 				m = s
 			}
 		}

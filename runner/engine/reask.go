@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"halu/localmodels"
+	"halu/metrics"
 	"halu/runner/rundir"
 )
 
@@ -61,23 +62,13 @@ func sameEmbedding(a, b []float32) (identical, close bool) {
 	if len(a) != len(b) {
 		return false, false
 	}
-	identical = true
-	var dot, na, nb float64
 	for i := range a {
 		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			identical = false
+			cos, err := metrics.Cosine(a, b)
+			return false, err == nil && cos >= 1-EmbedTolerance
 		}
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
 	}
-	if identical {
-		return true, true
-	}
-	if na == 0 || nb == 0 {
-		return false, false
-	}
-	return false, dot/math.Sqrt(na*nb) >= 1-EmbedTolerance
+	return true, true
 }
 
 // sameReply reports whether a reply asked again is the recorded one: its
