@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -192,11 +193,13 @@ func CountRecords(path string) (int, error) {
 }
 
 // EachRecord hands each record of a records file to fn in the file's
-// order, reading one line at a time: memory holds one record, not the
-// file (a run of a million items has a records file of gigabytes). A last
-// line cut short by a crash is left out and its start returned as good;
-// damage anywhere else is an error naming the line, as is an error fn
-// returns (which stops the reading).
+// order, reading a batch of lines at a time: memory holds the batches in
+// flight, not the file (a run of a million items has a records file of
+// gigabytes). Lines are decoded on every core (decoding is most of a
+// run's end), fn called on one goroutine, in order. A last line cut short
+// by a crash is left out and its start returned as good; damage anywhere
+// else is an error naming the line, as is an error fn returns (which stops
+// the reading).
 func EachRecord(path string, fn func(Record) error) (good int64, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -206,31 +209,120 @@ func EachRecord(path string, fn func(Record) error) (good int64, err error) {
 		return 0, err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
+	done := make(chan struct{})
+	defer close(done)
+	batches := readBatches(done, bufio.NewReaderSize(f, 1<<20))
 	var off int64
-	for line := 1; ; line++ {
-		raw, err := br.ReadBytes('\n')
-		if err == io.EOF {
-			return off, nil // nothing more, or an unterminated tail: a write a crash interrupted
+	for b := range batches {
+		<-b.decoded
+		if b.err != nil {
+			return 0, b.err
 		}
-		if err != nil {
-			return 0, err
-		}
-		var r Record
-		if err := json.Unmarshal(raw[:len(raw)-1], &r); err != nil {
-			if _, perr := br.Peek(1); perr == io.EOF {
-				return off, nil // the last line, cut short
+		for i, raw := range b.lines {
+			line := b.first + i
+			if err := b.errs[i]; err != nil {
+				if b.final && !b.tail && i == len(b.lines)-1 {
+					return off, nil // the last line, cut short
+				}
+				return 0, fmt.Errorf("%s:%d: damaged record: %w", path, line, err)
 			}
-			return 0, fmt.Errorf("%s:%d: damaged record: %w", path, line, err)
+			r := b.recs[i]
+			if r.Format > FormatVersion {
+				return 0, fmt.Errorf("%w: %s:%d: record of run format %d, newer than this halu's (%d): use a newer halu", ErrNewerFormat, path, line, r.Format, FormatVersion)
+			}
+			if err := fn(r); err != nil {
+				return 0, fmt.Errorf("%s:%d: %w", path, line, err)
+			}
+			off += int64(len(raw))
 		}
-		if r.Format > FormatVersion {
-			return 0, fmt.Errorf("%w: %s:%d: record of run format %d, newer than this halu's (%d): use a newer halu", ErrNewerFormat, path, line, r.Format, FormatVersion)
-		}
-		if err := fn(r); err != nil {
-			return 0, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		off += int64(len(raw))
 	}
+	return off, nil // nothing more, or an unterminated tail: a write a crash interrupted
+}
+
+// recordBatch is a run of whole lines of a records file (first is the
+// first one's number; final: the file's last whole line is its last, tail:
+// an unterminated tail follows it),
+// decoded by a worker into recs and errs (one per line) before decoded is
+// closed; err is an error reading the file.
+type recordBatch struct {
+	first       int
+	final, tail bool
+	lines       [][]byte
+	recs        []Record
+	errs        []error
+	err         error
+	decoded     chan struct{}
+}
+
+// batchLines is the number of lines a worker decodes at a time.
+const batchLines = 64
+
+// readBatches reads br's whole lines in batches, in order, each decoded by
+// one of a worker per core; the batches come out in the file's order, at
+// most a few per worker ahead of the reader of the channel, until done is
+// closed. An unterminated tail is not a line.
+func readBatches(done <-chan struct{}, br *bufio.Reader) <-chan *recordBatch {
+	workers := runtime.GOMAXPROCS(0)
+	out := make(chan *recordBatch, 2*workers)
+	jobs := make(chan *recordBatch, 2*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range jobs {
+				b.recs, b.errs = make([]Record, len(b.lines)), make([]error, len(b.lines))
+				for i, raw := range b.lines {
+					b.errs[i] = json.Unmarshal(raw[:len(raw)-1], &b.recs[i])
+				}
+				close(b.decoded)
+			}
+		}()
+	}
+	go func() {
+		defer close(out)
+		defer func() { close(jobs); wg.Wait() }()
+		line := 1
+		for {
+			b := &recordBatch{first: line, decoded: make(chan struct{})}
+			for len(b.lines) < batchLines {
+				raw, err := br.ReadBytes('\n')
+				if err == io.EOF {
+					b.final, b.tail = true, len(raw) > 0
+					break
+				}
+				if err != nil {
+					b.err = err
+					b.final = true
+					break
+				}
+				b.lines = append(b.lines, raw)
+			}
+			if !b.final {
+				_, err := br.Peek(1)
+				b.final = err == io.EOF
+			}
+			line += len(b.lines)
+			if b.err != nil {
+				close(b.decoded)
+			} else {
+				select {
+				case jobs <- b:
+				case <-done:
+					return
+				}
+			}
+			select {
+			case out <- b:
+			case <-done:
+				return
+			}
+			if b.final {
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // RecordWriter appends records, one line per write, and fsyncs at most every
@@ -300,9 +392,29 @@ func (w *RecordWriter) Close() error {
 // names the record that does not decode.
 func DecodeRecords[T any](recs []Record) ([]T, error) {
 	out := make([]T, len(recs))
-	for i, r := range recs {
-		if err := json.Unmarshal(r.Data, &out[i]); err != nil {
-			return nil, fmt.Errorf("record %s: %w", r.Item, err)
+	// On every core for a run's worth of records; the error is the first
+	// record's that does not decode, as read in order.
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(recs)/256))
+	bad := make([]int, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*len(recs)/parts, (p+1)*len(recs)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				if err := json.Unmarshal(recs[i].Data, &out[i]); err != nil {
+					bad[p], errs[p] = i, err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for p := range parts {
+		if errs[p] != nil {
+			return nil, fmt.Errorf("record %s: %w", recs[bad[p]].Item, errs[p])
 		}
 	}
 	return out, nil

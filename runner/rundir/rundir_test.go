@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,6 +83,20 @@ func TestReadRecordsALineAtATime(t *testing.T) {
 		return fmt.Sprintf(`{"format":%d,"suite":"s","item":%q,"data":{"x":1},"calls":[{"stage":"generate","kind":"chat","model":"m","digest":"d","key":"k","prompt":"p","reply":"a reply","parsed":"{}","options":{"seed":1}}],"failures":[{"stage":"judge","model":"j","reason":"r","raw":["raw"]}],"prompts":{"p":"the prompt"}}`, FormatVersion, item) + "\n"
 	}
 	whole := rec("a") + rec("b")
+	// Many records span batches (batchLines each): damage and a cut
+	// tail at and across their bounds read as in one.
+	many := func(n int) (string, []string) {
+		var b strings.Builder
+		var items []string
+		for i := range n {
+			items = append(items, fmt.Sprint(i))
+			b.WriteString(rec(fmt.Sprint(i)))
+		}
+		return b.String(), items
+	}
+	bound, boundItems := many(2 * batchLines)
+	three, threeItems := many(3*batchLines + 5)
+	cut := "{\"format\":1,\"item\n"
 	for _, c := range []struct {
 		name, body string
 		items      []string
@@ -93,6 +108,10 @@ func TestReadRecordsALineAtATime(t *testing.T) {
 		{"terminated tail cut", whole + "{\"format\":1,\"item\n", []string{"a", "b"}, len(whole), ""},
 		{"damage inside", rec("a") + "{oops\n" + rec("b"), nil, 0, RecordsFile + ":2: damaged record"},
 		{"empty", "", nil, 0, ""},
+		{"batches", three, threeItems, len(three), ""},
+		{"cut after a whole batch", bound + cut, boundItems, len(bound), ""},
+		{"cut last line before a tail", bound + cut + `{"format":1`, nil, 0, fmt.Sprintf("%s:%d: damaged record", RecordsFile, 2*batchLines+1)},
+		{"damage in a later batch", bound + "{oops\n" + rec("x"), nil, 0, fmt.Sprintf("%s:%d: damaged record", RecordsFile, 2*batchLines+1)},
 	} {
 		p := filepath.Join(t.TempDir(), RecordsFile)
 		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
@@ -129,5 +148,29 @@ func TestReadRecordsALineAtATime(t *testing.T) {
 	f.Prompts, f.Calls[0].Reply, f.Calls[0].Prompt, f.Calls[0].Options = nil, "", "", nil
 	if fmt.Sprint(f) != fmt.Sprint(s) {
 		t.Errorf("slim record lost more than the transcripts:\n%+v\n%+v", s, f)
+	}
+}
+
+// DecodeRecords decodes a run's worth of records on every core, in order,
+// and names the first record (as read) whose data does not decode.
+func TestDecodeRecordsInOrder(t *testing.T) {
+	recs := make([]Record, 1000)
+	for i := range recs {
+		recs[i] = Record{Item: fmt.Sprint("item", i), Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	}
+	type data struct{ N int }
+	got, err := DecodeRecords[data](recs)
+	if err != nil || len(got) != len(recs) {
+		t.Fatalf("%d decoded, %v", len(got), err)
+	}
+	for i, d := range got {
+		if d.N != i {
+			t.Fatalf("record %d decoded as %d", i, d.N)
+		}
+	}
+	recs[900].Data = json.RawMessage(`{"n":"x"}`)
+	recs[700].Data = json.RawMessage(`{"n":`)
+	if _, err := DecodeRecords[data](recs); err == nil || !strings.Contains(err.Error(), "record item700:") {
+		t.Fatalf("damaged records 700 and 900: %v", err)
 	}
 }
