@@ -59,6 +59,28 @@ func TestEdgeSentence(t *testing.T) {
 	}
 }
 
+// A statement that is a label word for word reads, by the shortcut, as the
+// words' reading reads it: every task's every label.
+func TestBareLabelReadsAsItsWords(t *testing.T) {
+	for task, rel := range Tasks {
+		labels := Labels(rel)
+		for _, s := range append(slices.Clone(labels), "positive_correlate ", "not stimulate", "inhibit", "no_relation", "stimulates") {
+			gl, gok := HypothesisLabel(s, labels)
+			wl, wok := readLabel(s, labels)
+			if gl != wl || gok != wok {
+				t.Errorf("%s: %q reads as %q %v, its words as %q %v", task, s, gl, gok, wl, wok)
+			}
+		}
+		if _, ok := bareLabel(labels[0], labels); !ok {
+			t.Errorf("%s: %q is not read as a bare label", task, labels[0])
+		}
+	}
+	// A label with another within it is no bare label.
+	if _, ok := bareLabel("no_relation_x", []string{"no_relation_x", "no_relation"}); ok {
+		t.Error("a label holding another read as bare")
+	}
+}
+
 func TestParseHypothesisLabels(t *testing.T) {
 	cg := Labels("Chemical & Gene")
 	dg := Labels("Disease & Gene")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"halu/metrics"
@@ -126,9 +127,36 @@ func LabelSchema(labels []string) json.RawMessage {
 // labelSpaces write a label's spaces and hyphens as its underscores.
 var labelSpaces = strings.NewReplacer(" ", "_", "-", "_")
 
+// bareLabel is the label a statement is, word for word (the reply of a
+// model held to the labels, and most others'), when no other label is
+// within it: what the readings below give such a statement (no verb acting
+// on a change, no negation: a label has no space), without their
+// patterns' cost.
+func bareLabel(statement string, labels []string) (string, bool) {
+	if !slices.Contains(labels, statement) {
+		return "", false
+	}
+	for _, l := range labels {
+		if l != statement && strings.Contains(statement, l) {
+			return "", false
+		}
+	}
+	return statement, true
+}
+
 // HypothesisLabel maps a hypothesis statement to one of labels (see
 // ParseHypothesis).
 func HypothesisLabel(statement string, labels []string) (string, bool) {
+	if l, ok := bareLabel(statement, labels); ok {
+		return l, true
+	}
+	return readLabel(statement, labels)
+}
+
+// readLabel maps a statement to one of labels by its words: a verb acting
+// on a change (composedLabel), else the labels and their synonyms within
+// it, exactly one, not negated.
+func readLabel(statement string, labels []string) (string, bool) {
 	if l, found, ok := composedLabel(statement, labels); found {
 		return l, ok
 	}
