@@ -86,6 +86,9 @@ func verify(cmd *cobra.Command, g *globals, dir string, o verifyOptions) error {
 	if o.failUnder < 0 || o.failUnder > 1 {
 		return usagef("verify: --fail-under %g: a share in [0, 1]", o.failUnder)
 	}
+	if _, err := rundir.ReadManifest(dir); err != nil { // not a run: said before the lock is taken
+		return err
+	}
 	// The run is held while verified: its records are the ones the
 	// verification names (by sha256) to its end.
 	release, err := rundir.LockDir(dir)

@@ -464,6 +464,17 @@ func TestReportNamesAVerificationOfAnEarlierState(t *testing.T) {
 		t.Fatalf("%s: the report has no Verified line:\n%s", step, r.stdout)
 		return ""
 	}
+	// While another process holds the run (a rerun), verify refuses:
+	// the records it verifies are the ones it names.
+	release, err := rundir.LockDir(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.halu(t, cache, "verify", run, "--sample", "1", "--out", filepath.Join(dir, "held"))
+	release()
+	if v, _ := rundir.ReadVerification(run); r.code == exitOK || !strings.Contains(r.stderr, "held by another halu process") || v != nil {
+		t.Fatalf("verify of a held run: exit %d, verification %v\n%s", r.code, v, r.stderr)
+	}
 	if r := f.halu(t, cache, "verify", run, "--sample", "1", "--out", filepath.Join(dir, "v1")); r.code != exitOK {
 		t.Fatalf("verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
