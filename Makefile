@@ -104,7 +104,7 @@ bench-verify: build ollama
 # The engine's figures of this build beside another's (REF: a commit,
 # built from a temporary worktree, or a halu binary), in one mirrored run:
 # each figure's ratio this ÷ reference with its pairs and the noise.
-# SHORT=1 (what CI runs): the cached rerun alone, a few minutes, failing
-# on a slowdown beyond the noise.
+# SHORT=1 (what CI runs): the cached rerun and one promptfoo pair a
+# measurement, about ten minutes, failing on a slowdown beyond the noise.
 bench-compare: build ollama
 	HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" HALU_SHARED="$(SHARED)" SHORT="$(SHORT)" scripts/bench-compare.sh "$(REF)"

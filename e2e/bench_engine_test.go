@@ -67,10 +67,17 @@ func TestBenchEngine(t *testing.T) {
 func workHalu(t *testing.T, host string, args ...string) result {
 	t.Helper()
 	r := halu(t, host, args...)
-	if r.code != 0 && (r.code != 4 || !strings.Contains(r.stderr, "nothing measured")) {
+	if r.code != 0 && !measuredNothing(r) {
 		t.Fatalf("halu %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 	}
 	return r
+}
+
+// measuredNothing says a halu command finished its work and measured
+// nothing (exit 4; a reference build older than that exit code, 1), as
+// a run of the tiny judges does: their replies are read by no reader.
+func measuredNothing(r result) bool {
+	return (r.code == 4 || r.code == 1) && strings.Contains(r.stderr, "nothing measured")
 }
 
 // figures, when not nil, keeps each figure's value as figure prints it
@@ -500,10 +507,10 @@ func benchPool(t *testing.T) {
 		out := filepath.Join(work, fmt.Sprintf("halu%d", n))
 		start := time.Now()
 		// The tiny judge's replies never read: the validation measures
-		// nothing and says so, exiting 1 — the requests, which are what
+		// nothing and says so, exiting 4 — the requests, which are what
 		// this bench times, were all made.
 		if r := halu(t, pool, "--cache", filepath.Join(work, fmt.Sprintf("cache%d", n)), "judges", "validate", "--judges", "ta", "--limit", "100",
-			"--judge-format", "json", "--judge-max-tokens", "16", "--judge-checks", "0", "--out", out); r.code != 0 && !(r.code == 1 && strings.Contains(r.stderr, "nothing measured")) {
+			"--judge-format", "json", "--judge-max-tokens", "16", "--judge-checks", "0", "--out", out); r.code != 0 && !measuredNothing(r) {
 			t.Fatalf("judges validate through the pool: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 		}
 		r := haluRun{wall: time.Since(start)}
@@ -573,7 +580,7 @@ func benchPool(t *testing.T) {
 			if errs[i] != nil {
 				t.Fatalf("judges validate, shard %d/2 by hand: %v", i+1, errs[i])
 			}
-			if r.code != 0 && !(r.code == 1 && strings.Contains(r.stderr, "nothing measured")) {
+			if r.code != 0 && !measuredNothing(r) {
 				t.Fatalf("judges validate, shard %d/2 by hand: exit %d\n%s\n%s", i+1, r.code, r.stdout, r.stderr)
 			}
 		}
@@ -987,7 +994,7 @@ func promptfooBin(t *testing.T) (string, string) {
 // one call in flight (or HALU_BENCH_IN_FLIGHT) and neither constraining
 // the judge's reply to a grammar (which has the server sample every token
 // against it), through one logging proxy that counts what each side had
-// the server do; three pairs, the sides taking turns going first, wall
+// the server do; three pairs (promptfooPairs), the sides taking turns going first, wall
 // time halu ÷ promptfoo (the median). The ratio
 // is given only when one side's work covers the other's (work.covers):
 // then it bounds the ratio at equal work. A direct client then replays
@@ -1088,7 +1095,7 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 		return wall, w, out, err
 	}
 	var hOver, pOver []float64
-	for pair := 0; pair < 3; pair++ {
+	for pair := 0; pair < promptfooPairs(t); pair++ {
 		// The sides take turns going first (halu, promptfoo; promptfoo,
 		// halu; …), so a server that speeds up or slows down over the
 		// bench favours neither.
@@ -1140,6 +1147,21 @@ func benchPromptfoo(t *testing.T, name string, env ...string) {
 	}
 	figure(name, promptfooRatio(medianF(ratios), hw, pw), detail...)
 	figure(strings.Replace(name, "promptfoo wall ratio", "direct replay ÷ promptfoo wall", 1), fmt.Sprintf("%.3f (median of %d pairs: promptfoo's requests in its order, sent by a client that does nothing else; what they take the server without promptfoo's own work)", medianF(floors), len(floors)))
+}
+
+// promptfooPairs is the number of pairs benchPromptfoo times: 3, or
+// HALU_BENCH_PROMPTFOO_PAIRS (bench-compare's short form: 1 a build, as
+// each build is measured twice).
+func promptfooPairs(t *testing.T) int {
+	v := os.Getenv("HALU_BENCH_PROMPTFOO_PAIRS")
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("HALU_BENCH_PROMPTFOO_PAIRS=%q: a number of pairs, 1 or more", v)
+	}
+	return n
 }
 
 // countsCaveat says what the counts behind a bound do not show: the

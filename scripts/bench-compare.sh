@@ -3,7 +3,8 @@
 # figures of this checkout's build and of REF's, in one mirrored run
 # (e2e/bench_compare_test.go says how they are compared). REF a commit is
 # built from a temporary worktree, removed after. SHORT=1 is the form CI
-# runs: the cached rerun alone, failing on a slowdown beyond the noise.
+# runs: the cached rerun and one promptfoo pair a measurement (– when
+# promptfoo is not installed), failing on a slowdown beyond the noise.
 set -euo pipefail
 ref="${1:?REF: a commit or a halu binary}"
 work="$(mktemp -d)"
@@ -22,7 +23,7 @@ else
 	echo "reference: $ref ($commit), built into $bin"
 fi
 if [ -n "${SHORT:-}" ]; then
-	export HALU_BENCH_COMPARE=cached HALU_BENCH_COMPARE_FAIL=1
+	export HALU_BENCH_COMPARE=cached,promptfoo HALU_BENCH_PROMPTFOO_PAIRS=1 HALU_BENCH_COMPARE_FAIL=1
 fi
 HALU_BENCH_REF="$bin" HALU_OLLAMA_BIN="${HALU_OLLAMA_BIN:?}" HALU_SHARED="${HALU_SHARED:?}" \
 	go test -tags e2e -count=1 -timeout 3h -run '^TestBenchCompare$' -v ./e2e/ |
