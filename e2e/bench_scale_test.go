@@ -19,13 +19,21 @@ import (
 // (10,120, 40,480 and 101,200 items, one generation each; --parallel 64
 // --items-in-flight 256, a fresh response cache), each run a process of
 // its own whose peak resident memory and CPU time are read from the
-// kernel. One line per figure; the ratio of the 40,480-item run's peak to
-// the 10,120-item run's says whether memory grows with the records.
+// kernel; then the same run in two shards (from the cache), merged, and
+// reported (text and HTML), each measured alike. One line per figure; the
+// ratio of a 40,480-item step's peak to the 10,120-item one's says whether
+// memory grows with the records.
 func TestBenchScale(t *testing.T) {
 	if os.Getenv("HALU_BENCH_SCALE") == "" {
 		t.Skip("run by make bench-scale")
 	}
-	rss := map[int]float64{}
+	rss := map[string]map[int]float64{} // by what ran: peak MiB by items
+	peak := func(what string, items int, mib float64) {
+		if rss[what] == nil {
+			rss[what] = map[int]float64{}
+		}
+		rss[what][items] = mib
+	}
 	for _, gens := range []int{5, 20, 50} {
 		var models []fakeollama.Model
 		var names []string
@@ -46,11 +54,34 @@ func TestBenchScale(t *testing.T) {
 			t.Fatal(err)
 		}
 		items := m.Counts.Items
-		rss[items] = r.rssMiB
+		peak("run", items, r.rssMiB)
 		figure(fmt.Sprintf("run peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB),
 			fmt.Sprintf("%d model calls; CPU %.2f s, %.3f ms a call", m.Counts.ModelCalls, r.cpu.Seconds(), 1000*r.cpu.Seconds()/float64(max(1, m.Counts.ModelCalls))))
+		// The same run split in two shards (from the cache, the server
+		// gone), merged, and reported.
+		var shards []string
+		for i := 1; i <= 2; i++ {
+			d := filepath.Join(work, fmt.Sprintf("shard%d", i))
+			mustHalu(t, fake.Host(), "--parallel", "64", "--items-in-flight", "256", "run", "hypo", "--models", strings.Join(names, ","), "--setting", "parametric", "--candidates", "0",
+				"--cache", filepath.Join(work, "cache"), "--shard", fmt.Sprintf("%d/2", i), "--out", d)
+			shards = append(shards, d)
+		}
+		merged := filepath.Join(work, "merged")
+		r = mustHalu(t, fake.Host(), "merge", shards[0], shards[1], "--out", merged)
+		peak("2-shard merge", items, r.rssMiB)
+		figure(fmt.Sprintf("2-shard merge peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("CPU %.2f s", r.cpu.Seconds()))
+		r = mustHalu(t, fake.Host(), "report", merged)
+		peak("report", items, r.rssMiB)
+		figure(fmt.Sprintf("report peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("text; CPU %.2f s", r.cpu.Seconds()))
+		page := filepath.Join(work, "report.html")
+		r = mustHalu(t, fake.Host(), "report", merged, "--html", page)
+		peak("report --html", items, r.rssMiB)
+		st, _ := os.Stat(page)
+		figure(fmt.Sprintf("report --html peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("a page of %.1f MB; CPU %.2f s", float64(st.Size())/1e6, r.cpu.Seconds()))
 	}
-	if rss[10120] > 0 && rss[40480] > 0 {
-		figure("run peak RSS ratio 40480 ÷ 10120 items", fmt.Sprintf("%.2f", rss[40480]/rss[10120]))
+	for _, what := range []string{"run", "2-shard merge", "report", "report --html"} {
+		if a, b := rss[what][40480], rss[what][10120]; a > 0 && b > 0 {
+			figure(what+" peak RSS ratio 40480 ÷ 10120 items", fmt.Sprintf("%.2f", a/b))
+		}
 	}
 }

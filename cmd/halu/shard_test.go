@@ -45,6 +45,21 @@ func TestShardsMergeToTheWholeRun(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("merge: exit %d: %s", r.code, r.stderr)
 	}
+	// The merged records are the whole run's, byte for byte, in item order.
+	sortedLines := func(dir string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, rundir.RecordsFile))
+		ls := strings.SplitAfter(string(b), "\n")
+		slices.SortStableFunc(ls, func(a, b string) int {
+			var ra, rb rundir.Record
+			json.Unmarshal([]byte(a), &ra)
+			json.Unmarshal([]byte(b), &rb)
+			return strings.Compare(ra.Item, rb.Item)
+		})
+		return strings.Join(ls, "")
+	}
+	if got, _ := os.ReadFile(filepath.Join(merged, rundir.RecordsFile)); string(got) != sortedLines(whole) || len(got) == 0 {
+		t.Fatalf("merged records are not the whole run's in item order:\n%s\nwhole, sorted:\n%s", got, sortedLines(whole))
+	}
 	sw, _ := summary.ReadSummary(whole)
 	sm, _ := summary.ReadSummary(merged)
 	if sup := sw.Support["gen/scp/T1.ifs"]; sup.N == 0 {

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,11 +44,17 @@ var ErrShards = errors.New("these runs cannot be merged")
 // runs of other suites, configurations, protocols, readers or serving
 // fingerprints, a missing or repeated shard, an unfinished one, and an item
 // in two shards.
+//
+// Memory holds where each record is (its item, shard, offset and length),
+// not the records: they are copied as written, in item order, and the
+// summary is made from the merged file read without transcripts, as a
+// run's end makes it.
 func Merge(s Suite, dirs []string, out string) (*Result, error) {
-	mans, recs, err := readShards(s, dirs)
+	sh, err := readShards(s, dirs)
 	if err != nil {
 		return nil, err
 	}
+	mans := sh.mans
 	// The merged run is made in a directory beside out and renamed to it
 	// whole: a merge that is killed leaves no half-merged run (and the
 	// next merge into out removes what it left).
@@ -82,23 +90,12 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	sort.Strings(man.Sample)
 	man.Checked = nil
 
-	recs = sortRecords(recs)
-	// Written as encoded, not gathered first: one copy of the records in
-	// memory, not two.
-	if err := rundir.WriteAtomic(filepath.Join(tmp, rundir.RecordsFile), func(w io.Writer) error {
-		bw := bufio.NewWriterSize(w, 1<<20)
-		for _, r := range recs {
-			b, err := json.Marshal(r)
-			if err != nil {
-				return err
-			}
-			bw.Write(b)
-			if err := bw.WriteByte('\n'); err != nil {
-				return err
-			}
-		}
-		return bw.Flush()
-	}); err != nil {
+	merged := filepath.Join(tmp, rundir.RecordsFile)
+	if err := sh.copyRecords(merged); err != nil {
+		return nil, err
+	}
+	recs, _, err := rundir.ReadRecordsSlim(merged) // no summary reads the transcripts
+	if err != nil {
 		return nil, err
 	}
 	var eb bytes.Buffer
@@ -134,49 +131,78 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	return res, serr
 }
 
+// placed is where a shard's record is: its item, the shard (an index of
+// the merge's dirs), and its line's offset and length in the shard's
+// records file.
+type placed struct {
+	item  string
+	shard int
+	off   int64
+	n     int
+}
+
+// shards are the shard runs a merge reads: their directories and
+// manifests, where each record is, and each records file as it was when
+// read (its size and time).
+type shards struct {
+	dirs   []string
+	mans   []*rundir.Manifest
+	places []placed
+	stats  []os.FileInfo
+}
+
 // readShards reads the shard runs in dirs and checks they are the N
-// shards of one run of s (see Merge).
-func readShards(s Suite, dirs []string) ([]*rundir.Manifest, []rundir.Record, error) {
+// shards of one run of s (see Merge): their manifests, and where each
+// record is, by item (each shard's records read one at a time).
+func readShards(s Suite, dirs []string) (*shards, error) {
 	if len(dirs) == 0 {
-		return nil, nil, fmt.Errorf("%w: no run given", ErrShards)
+		return nil, fmt.Errorf("%w: no run given", ErrShards)
 	}
-	var mans []*rundir.Manifest
-	var recs []rundir.Record
+	sh := &shards{dirs: dirs}
 	seenShard := map[int]string{}
-	seenItem := map[string]string{}
-	for _, d := range dirs {
-		m, r, err := ReadRun(d)
+	seenItem := map[string]int{}
+	for i, d := range dirs {
+		m, err := rundir.ReadManifest(d)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if m.Shard == nil {
-			return nil, nil, fmt.Errorf("%w: %s is not a shard (run with --shard I/N)", ErrShards, d)
+			return nil, fmt.Errorf("%w: %s is not a shard (run with --shard I/N)", ErrShards, d)
 		}
-		if len(mans) > 0 {
-			if why := unlike(mans[0], m); why != "" {
-				return nil, nil, fmt.Errorf("%w: %s and %s differ: %s", ErrShards, dirs[0], d, why)
+		if len(sh.mans) > 0 {
+			if why := unlike(sh.mans[0], m); why != "" {
+				return nil, fmt.Errorf("%w: %s and %s differ: %s", ErrShards, dirs[0], d, why)
 			}
 		}
 		if m.Suite != s.Name {
-			return nil, nil, fmt.Errorf("%w: %s is a %s run, not %s", ErrShards, d, m.Suite, s.Name)
+			return nil, fmt.Errorf("%w: %s is a %s run, not %s", ErrShards, d, m.Suite, s.Name)
 		}
 		if prev, ok := seenShard[m.Shard.I]; ok {
-			return nil, nil, fmt.Errorf("%w: shard %s is both %s and %s", ErrShards, m.Shard, prev, d)
+			return nil, fmt.Errorf("%w: shard %s is both %s and %s", ErrShards, m.Shard, prev, d)
 		}
 		seenShard[m.Shard.I] = d
 		if m.Status != "complete" {
-			return nil, nil, fmt.Errorf("%w: shard %s (%s) is %s: finish it first (halu run --resume %s)", ErrShards, m.Shard, d, m.Status, d)
+			return nil, fmt.Errorf("%w: shard %s (%s) is %s: finish it first (halu run --resume %s)", ErrShards, m.Shard, d, m.Status, d)
 		}
-		for _, rec := range r {
-			if prev, ok := seenItem[rec.Item]; ok {
-				return nil, nil, fmt.Errorf("%w: item %s is in %s and in %s", ErrShards, rec.Item, prev, d)
+		path := filepath.Join(d, rundir.RecordsFile)
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		_, err = rundir.EachRecordAt(path, func(r rundir.Record, off int64, n int) error {
+			if prev, ok := seenItem[r.Item]; ok {
+				return fmt.Errorf("%w: item %s is in %s and in %s", ErrShards, r.Item, dirs[prev], d)
 			}
-			seenItem[rec.Item] = d
+			seenItem[r.Item] = i
+			sh.places = append(sh.places, placed{item: r.Item, shard: i, off: off, n: n})
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		mans = append(mans, m)
-		recs = append(recs, r...)
+		sh.mans, sh.stats = append(sh.mans, m), append(sh.stats, st)
 	}
-	n := mans[0].Shard.N
+	n := sh.mans[0].Shard.N
 	var missing []string
 	for i := 1; i <= n; i++ {
 		if _, ok := seenShard[i]; !ok {
@@ -184,9 +210,56 @@ func readShards(s Suite, dirs []string) ([]*rundir.Manifest, []rundir.Record, er
 		}
 	}
 	if len(missing) > 0 {
-		return nil, nil, fmt.Errorf("%w: shard %s missing", ErrShards, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("%w: shard %s missing", ErrShards, strings.Join(missing, ", "))
 	}
-	return mans, recs, nil
+	return sh, nil
+}
+
+// copyRecords writes the shards' records, in item order, into the records
+// file path, each line copied from its shard's records file as written. A
+// shard's file that changed since it was read (its size or time) is an
+// error: the places would no longer be its records'.
+func (sh *shards) copyRecords(path string) error {
+	places := sh.places
+	sort.SliceStable(places, func(i, j int) bool { return places[i].item < places[j].item })
+	files := make([]*os.File, len(sh.dirs))
+	for i, d := range sh.dirs {
+		f, err := os.Open(filepath.Join(d, rundir.RecordsFile))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		files[i] = f
+	}
+	changed := func() error {
+		for i, f := range files {
+			if st, err := f.Stat(); err != nil || st.Size() != sh.stats[i].Size() || !st.ModTime().Equal(sh.stats[i].ModTime()) {
+				return fmt.Errorf("%w: %s changed while it was merged: merge again", ErrShards, f.Name())
+			}
+		}
+		return nil
+	}
+	if err := changed(); err != nil {
+		return err
+	}
+	err := rundir.WriteAtomic(path, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		var line []byte
+		for _, p := range places {
+			line = slices.Grow(line[:0], p.n)[:p.n]
+			if _, err := files[p.shard].ReadAt(line, p.off); err != nil {
+				return fmt.Errorf("%s: record of item %s: %w", files[p.shard].Name(), p.item, err)
+			}
+			if _, err := bw.Write(line); err != nil {
+				return err
+			}
+		}
+		return bw.Flush()
+	})
+	if err != nil {
+		return err
+	}
+	return changed()
 }
 
 // unlike says how two shard runs differ in what they measure ("" when

@@ -201,6 +201,13 @@ func CountRecords(path string) (int, error) {
 // else is an error naming the line, as is an error fn returns (which stops
 // the reading).
 func EachRecord(path string, fn func(Record) error) (good int64, err error) {
+	return EachRecordAt(path, func(r Record, _ int64, _ int) error { return fn(r) })
+}
+
+// EachRecordAt is EachRecord handing fn each record's place in the file
+// too: the offset its line starts at and the line's length, newline
+// included (so that the line can be copied as written).
+func EachRecordAt(path string, fn func(r Record, off int64, n int) error) (good int64, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -230,7 +237,7 @@ func EachRecord(path string, fn func(Record) error) (good int64, err error) {
 			if r.Format > FormatVersion {
 				return 0, fmt.Errorf("%w: %s:%d: record of run format %d, newer than this halu's (%d): use a newer halu", ErrNewerFormat, path, line, r.Format, FormatVersion)
 			}
-			if err := fn(r); err != nil {
+			if err := fn(r, off, len(raw)); err != nil {
 				return 0, fmt.Errorf("%s:%d: %w", path, line, err)
 			}
 			off += int64(len(raw))
