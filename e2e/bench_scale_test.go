@@ -20,7 +20,7 @@ import (
 // --items-in-flight 256, a fresh response cache), each run a process of
 // its own whose peak resident memory and CPU time are read from the
 // kernel; then the same run in two shards (from the cache), merged, and
-// reported (text and HTML), each measured alike. One line per figure; the
+// reported (Markdown and HTML), each measured alike. One line per figure; the
 // ratio of a 40,480-item step's peak to the 10,120-item one's says whether
 // memory grows with the records.
 func TestBenchScale(t *testing.T) {
@@ -70,16 +70,16 @@ func TestBenchScale(t *testing.T) {
 		r = mustHalu(t, fake.Host(), "merge", shards[0], shards[1], "--out", merged)
 		peak("2-shard merge", items, r.rssMiB)
 		figure(fmt.Sprintf("2-shard merge peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("CPU %.2f s", r.cpu.Seconds()))
-		r = mustHalu(t, fake.Host(), "report", merged)
-		peak("report", items, r.rssMiB)
-		figure(fmt.Sprintf("report peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("text; CPU %.2f s", r.cpu.Seconds()))
+		r = mustHalu(t, fake.Host(), "report", merged, "--md")
+		peak("report --md", items, r.rssMiB)
+		figure(fmt.Sprintf("report --md peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("every table as Markdown; CPU %.2f s", r.cpu.Seconds()))
 		page := filepath.Join(work, "report.html")
 		r = mustHalu(t, fake.Host(), "report", merged, "--html", page)
 		peak("report --html", items, r.rssMiB)
 		st, _ := os.Stat(page)
 		figure(fmt.Sprintf("report --html peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("a page of %.1f MB; CPU %.2f s", float64(st.Size())/1e6, r.cpu.Seconds()))
 	}
-	for _, what := range []string{"run", "2-shard merge", "report", "report --html"} {
+	for _, what := range []string{"run", "2-shard merge", "report --md", "report --html"} {
 		if a, b := rss[what][40480], rss[what][10120]; a > 0 && b > 0 {
 			figure(what+" peak RSS ratio 40480 ÷ 10120 items", fmt.Sprintf("%.2f", a/b))
 		}
