@@ -542,4 +542,17 @@ func TestVerifyDefaults(t *testing.T) {
 	if v, _ := rundir.ReadVerification(run); v.Share != 0.05 {
 		t.Fatalf("--sample 0.05 given: share %g", v.Share)
 	}
+	// The share from the environment is a share given: kept as given,
+	// and checked as the flag is.
+	t.Setenv("HALU_SAMPLE", "0.5")
+	if r := f.halu(t, cache, "verify", run, "--out", filepath.Join(dir, "env")); r.code != exitOK {
+		t.Fatalf("HALU_SAMPLE=0.5: exit %d: %s", r.code, r.stderr)
+	}
+	if v, _ := rundir.ReadVerification(run); v.Share != 0.5 {
+		t.Fatalf("HALU_SAMPLE=0.5: share %g", v.Share)
+	}
+	t.Setenv("HALU_SAMPLE", "2")
+	if r := f.halu(t, cache, "verify", run, "--out", filepath.Join(dir, "env2")); r.code != exitUsage || !strings.Contains(r.stderr, "--sample 2") {
+		t.Fatalf("HALU_SAMPLE=2: exit %d: %s", r.code, r.stderr)
+	}
 }
