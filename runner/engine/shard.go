@@ -1,15 +1,11 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -131,24 +127,14 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	return res, serr
 }
 
-// placed is where a shard's record is: its item, the shard (an index of
-// the merge's dirs), and its line's offset and length in the shard's
-// records file.
-type placed struct {
-	item  string
-	shard int
-	off   int64
-	n     int
-}
-
 // shards are the shard runs a merge reads: their directories and
 // manifests, where each record is, and each records file as it was when
 // read (its size and time).
 type shards struct {
 	dirs   []string
 	mans   []*rundir.Manifest
-	places []placed
-	stats  []os.FileInfo
+	places []rundir.RecordPlace
+	states []rundir.RecordsState
 }
 
 // readShards reads the shard runs in dirs and checks they are the N
@@ -184,23 +170,18 @@ func readShards(s Suite, dirs []string) (*shards, error) {
 		if m.Status != "complete" {
 			return nil, fmt.Errorf("%w: shard %s (%s) is %s: finish it first (halu run --resume %s)", ErrShards, m.Shard, d, m.Status, d)
 		}
-		path := filepath.Join(d, rundir.RecordsFile)
-		st, err := os.Stat(path)
-		if err != nil {
-			return nil, err
-		}
-		_, err = rundir.EachRecordAt(path, func(r rundir.Record, off int64, n int) error {
+		var st rundir.RecordsState
+		sh.places, st, err = rundir.PlaceRecords(d, i, sh.places, func(r rundir.Record) error {
 			if prev, ok := seenItem[r.Item]; ok {
 				return fmt.Errorf("%w: item %s is in %s and in %s", ErrShards, r.Item, dirs[prev], d)
 			}
 			seenItem[r.Item] = i
-			sh.places = append(sh.places, placed{item: r.Item, shard: i, off: off, n: n})
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		sh.mans, sh.stats = append(sh.mans, m), append(sh.stats, st)
+		sh.mans, sh.states = append(sh.mans, m), append(sh.states, st)
 	}
 	n := sh.mans[0].Shard.N
 	var missing []string
@@ -216,50 +197,15 @@ func readShards(s Suite, dirs []string) (*shards, error) {
 }
 
 // copyRecords writes the shards' records, in item order, into the records
-// file path, each line copied from its shard's records file as written. A
-// shard's file that changed since it was read (its size or time) is an
-// error: the places would no longer be its records'.
+// file path, each line copied as written (rundir.CopyRecords); a shard
+// changed since it was read is refused.
 func (sh *shards) copyRecords(path string) error {
-	places := sh.places
-	sort.SliceStable(places, func(i, j int) bool { return places[i].item < places[j].item })
-	files := make([]*os.File, len(sh.dirs))
-	for i, d := range sh.dirs {
-		f, err := os.Open(filepath.Join(d, rundir.RecordsFile))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		files[i] = f
+	sort.SliceStable(sh.places, func(i, j int) bool { return sh.places[i].Item < sh.places[j].Item })
+	err := rundir.CopyRecords(path, sh.dirs, sh.states, sh.places)
+	if errors.Is(err, rundir.ErrRecordsChanged) {
+		return fmt.Errorf("%w: a shard changed while it was merged (%w): merge again", ErrShards, err)
 	}
-	changed := func() error {
-		for i, f := range files {
-			if st, err := f.Stat(); err != nil || st.Size() != sh.stats[i].Size() || !st.ModTime().Equal(sh.stats[i].ModTime()) {
-				return fmt.Errorf("%w: %s changed while it was merged: merge again", ErrShards, f.Name())
-			}
-		}
-		return nil
-	}
-	if err := changed(); err != nil {
-		return err
-	}
-	err := rundir.WriteAtomic(path, func(w io.Writer) error {
-		bw := bufio.NewWriterSize(w, 1<<20)
-		var line []byte
-		for _, p := range places {
-			line = slices.Grow(line[:0], p.n)[:p.n]
-			if _, err := files[p.shard].ReadAt(line, p.off); err != nil {
-				return fmt.Errorf("%s: record of item %s: %w", files[p.shard].Name(), p.item, err)
-			}
-			if _, err := bw.Write(line); err != nil {
-				return err
-			}
-		}
-		return bw.Flush()
-	})
-	if err != nil {
-		return err
-	}
-	return changed()
+	return err
 }
 
 // unlike says how two shard runs differ in what they measure ("" when

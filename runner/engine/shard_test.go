@@ -22,18 +22,15 @@ func TestCopyRecordsAsWrittenInItemOrder(t *testing.T) {
 	}
 	sh := &shards{dirs: dirs}
 	for i, d := range dirs {
-		path := filepath.Join(d, rundir.RecordsFile)
-		if err := os.WriteFile(path, []byte(strings.Join(lines[i], "")), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, rundir.RecordsFile), []byte(strings.Join(lines[i], "")), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		st, _ := os.Stat(path)
-		sh.stats = append(sh.stats, st)
-		if _, err := rundir.EachRecordAt(path, func(r rundir.Record, off int64, n int) error {
-			sh.places = append(sh.places, placed{item: r.Item, shard: i, off: off, n: n})
-			return nil
-		}); err != nil {
+		var st rundir.RecordsState
+		var err error
+		if sh.places, st, err = rundir.PlaceRecords(d, i, sh.places, func(rundir.Record) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
+		sh.states = append(sh.states, st)
 	}
 	out := filepath.Join(t.TempDir(), rundir.RecordsFile)
 	if err := sh.copyRecords(out); err != nil {
@@ -47,7 +44,7 @@ func TestCopyRecordsAsWrittenInItemOrder(t *testing.T) {
 	p := filepath.Join(dirs[1], rundir.RecordsFile)
 	os.WriteFile(p, []byte(`{"format":1,"suite":"s","item":"b","data":{"x":22}}`+"\n"), 0o644)
 	os.Chtimes(p, time.Now(), time.Now().Add(time.Second))
-	if err := sh.copyRecords(filepath.Join(t.TempDir(), rundir.RecordsFile)); !errors.Is(err, ErrShards) || !strings.Contains(err.Error(), "changed while it was merged") {
+	if err := sh.copyRecords(filepath.Join(t.TempDir(), rundir.RecordsFile)); !errors.Is(err, ErrShards) || !errors.Is(err, rundir.ErrRecordsChanged) || !strings.Contains(err.Error(), "changed while it was merged") {
 		t.Fatalf("a shard changed since it was read: %v", err)
 	}
 }
