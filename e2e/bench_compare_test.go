@@ -20,7 +20,7 @@ import (
 // own ratios, and the noise: the larger spread between one build's two
 // measurements. A figure where less is better (seconds, a wall ratio) is
 // "slower" when each of this build's measurements exceeds each of the
-// reference's by more than the noise (at least 10%); with
+// reference's by more than the noise (at least noiseFloor); with
 // HALU_BENCH_COMPARE_FAIL=1 (the short form CI runs) a slower figure fails
 // the test. HALU_BENCH_COMPARE names the bench-engine subtests to run
 // (default: cached,pool,inflight,promptfoo; the short form: cached).
@@ -100,13 +100,25 @@ func compareFigure(fig string, this, ref []map[string]string) (string, bool) {
 	switch {
 	case !lessIsBetter:
 		verdict = "(more is better)"
-	case min(a[0], a[1]) > max(b[0], b[1])*(1+max(noise, 0.1)):
+	case min(a[0], a[1]) > max(b[0], b[1])*(1+max(noise, noiseFloor(fig))):
 		verdict, worse = "SLOWER beyond the noise", true
-	case max(a[0], a[1])*(1+max(noise, 0.1)) < min(b[0], b[1]):
+	case max(a[0], a[1])*(1+max(noise, noiseFloor(fig))) < min(b[0], b[1]):
 		verdict = "faster beyond the noise"
 	}
 	return fmt.Sprintf("compare %s: this %.3f (%.3f, %.3f) · reference %.3f (%.3f, %.3f) · ratio this÷reference %.3f (pairs %.3f, %.3f) · noise %.0f%% · %s",
 		fig, mean(a), a[0], a[1], mean(b), b[0], b[1], ratio, a[0]/b[0], a[1]/b[1], 100*noise, verdict), worse
+}
+
+// noiseFloor is the least noise a figure is judged with, whatever its two
+// measurements' spread: 10%, and 25% for the promptfoo wall ratio, whose
+// pairs spread that much within one run (halu ÷ promptfoo 0.698–0.891
+// over one build's six pairs, docs/benchmarks.md): two measurements of
+// one pair each can agree by chance and say nothing of that spread.
+func noiseFloor(fig string) float64 {
+	if strings.Contains(fig, "promptfoo wall ratio") {
+		return 0.25
+	}
+	return 0.1
 }
 
 // values lists figure fig's values as measured.
