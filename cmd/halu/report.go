@@ -162,9 +162,10 @@ func newCompareCmd() *cobra.Command {
 	return cmd
 }
 
-// runOutcomes reads a run and its per-unit outcomes.
+// runOutcomes reads a run and its per-unit outcomes (from its records
+// without their transcripts: no outcome reads them).
 func runOutcomes(dir string) (*rundir.Manifest, []summary.Outcome, error) {
-	m, recs, err := engine.ReadRun(dir)
+	m, recs, _, err := engine.ReadRunSlim(dir)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -783,6 +784,49 @@ func ReadRun(dir string) (*rundir.Manifest, []rundir.Record, error) {
 		return nil, nil, err
 	}
 	return m, sortRecords(recs), nil
+}
+
+// ReadRunSlim is ReadRun with each record without its transcripts
+// (rundir.ReadRecordsSlim) and with its place in the records file, where
+// rundir.RecordsAt reads it whole; records and places sorted by item
+// alike.
+func ReadRunSlim(dir string) (*rundir.Manifest, []rundir.Record, []rundir.RecordPlace, error) {
+	m, err := rundir.ReadManifest(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	recs, places, err := rundir.ReadRecordsSlimAt(filepath.Join(dir, rundir.RecordsFile))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sortPlaced(recs, places)
+	return m, recs, places, nil
+}
+
+// sortPlaced sorts records and their places by item alike (stable):
+// an order of indices is sorted, then both slices permuted in place along
+// its cycles, each record moved once.
+func sortPlaced(recs []rundir.Record, places []rundir.RecordPlace) {
+	order := make([]int, len(recs)) // order[k]: where the k-th record in item order is now
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(recs[a].Item, recs[b].Item) })
+	for start := range order {
+		if order[start] < 0 || order[start] == start {
+			continue
+		}
+		rec, place := recs[start], places[start]
+		k := start
+		for order[k] != start {
+			j := order[k]
+			recs[k], places[k] = recs[j], places[j]
+			order[k] = -1
+			k = j
+		}
+		recs[k], places[k] = rec, place
+		order[k] = -1
+	}
 }
 
 // Stats returns the engine's running totals: model calls, cache hits,

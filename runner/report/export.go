@@ -80,9 +80,8 @@ type SampleCall struct {
 	DoneReason string `json:"done_reason,omitempty"`
 }
 
-// sampleRow is rec of r as a SampleRow.
-func sampleRow(r *Run, i int) SampleRow {
-	rec := r.Records[i]
+// sampleRow is rec, the i-th record of r (whole), as a SampleRow.
+func sampleRow(r *Run, i int, rec rundir.Record) SampleRow {
 	row := SampleRow{Run: r.Name(), Suite: r.Manifest.Suite, Item: rec.Item, Failures: rec.Failures, Data: rec.Data}
 	if i < len(r.Flags) {
 		row.Flags = r.Flags[i]
@@ -97,15 +96,36 @@ func sampleRow(r *Run, i int) SampleRow {
 	return row
 }
 
-// WriteSamples writes every record of runs as one JSON line (SampleRow).
+// WriteSamples writes every record of runs as one JSON line (SampleRow),
+// reading one record at a time.
 func WriteSamples(w io.Writer, runs []*Run) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, r := range runs {
-		for i := range r.Records {
-			if err := enc.Encode(sampleRow(r, i)); err != nil {
-				return fmt.Errorf("samples: %s: %w", r.Records[i].Item, err)
-			}
+		if err := writeSamples(enc, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeSamples writes every record of r (WriteSamples).
+func writeSamples(enc *json.Encoder, r *Run) error {
+	if len(r.Records) == 0 {
+		return nil
+	}
+	whole, err := r.openWhole()
+	if err != nil {
+		return err
+	}
+	defer whole.Close()
+	for i := range r.Records {
+		rec, err := whole.record(i)
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(sampleRow(r, i, rec)); err != nil {
+			return fmt.Errorf("samples: %s: %w", rec.Item, err)
 		}
 	}
 	return nil
@@ -114,9 +134,13 @@ func WriteSamples(w io.Writer, runs []*Run) error {
 // judgeRows is how many judge calls a record shows in the browser.
 const judgeRows = 40
 
-// browserLimit is how many prompts a suite's sample browser shows; the
-// rest are counted and left to --samples.
-const browserLimit = 2000
+// browserLimit is how many prompts a suite's sample browser shows, and
+// browserRecords how many records: the rest are counted and left to
+// --samples, so that a page of a million records opens in a browser.
+const (
+	browserLimit   = 2000
+	browserRecords = 10000
+)
 
 // Browser is one suite's sample browser: every item as a collapsible
 // block — the prompt as sent, each model's answer, each judge's verdict as
@@ -127,6 +151,9 @@ type Browser struct {
 	Filters       []BrowserFilter
 	Groups        []SampleGroup
 	Total         int // groups before browserLimit
+	// Records is the records of the runs, Unshown those the browser
+	// leaves out (beyond browserLimit or browserRecords).
+	Records, Unshown int
 }
 
 // BrowserFilter lists the groups with one flag.
@@ -141,6 +168,8 @@ type SampleGroup struct {
 	Flags         summary.Flags
 	Prompt        string
 	Entries       []SampleEntry
+	// More counts the prompt's records left out (beyond browserRecords).
+	More int
 }
 
 // SampleEntry is one record of a group.
@@ -158,11 +187,13 @@ type SampleEntry struct {
 	Data string
 }
 
-// Browsers makes one sample browser per suite of runs.
-func Browsers(runs []*Run) []Browser {
+// Browsers makes one sample browser per suite of runs: records are
+// grouped by their slim form (each generation's prompt hash), and a
+// record shown is read whole.
+func Browsers(runs []*Run) ([]Browser, error) {
 	var out []Browser
 	at := map[string]int{}
-	var groupsAt []map[string]int // per browser: group key → index
+	var groupsAt []map[string]int // per browser: group key → index (-1: not shown)
 	for _, r := range runs {
 		s := r.Manifest.Suite
 		bi, ok := at[s]
@@ -172,46 +203,8 @@ func Browsers(runs []*Run) []Browser {
 			out = append(out, Browser{Suite: s, Anchor: "samples-" + slug(s)})
 			groupsAt = append(groupsAt, map[string]int{})
 		}
-		b, groupAt := &out[bi], groupsAt[bi]
-		for i := range r.Records {
-			row := sampleRow(r, i)
-			e := SampleEntry{Run: row.Run, Item: row.Item, Flags: row.Flags, Failures: row.Failures}
-			// The group is the first generation's prompt, by its hash: the
-			// whole prompt, not the clipped text the page shows.
-			key, prompt := row.Item+"\x00", ""
-			for _, c := range r.Records[i].Calls {
-				if c.Kind == "chat" && c.Prompt != "" {
-					key, prompt = "\x00"+c.Prompt, engine.ClipText(r.Records[i].Prompts[c.Prompt], 6000)
-					break
-				}
-			}
-			for _, c := range row.Calls {
-				c.Prompt = "" // shown once, for the group
-				c.Reply = engine.ClipText(c.Reply, 3000)
-				if c.Kind == "chat" {
-					e.Answers = append(e.Answers, c)
-				} else if len(e.Judges) < judgeRows {
-					e.Judges = append(e.Judges, c)
-				} else {
-					e.MoreJudges++
-				}
-			}
-			if len(e.Answers)+len(e.Judges) == 0 {
-				e.Data = clip(prettyJSON(row.Data), 4000)
-			}
-			gi, ok := groupAt[key]
-			if !ok {
-				b.Total++
-				if len(b.Groups) >= browserLimit {
-					continue
-				}
-				gi = len(b.Groups)
-				groupAt[key] = gi
-				b.Groups = append(b.Groups, SampleGroup{Anchor: fmt.Sprintf("%s-%d", b.Anchor, gi+1), Label: row.Item, Prompt: prompt})
-			}
-			g := &b.Groups[gi]
-			g.Entries = append(g.Entries, e)
-			g.Flags = orFlags(g.Flags, e.Flags)
+		if err := browse(&out[bi], groupsAt[bi], r); err != nil {
+			return nil, err
 		}
 	}
 	for bi := range out {
@@ -239,7 +232,75 @@ func Browsers(runs []*Run) []Browser {
 			b.Filters = append(b.Filters, bf)
 		}
 	}
-	return out
+	return out, nil
+}
+
+// browse adds r's records to b (groupAt: b's groups by key).
+func browse(b *Browser, groupAt map[string]int, r *Run) error {
+	if len(r.Records) == 0 {
+		return nil
+	}
+	whole, err := r.openWhole()
+	if err != nil {
+		return err
+	}
+	defer whole.Close()
+	for i, slim := range r.Records {
+		b.Records++
+		// The group is the first generation's prompt, by its hash: the
+		// whole prompt, not the clipped text the page shows.
+		key := slim.Item + "\x00"
+		for _, c := range slim.Calls {
+			if c.Kind == "chat" && c.Prompt != "" {
+				key = "\x00" + c.Prompt
+				break
+			}
+		}
+		gi, ok := groupAt[key]
+		if !ok {
+			b.Total++
+			gi = -1
+			if len(b.Groups) < browserLimit && b.Records-b.Unshown <= browserRecords {
+				gi = len(b.Groups)
+				b.Groups = append(b.Groups, SampleGroup{Anchor: fmt.Sprintf("%s-%d", b.Anchor, gi+1), Label: slim.Item})
+			}
+			groupAt[key] = gi
+		}
+		if gi < 0 || b.Records-b.Unshown > browserRecords {
+			b.Unshown++
+			if gi >= 0 {
+				b.Groups[gi].More++
+			}
+			continue
+		}
+		rec, err := whole.record(i)
+		if err != nil {
+			return err
+		}
+		g := &b.Groups[gi]
+		if len(g.Entries) == 0 && key[0] == 0 {
+			g.Prompt = engine.ClipText(rec.Prompts[key[1:]], 6000)
+		}
+		row := sampleRow(r, i, rec)
+		e := SampleEntry{Run: row.Run, Item: row.Item, Flags: row.Flags, Failures: row.Failures}
+		for _, c := range row.Calls {
+			c.Prompt = "" // shown once, for the group
+			c.Reply = engine.ClipText(c.Reply, 3000)
+			if c.Kind == "chat" {
+				e.Answers = append(e.Answers, c)
+			} else if len(e.Judges) < judgeRows {
+				e.Judges = append(e.Judges, c)
+			} else {
+				e.MoreJudges++
+			}
+		}
+		if len(e.Answers)+len(e.Judges) == 0 {
+			e.Data = clip(prettyJSON(row.Data), 4000)
+		}
+		g.Entries = append(g.Entries, e)
+		g.Flags = orFlags(g.Flags, e.Flags)
+	}
+	return nil
 }
 
 func orFlags(a, b summary.Flags) summary.Flags {

@@ -21,7 +21,11 @@ import (
 // that allows no script backs that up. The same runs give the same bytes:
 // nothing in the page depends on the time or on map order.
 func HTML(w io.Writer, runs []*Run) error {
-	page := pageData{Title: "halu report", Browsers: Browsers(runs)}
+	browsers, err := Browsers(runs)
+	if err != nil {
+		return err
+	}
+	page := pageData{Title: "halu report", Browsers: browsers}
 	boards, err := Boards(runs)
 	if err != nil {
 		return err
@@ -270,7 +274,7 @@ code{font-size:.9em}nav li{margin:.15em 0}
 </section>
 {{end}}
 {{range $br := .Browsers}}<section id="{{$br.Anchor}}"><h2>Samples: {{$br.Suite}}</h2>
-<p class="note">{{len $br.Groups}} prompts{{if gt $br.Total (len $br.Groups)}} (the first {{len $br.Groups}} of {{$br.Total}}; <code>halu report --samples FILE.jsonl</code> writes every record){{end}}. Answers to one prompt, from every model and run given, sit together: the prompt as sent, each answer, each judge's verdict as read beside its raw reply. Lists of the items with each flag come first.</p>
+<p class="note">{{len $br.Groups}} prompts{{if gt $br.Total (len $br.Groups)}} (the first {{len $br.Groups}} of {{$br.Total}}){{end}}{{if $br.Unshown}}; {{$br.Unshown}} of the {{$br.Records}} records not shown (<code>halu report --samples FILE.jsonl</code> writes every record){{end}}. Answers to one prompt, from every model and run given, sit together: the prompt as sent, each answer, each judge's verdict as read beside its raw reply. Lists of the items with each flag come first.</p>
 {{range $br.Filters}}<details><summary>{{.Name}} ({{len .Links}})</summary>{{if .Links}}<p>{{range .Links}}<a href="#{{.Anchor}}">{{.Label}}</a> · {{end}}</p>{{else}}<p class="muted">none</p>{{end}}</details>
 {{end}}
 {{range $br.Groups}}<details id="{{.Anchor}}" class="sample"><summary>{{.Label}}{{if gt (len .Entries) 1}} · {{len .Entries}} records{{end}}{{template "badges" .Flags}}</summary>
@@ -280,7 +284,7 @@ code{font-size:.9em}nav li{margin:.15em 0}
 {{end}}{{if .Judges}}<table><tr><th>stage</th><th>judge</th><th>verdict as read</th><th>raw reply</th></tr>
 {{range .Judges}}<tr><td>{{.Stage}}</td><td>{{.Model}}</td><td>{{if .Parsed}}<code>{{.Parsed}}</code>{{else}}<span class="muted">not read</span>{{end}}</td><td><details><summary>{{clip .Reply 60}}</summary><pre>{{.Reply}}</pre></details></td></tr>
 {{end}}</table>{{if .MoreJudges}}<p class="muted">… and {{.MoreJudges}} more judge calls (<code>--samples</code> has them all)</p>{{end}}{{end}}{{range .Failures}}<p class="note">unscored: {{.Stage}} · {{.Model}}: {{.Reason}}</p>{{end}}{{if .Data}}<pre>{{.Data}}</pre>{{end}}
-</div>{{end}}</details>
+</div>{{end}}{{if .More}}<p class="muted">… and {{.More}} more records of this prompt, not shown (<code>--samples</code> has them all)</p>{{end}}</details>
 {{end}}</section>
 {{end}}
 </body>

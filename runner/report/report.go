@@ -28,8 +28,12 @@ import (
 type Run struct {
 	Dir      string
 	Manifest *rundir.Manifest
-	Records  []rundir.Record
-	Summary  *summary.Summary
+	// Records are the run's records without their transcripts (what the
+	// tables are made from), sorted by item; the sample browser and
+	// --samples read each one whole at its place (places, same index).
+	Records []rundir.Record
+	places  []rundir.RecordPlace
+	Summary *summary.Summary
 	// Regenerated is true when Summary was recomputed from the records;
 	// false when the suite could not be rebuilt here (its input files are
 	// elsewhere) and the run's own summary.json was used, named in Note.
@@ -50,16 +54,18 @@ type Run struct {
 // not on this machine).
 type Rebuilder func(m *rundir.Manifest) (engine.Suite, error)
 
-// Load reads the run in dir. The summary is recomputed from the records by
+// Load reads the run in dir, its records without their transcripts. The summary is recomputed from the records by
 // the suite rebuild makes when it can be, so a report shows the current
 // tables and charts for any run; otherwise the run's summary.json is used.
 // Every record's flags (summary.Flags) are read for the sample browser.
+// A report's memory is the records without transcripts: a record's
+// transcripts are read when it is shown (wholeRecords).
 func Load(dir string, rebuild Rebuilder) (*Run, error) {
-	m, recs, err := engine.ReadRun(dir)
+	m, recs, places, err := engine.ReadRunSlim(dir)
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Dir: dir, Manifest: m, Records: recs}
+	r := &Run{Dir: dir, Manifest: m, Records: recs, places: places}
 	if v, err := rundir.ReadVerification(dir); err != nil {
 		return nil, err
 	} else if v != nil {
@@ -329,3 +335,32 @@ func NextSteps(r *Run) string {
 	steps = append(steps, "set it beside another run of the same suite: halu compare "+r.Dir+" OTHER_RUN")
 	return strings.Join(steps, "; ")
 }
+
+// wholeRecords reads a run's records whole, transcripts included, from
+// its records file at the places Load read them from, one at a time.
+type wholeRecords struct {
+	run *Run
+	at  *rundir.RecordsAt
+}
+
+// openWhole opens r's records file for reading records whole; Close it
+// after.
+func (r *Run) openWhole() (*wholeRecords, error) {
+	at, err := rundir.OpenRecordsAt(filepath.Join(r.Dir, rundir.RecordsFile))
+	if err != nil {
+		return nil, err
+	}
+	return &wholeRecords{run: r, at: at}, nil
+}
+
+// record is the run's i-th record (r.Records' order) whole.
+func (w *wholeRecords) record(i int) (rundir.Record, error) {
+	rec, err := w.at.Record(w.run.places[i])
+	if err != nil {
+		return rec, fmt.Errorf("%s: %w (report again)", w.run.Dir, err)
+	}
+	return rec, nil
+}
+
+// Close closes the records file.
+func (w *wholeRecords) Close() error { return w.at.Close() }

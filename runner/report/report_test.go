@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"halu/localmodels"
 	"halu/metrics"
@@ -446,22 +448,21 @@ func TestBrowserGroupsByPrompt(t *testing.T) {
 		}
 		return r
 	}
+	work := t.TempDir()
 	run := func(name string, recs ...rundir.Record) *Run {
-		r := &Run{Dir: name, Manifest: &rundir.Manifest{Suite: "smoke"}, Summary: &summary.Summary{}, Records: recs}
-		for _, x := range recs {
-			f, _ := summary.RecordFlags(nil, x)
-			r.Flags = append(r.Flags, f)
-		}
-		return r
+		return writtenRun(t, filepath.Join(work, name), recs...)
 	}
 	// Two prompts that agree beyond what the page shows of them (6,000
 	// bytes) are two prompts.
 	long := strings.Repeat("context ", 1000)
-	bs := Browsers([]*Run{
+	bs, err := Browsers([]*Run{
 		run("a", rec("q1/m", "What is 2+2?", 2, false), rec("q2/m", "Name a gas.", judgeRows+5, true),
 			rec("q3/m", long+"Question A?", 0, false), rec("q4/m", long+"Question B?", 0, false)),
 		run("b", rec("q1/m", "What is 2+2?", 1, false)),
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(bs) != 1 || len(bs[0].Groups) != 4 {
 		t.Fatalf("%d groups, want 4 (q1 of both runs, q2, q3, q4)", len(bs[0].Groups))
 	}
@@ -486,13 +487,119 @@ func TestBrowserGroupsByPrompt(t *testing.T) {
 	lab := run("c", rec("u1/j", "Is it true?", 1, false), rec("u2/j", "Is it so?", 1, false))
 	lab.Flags = []summary.Flags{{Labelled: true, AgainstPeople: true}, {Labelled: true}}
 	listed := false
-	for _, f := range Browsers([]*Run{lab})[0].Filters {
+	lb, err := Browsers([]*Run{lab})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range lb[0].Filters {
 		if f.Name == "judge ≠ people's label" {
 			listed = len(f.Links) == 1 && f.Links[0].Label == "u1/j"
 		}
 	}
 	if !listed {
-		t.Errorf("the unit a judge read otherwise than people is not listed: %+v", Browsers([]*Run{lab})[0].Filters)
+		t.Errorf("the unit a judge read otherwise than people is not listed: %+v", lb[0].Filters)
+	}
+}
+
+// writtenRun writes recs as the records of a smoke run in dir and loads
+// it as a report does.
+func writtenRun(t *testing.T, dir string, recs ...rundir.Record) *Run {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := rundir.WriteManifest(dir, &rundir.Manifest{Suite: "smoke", Format: rundir.FormatVersion}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := rundir.OpenRecordWriter(filepath.Join(dir, rundir.RecordsFile), 0, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := w.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A run of more records than the browser shows: 2,003 prompts of 6
+// records each (12,018). The first 10,000 records are shown — 1,666
+// prompts whole, 4 of the 1,667th's (2 more counted in its block) — and
+// the rest counted: 2,018 not shown, 2,003 prompts in all. Each record is
+// read whole from the records file as it is shown (its reply is on the
+// page); the page says what it left out.
+func TestBrowserShowsABoundedSample(t *testing.T) {
+	var recs []rundir.Record
+	for p := 0; p < 2003; p++ {
+		for m := 0; m < 6; m++ {
+			h := fmt.Sprintf("h%04d", p)
+			recs = append(recs, rundir.Record{Item: fmt.Sprintf("q%04d/m%d", p, m), Data: []byte(`{}`),
+				Prompts: map[string]string{h: fmt.Sprintf("prompt %d", p)},
+				Calls:   []rundir.CallLog{{Stage: "generate", Kind: "chat", Model: fmt.Sprint("m", m), Prompt: h, Reply: fmt.Sprintf("answer %d of m%d", p, m)}}})
+		}
+	}
+	run := writtenRun(t, filepath.Join(t.TempDir(), "big"), recs...)
+	if run.Records[0].Calls[0].Reply != "" {
+		t.Fatalf("a report holds its records with their transcripts")
+	}
+	bs, err := Browsers([]*Run{run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bs[0]
+	shown := 0
+	for _, g := range b.Groups {
+		shown += len(g.Entries)
+	}
+	last := b.Groups[len(b.Groups)-1]
+	if shown != browserRecords || len(b.Groups) != 1667 || b.Total != 2003 || b.Records != 12018 || b.Unshown != 2018 ||
+		len(last.Entries) != 4 || last.More != 2 || b.Groups[0].More != 0 {
+		t.Fatalf("shown %d in %d groups of %d, records %d, unshown %d; last group %d shown, %d more",
+			shown, len(b.Groups), b.Total, b.Records, b.Unshown, len(last.Entries), last.More)
+	}
+	if e := last.Entries[3]; e.Item != "q1666/m3" || e.Answers[0].Reply != "answer 1666 of m3" || last.Prompt != "prompt 1666" {
+		t.Errorf("the last record shown: %+v in %q", e, last.Prompt)
+	}
+	run.Summary = &summary.Summary{Suite: "smoke"}
+	var page bytes.Buffer
+	if err := HTML(&page, []*Run{run}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"1667 prompts (the first 1667 of 2003); 2018 of the 12018 records not shown", "… and 2 more records of this prompt, not shown"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
+// A report reads a record's transcripts from the records file as it
+// read it: a file rewritten since (a rerun) is an error, not another
+// record's text.
+func TestSamplesOfRecordsRewrittenSinceRead(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	rec := rundir.Record{Item: "q1/m", Data: []byte(`{}`), Prompts: map[string]string{"h": "prompt"},
+		Calls: []rundir.CallLog{{Stage: "generate", Kind: "chat", Model: "m", Prompt: "h", Reply: "first answer"}}}
+	run := writtenRun(t, dir, rec)
+	var out bytes.Buffer
+	if err := WriteSamples(&out, []*Run{run}); err != nil || !strings.Contains(out.String(), "first answer") {
+		t.Fatalf("samples: %v: %s", err, out.String())
+	}
+	rec.Calls[0].Reply = "other answer"
+	writtenRun(t, dir+"2", rec)
+	if err := os.Rename(filepath.Join(dir+"2", rundir.RecordsFile), filepath.Join(dir, rundir.RecordsFile)); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := WriteSamples(&out, []*Run{run}); !errors.Is(err, rundir.ErrRecordsChanged) || strings.Contains(out.String(), "other answer") {
+		t.Errorf("records rewritten since read: %v: %s", err, out.String())
 	}
 }
 

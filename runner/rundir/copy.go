@@ -2,8 +2,10 @@ package rundir
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,12 +15,36 @@ import (
 
 // RecordPlace is where one record's line is among several runs' records
 // files: its item, the run (an index into the directories a copy reads
-// from), and the line's offset and length, newline included.
+// from), the line's offset and length, newline included, and its CRC-32C
+// (Sum): a line read again at its place is the one read first, or its
+// file changed since (ErrRecordsChanged).
 type RecordPlace struct {
 	Item string
 	Run  int
 	Off  int64
 	N    int
+	Sum  uint32
+}
+
+// castagnoli is the CRC-32C table (hardware-assisted on amd64 and arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// placeOf is the place of the record r read from line at off (run i).
+func placeOf(r Record, i int, off int64, line []byte) RecordPlace {
+	return RecordPlace{Item: r.Item, Run: i, Off: off, N: len(line), Sum: crc32.Checksum(line, castagnoli)}
+}
+
+// readAt reads the line at p from f into buf (grown as needed) and checks
+// it is the line read there before.
+func readAt(f *os.File, p RecordPlace, buf []byte) ([]byte, error) {
+	buf = slices.Grow(buf[:0], p.N)[:p.N]
+	if _, err := f.ReadAt(buf, p.Off); err != nil {
+		return buf, fmt.Errorf("%s: record of item %s: %w", f.Name(), p.Item, err)
+	}
+	if crc32.Checksum(buf, castagnoli) != p.Sum {
+		return buf, fmt.Errorf("%w: %s: the line of item %s's record is not the one read", ErrRecordsChanged, f.Name(), p.Item)
+	}
+	return buf, nil
 }
 
 // RecordsState is a records file as it was read (its size and time): a
@@ -41,11 +67,11 @@ func PlaceRecords(dir string, i int, places []RecordPlace, check func(Record) er
 	if err != nil {
 		return nil, RecordsState{}, err
 	}
-	_, err = EachRecordAt(path, func(r Record, off int64, n int) error {
+	_, err = eachRecordLine(path, func(r Record, off int64, line []byte) error {
 		if err := check(r); err != nil {
 			return err
 		}
-		places = append(places, RecordPlace{Item: r.Item, Run: i, Off: off, N: n})
+		places = append(places, placeOf(r, i, off, line))
 		return nil
 	})
 	if err != nil {
@@ -60,7 +86,7 @@ func PlaceRecords(dir string, i int, places []RecordPlace, check func(Record) er
 // A records file that is not as it was read — its size or time changed
 // (a change detector, not a hash of the content: hashing would read every
 // file twice more) — is ErrRecordsChanged: its places would no longer be
-// its records'.
+// its records'; so is a line whose checksum is not the one read.
 func CopyRecords(path string, dirs []string, states []RecordsState, places []RecordPlace) error {
 	files := make([]*os.File, len(dirs))
 	for i, d := range dirs {
@@ -86,9 +112,9 @@ func CopyRecords(path string, dirs []string, states []RecordsState, places []Rec
 		bw := bufio.NewWriterSize(w, 1<<20)
 		var line []byte
 		for _, p := range places {
-			line = slices.Grow(line[:0], p.N)[:p.N]
-			if _, err := files[p.Run].ReadAt(line, p.Off); err != nil {
-				return fmt.Errorf("%s: record of item %s: %w", files[p.Run].Name(), p.Item, err)
+			var err error
+			if line, err = readAt(files[p.Run], p, line); err != nil {
+				return err
 			}
 			if _, err := bw.Write(line); err != nil {
 				return err
@@ -101,3 +127,55 @@ func CopyRecords(path string, dirs []string, states []RecordsState, places []Rec
 	}
 	return changed()
 }
+
+// ReadRecordsSlimAt is ReadRecordsSlim with each record's place in the
+// file (run 0), each call keeping its prompt's hash: a report holds a
+// run's records without their transcripts, groups them by prompt, and
+// reads a record whole (RecordsAt) only to show it.
+func ReadRecordsSlimAt(path string) ([]Record, []RecordPlace, error) {
+	var recs []Record
+	var places []RecordPlace
+	_, err := eachRecordLine(path, func(r Record, off int64, line []byte) error {
+		places = append(places, placeOf(r, 0, off, line))
+		recs = append(recs, slim(r, true))
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return recs, places, nil
+}
+
+// RecordsAt reads whole records of one records file at their places,
+// one at a time.
+type RecordsAt struct {
+	f    *os.File
+	line []byte
+}
+
+// OpenRecordsAt opens the records file path for reading records at their
+// places (ReadRecordsSlimAt); Close it after.
+func OpenRecordsAt(path string) (*RecordsAt, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &RecordsAt{f: f}, nil
+}
+
+// Record is the whole record at p: ErrRecordsChanged when its line is no
+// longer the one read there (a rerun rewrote the file since).
+func (r *RecordsAt) Record(p RecordPlace) (Record, error) {
+	var err error
+	if r.line, err = readAt(r.f, p, r.line); err != nil {
+		return Record{}, err
+	}
+	var rec Record
+	if err := json.Unmarshal(r.line[:len(r.line)-1], &rec); err != nil {
+		return Record{}, fmt.Errorf("%s: record of item %s: %w", r.f.Name(), p.Item, err)
+	}
+	return rec, nil
+}
+
+// Close closes the file.
+func (r *RecordsAt) Close() error { return r.f.Close() }

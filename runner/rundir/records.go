@@ -170,18 +170,27 @@ func ReadRecords(path string) (recs []Record, good int64, err error) {
 func ReadRecordsSlim(path string) ([]Record, int64, error) {
 	var recs []Record
 	good, err := EachRecord(path, func(r Record) error {
-		r.Prompts = nil
-		for i := range r.Calls {
-			c := &r.Calls[i]
-			c.Reply, c.Prompt, c.Options = "", "", nil
-		}
-		recs = append(recs, r)
+		recs = append(recs, slim(r, false))
 		return nil
 	})
 	if err != nil {
 		return nil, 0, err
 	}
 	return recs, good, nil
+}
+
+// slim is r without its transcripts (ReadRecordsSlim); with keepHash,
+// each call keeps its prompt's hash (CallLog.Prompt).
+func slim(r Record, keepHash bool) Record {
+	r.Prompts = nil
+	for i := range r.Calls {
+		c := &r.Calls[i]
+		c.Reply, c.Options = "", nil
+		if !keepHash {
+			c.Prompt = ""
+		}
+	}
+	return r
 }
 
 // CountRecords counts the whole records of a records file, reading one at
@@ -208,6 +217,12 @@ func EachRecord(path string, fn func(Record) error) (good int64, err error) {
 // too: the offset its line starts at and the line's length, newline
 // included (so that the line can be copied as written).
 func EachRecordAt(path string, fn func(r Record, off int64, n int) error) (good int64, err error) {
+	return eachRecordLine(path, func(r Record, off int64, line []byte) error { return fn(r, off, len(line)) })
+}
+
+// eachRecordLine is EachRecordAt handing fn each record's line as read
+// (valid during the call).
+func eachRecordLine(path string, fn func(r Record, off int64, line []byte) error) (good int64, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -237,7 +252,7 @@ func EachRecordAt(path string, fn func(r Record, off int64, n int) error) (good 
 			if r.Format > FormatVersion {
 				return 0, fmt.Errorf("%w: %s:%d: record of run format %d, newer than this halu's (%d): use a newer halu", ErrNewerFormat, path, line, r.Format, FormatVersion)
 			}
-			if err := fn(r, off, len(raw)); err != nil {
+			if err := fn(r, off, raw); err != nil {
 				return 0, fmt.Errorf("%s:%d: %w", path, line, err)
 			}
 			off += int64(len(raw))
