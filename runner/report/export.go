@@ -111,24 +111,18 @@ func WriteSamples(w io.Writer, runs []*Run) error {
 
 // writeSamples writes every record of r (WriteSamples).
 func writeSamples(enc *json.Encoder, r *Run) error {
-	if len(r.Records) == 0 {
+	return r.readWhole(func(whole *wholeRecords) error {
+		for i := range r.Records {
+			rec, err := whole.record(i)
+			if err != nil {
+				return err
+			}
+			if err := enc.Encode(sampleRow(r, i, rec)); err != nil {
+				return fmt.Errorf("samples: %s: %w", rec.Item, err)
+			}
+		}
 		return nil
-	}
-	whole, err := r.openWhole()
-	if err != nil {
-		return err
-	}
-	defer whole.Close()
-	for i := range r.Records {
-		rec, err := whole.record(i)
-		if err != nil {
-			return err
-		}
-		if err := enc.Encode(sampleRow(r, i, rec)); err != nil {
-			return fmt.Errorf("samples: %s: %w", rec.Item, err)
-		}
-	}
-	return nil
+	})
 }
 
 // judgeRows is how many judge calls a record shows in the browser.
@@ -237,70 +231,64 @@ func Browsers(runs []*Run) ([]Browser, error) {
 
 // browse adds r's records to b (groupAt: b's groups by key).
 func browse(b *Browser, groupAt map[string]int, r *Run) error {
-	if len(r.Records) == 0 {
+	return r.readWhole(func(whole *wholeRecords) error {
+		for i, slim := range r.Records {
+			b.Records++
+			// The group is the first generation's prompt, by its hash: the
+			// whole prompt, not the clipped text the page shows.
+			key := slim.Item + "\x00"
+			for _, c := range slim.Calls {
+				if c.Kind == "chat" && c.Prompt != "" {
+					key = "\x00" + c.Prompt
+					break
+				}
+			}
+			gi, ok := groupAt[key]
+			if !ok {
+				b.Total++
+				gi = -1
+				if len(b.Groups) < browserLimit && b.Records-b.Unshown <= browserRecords {
+					gi = len(b.Groups)
+					b.Groups = append(b.Groups, SampleGroup{Anchor: fmt.Sprintf("%s-%d", b.Anchor, gi+1), Label: slim.Item})
+				}
+				groupAt[key] = gi
+			}
+			if gi < 0 || b.Records-b.Unshown > browserRecords {
+				b.Unshown++
+				if gi >= 0 {
+					b.Groups[gi].More++
+				}
+				continue
+			}
+			rec, err := whole.record(i)
+			if err != nil {
+				return err
+			}
+			g := &b.Groups[gi]
+			if len(g.Entries) == 0 && key[0] == 0 {
+				g.Prompt = engine.ClipText(rec.Prompts[key[1:]], 6000)
+			}
+			row := sampleRow(r, i, rec)
+			e := SampleEntry{Run: row.Run, Item: row.Item, Flags: row.Flags, Failures: row.Failures}
+			for _, c := range row.Calls {
+				c.Prompt = "" // shown once, for the group
+				c.Reply = engine.ClipText(c.Reply, 3000)
+				if c.Kind == "chat" {
+					e.Answers = append(e.Answers, c)
+				} else if len(e.Judges) < judgeRows {
+					e.Judges = append(e.Judges, c)
+				} else {
+					e.MoreJudges++
+				}
+			}
+			if len(e.Answers)+len(e.Judges) == 0 {
+				e.Data = clip(prettyJSON(row.Data), 4000)
+			}
+			g.Entries = append(g.Entries, e)
+			g.Flags = orFlags(g.Flags, e.Flags)
+		}
 		return nil
-	}
-	whole, err := r.openWhole()
-	if err != nil {
-		return err
-	}
-	defer whole.Close()
-	for i, slim := range r.Records {
-		b.Records++
-		// The group is the first generation's prompt, by its hash: the
-		// whole prompt, not the clipped text the page shows.
-		key := slim.Item + "\x00"
-		for _, c := range slim.Calls {
-			if c.Kind == "chat" && c.Prompt != "" {
-				key = "\x00" + c.Prompt
-				break
-			}
-		}
-		gi, ok := groupAt[key]
-		if !ok {
-			b.Total++
-			gi = -1
-			if len(b.Groups) < browserLimit && b.Records-b.Unshown <= browserRecords {
-				gi = len(b.Groups)
-				b.Groups = append(b.Groups, SampleGroup{Anchor: fmt.Sprintf("%s-%d", b.Anchor, gi+1), Label: slim.Item})
-			}
-			groupAt[key] = gi
-		}
-		if gi < 0 || b.Records-b.Unshown > browserRecords {
-			b.Unshown++
-			if gi >= 0 {
-				b.Groups[gi].More++
-			}
-			continue
-		}
-		rec, err := whole.record(i)
-		if err != nil {
-			return err
-		}
-		g := &b.Groups[gi]
-		if len(g.Entries) == 0 && key[0] == 0 {
-			g.Prompt = engine.ClipText(rec.Prompts[key[1:]], 6000)
-		}
-		row := sampleRow(r, i, rec)
-		e := SampleEntry{Run: row.Run, Item: row.Item, Flags: row.Flags, Failures: row.Failures}
-		for _, c := range row.Calls {
-			c.Prompt = "" // shown once, for the group
-			c.Reply = engine.ClipText(c.Reply, 3000)
-			if c.Kind == "chat" {
-				e.Answers = append(e.Answers, c)
-			} else if len(e.Judges) < judgeRows {
-				e.Judges = append(e.Judges, c)
-			} else {
-				e.MoreJudges++
-			}
-		}
-		if len(e.Answers)+len(e.Judges) == 0 {
-			e.Data = clip(prettyJSON(row.Data), 4000)
-		}
-		g.Entries = append(g.Entries, e)
-		g.Flags = orFlags(g.Flags, e.Flags)
-	}
-	return nil
+	})
 }
 
 func orFlags(a, b summary.Flags) summary.Flags {

@@ -343,14 +343,18 @@ type wholeRecords struct {
 	at  *rundir.RecordsAt
 }
 
-// openWhole opens r's records file for reading records whole; Close it
-// after.
-func (r *Run) openWhole() (*wholeRecords, error) {
+// readWhole calls fn with r's records file open for reading records
+// whole (not when the run has no record).
+func (r *Run) readWhole(fn func(*wholeRecords) error) error {
+	if len(r.Records) == 0 {
+		return nil
+	}
 	at, err := rundir.OpenRecordsAt(filepath.Join(r.Dir, rundir.RecordsFile))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &wholeRecords{run: r, at: at}, nil
+	defer at.Close()
+	return fn(&wholeRecords{run: r, at: at})
 }
 
 // record is the run's i-th record (r.Records' order) whole.
@@ -361,6 +365,3 @@ func (w *wholeRecords) record(i int) (rundir.Record, error) {
 	}
 	return rec, nil
 }
-
-// Close closes the records file.
-func (w *wholeRecords) Close() error { return w.at.Close() }
