@@ -18,7 +18,8 @@ import (
 // in for a GPU node: TruthHypo's 2,024 items for 5, 20 and 50 generators
 // (10,120, 40,480 and 101,200 items, one generation each; --parallel 64
 // --items-in-flight 256, a fresh response cache), each run a process of
-// its own whose peak resident memory and CPU time are read from the
+// its own whose peak resident memory (through e2e/peakrss, which keeps
+// this test's own memory out of the figure) and CPU time are read from the
 // kernel; then the same run in two shards (from the cache), merged, and
 // reported (Markdown and HTML), each measured alike. One line per figure; the
 // ratio of a 40,480-item step's peak to the 10,120-item one's says whether
@@ -46,7 +47,7 @@ func TestBenchScale(t *testing.T) {
 		}, models...)
 		work := t.TempDir()
 		out := filepath.Join(work, "run")
-		r := mustHalu(t, fake.Host(), "--parallel", "64", "--items-in-flight", "256", "run", "hypo", "--models", strings.Join(names, ","), "--setting", "parametric", "--candidates", "0",
+		r := peakHalu(t, fake.Host(), "--parallel", "64", "--items-in-flight", "256", "run", "hypo", "--models", strings.Join(names, ","), "--setting", "parametric", "--candidates", "0",
 			"--cache", filepath.Join(work, "cache"), "--out", out)
 		fake.Close()
 		m, _, err := engine.ReadRun(out)
@@ -67,14 +68,14 @@ func TestBenchScale(t *testing.T) {
 			shards = append(shards, d)
 		}
 		merged := filepath.Join(work, "merged")
-		r = mustHalu(t, fake.Host(), "merge", shards[0], shards[1], "--out", merged)
+		r = peakHalu(t, fake.Host(), "merge", shards[0], shards[1], "--out", merged)
 		peak("2-shard merge", items, r.rssMiB)
 		figure(fmt.Sprintf("2-shard merge peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("CPU %.2f s", r.cpu.Seconds()))
-		r = mustHalu(t, fake.Host(), "report", merged, "--md")
+		r = peakHalu(t, fake.Host(), "report", merged, "--md")
 		peak("report --md", items, r.rssMiB)
 		figure(fmt.Sprintf("report --md peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("every table as Markdown; CPU %.2f s", r.cpu.Seconds()))
 		page := filepath.Join(work, "report.html")
-		r = mustHalu(t, fake.Host(), "report", merged, "--html", page)
+		r = peakHalu(t, fake.Host(), "report", merged, "--html", page)
 		peak("report --html", items, r.rssMiB)
 		st, _ := os.Stat(page)
 		figure(fmt.Sprintf("report --html peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("a page of %.1f MB; CPU %.2f s", float64(st.Size())/1e6, r.cpu.Seconds()))

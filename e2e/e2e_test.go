@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +31,7 @@ import (
 var (
 	haluBin   string
 	ollamaBin string
+	binDir    string // the test's own binaries (halu unless HALU_E2E_HALU, peakrss)
 )
 
 func TestMain(m *testing.M) {
@@ -41,7 +44,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	haluBin = filepath.Join(dir, "halu")
+	binDir, haluBin = dir, filepath.Join(dir, "halu")
 	if b := os.Getenv("HALU_E2E_HALU"); b != "" {
 		// Another build to measure (an older one, for a before and after
 		// of make bench-engine's figures).
@@ -88,8 +91,8 @@ func numThread() string {
 type result struct {
 	stdout, stderr string
 	code           int
-	// cpu is the process's user and system time, rssMiB its peak
-	// resident memory.
+	// cpu is the process's user and system time; rssMiB its peak resident
+	// memory, measured by peakHalu only (0 otherwise).
 	cpu    time.Duration
 	rssMiB float64
 }
@@ -109,10 +112,20 @@ func execHalu(host string, args ...string) (result, error) { return execHaluEnv(
 
 // execHaluEnv is execHalu with more of the environment (NAME=VALUE).
 func execHaluEnv(host string, env []string, args ...string) (result, error) {
-	// The server and thread count come from the environment: commands
-	// that call no model take neither flag.
-	cmd := exec.Command(haluBin, args...)
+	return execCmd(haluCmd(host, env, haluBin, args...))
+}
+
+// haluCmd is the command bin args with halu's environment: the server
+// and thread count come from it (commands that call no model take
+// neither flag).
+func haluCmd(host string, env []string, bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), "OLLAMA_HOST="+host, "HALU_NUM_THREAD="+numThread()), env...)
+	return cmd
+}
+
+// execCmd runs cmd, its output and exit code in the result.
+func execCmd(cmd *exec.Cmd) (result, error) {
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -122,11 +135,51 @@ func execHaluEnv(host string, env []string, args ...string) (result, error) {
 	} else if err != nil {
 		return result{}, err
 	}
-	rss := 0.0
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = float64(ru.Maxrss) / 1024 // Linux: KiB
+	return result{stdout: so.String(), stderr: se.String(), code: code, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}, nil
+}
+
+var peakrss struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// peakHalu is mustHalu with halu's peak resident memory (rssMiB), read
+// by e2e/peakrss: the peak the kernel reports for a process this test
+// starts itself is at least this test's own resident memory (peakrss's
+// doc comment says why).
+func peakHalu(t *testing.T, host string, args ...string) result {
+	t.Helper()
+	peakrss.once.Do(func() {
+		peakrss.bin = filepath.Join(binDir, "peakrss")
+		if out, err := exec.Command("go", "build", "-o", peakrss.bin, "./peakrss").CombinedOutput(); err != nil {
+			peakrss.err = fmt.Errorf("build peakrss: %v: %s", err, out)
+		}
+	})
+	if peakrss.err != nil {
+		t.Fatal(peakrss.err)
 	}
-	return result{so.String(), se.String(), code, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), rss}, nil
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	cmd := haluCmd(host, nil, peakrss.bin, append([]string{haluBin}, args...)...)
+	cmd.ExtraFiles = []*os.File{pw}
+	r, err := execCmd(cmd)
+	pw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.code != 0 {
+		t.Fatalf("halu %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	var kib float64
+	if _, err := fmt.Fscan(pr, &kib); err != nil || kib <= 0 {
+		t.Fatalf("peakrss: no peak read (%v)", err)
+	}
+	r.rssMiB = kib / 1024
+	return r
 }
 
 func mustHalu(t *testing.T, host string, args ...string) result {
