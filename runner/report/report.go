@@ -54,12 +54,12 @@ type Run struct {
 // not on this machine).
 type Rebuilder func(m *rundir.Manifest) (engine.Suite, error)
 
-// Load reads the run in dir, its records without their transcripts. The summary is recomputed from the records by
+// Load reads the run in dir. The summary is recomputed from the records by
 // the suite rebuild makes when it can be, so a report shows the current
 // tables and charts for any run; otherwise the run's summary.json is used.
 // Every record's flags (summary.Flags) are read for the sample browser.
-// A report's memory is the records without transcripts: a record's
-// transcripts are read when it is shown (wholeRecords).
+// Records are held without their transcripts (what a report's memory
+// grows with); a record's are read when it is shown (readWhole).
 func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	m, recs, places, err := engine.ReadRunSlim(dir)
 	if err != nil {

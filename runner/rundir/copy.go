@@ -83,10 +83,9 @@ func PlaceRecords(dir string, i int, places []RecordPlace, check func(Record) er
 // CopyRecords writes the records at places, in the order given, from the
 // records files of the runs in dirs (read in states) into the records file
 // path, each line copied as written, the file placed whole (WriteAtomic).
-// A records file that is not as it was read — its size or time changed
-// (a change detector, not a hash of the content: hashing would read every
-// file twice more) — is ErrRecordsChanged: its places would no longer be
-// its records'; so is a line whose checksum is not the one read.
+// A records file that is not as it was read — its size or time changed,
+// or a line copied is not the one read at its place (its CRC-32C) — is
+// ErrRecordsChanged: its places would no longer be its records'.
 func CopyRecords(path string, dirs []string, states []RecordsState, places []RecordPlace) error {
 	files := make([]*os.File, len(dirs))
 	for i, d := range dirs {
