@@ -53,6 +53,8 @@ func TestImportRules(t *testing.T) {
 		"runner/registry": all(suites, []string{"runner/engine"}),
 		"runner/report":   all(base, core, []string{"runner/registry", "runner/judgeval"}),
 		"cmd/halu":        all(base, core, suites, []string{"runner/registry", "runner/report", "runner/slurm"}),
+		// The e2e benches' measuring tool: a command's peak memory.
+		"e2e/peakrss": nil,
 	}
 	for _, s := range suites {
 		allowed[s] = all(base, core)
