@@ -158,22 +158,21 @@ func TestDroppedStreamsNeverCached(t *testing.T) {
 		}
 	}
 	entries := 0
-	filepath.WalkDir(filepath.Join(cache, "v2"), func(p string, d os.DirEntry, err error) error { // the replies (served/ holds model records)
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
-			return nil
-		}
-		var e struct {
-			Value struct {
-				DoneReason string `json:"done_reason"`
-			} `json:"value"`
-		}
+	packs, _ := filepath.Glob(filepath.Join(cache, "v3", "packs", "*.pack")) // the replies (served/ holds model records)
+	for _, p := range packs {
 		b, _ := os.ReadFile(p)
-		if json.Unmarshal(b, &e) == nil && e.Value.DoneReason == "" {
-			t.Errorf("cache entry %s holds a reply without a done reason", p)
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			var e struct {
+				Value struct {
+					DoneReason string `json:"done_reason"`
+				} `json:"value"`
+			}
+			if json.Unmarshal([]byte(line), &e) == nil && e.Value.DoneReason == "" {
+				t.Errorf("cache entry in %s holds a reply without a done reason: %.200s", p, line)
+			}
+			entries++
 		}
-		entries++
-		return nil
-	})
+	}
 	if entries == 0 {
 		t.Fatal("nothing cached")
 	}

@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,57 +22,109 @@ import (
 )
 
 // cacheFormat names the layout of entries; entries of another layout live
-// in another directory and are never read.
-const cacheFormat = "v2"
+// in another directory. Replies of the layout before it (oldFormat) are
+// still read where a cache holds them.
+const cacheFormat = "v3"
 
-// Cache is a content-addressed store of model responses on disk: one JSON
-// file per key under dir/v2/ab/abcdef…, written atomically, so concurrent
-// runs and a kill at any moment never leave a half-written entry. Each
-// entry carries the key it answers and the SHA-256 of its value, checked on
-// every read: an entry damaged on disk (truncated, emptied, edited, moved,
-// or left empty by a power cut: entries are not fsynced, rundir.PlaceFile)
-// is dropped, counted and fetched again, never used.
+// oldFormat is the layout of one file per entry (dir/v2/ab/abcdef….json),
+// read, never written: a cache filled by an earlier halu keeps answering.
+const oldFormat = "v2"
+
+// Cache is a content-addressed store of model responses on disk. Its
+// entries are lines appended to pack files (dir/v3/packs/*.pack), one
+// pack per writing process, so that storing a reply is one write to a file
+// the process holds open — not a file of its own, made, written and
+// renamed (five system calls, a third of halu's CPU against a fast
+// server) — and concurrent runs never write into one file. Each line is an
+// entry carrying the key it answers and the SHA-256 of its value, checked
+// on every read: an entry damaged on disk (cut short by a kill or a power
+// cut, zeroed, edited) is dropped, counted and fetched again, never used;
+// the entry fetched again is appended, and a later line of a key answers
+// before an earlier one. The index of where each key's line is (its pack,
+// offset and length) is held in memory, built at open by reading every
+// pack's keys, and brought up to date with other processes' packs at most
+// once a second when a key misses.
 type Cache struct {
 	dir string
 	// damaged counts entries dropped on read; unchecked those of an older
 	// halu without a checksum, dropped too (errUnchecked).
 	damaged   atomic.Int64
 	unchecked atomic.Int64
-	// writing holds the entries PutLater is writing, by key, so that Get
-	// answers from them at once; writes counts those writes.
+
 	mu      sync.Mutex
-	writing map[string][]byte
-	writes  sync.WaitGroup
-	writers chan struct{}
-	// made holds the directories writes have made or found, so that an
-	// entry's write does not ask the file system for its directory again;
-	// tmpPrefix begins this process's temporary files (its id, which
-	// cleanTemp reads).
+	index   map[indexKey]loc
+	packs   []*pack          // every pack read or written, in the order read
+	byName  map[string]*pack // the same, by file name
+	own     *pack            // the pack this process appends to (nil until its first write)
+	opened  []*pack          // the packs open for reads, the first opened first
+	scanned time.Time        // when the packs were last read for new lines
+	oldDir  bool             // the cache holds entries of oldFormat
+	// made holds the directories writes of served records have made or
+	// found; tmpPrefix begins this process's temporary files (its id,
+	// which cleanTemp reads).
 	made      sync.Map
 	tmpPrefix string
 }
 
-// cacheWriters is how many entries PutLater writes at once.
-const cacheWriters = 4
+// indexKey is the first half of a key's SHA-256: what the index tells
+// keys apart by (a line's own key is checked on every read).
+type indexKey [sha256.Size / 2]byte
 
-// entry is a cache file: the value with the key it answers and its hash.
+// loc is where an entry's line is: its pack (c.packs[pack]), offset and
+// length (the newline excluded). It holds no pointer, so that the
+// collector does not look through the index.
+type loc struct {
+	off  int64
+	pack uint32
+	n    uint32
+}
+
+// pack is one pack file: its handle when open (for reads, and for appends
+// when it is this process's own) and how far its lines have been read
+// into the index.
+type pack struct {
+	id   uint32 // its place in c.packs
+	name string
+	f    *os.File
+	read int64
+}
+
+// maxOpenPacks is how many packs a cache holds open for reads at most
+// (beside its own): a cache that many runs wrote has a pack for each, and
+// a process may not open files without end. The first opened is closed
+// first, and opened again when a read needs it.
+const maxOpenPacks = 64
+
+// rescanEvery is how often at most a miss reads the packs again for lines
+// other processes have appended since.
+const rescanEvery = time.Second
+
+// entry is a cache line: the value with the key it answers and its hash.
 type entry struct {
 	Key   string          `json:"key"`
 	Sum   string          `json:"sha256"`
 	Value json.RawMessage `json:"value"`
 }
 
-// OpenCache opens (creating) a cache directory and removes the temporary
-// files that writers which died (killed mid-write) left behind.
-// A cache that cannot be written to (a read-only copy) still serves reads:
-// its writes fail, and the engine counts them.
+// OpenCache opens (creating) a cache directory, reads the index of its
+// packs, and removes the temporary files that writers which died (killed
+// mid-write) left behind. A cache that cannot be written to (a read-only
+// copy) still serves reads: its writes fail, and the engine counts them.
 func OpenCache(dir string) (*Cache, error) {
-	c := &Cache{dir: dir, writers: make(chan struct{}, cacheWriters), tmpPrefix: strconv.Itoa(os.Getpid()) + "-"}
-	if err := os.MkdirAll(c.tmpDir(), 0o755); err != nil {
+	c := &Cache{dir: dir, tmpPrefix: strconv.Itoa(os.Getpid()) + "-", index: map[indexKey]loc{}, byName: map[string]*pack{}}
+	if err := os.MkdirAll(c.packDir(), 0o755); err != nil {
 		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
 		}
-		return c, nil
+	}
+	if st, err := os.Stat(filepath.Join(dir, oldFormat)); err == nil && st.IsDir() {
+		c.oldDir = true
+	}
+	c.mu.Lock()
+	err := c.rescan()
+	c.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("cache %s: %w", dir, err)
 	}
 	c.cleanTemp()
 	return c, nil
@@ -101,28 +155,214 @@ func Key(v any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (c *Cache) path(key string) string {
-	return filepath.Join(c.dir, cacheFormat, key[:2], key+".json")
+// oldPath is where a cache of oldFormat holds key's entry.
+func (c *Cache) oldPath(key string) string {
+	return filepath.Join(c.dir, oldFormat, key[:2], key+".json")
 }
+
+func (c *Cache) packDir() string { return filepath.Join(c.dir, cacheFormat, "packs") }
 
 func (c *Cache) tmpDir() string { return filepath.Join(c.dir, cacheFormat, "tmp") }
 
 // Get decodes the entry for key into v and reports whether there was a
-// sound one. A damaged entry is removed and counted, and reads as a miss.
+// sound one. A damaged entry is dropped and counted, and reads as a miss.
 func (c *Cache) Get(key string, v any) (bool, error) {
-	c.mu.Lock()
-	b, ok := c.writing[key]
-	c.mu.Unlock()
-	if ok && check(b, key, v) == nil {
-		return true, nil
+	k, ok := keyBytes(key)
+	if !ok {
+		return false, fmt.Errorf("cache: %q is not a key", key)
 	}
-	return c.get(c.path(key), key, v)
+	c.mu.Lock()
+	at, found := c.index[k]
+	if !found && time.Since(c.scanned) >= rescanEvery {
+		if err := c.rescan(); err != nil {
+			c.mu.Unlock()
+			return false, fmt.Errorf("cache %s: %w", c.dir, err)
+		}
+		at, found = c.index[k]
+	}
+	c.mu.Unlock()
+	if !found {
+		if c.oldDir {
+			return c.get(c.oldPath(key), key, v)
+		}
+		return false, nil
+	}
+	b, err := c.readAt(at)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.forget(k, at) // its pack removed (the cache cleared) since it was read
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cache %s: %w", c.dir, err)
+	}
+	if err := check(b, key, v); err != nil {
+		c.drop(err)
+		c.forget(k, at) // the refetched value's line answers next
+		return false, nil
+	}
+	return true, nil
+}
+
+// forget drops k from the index while it is at.
+func (c *Cache) forget(k indexKey, at loc) {
+	c.mu.Lock()
+	if c.index[k] == at {
+		delete(c.index, k)
+	}
+	c.mu.Unlock()
+}
+
+// readAt reads the line at. A pack closed meanwhile (maxOpenPacks) is
+// opened again. A line cut short on disk since it was indexed reads short,
+// and fails its check.
+func (c *Cache) readAt(at loc) ([]byte, error) {
+	b := make([]byte, at.n)
+	for try := 0; ; try++ {
+		c.mu.Lock()
+		p := c.packs[at.pack]
+		f, err := c.file(p)
+		c.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		n, err := f.ReadAt(b, at.off)
+		if errors.Is(err, os.ErrClosed) && try == 0 {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		return b[:n], nil
+	}
+}
+
+// file returns p's handle, opening it when it is closed and closing the
+// first opened beyond maxOpenPacks. c.mu is held.
+func (c *Cache) file(p *pack) (*os.File, error) {
+	if p.f != nil {
+		return p.f, nil
+	}
+	f, err := os.Open(filepath.Join(c.packDir(), p.name))
+	if err != nil {
+		return nil, err
+	}
+	p.f = f
+	c.opened = append(c.opened, p)
+	for len(c.opened) > maxOpenPacks {
+		old := c.opened[0]
+		c.opened = c.opened[1:]
+		old.f.Close()
+		old.f = nil
+	}
+	return f, nil
+}
+
+// drop counts an entry a read dropped: damaged, or unchecked.
+func (c *Cache) drop(err error) {
+	if errors.Is(err, errUnchecked) {
+		c.unchecked.Add(1)
+	} else {
+		c.damaged.Add(1)
+	}
+}
+
+// keyBytes is key's indexKey, from its hex.
+func keyBytes(key string) (k indexKey, ok bool) {
+	if len(key) != 2*sha256.Size {
+		return k, false
+	}
+	var full [sha256.Size]byte
+	_, err := hex.Decode(full[:], []byte(key))
+	copy(k[:], full[:])
+	return k, err == nil
+}
+
+// rescan reads the packs' lines appended since they were last read —
+// every pack's, new packs' whole — into the index. c.mu is held.
+func (c *Cache) rescan() error {
+	c.scanned = time.Now()
+	names, err := os.ReadDir(c.packDir())
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, de := range names {
+		name := de.Name()
+		if !strings.HasSuffix(name, ".pack") || c.byName[name] != nil {
+			continue
+		}
+		p := &pack{id: uint32(len(c.packs)), name: name}
+		c.packs = append(c.packs, p)
+		c.byName[name] = p
+	}
+	for _, p := range c.packs {
+		if p != c.own {
+			if err := c.readPack(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// keyHead begins every entry's line: its key follows.
+const keyHead = `{"key":"`
+
+// readPack indexes p's whole lines from where its last read stopped (a
+// pack that has not grown since is not opened). A line that does not
+// begin with a key (zeroed by a power cut, say) answers nothing; a last
+// line without its newline (being written, or cut short by a kill) is left
+// for a later read. c.mu is held.
+func (c *Cache) readPack(p *pack) error {
+	st, err := os.Stat(filepath.Join(c.packDir(), p.name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // removed (the cache cleared): what was indexed reads from the handle, or fails
+	}
+	if err != nil || st.Size() == p.read {
+		return err
+	}
+	f, err := c.file(p)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(p.read, io.SeekStart); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	off := p.read
+	for {
+		line, err := r.ReadSlice('\n')
+		head := line
+		n := len(line)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = r.ReadSlice('\n')
+			n += len(line)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil // a line without its newline is not whole yet
+			}
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		if len(head) >= len(keyHead)+2*sha256.Size && string(head[:len(keyHead)]) == keyHead {
+			if k, ok := keyBytes(string(head[len(keyHead) : len(keyHead)+2*sha256.Size])); ok {
+				c.index[k] = loc{pack: p.id, off: off, n: uint32(n - 1)}
+			}
+		}
+		off += int64(n)
+		p.read = off
+	}
 }
 
 // servedPath is where a model's served record lives: beside the replies,
-// not among them (it is a record of the server, not a reply).
+// not among them (it is a record of the server, not a reply), a file of
+// its own.
 func (c *Cache) servedPath(key string) string { return filepath.Join(c.dir, "served", key+".json") }
 
+// get reads the entry in the file p (a served record, or an entry of
+// oldFormat): a damaged one is removed and counted.
 func (c *Cache) get(p, key string, v any) (bool, error) {
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -131,8 +371,7 @@ func (c *Cache) get(p, key string, v any) (bool, error) {
 	if err != nil {
 		if st, serr := os.Stat(p); serr == nil && st.IsDir() {
 			// Not an entry halu wrote (a directory where an entry goes):
-			// damaged, and cleared so the refetched value replaces it —
-			// else it would fail its item on every run.
+			// damaged, and cleared.
 			c.damaged.Add(1)
 			os.RemoveAll(p)
 			return false, nil
@@ -140,11 +379,7 @@ func (c *Cache) get(p, key string, v any) (bool, error) {
 		return false, fmt.Errorf("cache %s: %w", c.dir, err)
 	}
 	if err := check(b, key, v); err != nil {
-		if errors.Is(err, errUnchecked) {
-			c.unchecked.Add(1)
-		} else {
-			c.damaged.Add(1)
-		}
+		c.drop(err)
 		os.Remove(p) // the refetched value replaces it
 		return false, nil
 	}
@@ -183,49 +418,93 @@ func check(b []byte, key string, v any) error {
 	return nil
 }
 
-// Put stores v under key.
-func (c *Cache) Put(key string, v any) error { return c.put(c.path(key), key, v) }
-
-// PutLater stores v under key as Put does, writing it in the background:
-// Get answers from it at once, and done, when not nil, gets the write's
-// error once it is written (or failed). Wait waits for every such write. A
-// call's reply is stored this way so that the server is not kept waiting
-// on the disk (an atomic write is five system calls) when the caller keeps
-// its slot for a next turn.
-func (c *Cache) PutLater(key string, v any, done func(error)) {
+// Put stores v under key: its line appended to this process's pack.
+func (c *Cache) Put(key string, v any) error {
+	k, ok := keyBytes(key)
+	if !ok {
+		return fmt.Errorf("cache: %q is not a key", key)
+	}
 	b, err := encodeEntry(key, v)
 	if err != nil {
-		if done != nil {
-			done(err)
-		}
-		return
+		return err
 	}
+	b = append(b, '\n')
 	c.mu.Lock()
-	if c.writing == nil {
-		c.writing = map[string][]byte{}
+	defer c.mu.Unlock()
+	if err := c.append(k, b); err != nil {
+		return fmt.Errorf("cache %s: %w", c.dir, err)
 	}
-	c.writing[key] = b
-	c.mu.Unlock()
-	c.writes.Add(1)
-	go func() {
-		defer c.writes.Done()
-		c.writers <- struct{}{} // a few at once, however many callers keep slots
-		err := c.write(c.path(key), b)
-		<-c.writers
-		c.mu.Lock()
-		if w, ok := c.writing[key]; ok && bytes.Equal(w, b) {
-			delete(c.writing, key)
-		}
-		c.mu.Unlock()
-		if done != nil {
-			done(err)
-		}
-	}()
+	return nil
 }
 
-// Wait returns when every write PutLater began is written (or failed).
-func (c *Cache) Wait() { c.writes.Wait() }
+// append writes the line b of key k at the end of this process's pack and
+// indexes it. The pack is made at the first write, and made anew when it
+// is gone (the cache cleared while a run writes to it) or a write to it
+// failed (a line cut short must not run into the next). c.mu is held.
+func (c *Cache) append(k indexKey, b []byte) error {
+	if c.own != nil && !c.ownStill() {
+		c.own = nil
+	}
+	if c.own == nil {
+		if err := c.newPack(); err != nil {
+			return err
+		}
+	}
+	p := c.own
+	n, err := p.f.Write(b)
+	if err != nil {
+		p.read += int64(n)
+		c.own = nil
+		return err
+	}
+	c.index[k] = loc{pack: p.id, off: p.read, n: uint32(len(b) - 1)}
+	p.read += int64(len(b))
+	return nil
+}
 
+// ownStill reports whether this process's pack is still where it was made.
+func (c *Cache) ownStill() bool {
+	st, err := os.Stat(filepath.Join(c.packDir(), c.own.name))
+	if err != nil {
+		return false
+	}
+	fst, err := c.own.f.Stat()
+	return err == nil && os.SameFile(st, fst)
+}
+
+// newPack makes this process's pack: named by the time and the process,
+// so that packs sort in the order they were begun.
+func (c *Cache) newPack() error {
+	if err := os.MkdirAll(c.packDir(), 0o755); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%020d-%d.pack", time.Now().UnixNano(), os.Getpid())
+	f, err := os.OpenFile(filepath.Join(c.packDir(), name), os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	p := &pack{id: uint32(len(c.packs)), name: name, f: f} // never closed for maxOpenPacks: not among opened
+	c.packs = append(c.packs, p)
+	c.byName[name] = p
+	c.own = p
+	return nil
+}
+
+// PutLater stores v under key as Put does and says the write's error to
+// done, when not nil. (An append is one system call: the reply is stored
+// before the caller goes on, as Put does.)
+func (c *Cache) PutLater(key string, v any, done func(error)) {
+	err := c.Put(key, v)
+	if done != nil {
+		done(err)
+	}
+}
+
+// Wait returns when every write PutLater began is written: at once, as
+// each is written before PutLater returns.
+func (c *Cache) Wait() {}
+
+// put writes v under key as the file p (a served record).
 func (c *Cache) put(p, key string, v any) error {
 	b, err := encodeEntry(key, v)
 	if err != nil {
@@ -234,7 +513,7 @@ func (c *Cache) put(p, key string, v any) error {
 	return c.write(p, b)
 }
 
-// encodeEntry is the cache file of v under key.
+// encodeEntry is the entry of v under key.
 func encodeEntry(key string, v any) ([]byte, error) {
 	val, err := json.Marshal(v)
 	if err != nil {
@@ -248,14 +527,14 @@ func encodeEntry(key string, v any) ([]byte, error) {
 	return b, nil
 }
 
-// write puts the cache file b at p atomically. The directories it needs
-// are made the first time and remembered; when they are gone since (the
-// cache cleared while a run writes to it), they are made again, once.
+// write puts the file b at p atomically. The directories it needs are made
+// the first time and remembered; when they are gone since (the cache
+// cleared while a run writes to it), they are made again, once.
 func (c *Cache) write(p string, b []byte) error {
-	err := c.place(p, b)
+	err := c.placeFile(p, b)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.made.Clear()
-		err = c.place(p, b)
+		err = c.placeFile(p, b)
 	}
 	if err != nil {
 		return fmt.Errorf("cache %s: %w", c.dir, err)
@@ -263,9 +542,9 @@ func (c *Cache) write(p string, b []byte) error {
 	return nil
 }
 
-// place makes (or remembers) the temporary and the entry's directory and
-// puts b at p through the first.
-func (c *Cache) place(p string, b []byte) error {
+// placeFile makes (or remembers) the temporary and the file's directory
+// and puts b at p through the first.
+func (c *Cache) placeFile(p string, b []byte) error {
 	for _, dir := range []string{c.tmpDir(), filepath.Dir(p)} {
 		if _, ok := c.made.Load(dir); ok {
 			continue

@@ -686,7 +686,9 @@ func TestCutStreamIsRetriedNeverCached(t *testing.T) {
 }
 
 // Cache entries damaged on disk are dropped, fetched again and counted;
-// leftover temporary files of dead writers are removed on open.
+// the line fetched again answers from then on (a later line of a key
+// before an earlier one); leftover temporary files of dead writers are
+// removed on open.
 func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 	srv := server(t, goodJudge)
 	cache := t.TempDir()
@@ -694,52 +696,43 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 	if _, err := newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: dir1}); err != nil {
 		t.Fatal(err)
 	}
-	var entries []string
-	filepath.WalkDir(filepath.Join(cache, "v2"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
-			entries = append(entries, p)
-		}
-		return nil
-	})
-	sort.Strings(entries)
-	if len(entries) != 10 {
-		t.Fatalf("%d cache entries, want 10", len(entries))
+	packs, _ := filepath.Glob(filepath.Join(cache, "v3", "packs", "*.pack"))
+	entries := engine.PackLines(t, cache)
+	if len(packs) != 1 || len(entries) != 10 {
+		t.Fatalf("%d packs of %d cache entries, want 1 of 10", len(packs), len(entries))
 	}
-	damage := []func(b []byte) []byte{
-		func([]byte) []byte { return []byte("null") },
-		func([]byte) []byte { return []byte("{}") },
-		func([]byte) []byte { return nil },            // emptied: a power cut after the rename (entries are not synced)
-		func(b []byte) []byte { return b[:len(b)/2] }, // truncated
-		func(b []byte) []byte { return alter(b, 0) },  // the value altered, its checksum not
-		func(b []byte) []byte { return alter(b, 5) },
+	damage := []func(b string) string{
+		func(b string) string { return b[:len(b)/2] }, // cut short
+		func(b string) string { return alter(b, 0) },  // the value altered, its checksum not
+		func(b string) string { return alter(b, 5) },
+		func(b string) string { return strings.Replace(b, `"sha256":"`, `"sha256":"0`, 1) },
+		func(b string) string { return b[:strings.Index(b, `"value":`)] + `"value":null}` },
 		withoutDoneReason, // a cut-off reply with a checksum made for it
 	}
 	for i, f := range damage {
-		b, err := os.ReadFile(entries[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(entries[i], f(b), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		entries[i] = f(entries[i])
 	}
-	// An entry replaced by a directory (holding a file): damaged too, and
-	// cleared so that the refetched reply takes its place.
-	os.Remove(entries[len(damage)])
-	os.MkdirAll(filepath.Join(entries[len(damage)], "x"), 0o755)
-	damaged := len(damage) + 1
+	damaged := len(damage)
 	// An entry an older halu wrote, before entries carried a checksum: not
 	// damaged, counted apart, and fetched again (nothing proves its value
 	// is the one written).
-	old := entries[damaged]
-	ob, _ := os.ReadFile(old)
 	var oe map[string]any
-	json.Unmarshal(ob, &oe)
+	json.Unmarshal([]byte(entries[damaged]), &oe)
 	delete(oe, "sha256")
-	ob, _ = json.Marshal(oe)
-	os.WriteFile(old, ob, 0o644)
+	ob, _ := json.Marshal(oe)
+	entries[damaged] = string(ob)
+	// A line zeroed (a power cut after the write: appends are not synced)
+	// names no key: its key is a miss, fetched again, not counted.
+	entries[damaged+1] = strings.Repeat("\x00", len(entries[damaged+1]))
+	// The last line cut short without its newline (a kill mid-write): not
+	// whole, a miss likewise.
+	last := entries[len(entries)-1]
+	body := strings.Join(entries[:len(entries)-1], "\n") + "\n" + last[:len(last)/2]
+	if err := os.WriteFile(packs[0], []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// A temporary file of a writer that is gone (no such PID).
-	tmp := filepath.Join(cache, "v2", "tmp", "999999999-123")
+	tmp := filepath.Join(cache, "v3", "tmp", "999999999-123")
 	if err := os.WriteFile(tmp, []byte("partial"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -751,34 +744,39 @@ func TestDamagedCacheEntriesAreRefetched(t *testing.T) {
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Errorf("stale temporary file kept: %v", err)
 	}
-	if res.Counts.CacheDamaged != damaged || res.Counts.CacheUnchecked != 1 || res.Counts.ModelCalls != damaged+1 || res.Counts.CacheHits != 10-damaged-1 {
-		t.Fatalf("counts %+v: want %d damaged entries and 1 unchecked refetched", res.Counts, damaged)
-	}
-	if st, err := os.Stat(entries[len(damage)]); err != nil || st.IsDir() {
-		t.Errorf("the directory in an entry's place was not replaced by the entry: %v", err)
+	if res.Counts.CacheDamaged != damaged || res.Counts.CacheUnchecked != 1 || res.Counts.ModelCalls != damaged+3 || res.Counts.CacheHits != 10-damaged-3 {
+		t.Fatalf("counts %+v: want %d damaged entries and 1 unchecked refetched, 2 misses", res.Counts, damaged)
 	}
 	a, b := readLines(t, filepath.Join(dir1, "records.jsonl")), readLines(t, filepath.Join(dir2, "records.jsonl"))
 	if strings.Join(a, "\n") != strings.Join(b, "\n") {
 		t.Fatal("records after refetching differ from the first run's")
 	}
+	// The lines fetched again answer a third run: every call a hit.
+	res, err = newEngine(t, srv.Host(), cache).Run(context.Background(), (&testSuite{n: 5}).Task(), engine.RunSpec{Dir: filepath.Join(t.TempDir(), "r3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.CacheHits != 10 || res.Counts.ModelCalls != 0 || res.Counts.CacheDamaged != 0 {
+		t.Fatalf("third run: counts %+v, want 10 hits", res.Counts)
+	}
 }
 
 // withoutDoneReason is a cache entry whose reply lost its done reason,
 // with its checksum recomputed: sound on disk, but not a whole reply.
-func withoutDoneReason(b []byte) []byte {
+func withoutDoneReason(b string) string {
 	var e struct {
 		Key   string         `json:"key"`
 		Sum   string         `json:"sha256"`
 		Value map[string]any `json:"value"`
 	}
-	if err := json.Unmarshal(b, &e); err != nil || e.Value["done_reason"] == nil {
+	if err := json.Unmarshal([]byte(b), &e); err != nil || e.Value["done_reason"] == nil {
 		panic(fmt.Sprintf("not a chat entry: %s", b))
 	}
 	delete(e.Value, "done_reason")
 	v, _ := json.Marshal(e.Value)
 	sum := sha256.Sum256(v)
 	out, _ := json.Marshal(map[string]any{"key": e.Key, "sha256": hex.EncodeToString(sum[:]), "value": json.RawMessage(v)})
-	return out
+	return string(out)
 }
 
 // A cache that cannot be written costs the caching only: every item is
@@ -789,9 +787,9 @@ func TestCacheWriteFailureIsNotFatal(t *testing.T) {
 	e := newEngine(t, srv.Host(), cache)
 	var log strings.Builder
 	e.Log = &log
-	// No temporary file can be made where the cache makes them (this
-	// fails for root too, unlike a read-only directory).
-	tmp := filepath.Join(cache, "v2", "tmp")
+	// No pack can be made where the cache makes them (this fails for
+	// root too, unlike a read-only directory).
+	tmp := filepath.Join(cache, "v3", "packs")
 	if err := os.RemoveAll(tmp); err != nil {
 		t.Fatal(err)
 	}
@@ -808,8 +806,8 @@ func TestCacheWriteFailureIsNotFatal(t *testing.T) {
 }
 
 // A cache cleared while a run writes to it (its directories removed) is
-// written again: a write makes the directories it had made before anew
-// (they are remembered, not looked up, for each entry).
+// written again: a write finds its pack gone and makes the directory and
+// a pack anew.
 func TestCacheClearedUnderAWriter(t *testing.T) {
 	dir := t.TempDir()
 	c, err := engine.OpenCache(dir)
@@ -823,7 +821,7 @@ func TestCacheClearedUnderAWriter(t *testing.T) {
 		clear bool
 	}{{"first", a, false}, {"after the cache was cleared", b, true}, {"again, into a directory made again", engine.Key("c"), false}} {
 		if step.clear {
-			if err := os.RemoveAll(filepath.Join(dir, "v2")); err != nil {
+			if err := os.RemoveAll(filepath.Join(dir, "v3")); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -841,9 +839,9 @@ func TestCacheClearedUnderAWriter(t *testing.T) {
 	}
 }
 
-// An entry PutLater is writing answers Get at once; once written it is on
-// disk for another reader; a write that fails is said to done, and the
-// entry then answers no more (as a failed Put).
+// An entry PutLater stores answers Get at once, and another reader from
+// disk; a write that fails is said to done, and the entry answers not (as
+// a failed Put).
 func TestPutLater(t *testing.T) {
 	dir := t.TempDir()
 	c, err := engine.OpenCache(dir)
@@ -856,7 +854,7 @@ func TestPutLater(t *testing.T) {
 	c.PutLater(key, map[string]int{"n": 7}, done)
 	var got map[string]int
 	if hit, err := c.Get(key, &got); !hit || err != nil || got["n"] != 7 {
-		t.Fatalf("while written: hit %v, %v, %v", hit, got, err)
+		t.Fatalf("once stored: hit %v, %v, %v", hit, got, err)
 	}
 	c.Wait()
 	if err := <-errs; err != nil {
@@ -871,8 +869,8 @@ func TestPutLater(t *testing.T) {
 		t.Fatalf("from disk: hit %v, %v, %v", hit, got, err)
 	}
 
-	// No temporary file can be made: the write fails.
-	tmp := filepath.Join(dir, "v2", "tmp")
+	// No pack can be made: the write fails.
+	tmp := filepath.Join(dir, "v3", "packs")
 	if err := os.RemoveAll(tmp); err != nil {
 		t.Fatal(err)
 	}
@@ -892,15 +890,15 @@ func TestPutLater(t *testing.T) {
 
 // alter changes one letter or digit of an entry's value, the skip-th after
 // its start, leaving the rest (and the checksum) as they were.
-func alter(b []byte, skip int) []byte {
-	out := append([]byte(nil), b...)
-	i := strings.Index(string(out), `"value":`)
+func alter(b string, skip int) string {
+	out := []byte(b)
+	i := strings.Index(b, `"value":`)
 	for i += len(`"value":`); i < len(out); i++ {
 		c := out[i]
 		if c >= 'a' && c <= 'y' || c >= '0' && c <= '8' {
 			if skip == 0 {
 				out[i] = c + 1
-				return out
+				return string(out)
 			}
 			skip--
 		}
@@ -1034,14 +1032,7 @@ func TestJudgeCutOnEveryAttemptIsUnscored(t *testing.T) {
 		t.Fatalf("failures %+v", f)
 	}
 	// Only the two generations were cached.
-	n := 0
-	filepath.WalkDir(filepath.Join(cache, "v2"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
-			n++
-		}
-		return nil
-	})
-	if n != 2 {
+	if n := len(engine.PackLines(t, cache)); n != 2 {
 		t.Fatalf("%d cache entries, want the 2 generations", n)
 	}
 }

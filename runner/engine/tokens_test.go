@@ -2,8 +2,6 @@ package engine
 
 import (
 	"crypto/sha256"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -57,8 +55,7 @@ func TestTokenCountsKeptInTheCache(t *testing.T) {
 	if ok, err := cache.Get(key, &kept); !ok || err != nil || kept != 200 {
 		t.Fatalf("the cache keeps %d (%v, %v), want 200", kept, ok, err)
 	}
-	entries, _ := filepath.Glob(filepath.Join(cache.Dir(), cacheFormat, "*", "*.json"))
-	if len(entries) != 1 {
+	if entries := PackLines(t, cache.Dir()); len(entries) != 1 {
 		t.Errorf("%d entries, want 1 (a prompt under %d bytes is not kept, nor an answer)", len(entries), storeMin)
 	}
 	// A rerun's tokenizer answers from the entry: one put there by hand
@@ -69,10 +66,14 @@ func TestTokenCountsKeptInTheCache(t *testing.T) {
 	if n, _ := (&Tokenizer{store: cache}).countPrompt(long); n != 7 {
 		t.Errorf("a later tokenizer counted %d, want the kept 7", n)
 	}
-	if err := os.WriteFile(cache.path(key), []byte(`{"key":"`+key+`","sha256":"0","value":7}`), 0o644); err != nil {
+	// A damaged line of the key, appended last (a later line answers),
+	// read by a later run's cache.
+	AppendPack(t, cache.Dir(), `{"key":"`+key+`","sha256":"0","value":7}`)
+	later, err := OpenCache(cache.Dir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := (&Tokenizer{store: cache}).countPrompt(long); n != 200 || cache.Damaged() != 1 {
-		t.Errorf("over a damaged entry: %d tokens, %d damaged; want 200 counted again, 1", n, cache.Damaged())
+	if n, _ := (&Tokenizer{store: later}).countPrompt(long); n != 200 || later.Damaged() != 1 {
+		t.Errorf("over a damaged entry: %d tokens, %d damaged; want 200 counted again, 1", n, later.Damaged())
 	}
 }

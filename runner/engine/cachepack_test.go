@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// PackLines returns the lines of the cache dir's packs, in the order the
+// cache reads them (the packs by name).
+func PackLines(t testing.TB, dir string) []string {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(dir, cacheFormat, "packs", "*.pack"))
+	sort.Strings(names)
+	var lines []string
+	for _, n := range names {
+		f, err := os.Open(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		f.Close()
+	}
+	return lines
+}
+
+// AppendPack writes lines as a pack of their own that sorts after every
+// pack written so far (as a later process's would).
+func AppendPack(t testing.TB, dir string, lines ...string) {
+	t.Helper()
+	p := filepath.Join(dir, cacheFormat, "packs", "99999999999999999999-"+time.Now().Format("150405.000000000")+".pack")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two caches on one directory (two processes' runs) each append to a pack
+// of their own; a miss reads the lines the other has appended since (at
+// most once a second: here the wait is skipped), a line only once it is
+// whole; and a later cache reads every line of both, written at once.
+func TestPacksOfOtherWriters(t *testing.T) {
+	dir := t.TempDir()
+	a, err := OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			c := a
+			if i%2 == 1 {
+				c = b
+			}
+			if err := c.Put(Key(i), i); err != nil {
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	var got int
+	b.scanned = time.Now()
+	if hit, _ := b.Get(Key(0), &got); hit {
+		t.Fatal("a line another writer appended was read before the wait between reads")
+	}
+	b.scanned = time.Time{}
+	if hit, err := b.Get(Key(0), &got); !hit || err != nil || got != 0 {
+		t.Fatalf("another writer's line: hit %v, %d, %v", hit, got, err)
+	}
+	// A line being written (no newline yet) is not read; once whole it is.
+	line, err := encodeEntry(Key("late"), "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, cacheFormat, "packs", "99999999999999999999-1.pack")
+	os.WriteFile(p, line[:len(line)/2], 0o644)
+	b.scanned = time.Time{}
+	var s string
+	if hit, _ := b.Get(Key("late"), &s); hit {
+		t.Fatal("a line without its newline was read")
+	}
+	os.WriteFile(p, append(line, '\n'), 0o644)
+	b.scanned = time.Time{}
+	if hit, err := b.Get(Key("late"), &s); !hit || err != nil || s != "late" {
+		t.Fatalf("the line once whole: hit %v, %q, %v", hit, s, err)
+	}
+	c, err := OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		if hit, err := c.Get(Key(i), &got); !hit || err != nil || got != i {
+			t.Fatalf("entry %d: hit %v, %d, %v", i, hit, got, err)
+		}
+	}
+	if n := len(PackLines(t, dir)); n != 201 {
+		t.Errorf("%d lines in the packs, want 201", n)
+	}
+}
+
+// A cache an earlier halu filled (one file per entry, oldFormat) keeps
+// answering; its damaged entries are counted and removed, as they were.
+func TestOldLayoutEntriesStillAnswer(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := Key("good"), Key("bad")
+	for key, b := range map[string][]byte{good: nil, bad: []byte(`{"key":"` + bad + `","sha256":"0","value":1}`)} {
+		if b == nil {
+			var err error
+			if b, err = encodeEntry(key, 7); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := filepath.Join(dir, oldFormat, key[:2], key+".json")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if hit, err := c.Get(good, &n); !hit || err != nil || n != 7 {
+		t.Fatalf("an entry of the old layout: hit %v, %d, %v", hit, n, err)
+	}
+	if hit, _ := c.Get(bad, &n); hit || c.Damaged() != 1 {
+		t.Fatalf("a damaged entry of the old layout: hit %v, %d damaged", hit, c.Damaged())
+	}
+	if _, err := os.Stat(c.oldPath(bad)); !os.IsNotExist(err) {
+		t.Errorf("the damaged entry was kept: %v", err)
+	}
+}
+
+// A cache that more runs wrote than it holds packs open (maxOpenPacks)
+// reads every pack's lines, opening and closing packs as reads need them;
+// a pack removed since it was read (the cache cleared) reads as a miss.
+func TestManyPacks(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < maxOpenPacks+6; i++ {
+		w, err := OpenCache(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Put(Key(i), i); err != nil {
+			t.Fatal(err)
+		}
+		w.own.f.Close() // the writer's process ends
+	}
+	c, err := OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 2; round++ {
+		for i := 0; i < maxOpenPacks+6; i++ {
+			var got int
+			if hit, err := c.Get(Key(i), &got); !hit || err != nil || got != i {
+				t.Fatalf("round %d, entry %d: hit %v, %d, %v", round, i, hit, got, err)
+			}
+			if len(c.opened) > maxOpenPacks {
+				t.Fatalf("%d packs open", len(c.opened))
+			}
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, cacheFormat)); err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	if hit, err := c.Get(Key(0), &got); hit || err != nil {
+		t.Fatalf("an entry of a removed pack, closed since: hit %v, %v; want a miss", hit, err)
+	}
+}
