@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -83,10 +84,11 @@ type loc struct {
 // when it is this process's own) and how far its lines have been read
 // into the index.
 type pack struct {
-	id   uint32 // its place in c.packs
-	name string
-	f    *os.File
-	read int64
+	id      uint32 // its place in c.packs
+	name    string
+	f       *os.File
+	read    int64
+	idxRead bool // its index file was looked for
 }
 
 // maxOpenPacks is how many packs a cache holds open for reads at most
@@ -311,7 +313,11 @@ func (c *Cache) rescan() error {
 const keyHead = `{"key":"`
 
 // readPack indexes p's whole lines from where its last read stopped (a
-// pack that has not grown since is not opened). A line that does not
+// pack that has not grown since is not opened). At a pack's first read its
+// index file, when it has a sound one, gives the lines it covers, and the
+// lines after them are read from the pack; when those are idxEvery bytes
+// or more, the index file is written anew covering them too, so that the
+// next process reads ~28 bytes a line, not the line. A line that does not
 // begin with a key (zeroed by a power cut, say) answers nothing; a last
 // line without its newline (being written, or cut short by a kill) is left
 // for a later read. c.mu is held.
@@ -322,6 +328,16 @@ func (c *Cache) readPack(p *pack) error {
 	}
 	if err != nil || st.Size() == p.read {
 		return err
+	}
+	var body []byte // the index file's lines, when one is to be written
+	first := p.read == 0 && !p.idxRead
+	if first {
+		p.idxRead = true
+		body = c.readIndexFile(p, st.Size())
+	}
+	keep := first && st.Size()-p.read >= idxEvery
+	if st.Size() == p.read {
+		return nil
 	}
 	f, err := c.file(p)
 	if err != nil {
@@ -334,26 +350,99 @@ func (c *Cache) readPack(p *pack) error {
 	off := p.read
 	for {
 		line, err := r.ReadSlice('\n')
-		head := line
+		k, keyed := lineKey(line) // before the next read reuses line's bytes
 		n := len(line)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			line, err = r.ReadSlice('\n')
 			n += len(line)
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil // a line without its newline is not whole yet
+			if !errors.Is(err, io.EOF) {
+				return fmt.Errorf("%s: %w", p.name, err)
 			}
-			return fmt.Errorf("%s: %w", p.name, err)
+			break // a line without its newline is not whole yet
 		}
-		if len(head) >= len(keyHead)+2*sha256.Size && string(head[:len(keyHead)]) == keyHead {
-			if k, ok := keyBytes(string(head[len(keyHead) : len(keyHead)+2*sha256.Size])); ok {
-				c.index[k] = loc{pack: p.id, off: off, n: uint32(n - 1)}
+		if keyed {
+			at := loc{pack: p.id, off: off, n: uint32(n - 1)}
+			c.index[k] = at
+			if keep {
+				body = appendIdx(body, k, at)
 			}
 		}
 		off += int64(n)
 		p.read = off
 	}
+	if keep {
+		c.writeIndexFile(p, body)
+	}
+	return nil
+}
+
+// lineKey is the key a pack's line begins with.
+func lineKey(line []byte) (indexKey, bool) {
+	if len(line) < len(keyHead)+2*sha256.Size || string(line[:len(keyHead)]) != keyHead {
+		return indexKey{}, false
+	}
+	return keyBytes(string(line[len(keyHead) : len(keyHead)+2*sha256.Size]))
+}
+
+// An index file (a pack's name + ".idx") lists the lines of the pack's
+// first bytes: idxMagic, how many bytes of the pack it covers (8 bytes),
+// then for each line its indexKey, offset (8 bytes) and length (4 bytes),
+// in the pack's order, then the SHA-256 of all that. A pack is appended
+// to, never rewritten, so an index of its beginning stays true however
+// much is appended after.
+const (
+	idxMagic = "HALUIDX1"
+	idxLine  = len(indexKey{}) + 8 + 4
+	// idxEvery is how many bytes of lines a read must find beyond a
+	// pack's index file before it writes the file anew.
+	idxEvery = 1 << 20
+)
+
+// appendIdx appends the index file line of k at at to b.
+func appendIdx(b []byte, k indexKey, at loc) []byte {
+	b = append(b, k[:]...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(at.off))
+	return binary.LittleEndian.AppendUint32(b, at.n)
+}
+
+// readIndexFile indexes the lines p's index file lists, when it is sound
+// and covers no more than the pack's size bytes, sets p.read past them,
+// and returns its lines; an index file that is not sound is not read
+// (the pack's lines are). c.mu is held.
+func (c *Cache) readIndexFile(p *pack, size int64) []byte {
+	b, err := os.ReadFile(filepath.Join(c.packDir(), p.name+".idx"))
+	head := len(idxMagic) + 8
+	if err != nil || len(b) < head+sha256.Size || string(b[:len(idxMagic)]) != idxMagic || (len(b)-head-sha256.Size)%idxLine != 0 {
+		return nil
+	}
+	sum := sha256.Sum256(b[:len(b)-sha256.Size])
+	covered := int64(binary.LittleEndian.Uint64(b[len(idxMagic):]))
+	if !bytes.Equal(sum[:], b[len(b)-sha256.Size:]) || covered > size {
+		return nil
+	}
+	body := b[head : len(b)-sha256.Size]
+	for i := 0; i < len(body); i += idxLine {
+		var k indexKey
+		copy(k[:], body[i:])
+		c.index[k] = loc{pack: p.id, off: int64(binary.LittleEndian.Uint64(body[i+len(k):])), n: binary.LittleEndian.Uint32(body[i+len(k)+8:])}
+	}
+	p.read = covered
+	return body[:len(body):len(body)] // appended to in a copy, not over the checksum
+}
+
+// writeIndexFile writes p's index file covering its lines up to p.read:
+// body lists them. A failed write (a cache read-only here) costs the next
+// process a read of the lines.
+func (c *Cache) writeIndexFile(p *pack, body []byte) {
+	b := make([]byte, 0, len(idxMagic)+8+len(body)+sha256.Size)
+	b = append(b, idxMagic...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.read))
+	b = append(b, body...)
+	sum := sha256.Sum256(b)
+	b = append(b, sum[:]...)
+	_ = c.placeFile(filepath.Join(c.packDir(), p.name+".idx"), b)
 }
 
 // servedPath is where a model's served record lives: beside the replies,
@@ -489,20 +578,6 @@ func (c *Cache) newPack() error {
 	c.own = p
 	return nil
 }
-
-// PutLater stores v under key as Put does and says the write's error to
-// done, when not nil. (An append is one system call: the reply is stored
-// before the caller goes on, as Put does.)
-func (c *Cache) PutLater(key string, v any, done func(error)) {
-	err := c.Put(key, v)
-	if done != nil {
-		done(err)
-	}
-}
-
-// Wait returns when every write PutLater began is written: at once, as
-// each is written before PutLater returns.
-func (c *Cache) Wait() {}
 
 // put writes v under key as the file p (a served record).
 func (c *Cache) put(p, key string, v any) error {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -182,5 +183,81 @@ func TestManyPacks(t *testing.T) {
 	var got int
 	if hit, err := c.Get(Key(0), &got); hit || err != nil {
 		t.Fatalf("an entry of a removed pack, closed since: hit %v, %v; want a miss", hit, err)
+	}
+}
+
+// A pack read whole by a process other than its writer gets an index file
+// (once idxEvery bytes of lines are beyond the one it had), which later
+// processes read instead of the lines it covers: shown by a line whose
+// key a read of the pack would not find (its head overwritten) and which
+// the index file still lists — read, and found damaged. An index file
+// that is not sound, or that covers more than its pack holds, is not read.
+func TestPackIndexFiles(t *testing.T) {
+	dir := t.TempDir()
+	w, err := OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 600
+	big := strings.Repeat("x", 2000)
+	for i := 0; i < n; i++ {
+		if err := w.Put(Key(i), fmt.Sprint(i, big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pack := filepath.Join(dir, cacheFormat, "packs", w.own.name)
+	idx := pack + ".idx"
+	if _, err := os.Stat(idx); !os.IsNotExist(err) {
+		t.Fatalf("the writer wrote an index file: %v", err)
+	}
+	if _, err := OpenCache(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(idx); err != nil {
+		t.Fatalf("a reader of %d lines wrote no index file: %v", n, err)
+	}
+	// Line 0's head overwritten: not a line a read of the pack indexes.
+	b, _ := os.ReadFile(pack)
+	copy(b, strings.Repeat("#", len(keyHead)+8))
+	os.WriteFile(pack, b, 0o644)
+	// hits reads every key from a cache opened now.
+	hits := func(name string) (*Cache, int) {
+		c, err := OpenCache(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := 0
+		for i := 0; i < n; i++ {
+			var s string
+			if hit, err := c.Get(Key(i), &s); err != nil {
+				t.Fatal(err)
+			} else if hit {
+				if s != fmt.Sprint(i, big) {
+					t.Fatalf("%s: entry %d reads %.20q", name, i, s)
+				}
+				h++
+			}
+		}
+		return c, h
+	}
+	if c, h := hits("through the index file"); h != n-1 || c.Damaged() != 1 {
+		t.Fatalf("through the index file: %d hits, %d damaged; want %d, 1 (line 0 listed by it, read, damaged)", h, c.Damaged(), n-1)
+	}
+	// The index file damaged: not read; the pack's lines are.
+	ib, _ := os.ReadFile(idx)
+	ib[len(idxMagic)+8+idxLine+3] ^= 1 // line 1's key
+	os.WriteFile(idx, ib, 0o644)
+	if c, h := hits("past a damaged index file"); h != n-1 || c.Damaged() != 0 {
+		t.Fatalf("past a damaged index file: %d hits, %d damaged; want %d, 0", h, c.Damaged(), n-1)
+	}
+	// Written anew, sound, by that read (line 0 not in it).
+	if c, h := hits("through the index file written again"); h != n-1 || c.Damaged() != 0 {
+		t.Fatalf("through the index file written again: %d hits, %d damaged; want %d, 0", h, c.Damaged(), n-1)
+	}
+	// The pack cut to half its size: the index file covers more than it
+	// holds and is not read.
+	os.Truncate(pack, int64(len(b)/2))
+	if c, h := hits("a pack cut short"); h < n/2-2 || h > n/2 || c.Damaged() != 0 {
+		t.Fatalf("a pack cut to half: %d hits, %d damaged; want about %d, 0", h, c.Damaged(), n/2)
 	}
 }

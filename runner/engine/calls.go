@@ -332,12 +332,8 @@ func (e *Engine) ask(ctx context.Context, stage, kind string, req localmodels.Ch
 		if err != nil {
 			return resp, fmt.Errorf("%s: %s %s: %w", stage, kind, req.Model, err)
 		}
-		switch h, _ := ctx.Value(holdKey{}).(*hold); {
-		case e.Cache == nil || resp.DoneReason == localmodels.DoneBudget:
-		case h != nil && h.keep:
-			e.cachePutLater(key, resp)
-		default:
-			e.cachePut(key, resp)
+		if e.Cache != nil && resp.DoneReason != localmodels.DoneBudget {
+			e.cachePut(key, resp) // one append: a slot kept for a next turn does not wait long
 		}
 		return resp, nil
 	})
@@ -386,13 +382,6 @@ func (c *Calls) logChat(stage, kind string, req localmodels.ChatRequest, info lo
 // loses only the caching: the reply is kept in its record, the failure is
 // counted and said once, and the run goes on without the entry.
 func (e *Engine) cachePut(key string, v any) { e.cacheFailed(e.Cache.Put(key, v)) }
-
-// cachePutLater is cachePut with the write in the background
-// (Cache.PutLater; the cache answers the key at once), for a reply whose
-// caller keeps its slot for a next turn (a judge's repair turn): the
-// server would otherwise wait while the entry is written. The run waits
-// for every such write before it counts their failures (finish).
-func (e *Engine) cachePutLater(key string, v any) { e.Cache.PutLater(key, v, e.cacheFailed) }
 
 // cacheFailed counts a failed cache write, said the first time.
 func (e *Engine) cacheFailed(err error) {

@@ -464,7 +464,6 @@ var ErrIncomplete = errors.New("run incomplete")
 // into the manifest and the summary written.
 func (e *Engine) Run(ctx context.Context, s Suite, spec RunSpec) (*Result, error) {
 	e.init()
-	defer e.waitCache() // on every way out: no cache write outlives the run
 	// Stores a suite opened (index, knowledge graph) close on every way
 	// out, a refusal before the first item and a dry run included: a
 	// library caller's next run on the same files would otherwise wait on
@@ -582,7 +581,6 @@ func (e *Engine) workInto(ctx context.Context, r *run, s Suite, rerun *Rerun) (i
 // finish books the session into the manifest — its counts, the run's
 // totals, its status — and writes the summary of every record.
 func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error) (*Result, error) {
-	e.waitCache() // its write failures are counted in the session's
 	man := r.man
 	recs, _, err := rundir.ReadRecordsSlim(r.recPath) // no summary reads the transcripts
 	if err != nil {
@@ -627,13 +625,6 @@ func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error)
 			runErr, len(recs), len(r.items), r.dir, r.dir)
 	}
 	return res, runErr
-}
-
-// waitCache waits for the cache writes begun (cachePut).
-func (e *Engine) waitCache() {
-	if e.Cache != nil {
-		e.Cache.Wait()
-	}
 }
 
 // work runs todo on the worker pool. An item whose model call fails after

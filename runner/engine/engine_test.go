@@ -119,9 +119,6 @@ func newEngine(t testing.TB, host, cacheDir string) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A test that calls outside Run (which waits for them) lets the
-	// cache's background writes end before its directory is removed.
-	t.Cleanup(cache.Wait)
 	return &engine.Engine{Client: c, Cache: cache, Retry: engine.Retry{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}, Config: engine.EngineConfig{Parallel: 3, ItemsInFlight: 3, JudgeRepairs: 1, Retries: 3}}
 }
 
@@ -839,26 +836,21 @@ func TestCacheClearedUnderAWriter(t *testing.T) {
 	}
 }
 
-// An entry PutLater stores answers Get at once, and another reader from
-// disk; a write that fails is said to done, and the entry answers not (as
-// a failed Put).
-func TestPutLater(t *testing.T) {
+// An entry Put stores answers Get at once, and another reader from disk;
+// a write that fails is said, and the entry answers not.
+func TestPut(t *testing.T) {
 	dir := t.TempDir()
 	c, err := engine.OpenCache(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := make(chan error, 2)
-	done := func(err error) { errs <- err }
 	key := engine.Key("a request")
-	c.PutLater(key, map[string]int{"n": 7}, done)
+	if err := c.Put(key, map[string]int{"n": 7}); err != nil {
+		t.Fatal(err)
+	}
 	var got map[string]int
 	if hit, err := c.Get(key, &got); !hit || err != nil || got["n"] != 7 {
 		t.Fatalf("once stored: hit %v, %v, %v", hit, got, err)
-	}
-	c.Wait()
-	if err := <-errs; err != nil {
-		t.Fatal(err)
 	}
 	other, err := engine.OpenCache(dir)
 	if err != nil {
@@ -870,17 +862,15 @@ func TestPutLater(t *testing.T) {
 	}
 
 	// No pack can be made: the write fails.
-	tmp := filepath.Join(dir, "v3", "packs")
-	if err := os.RemoveAll(tmp); err != nil {
+	packs := filepath.Join(dir, "v3", "packs")
+	if err := os.RemoveAll(packs); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
+	if err := os.WriteFile(packs, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bad := engine.Key("another request")
-	c.PutLater(bad, map[string]int{"n": 8}, done)
-	c.Wait()
-	if err := <-errs; err == nil {
+	if err := c.Put(bad, map[string]int{"n": 8}); err == nil {
 		t.Error("a failed write was not said")
 	}
 	if hit, _ := c.Get(bad, &got); hit {
