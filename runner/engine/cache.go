@@ -97,6 +97,10 @@ type pack struct {
 // first, and opened again when a read needs it.
 const maxOpenPacks = 64
 
+// reopenTries is how many times a read opens a pack that other reads
+// closed (maxOpenPacks) before it says so.
+const reopenTries = 8
+
 // rescanEvery is how often at most a miss reads the packs again for lines
 // other processes have appended since.
 const rescanEvery = time.Second
@@ -176,10 +180,10 @@ func (c *Cache) Get(key string, v any) (bool, error) {
 	c.mu.Lock()
 	at, found := c.index[k]
 	if !found && time.Since(c.scanned) >= rescanEvery {
-		if err := c.rescan(); err != nil {
-			c.mu.Unlock()
-			return false, fmt.Errorf("cache %s: %w", c.dir, err)
-		}
+		// Lines of other processes that cannot be read now (their
+		// directory gone, a pack unreadable) are lines not seen: the
+		// key is asked of the server, as a miss is.
+		_ = c.rescan()
 		at, found = c.index[k]
 	}
 	c.mu.Unlock()
@@ -215,11 +219,12 @@ func (c *Cache) forget(k indexKey, at loc) {
 }
 
 // readAt reads the line at. A pack closed meanwhile (maxOpenPacks) is
-// opened again. A line cut short on disk since it was indexed reads short,
+// opened again (a few times: other reads may close it again before this
+// one reads). A line cut short on disk since it was indexed reads short,
 // and fails its check.
 func (c *Cache) readAt(at loc) ([]byte, error) {
 	b := make([]byte, at.n)
-	for try := 0; ; try++ {
+	for try := 1; ; try++ {
 		c.mu.Lock()
 		p := c.packs[at.pack]
 		f, err := c.file(p)
@@ -228,7 +233,7 @@ func (c *Cache) readAt(at loc) ([]byte, error) {
 			return nil, err
 		}
 		n, err := f.ReadAt(b, at.off)
-		if errors.Is(err, os.ErrClosed) && try == 0 {
+		if errors.Is(err, os.ErrClosed) && try < reopenTries {
 			continue
 		}
 		if err != nil && !errors.Is(err, io.EOF) {

@@ -261,3 +261,32 @@ func TestPackIndexFiles(t *testing.T) {
 		t.Fatalf("a pack cut to half: %d hits, %d damaged; want about %d, 0", h, c.Damaged(), n/2)
 	}
 }
+
+// A miss whose read of other processes' lines fails (the packs' directory
+// not a directory any more) is a miss, not an error: the key is asked of
+// the server; lines already indexed still answer.
+func TestRescanThatFailsIsAMiss(t *testing.T) {
+	dir := t.TempDir()
+	c, err := OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(Key("kept"), "kept"); err != nil {
+		t.Fatal(err)
+	}
+	packs := filepath.Join(dir, cacheFormat, "packs")
+	if err := os.Rename(packs, packs+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(packs, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.scanned = time.Time{}
+	var s string
+	if hit, err := c.Get(Key("new"), &s); hit || err != nil {
+		t.Fatalf("a key no line answers: hit %v, %v; want a miss", hit, err)
+	}
+	if hit, err := c.Get(Key("kept"), &s); !hit || err != nil || s != "kept" {
+		t.Fatalf("a line indexed before: hit %v, %q, %v", hit, s, err)
+	}
+}
