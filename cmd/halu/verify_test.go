@@ -333,11 +333,11 @@ func TestSlimRecordsSummariseAlike(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		whole, err := engine.Summarize(s, m, recs)
+		whole, _, err := engine.Summarize(s, m, rundir.RecordsOf(recs))
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		thin, err := engine.Summarize(s, m, slim)
+		thin, _, err := engine.Summarize(s, m, rundir.RecordsOf(slim))
 		if err != nil {
 			t.Fatalf("%s: slim: %v", dir, err)
 		}

@@ -750,7 +750,11 @@ func maxPairwise(vecs [][]float32) float64 {
 
 // Summarize gives the rejection counts by reason and the pass rates of
 // Table 3.
-func (b *Builder) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (b *Builder) Summarize(rs *rundir.Records) (*summary.Summary, error) {
+	recs, err := rs.Sorted()
+	if err != nil {
+		return nil, err
+	}
 	docs, err := decodeDocs(recs)
 	if err != nil {
 		return nil, err

@@ -402,7 +402,7 @@ func TestRateArithmetic(t *testing.T) {
 		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
 	s := &Suite{}
-	sum, err := s.Summarize(recs)
+	sum, err := s.Summarize(rundir.RecordsOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -666,7 +666,7 @@ func TestNoRateFromNothing(t *testing.T) {
 		b, _ := json.Marshal(a)
 		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
-	sum, err := (&Suite{}).Summarize(recs)
+	sum, err := (&Suite{}).Summarize(rundir.RecordsOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -743,7 +743,7 @@ func TestParseHaluAnswers(t *testing.T) {
 func TestUnscoredAnswersAreNotJudgeReplies(t *testing.T) {
 	s := &Suite{}
 	b, _ := json.Marshal(Answer{Model: "m", Format: "choice", ID: "c1", Response: "I am not sure.", Scored: false})
-	sum, err := s.Summarize([]rundir.Record{{Item: "c1", Data: b}})
+	sum, err := s.Summarize(rundir.RecordsOf([]rundir.Record{{Item: "c1", Data: b}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -847,7 +847,7 @@ func TestConfidenceAgainstTheGoldAnswers(t *testing.T) {
 		b, _ := json.Marshal(x.a)
 		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b, Calls: x.calls})
 	}
-	sum, err := (&Suite{}).Summarize(recs)
+	sum, err := (&Suite{}).Summarize(rundir.RecordsOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}

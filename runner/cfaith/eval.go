@@ -392,7 +392,11 @@ func trueFalseRow(sum *summary.Summary, m string, statements, judged []bool) []s
 // Summarize gives Table 5 (rate per format and overall), Table 6
 // (generative rate per hallucination type) and Figure 5 (true/false false
 // negatives and positives).
-func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *Suite) Summarize(rs *rundir.Records) (*summary.Summary, error) {
+	recs, err := rs.Sorted()
+	if err != nil {
+		return nil, err
+	}
 	by := map[string][]Answer{}
 	var models []string
 	decoded, err := rundir.DecodeRecords[Answer](recs)

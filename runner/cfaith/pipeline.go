@@ -246,9 +246,9 @@ func (p *proposer) request(k int, name string) (localmodels.ChatRequest, func(st
 	return req, CorrectionReader(p.lang, p.rules, part, name), true
 }
 
-func (p *proposer) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (p *proposer) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	parsed := 0
-	ps, err := rundir.DecodeRecords[Proposal](recs)
+	ps, err := rundir.DecodeSorted[Proposal](recs)
 	if err != nil {
 		return nil, err
 	}

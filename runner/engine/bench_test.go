@@ -64,7 +64,7 @@ func (s *modelsSuite) Process(ctx context.Context, c *engine.Calls, it engine.It
 	r, err := c.Chat(ctx, "generate", localmodels.ChatRequest{Model: it.Payload.(string), Messages: []localmodels.Message{{Role: "user", Content: it.ID}}}, 0)
 	return r.Content, err
 }
-func (s *modelsSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *modelsSuite) Summarize(*rundir.Records) (*summary.Summary, error) {
 	return &summary.Summary{Suite: "models"}, nil
 }
 

@@ -12,8 +12,9 @@ import (
 
 // book adds the session to the manifest: its own counts under sessions
 // (a resume that had nothing to do changes only the checked time), the
-// run's totals over every session, and what the records count.
-func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
+// run's totals over every session, and the number of records (what they
+// count besides is added as their summary reads them: tallyRecords).
+func (e *Engine) book(r *run, spec RunSpec, records int, failed int) {
 	man := r.man
 	now := time.Now().UTC()
 	man.Ended = &now
@@ -32,7 +33,7 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 	delta := session.Add(r.prev)
 	man.Counts = rundir.Counts{
 		Items:          len(r.items),
-		Completed:      len(recs),
+		Completed:      records,
 		Failed:         failed,
 		ModelCalls:     delta.ModelCalls,
 		CacheHits:      delta.CacheHits,
@@ -68,26 +69,34 @@ func (e *Engine) book(r *run, spec RunSpec, recs []rundir.Record, failed int) {
 		Hosts:              rundir.AddHosts(r.prev.Hosts, session.Hosts),
 		JudgeTime:          rundir.AddJudgeTimes(r.prev.JudgeTime, session.JudgeTime),
 	}
-	for _, rec := range recs {
-		man.Counts.JudgeFailures += len(rec.Failures)
+}
+
+// tallyRecords adds to c what the records count: judgements unscored (and
+// of those, replies that stated two values), calls whose prompt and reply
+// ran past the window, and replies read other than the plain way. view is
+// the records as the engine's part of their summary keeps them
+// (engineView), which keeps all of that.
+func tallyRecords(c *rundir.Counts, view []rundir.Record) {
+	for _, rec := range view {
+		c.JudgeFailures += len(rec.Failures)
 		for _, f := range rec.Failures {
 			if f.TwoValues {
-				man.Counts.JudgeTwoValues++
+				c.JudgeTwoValues++
 			}
 		}
-		for _, c := range rec.Calls {
-			if c.OverContext > 0 {
-				man.Counts.OverContext++
+		for _, cl := range rec.Calls {
+			if cl.OverContext > 0 {
+				c.OverContext++
 			}
 		}
 		for _, rd := range rec.Readings {
 			switch rd.How {
 			case "fallback":
-				man.Counts.TextFallbacks++
+				c.TextFallbacks++
 			case "disagree":
-				man.Counts.ReaderDisagreements++
+				c.ReaderDisagreements++
 			case "held":
-				man.Counts.HeldRepairs++
+				c.HeldRepairs++
 			}
 		}
 	}

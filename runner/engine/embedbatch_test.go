@@ -35,7 +35,7 @@ func (s *embedSuite) Process(ctx context.Context, c *engine.Calls, it engine.Ite
 	}
 	return v[0], nil
 }
-func (s *embedSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *embedSuite) Summarize(*rundir.Records) (*summary.Summary, error) {
 	return &summary.Summary{Suite: "embedtest"}, nil
 }
 
@@ -135,7 +135,7 @@ func (s *chatEmbedSuite) Process(ctx context.Context, c *engine.Calls, it engine
 	}
 	return v[0], nil
 }
-func (s *chatEmbedSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *chatEmbedSuite) Summarize(*rundir.Records) (*summary.Summary, error) {
 	return &summary.Summary{Suite: "chatembed"}, nil
 }
 

@@ -128,7 +128,9 @@ type Suite struct {
 	// the item's data (any JSON-encodable value).
 	Process func(ctx context.Context, c *Calls, it Item) (any, error)
 	// Summarize turns records into metrics and tables.
-	Summarize func(recs []rundir.Record) (*summary.Summary, error)
+	// The records are read one at a time (rundir.Records): a summary
+	// keeps what it makes of them (rundir.DecodeSorted), in item order.
+	Summarize func(recs *rundir.Records) (*summary.Summary, error)
 
 	// Optional: each part a suite's paper needs.
 
@@ -166,7 +168,7 @@ type Suite struct {
 	// OtherReading returns its records with the reading of judge replies
 	// that did not decide them in place of the deciding one, for the
 	// figures shown beside the headline (summary.AddBeside).
-	OtherReading func(recs []rundir.Record) ([]rundir.Record, error)
+	OtherReading func(recs *rundir.Records) *rundir.Records
 	// Flag flags its records for the report's sample browser
 	// (summary.RecordFlags).
 	Flag func(rec rundir.Record) (summary.Flags, error)
@@ -582,32 +584,42 @@ func (e *Engine) workInto(ctx context.Context, r *run, s Suite, rerun *Rerun) (i
 // totals, its status — and writes the summary of every record.
 func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error) (*Result, error) {
 	man := r.man
-	recs, _, err := rundir.ReadRecordsSlim(r.recPath) // no summary reads the transcripts
+	n, err := rundir.CountRecords(r.recPath)
 	if err != nil {
 		return nil, err
 	}
-	e.book(r, spec, recs, failed)
+	e.book(r, spec, n, failed)
+	// The items are booked and not read again: their memory (payloads,
+	// prompts' parts) goes to the summary.
+	items := len(r.items)
+	r.items, r.todo, r.done = nil, nil, nil
 	switch {
 	case errors.Is(runErr, ErrInterrupted):
 		man.Status = "interrupted"
-	case runErr != nil || len(recs) < len(r.items):
+	case runErr != nil || n < items:
 		man.Status = "incomplete"
 	default:
 		man.Status = "complete"
 	}
-	res := &Result{Dir: r.dir, Counts: man.Counts, Manifest: man}
 	var sum *summary.Summary
-	if len(recs) > 0 {
-		if sum, err = Summarize(s, man, recs); err != nil {
+	man.Measured = nil
+	if n > 0 {
+		recs := rundir.RecordsIn(r.recPath)
+		var ms rundir.Measured
+		var view []rundir.Record
+		sum, ms, view, err = summarize(s, man, recs)
+		if err != nil {
+			if view, verr := viewOf(recs); verr == nil {
+				tallyRecords(&man.Counts, view)
+			}
 			rundir.WriteManifest(r.dir, man)
-			return res, err
+			return &Result{Dir: r.dir, Counts: man.Counts, Manifest: man}, err
 		}
-		res.Summary = sum
-		ms := summary.Measure(sum, recs)
+		tallyRecords(&man.Counts, view)
+		sum.Counts = man.Counts
 		man.Measured = &ms
-	} else {
-		man.Measured = nil
 	}
+	res := &Result{Dir: r.dir, Counts: man.Counts, Manifest: man, Summary: sum}
 	if err := rundir.WriteManifest(r.dir, man); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -619,10 +631,10 @@ func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error)
 	switch {
 	case runErr == nil && man.Status == "incomplete":
 		runErr = fmt.Errorf("%w: %d of %d items failed (see %s); resume with: halu run --resume %s",
-			ErrIncomplete, len(r.items)-len(recs), len(r.items), filepath.Join(r.dir, rundir.ErrorsFile), r.dir)
+			ErrIncomplete, items-n, items, filepath.Join(r.dir, rundir.ErrorsFile), r.dir)
 	case runErr != nil:
 		runErr = fmt.Errorf("%w\n%d of %d items are saved in %s; resume with: halu run --resume %s",
-			runErr, len(recs), len(r.items), r.dir, r.dir)
+			runErr, n, items, r.dir, r.dir)
 	}
 	return res, runErr
 }
@@ -858,23 +870,63 @@ func applicableMethods(s Suite, methods []string, scopes map[string]int) (apply,
 
 // Summarize is the run's summary: the suite's tables and metrics over recs,
 // with the engine's counts and notes (readings, thinking, model identity,
-// protocol, assumptions).
-func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Summary, error) {
-	recs = sortRecords(recs)
-	sum, err := s.Summarize(recs)
+// protocol, assumptions), and what its headline figures rest on
+// (summary.Measure). The suite reads the records once (ranging over them
+// as it likes, keeping what it makes of them); the engine's own part is
+// made from what it keeps of each record as the suite's reading passes by
+// (engineView), so the records are read once, and never all held.
+func Summarize(s Suite, man *rundir.Manifest, recs *rundir.Records) (*summary.Summary, rundir.Measured, error) {
+	sum, ms, _, err := summarize(s, man, recs)
+	return sum, ms, err
+}
+
+// summarize is Summarize, with the records as the engine's part kept them
+// (engineView), sorted by item.
+func summarize(s Suite, man *rundir.Manifest, recs *rundir.Records) (*summary.Summary, rundir.Measured, []rundir.Record, error) {
+	var view []rundir.Record
+	viewed := false
+	tee := rundir.RecordsFunc(func(yield func(rundir.Record) bool) error {
+		var v []rundir.Record
+		whole := true
+		for r := range recs.All() {
+			if !viewed {
+				if k, ok := engineView(r); ok {
+					v = append(v, k)
+				}
+			}
+			if !yield(r) {
+				whole = false
+				break
+			}
+		}
+		if err := recs.Err(); err != nil {
+			return err
+		}
+		if whole && !viewed {
+			view, viewed = v, true
+		}
+		return nil
+	})
+	sum, err := s.Summarize(tee)
 	if err != nil {
-		return nil, fmt.Errorf("%s: summary: %w", s.Name, err)
+		return nil, rundir.Measured{}, nil, fmt.Errorf("%s: summary: %w", s.Name, err)
 	}
+	if !viewed { // the suite did not read every record
+		if view, err = viewOf(recs); err != nil {
+			return nil, rundir.Measured{}, nil, fmt.Errorf("%s: summary: %w", s.Name, err)
+		}
+	}
+	view = sortRecords(view)
 	sum.Counts = man.Counts
 	sum.TinyModel = man.TinyModel
 	sum.Readers = man.Readers
 	if sum.Readers == "" {
 		sum.Readers = judging.ReadersPaper // runs before the choice was recorded
 	}
-	if err := summary.AddBeside(sum, s.Summarize, s.OtherReading, recs, sum.Readers); err != nil {
-		return nil, fmt.Errorf("%s: summary: %w", s.Name, err)
+	if err := summary.AddBeside(sum, s.Summarize, s.OtherReading, recs, view, sum.Readers); err != nil {
+		return nil, rundir.Measured{}, nil, fmt.Errorf("%s: summary: %w", s.Name, err)
 	}
-	for _, r := range recs {
+	for _, r := range view {
 		for _, c := range r.Calls {
 			if c.Kind == "judge" || c.Kind == "repair" {
 				sum.JudgeReplies++
@@ -887,15 +939,15 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 			families[localmodels.CanonicalName(m.Name)] = m.Family
 		}
 	}
-	card, notes := summary.JudgeCard(recs, families, man.Counts.JudgeTime)
+	card, notes := summary.JudgeCard(view, families, man.Counts.JudgeTime)
 	sum.Tables = append(sum.Tables, card...)
-	if lt, ok := summary.LogprobTable(recs); ok {
+	if lt, ok := summary.LogprobTable(view); ok {
 		sum.Tables = append(sum.Tables, lt)
 	}
 	sum.Notes = append(sum.Notes, notes...)
-	sum.Notes = append(sum.Notes, summary.ReadingNotes(recs, man.Readers)...)
-	sum.Notes = append(sum.Notes, summary.ThinkingNotes(recs)...)
-	if n := summary.ReaskedNote(recs); n != "" {
+	sum.Notes = append(sum.Notes, summary.ReadingNotes(view, man.Readers)...)
+	sum.Notes = append(sum.Notes, summary.ThinkingNotes(view)...)
+	if n := summary.ReaskedNote(view); n != "" {
 		sum.Notes = append(sum.Notes, n)
 	}
 	sum.Notes = append(sum.Notes, identityNotes(man)...)
@@ -922,5 +974,35 @@ func Summarize(s Suite, man *rundir.Manifest, recs []rundir.Record) (*summary.Su
 		sum.Assumptions = man.Assumptions
 		sum.Notes = append(sum.Notes, summary.AssumptionNote(man.Assumptions))
 	}
-	return sum, nil
+	return sum, summary.Measure(sum, view), view, nil
+}
+
+// viewOf is every record of recs as engineView keeps it, in their order.
+func viewOf(recs *rundir.Records) ([]rundir.Record, error) {
+	var view []rundir.Record
+	for r := range recs.All() {
+		if k, ok := engineView(r); ok {
+			view = append(view, k)
+		}
+	}
+	return view, recs.Err()
+}
+
+// engineView is what of a record the engine's part of a summary reads
+// (AddBeside's count, JudgeCard, LogprobTable, ReadingNotes, ThinkingNotes,
+// ReaskedNote, Measure) and the run's books (tallyRecords): its judge and
+// repair calls and the calls that asked for log-probabilities, asked a
+// model not to think, ran past the window or were asked again; its
+// failures, readings and verdicts; not its data. ok is false
+// when nothing is left (a record of generations alone).
+// TestEngineViewSummarisesAlike makes each of those parts from whole
+// records and from their views.
+func engineView(r rundir.Record) (v rundir.Record, ok bool) {
+	v = rundir.Record{Format: r.Format, Suite: r.Suite, Item: r.Item, Failures: r.Failures, Readings: r.Readings, Verdicts: r.Verdicts}
+	for _, c := range r.Calls {
+		if c.Kind == "judge" || c.Kind == "repair" || c.Logprobs != 0 || c.NoThink || c.OverContext > 0 || c.Reasked != nil {
+			v.Calls = append(v.Calls, c)
+		}
+	}
+	return v, len(v.Calls)+len(v.Failures)+len(v.Readings)+len(v.Verdicts) > 0
 }

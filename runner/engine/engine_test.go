@@ -85,7 +85,11 @@ func (s *testSuite) Process(ctx context.Context, c *engine.Calls, it engine.Item
 	}
 	return result{Answer: gen.Content, Score: v.Score, Scored: ok}, nil
 }
-func (s *testSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *testSuite) Summarize(all *rundir.Records) (*summary.Summary, error) {
+	recs, err := all.Sorted()
+	if err != nil {
+		return nil, err
+	}
 	sum := &summary.Summary{Suite: "test", Metrics: map[string]float64{"records": float64(len(recs))}}
 	return sum, nil
 }
@@ -1304,7 +1308,7 @@ func (s *chatsSuite) Process(ctx context.Context, c *engine.Calls, it engine.Ite
 		Messages: []localmodels.Message{{Role: "user", Content: fmt.Sprint("question ", it.Payload)}}}, 0)
 	return resp.Content, err
 }
-func (s *chatsSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *chatsSuite) Summarize(*rundir.Records) (*summary.Summary, error) {
 	return &summary.Summary{Suite: "chats"}, nil
 }
 
@@ -1352,7 +1356,7 @@ func (s *twoCallSuite) Process(ctx context.Context, c *engine.Calls, it engine.I
 	}
 	return it.Payload, nil
 }
-func (s *twoCallSuite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *twoCallSuite) Summarize(*rundir.Records) (*summary.Summary, error) {
 	return &summary.Summary{Suite: "two", Metrics: map[string]float64{}}, nil
 }
 

@@ -90,10 +90,6 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	if err := sh.copyRecords(merged); err != nil {
 		return nil, err
 	}
-	recs, _, err := rundir.ReadRecordsSlim(merged) // no summary reads the transcripts
-	if err != nil {
-		return nil, err
-	}
 	var eb bytes.Buffer
 	for _, d := range dirs {
 		b, err := rundir.ReadFile(d, rundir.ErrorsFile)
@@ -106,10 +102,9 @@ func Merge(s Suite, dirs []string, out string) (*Result, error) {
 	}
 	res := &Result{Dir: out, Counts: man.Counts, Manifest: &man}
 	// A summary that cannot be made does not lose the merged records.
-	sum, serr := Summarize(s, &man, recs)
+	sum, ms, serr := Summarize(s, &man, rundir.RecordsIn(merged))
 	man.Measured = nil
 	if serr == nil {
-		ms := summary.Measure(sum, recs)
 		man.Measured = &ms
 	}
 	if err := rundir.WriteManifest(tmp, &man); err != nil {

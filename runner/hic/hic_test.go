@@ -128,7 +128,7 @@ func TestSummaryHandComputed(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.questions = []Question{{ID: 1, Field: "A", Knowledge: "Quantum levitation occurs above a magnet."}, {ID: 2, Field: "B", Knowledge: "Photons can be entangled."}}
-	sum, err := s.Summarize(recs)
+	sum, err := s.Summarize(rundir.RecordsOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestHumanLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(ir)
-	sum, err := s.Summarize([]rundir.Record{{Item: "x", Data: b}})
+	sum, err := s.Summarize(rundir.RecordsOf([]rundir.Record{{Item: "x", Data: b}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,9 +98,9 @@ type groupKey struct {
 
 // Summarize computes every HIC-Bench figure per (model, strategy,
 // temperature).
-func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	groups := map[groupKey][]ItemResult{}
-	decoded, err := rundir.DecodeRecords[ItemResult](recs)
+	decoded, err := rundir.DecodeSorted[ItemResult](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -906,7 +906,7 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 // OtherReading puts in place, in each judgement whose reply the two
 // readers read differently, the verdict of the reader that did not decide
 // (engine.Suite.OtherReading).
-func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
+func (s *Suite) OtherReading(recs *rundir.Records) *rundir.Records {
 	return rundir.MapRecords(recs, func(ir *ItemResult) {
 		for qi := range ir.Questions {
 			for ai := range ir.Questions[qi].Answers {

@@ -423,7 +423,7 @@ func TestTable2AverageIsOverItems(t *testing.T) {
 				recs = append(recs, rundir.Record{Item: fmt.Sprintf("%s/%d", task, j), Data: b})
 			}
 		}
-		sum, err := s.Summarize(recs)
+		sum, err := s.Summarize(rundir.RecordsOf(recs))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -505,7 +505,7 @@ func TestUnparseableCountsAsThePaperCountsIt(t *testing.T) {
 		b, _ := json.Marshal(Result{Model: "m", Setting: "parametric", Task: "chem-gene", Gold: "positive_correlate", Greedy: &h})
 		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
-	sum, err := (&Suite{cfg: DefaultConfig()}).Summarize(recs)
+	sum, err := (&Suite{cfg: DefaultConfig()}).Summarize(rundir.RecordsOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestUnparseableCountsAsThePaperCountsIt(t *testing.T) {
 	// "–", and a gate on it fails as unmeasured.
 	b, _ := json.Marshal(Result{Model: "m", Setting: "parametric", Task: "dis-gene", Gold: "stimulate", Greedy: &Hypothesis{}})
 	only := []rundir.Record{{Item: "d", Data: b}}
-	sum, err = (&Suite{cfg: DefaultConfig()}).Summarize(only)
+	sum, err = (&Suite{cfg: DefaultConfig()}).Summarize(rundir.RecordsOf(only))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +554,7 @@ func TestUnparseableIsUnscored(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Unreadable = "unscored"
-	sum, err := (&Suite{cfg: cfg}).Summarize(recs)
+	sum, err := (&Suite{cfg: cfg}).Summarize(rundir.RecordsOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +569,7 @@ func TestUnparseableIsUnscored(t *testing.T) {
 	// the table, no metric, and support n = 0 so that a gate on it fails as
 	// unmeasured.
 	b, _ := json.Marshal(Result{Model: "m", Setting: "parametric", Task: "dis-gene", Gold: "stimulate", Greedy: &Hypothesis{}})
-	sum, err = (&Suite{cfg: cfg}).Summarize(append(recs, rundir.Record{Item: "d", Data: b}))
+	sum, err = (&Suite{cfg: cfg}).Summarize(rundir.RecordsOf(append(recs, rundir.Record{Item: "d", Data: b})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -759,7 +759,7 @@ func TestKnowHDVerifierIsNamed(t *testing.T) {
 	if s.verifier("m") != "m" {
 		t.Errorf("--verifier self verifies with %q", s.verifier("m"))
 	}
-	sum, err := s.Summarize(nil)
+	sum, err := s.Summarize(rundir.RecordsOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -793,7 +793,7 @@ func TestKnowHDAuthorsRuleBeside(t *testing.T) {
 	b, _ := json.Marshal(Result{Model: "m", Setting: "kg", Task: "chem-gene", Gold: "positive_correlate", Greedy: &h})
 	recs := []rundir.Record{{Item: "1", Data: b}}
 	s := &Suite{cfg: cfg}
-	alt, err := s.OtherReading(recs)
+	alt, err := s.OtherReading(rundir.RecordsOf(recs)).Sorted()
 	if err != nil {
 		t.Fatal(err)
 	}

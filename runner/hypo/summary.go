@@ -17,11 +17,11 @@ import (
 // with ≥ 10 hypotheses) and Fig. 4 (greedy vs majority vote vs
 // highest-groundedness selection); in open-ended mode, the most and least
 // grounded hypothesis per input.
-func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	type key struct{ m, st string }
 	by := map[key][]Result{}
 	var open []Result
-	decoded, err := rundir.DecodeRecords[Result](recs)
+	decoded, err := rundir.DecodeSorted[Result](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +554,7 @@ func (s *Suite) MethodDepartures() []string {
 // OtherReading puts in place, in each claim check whose verifier reply the
 // two readers read differently, the verdict of the reader that did not
 // decide, and recomputes each groundedness (engine.Suite.OtherReading).
-func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
+func (s *Suite) OtherReading(recs *rundir.Records) *rundir.Records {
 	swap := func(h *Hypothesis) {
 		for _, g := range h.Grounding {
 			var entailed []bool

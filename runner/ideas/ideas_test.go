@@ -18,6 +18,7 @@ import (
 	"halu/runner/engine"
 	"halu/runner/engine/enginetest"
 	"halu/runner/judging"
+	"halu/runner/rundir"
 	"halu/runner/setting"
 	"halu/runner/summary"
 )
@@ -242,7 +243,7 @@ func TestCapNotAppliedIsInTheRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum, err := engine.Summarize(again.Task(), man, recs)
+		sum, _, err := engine.Summarize(again.Task(), man, rundir.RecordsOf(recs))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,9 +37,9 @@ type ModelScores struct {
 // Summarize computes the per-model scores, the category heatmap data, the
 // length–quality correlation and, with --external, the Pearson correlation
 // against an external benchmark.
-func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	byModel := map[string][]ItemResult{}
-	decoded, err := rundir.DecodeRecords[ItemResult](recs)
+	decoded, err := rundir.DecodeSorted[ItemResult](recs)
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +422,7 @@ func (s *Suite) Flag(rec rundir.Record) (summary.Flags, error) {
 // OtherReading puts in place, in each critique and fluency grading whose
 // reply the two readers read differently, what the reader that did not
 // decide read (engine.Suite.OtherReading).
-func (s *Suite) OtherReading(recs []rundir.Record) ([]rundir.Record, error) {
+func (s *Suite) OtherReading(recs *rundir.Records) *rundir.Records {
 	return rundir.MapRecords(recs, func(ir *ItemResult) {
 		for i := range ir.Ideas {
 			for ci, c := range ir.Ideas[i].Critiques {

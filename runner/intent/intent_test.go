@@ -793,7 +793,7 @@ func TestBaselineTiesNoted(t *testing.T) {
 		b, _ := json.Marshal(r)
 		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
-	sum, err := s.Summarize(recs)
+	sum, err := s.Summarize(rundir.RecordsOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -819,7 +819,7 @@ func TestTooLongCountedFromTheRecord(t *testing.T) {
 		b, _ := json.Marshal(r)
 		recs = append(recs, rundir.Record{Item: fmt.Sprint(i), Data: b})
 	}
-	sum, err := s.Summarize(recs)
+	sum, err := s.Summarize(rundir.RecordsOf(recs))
 	if err != nil {
 		t.Fatal(err)
 	}

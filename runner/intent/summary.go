@@ -91,7 +91,11 @@ func rescore(r ItemResult, w metrics.Weights) (float64, bool) {
 // by missing part), Table 11 (Count / Invent / Other), Figure 4 (violated
 // constraint categories), Appendix G.1 (weight presets) and, with human
 // scores, §7's MSE and mean deviation.
-func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *Suite) Summarize(all *rundir.Records) (*summary.Summary, error) {
+	recs, err := all.Sorted()
+	if err != nil {
+		return nil, err
+	}
 	var rs []ItemResult
 	for _, rec := range recs {
 		var r ItemResult

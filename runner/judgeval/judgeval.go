@@ -242,7 +242,11 @@ const lowKappa = 0.4
 
 // Summarize reports each judge's (and the panel majority's) agreement
 // with people's labels.
-func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *Suite) Summarize(rs *rundir.Records) (*summary.Summary, error) {
+	recs, err := rs.Sorted()
+	if err != nil {
+		return nil, err
+	}
 	decoded, err := rundir.DecodeRecords[Result](recs)
 	if err != nil {
 		return nil, err

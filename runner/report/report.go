@@ -79,7 +79,7 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 		var sum *summary.Summary
 		if serr == nil {
 			suite = s
-			sum, serr = engine.Summarize(s, m, recs)
+			sum, _, serr = engine.Summarize(s, m, rundir.RecordsOf(recs))
 		}
 		if serr == nil {
 			r.Summary, r.Regenerated = sum, true

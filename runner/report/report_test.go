@@ -990,7 +990,7 @@ func TestMethodDifferenceOfItemsTheRunHasNot(t *testing.T) {
 			data, _ := json.Marshal(map[string]any{"model": "m", "id": fmt.Sprint("q", i), "task": task, "response": "…"})
 			recs = append(recs, rundir.Record{Item: fmt.Sprint("m/q", i), Data: data})
 		}
-		sum, err := engine.Summarize(s, man, recs)
+		sum, _, err := engine.Summarize(s, man, rundir.RecordsOf(recs))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,7 +67,7 @@ func PlaceRecords(dir string, i int, places []RecordPlace, check func(Record) er
 	if err != nil {
 		return nil, RecordsState{}, err
 	}
-	_, err = eachRecordLine(path, func(r Record, off int64, line []byte) error {
+	_, err = eachRecordLine(path, decodeWhole, func(r Record, off int64, line []byte) error {
 		if err := check(r); err != nil {
 			return err
 		}
@@ -134,9 +134,9 @@ func CopyRecords(path string, dirs []string, states []RecordsState, places []Rec
 func ReadRecordsSlimAt(path string) ([]Record, []RecordPlace, error) {
 	var recs []Record
 	var places []RecordPlace
-	_, err := eachRecordLine(path, func(r Record, off int64, line []byte) error {
+	_, err := eachRecordLine(path, decodeSlim(true), func(r Record, off int64, line []byte) error {
 		places = append(places, placeOf(r, 0, off, line))
-		recs = append(recs, slim(r, true))
+		recs = append(recs, r)
 		return nil
 	})
 	if err != nil {

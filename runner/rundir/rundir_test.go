@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -172,5 +173,170 @@ func TestDecodeRecordsInOrder(t *testing.T) {
 	recs[700].Data = json.RawMessage(`{"n":`)
 	if _, err := DecodeRecords[data](recs); err == nil || !strings.Contains(err.Error(), "record item700:") {
 		t.Fatalf("damaged records 700 and 900: %v", err)
+	}
+}
+
+// A slim read (ReadRecordsSlim, ReadRecordsSlimAt) leaves out the
+// transcripts and nothing else: a record with every field set, written
+// and read back, is the whole record read with only its prompts, each
+// call's reply and options (and, without keepHash, its prompt's hash)
+// taken out. A field added to Record or CallLog that the slim decoding
+// does not carry fails here.
+func TestSlimDecodingKeepsEveryOtherField(t *testing.T) {
+	var rec Record
+	fillAll(t, reflect.ValueOf(&rec).Elem(), "r")
+	rec.Format = FormatVersion
+	if rec.Prompts == nil || rec.Calls[0].Reply == "" || rec.Calls[0].Options == nil || rec.Calls[0].Prompt == "" {
+		t.Fatal("the record is not filled")
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), RecordsFile)
+	if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	whole, _, err := ReadRecords(p)
+	if err != nil || len(whole) != 1 {
+		t.Fatalf("%v, %d records", err, len(whole))
+	}
+	slimOf := func(keepHash bool) Record {
+		var r Record
+		json.Unmarshal(b, &r) // a copy of whole[0]
+		r.Prompts = nil
+		for i := range r.Calls {
+			r.Calls[i].Reply, r.Calls[i].Options = "", nil
+			if !keepHash {
+				r.Calls[i].Prompt = ""
+			}
+		}
+		return r
+	}
+	if !reflect.DeepEqual(whole[0], rec) {
+		t.Fatalf("the whole record does not read back:\n%+v\n%+v", whole[0], rec)
+	}
+	slim, _, err := ReadRecordsSlim(p)
+	if err != nil || len(slim) != 1 || !reflect.DeepEqual(slim[0], slimOf(false)) {
+		t.Errorf("ReadRecordsSlim (%v):\n%+v\nwant\n%+v", err, slim, slimOf(false))
+	}
+	at, places, err := ReadRecordsSlimAt(p)
+	if err != nil || len(at) != 1 || !reflect.DeepEqual(at[0], slimOf(true)) || places[0].N != len(b)+1 {
+		t.Errorf("ReadRecordsSlimAt (%v):\n%+v\nwant\n%+v", err, at, slimOf(true))
+	}
+}
+
+// fillAll sets every field of v that JSON carries to a value that is not
+// its zero, naming strings after their path.
+func fillAll(t *testing.T, v reflect.Value, path string) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(path)
+	case reflect.Int, reflect.Int64:
+		v.SetInt(int64(len(path)))
+	case reflect.Float64:
+		v.SetFloat(float64(len(path)) / 8)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillAll(t, v.Elem(), path)
+	case reflect.Slice:
+		if v.Type() == reflect.TypeOf(json.RawMessage(nil)) {
+			v.SetBytes([]byte(`{"n":1}`))
+			return
+		}
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fillAll(t, v.Index(0), path+"0")
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		e := reflect.New(v.Type().Elem()).Elem()
+		if e.Kind() == reflect.Interface {
+			e.Set(reflect.ValueOf(path))
+		} else {
+			fillAll(t, e, path+"v")
+		}
+		m.SetMapIndex(reflect.ValueOf(path+"k"), e)
+		v.Set(m)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() || f.Tag.Get("json") == "-" {
+				continue
+			}
+			fillAll(t, v.Field(i), path+"."+f.Name)
+		}
+	default:
+		t.Fatalf("%s: fill a %s", path, v.Kind())
+	}
+}
+
+// Records read from a records file come in the file's order, each time
+// they are ranged over; Sorted and DecodeSorted put them in item order
+// (one item's in the file's order); a loop that stops early stops the
+// reading without an error; a damaged line is the ranging's error, named.
+func TestRecordsInAFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), RecordsFile)
+	var body strings.Builder
+	for i, item := range []string{"c", "a", "b", "a"} {
+		fmt.Fprintf(&body, "{\"format\":%d,\"item\":%q,\"data\":{\"n\":%d},\"calls\":[{\"stage\":\"s\",\"kind\":\"chat\",\"model\":\"m\",\"digest\":\"d\",\"key\":\"k\",\"reply\":\"long\"}],\"prompts\":{\"h\":\"p\"}}\n", FormatVersion, item, i)
+	}
+	os.WriteFile(p, []byte(body.String()), 0o644)
+	rs := RecordsIn(p)
+	for range 2 {
+		var items []string
+		for r := range rs.All() {
+			items = append(items, r.Item)
+			if r.Prompts != nil || r.Calls[0].Reply != "" {
+				t.Errorf("a record read with its transcripts: %+v", r)
+			}
+		}
+		if rs.Err() != nil || strings.Join(items, "") != "caba" {
+			t.Errorf("read %v, %v; want the file's order", items, rs.Err())
+		}
+	}
+	sorted, err := rs.Sorted()
+	var got []string
+	for _, r := range sorted {
+		got = append(got, fmt.Sprint(r.Item, string(r.Data)))
+	}
+	if err != nil || strings.Join(got, " ") != `a{"n":1} a{"n":3} b{"n":2} c{"n":0}` {
+		t.Errorf("sorted %v, %v", got, err)
+	}
+	type n struct{ N int }
+	ns, err := DecodeSorted[n](rs)
+	if err != nil || fmt.Sprint(ns) != "[{1} {3} {2} {0}]" {
+		t.Errorf("decoded %v, %v", ns, err)
+	}
+	for range rs.All() {
+		break
+	}
+	if rs.Err() != nil {
+		t.Errorf("a loop that stopped: %v", rs.Err())
+	}
+	lines := strings.SplitAfter(body.String(), "\n")
+	os.WriteFile(p, []byte(lines[0]+"{oops\n"+lines[1]), 0o644)
+	if _, err := rs.Sorted(); err == nil || !strings.Contains(err.Error(), RecordsFile+":2: damaged record") {
+		t.Errorf("damaged: %v", err)
+	}
+	os.WriteFile(p, []byte(lines[0]+`{"format":1,"item":"x","data":"not a number"}`+"\n"), 0o644)
+	if _, err := DecodeSorted[n](rs); err == nil || !strings.Contains(err.Error(), "record x") {
+		t.Errorf("undecodable: %v", err)
+	}
+}
+
+// MapRecords makes its records as they are ranged over, each through f,
+// and stops with the error of a record that does not decode.
+func TestMapRecords(t *testing.T) {
+	type n struct{ N int }
+	rs := RecordsOf([]Record{{Item: "a", Data: json.RawMessage(`{"N":1}`)}, {Item: "b", Data: json.RawMessage(`{"N":2}`)}})
+	m := MapRecords(rs, func(v *n) { v.N *= 10 })
+	got, err := DecodeSorted[n](m)
+	if err != nil || fmt.Sprint(got) != "[{10} {20}]" {
+		t.Errorf("mapped %v, %v", got, err)
+	}
+	bad := MapRecords(RecordsOf([]Record{{Item: "a", Data: json.RawMessage(`{"N":"x"}`)}}), func(v *n) {})
+	if _, err := bad.Sorted(); err == nil || !strings.Contains(err.Error(), "record a") {
+		t.Errorf("undecodable: %v", err)
 	}
 }

@@ -291,7 +291,11 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 // Summarize reports, per model, the mean score over scored judgements, the
 // share of scored judgements that found a hallucination, and how many
 // judgements went unscored.
-func (s *Suite) Summarize(recs []rundir.Record) (*summary.Summary, error) {
+func (s *Suite) Summarize(all *rundir.Records) (*summary.Summary, error) {
+	recs, err := all.Sorted()
+	if err != nil {
+		return nil, err
+	}
 	// Per model: its answers, their tokens, and the units of its two
 	// figures (every judgement of an answer is one unit).
 	type acc struct {

@@ -174,7 +174,7 @@ func TestEveryPartOfATask(t *testing.T) {
 	task.Paper = "Authors, \"A benchmark's title\"; the authors' code: its address"
 	task.Departures = func() []string { return []string{everywhere, scoped} }
 	task.DepartureScopes = func() map[string]string { return map[string]string{scoped: "zh"} }
-	task.Summarize = func(recs []rundir.Record) (*summary.Summary, error) {
+	task.Summarize = func(recs *rundir.Records) (*summary.Summary, error) {
 		sum, err := s.Summarize(recs)
 		if err == nil {
 			sum.Scopes = map[string]int{"zh": 0} // the run holds no Chinese item
@@ -183,7 +183,7 @@ func TestEveryPartOfATask(t *testing.T) {
 	}
 	task.Sample = func() []string { return []string{"q1", "q2"} }
 	task.Window = func(context.Context, *engine.Calls) (int, error) { return 8192, nil }
-	task.OtherReading = func(recs []rundir.Record) ([]rundir.Record, error) { return recs, nil }
+	task.OtherReading = func(recs *rundir.Records) *rundir.Records { return recs }
 	task.Close = func() error { closed++; return nil }
 
 	dir := filepath.Join(t.TempDir(), "r")

@@ -37,7 +37,9 @@ func ReadingName(readers string) string {
 // it, gives otherReading: the records with that reading in place of the
 // deciding one. A suite without two readers (otherReading nil), or a run
 // whose readers never disagreed, gets the note only where it has two.
-func AddBeside(sum *Summary, summarize func([]rundir.Record) (*Summary, error), otherReading func([]rundir.Record) ([]rundir.Record, error), recs []rundir.Record, readers string) error {
+// The disagreements are counted in view: the records, or what of each
+// the engine keeps (its readings among it).
+func AddBeside(sum *Summary, summarize func(*rundir.Records) (*Summary, error), otherReading func(*rundir.Records) *rundir.Records, recs *rundir.Records, view []rundir.Record, readers string) error {
 	if otherReading == nil {
 		return nil
 	}
@@ -46,7 +48,7 @@ func AddBeside(sum *Summary, summarize func([]rundir.Record) (*Summary, error), 
 		other = "halu"
 	}
 	n := 0
-	for _, r := range recs {
+	for _, r := range view {
 		for _, rd := range r.Readings {
 			if rd.How == "disagree" {
 				n++
@@ -64,11 +66,11 @@ func AddBeside(sum *Summary, summarize func([]rundir.Record) (*Summary, error), 
 		sum.Notes = append(sum.Notes, fmt.Sprintf("reading: no judge reply was read otherwise by the %s and the %s (the authors' rule reads text-format replies only): each figure is the same under both", ReadingName(readers), ReadingName(other)))
 		return nil
 	}
-	alt, err := otherReading(recs)
-	if err != nil {
-		return fmt.Errorf("the other reading: %w", err)
-	}
+	alt := otherReading(recs)
 	osum, err := summarize(alt)
+	if err == nil && alt.Err() != nil {
+		err = fmt.Errorf("the other reading: %w", alt.Err())
+	}
 	if err != nil {
 		return fmt.Errorf("summary under the other reading: %w", err)
 	}
