@@ -248,7 +248,7 @@ func (p *proposer) request(k int, name string) (localmodels.ChatRequest, func(st
 
 func (p *proposer) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	parsed := 0
-	ps, err := rundir.DecodeSorted[Proposal](recs)
+	ps, err := rundir.DecodeSorted[Proposal](recs, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -798,12 +798,23 @@ func ReadRunSlim(dir string) (*rundir.Manifest, []rundir.Record, []rundir.Record
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	recs, places, err := rundir.ReadRecordsSlimAt(filepath.Join(dir, rundir.RecordsFile))
+	recs, places, _, err := ReadRecordsSlim(dir, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	sortPlaced(recs, places)
 	return m, recs, places, nil
+}
+
+// ReadRecordsSlim is ReadRunSlim's records and places, with each record
+// seen by each as it is read (rundir.ReadRecordsSlimAt), and where the
+// records read end in the file.
+func ReadRecordsSlim(dir string, each func(*rundir.Record) error) ([]rundir.Record, []rundir.RecordPlace, int64, error) {
+	recs, places, good, err := rundir.ReadRecordsSlimAt(filepath.Join(dir, rundir.RecordsFile), each)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	sortPlaced(recs, places)
+	return recs, places, good, nil
 }
 
 // sortPlaced sorts records and their places by item alike (stable):

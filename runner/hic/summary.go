@@ -100,7 +100,7 @@ type groupKey struct {
 // temperature).
 func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	groups := map[groupKey][]ItemResult{}
-	decoded, err := rundir.DecodeSorted[ItemResult](recs)
+	decoded, err := rundir.DecodeSorted[ItemResult](recs, nil)
 	if err != nil {
 		return nil, err
 	}

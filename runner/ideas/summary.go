@@ -39,7 +39,7 @@ type ModelScores struct {
 // against an external benchmark.
 func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	byModel := map[string][]ItemResult{}
-	decoded, err := rundir.DecodeSorted[ItemResult](recs)
+	decoded, err := rundir.DecodeSorted[ItemResult](recs, nil)
 	if err != nil {
 		return nil, err
 	}

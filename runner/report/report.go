@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -58,14 +59,48 @@ type Rebuilder func(m *rundir.Manifest) (engine.Suite, error)
 // the suite rebuild makes when it can be, so a report shows the current
 // tables and charts for any run; otherwise the run's summary.json is used.
 // Every record's flags (summary.Flags) are read for the sample browser.
-// Records are held without their transcripts (what a report's memory
-// grows with); a record's are read when it is shown (readWhole).
+// Records are held without their transcripts and their data (what a
+// report's memory grows with); a record's are read when it is shown
+// (readWhole). The summary reads the records once more, one at a time
+// (engine.Summarize).
 func Load(dir string, rebuild Rebuilder) (*Run, error) {
-	m, recs, places, err := engine.ReadRunSlim(dir)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Dir: dir, Manifest: m, Records: recs, places: places}
+	var suite engine.Suite
+	var serr error
+	if rebuild != nil {
+		if suite, serr = rebuild(m); serr != nil {
+			suite = engine.Suite{}
+		}
+	}
+	var fileFlags []summary.Flags // in the file's order
+	recs, places, good, err := engine.ReadRecordsSlim(dir, func(rec *rundir.Record) error {
+		f, err := summary.RecordFlags(suite.Flag, *rec)
+		if err != nil {
+			return err
+		}
+		fileFlags = append(fileFlags, f)
+		rec.Data = nil
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Records are sorted by item; their lines' offsets rise in the file's
+	// order, so a record's rank by offset is where its flags are.
+	offs := make([]int64, len(places))
+	for i, p := range places {
+		offs[i] = p.Off
+	}
+	slices.Sort(offs)
+	flags := make([]summary.Flags, len(places))
+	for i, p := range places {
+		j, _ := slices.BinarySearch(offs, p.Off)
+		flags[i] = fileFlags[j]
+	}
+	r := &Run{Dir: dir, Manifest: m, Records: recs, places: places, Flags: flags}
 	if v, err := rundir.ReadVerification(dir); err != nil {
 		return nil, err
 	} else if v != nil {
@@ -73,27 +108,16 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 			return nil, err
 		}
 	}
-	var suite engine.Suite
 	if rebuild != nil && len(recs) > 0 {
-		s, serr := rebuild(m)
 		var sum *summary.Summary
 		if serr == nil {
-			suite = s
-			sum, _, serr = engine.Summarize(s, m, rundir.RecordsOf(recs))
+			sum, _, serr = engine.Summarize(suite, m, rundir.RecordsUpTo(filepath.Join(dir, rundir.RecordsFile), good))
 		}
 		if serr == nil {
 			r.Summary, r.Regenerated = sum, true
 		} else {
 			r.Note = fmt.Sprintf("tables from the run's summary.json: the suite could not be rebuilt here (%v)", serr)
 		}
-	}
-	r.Flags = make([]summary.Flags, len(recs))
-	for i, rec := range recs {
-		f, err := summary.RecordFlags(suite.Flag, rec)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", dir, err)
-		}
-		r.Flags[i] = f
 	}
 	if r.Summary == nil {
 		sum, err := summary.ReadSummary(dir)

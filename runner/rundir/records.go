@@ -292,6 +292,12 @@ func EachRecordAt(path string, fn func(r Record, off int64, n int) error) (good 
 // (valid during the call), each decoded by decode (decodeWhole or
 // decodeSlim).
 func eachRecordLine(path string, decode func([]byte, *Record) error, fn func(r Record, off int64, line []byte) error) (good int64, err error) {
+	return eachRecordLineUpTo(path, -1, decode, fn)
+}
+
+// eachRecordLineUpTo is eachRecordLine reading the file's first size
+// bytes (the whole file when size < 0).
+func eachRecordLineUpTo(path string, size int64, decode func([]byte, *Record) error, fn func(r Record, off int64, line []byte) error) (good int64, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -302,7 +308,11 @@ func eachRecordLine(path string, decode func([]byte, *Record) error, fn func(r R
 	defer f.Close()
 	done := make(chan struct{})
 	defer close(done)
-	batches := readBatches(done, bufio.NewReaderSize(f, 1<<20), decode)
+	var in io.Reader = f
+	if size >= 0 {
+		in = io.LimitReader(f, size)
+	}
+	batches := readBatches(done, bufio.NewReaderSize(in, 1<<20), decode)
 	var off int64
 	for b := range batches {
 		<-b.decoded

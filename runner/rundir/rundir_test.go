@@ -220,7 +220,7 @@ func TestSlimDecodingKeepsEveryOtherField(t *testing.T) {
 	if err != nil || len(slim) != 1 || !reflect.DeepEqual(slim[0], slimOf(false)) {
 		t.Errorf("ReadRecordsSlim (%v):\n%+v\nwant\n%+v", err, slim, slimOf(false))
 	}
-	at, places, err := ReadRecordsSlimAt(p)
+	at, places, _, err := ReadRecordsSlimAt(p, nil)
 	if err != nil || len(at) != 1 || !reflect.DeepEqual(at[0], slimOf(true)) || places[0].N != len(b)+1 {
 		t.Errorf("ReadRecordsSlimAt (%v):\n%+v\nwant\n%+v", err, at, slimOf(true))
 	}
@@ -304,8 +304,8 @@ func TestRecordsInAFile(t *testing.T) {
 		t.Errorf("sorted %v, %v", got, err)
 	}
 	type n struct{ N int }
-	ns, err := DecodeSorted[n](rs)
-	if err != nil || fmt.Sprint(ns) != "[{1} {3} {2} {0}]" {
+	ns, err := DecodeSorted(rs, func(v *n) { v.N *= 2 })
+	if err != nil || fmt.Sprint(ns) != "[{2} {6} {4} {0}]" {
 		t.Errorf("decoded %v, %v", ns, err)
 	}
 	for range rs.All() {
@@ -320,7 +320,7 @@ func TestRecordsInAFile(t *testing.T) {
 		t.Errorf("damaged: %v", err)
 	}
 	os.WriteFile(p, []byte(lines[0]+`{"format":1,"item":"x","data":"not a number"}`+"\n"), 0o644)
-	if _, err := DecodeSorted[n](rs); err == nil || !strings.Contains(err.Error(), "record x") {
+	if _, err := DecodeSorted[n](rs, nil); err == nil || !strings.Contains(err.Error(), "record x") {
 		t.Errorf("undecodable: %v", err)
 	}
 }
@@ -331,7 +331,7 @@ func TestMapRecords(t *testing.T) {
 	type n struct{ N int }
 	rs := RecordsOf([]Record{{Item: "a", Data: json.RawMessage(`{"N":1}`)}, {Item: "b", Data: json.RawMessage(`{"N":2}`)}})
 	m := MapRecords(rs, func(v *n) { v.N *= 10 })
-	got, err := DecodeSorted[n](m)
+	got, err := DecodeSorted[n](m, nil)
 	if err != nil || fmt.Sprint(got) != "[{10} {20}]" {
 		t.Errorf("mapped %v, %v", got, err)
 	}

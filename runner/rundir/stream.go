@@ -36,9 +36,14 @@ func RecordsOf(recs []Record) *Records {
 // transcripts (ReadRecordsSlim), in the file's order, read again each time
 // they are ranged over. A last line cut short by a crash is left out, as
 // ReadRecords leaves it.
-func RecordsIn(path string) *Records {
+func RecordsIn(path string) *Records { return RecordsUpTo(path, -1) }
+
+// RecordsUpTo are RecordsIn those of the file's first size bytes (all of
+// them when size < 0): the records another reading of the file read, when
+// a run may be appending more.
+func RecordsUpTo(path string, size int64) *Records {
 	return &Records{each: func(yield func(Record) bool) error {
-		_, err := eachRecordLine(path, decodeSlim(false), func(r Record, _ int64, _ []byte) error {
+		_, err := eachRecordLineUpTo(path, size, decodeSlim(false), func(r Record, _ int64, _ []byte) error {
 			if !yield(r) {
 				return errStop
 			}
@@ -87,8 +92,10 @@ func (rs *Records) Sorted() ([]Record, error) {
 
 // DecodeSorted decodes every record's data into a T, in the records' item
 // order (Sorted), keeping only the Ts: the records themselves are not held.
-// An error names the record that does not decode.
-func DecodeSorted[T any](rs *Records) ([]T, error) {
+// trim, when not nil, takes out of each T as it is decoded what the
+// summary does not read (a reply's text, which a real model makes most of
+// a record). An error names the record that does not decode.
+func DecodeSorted[T any](rs *Records, trim func(*T)) ([]T, error) {
 	type decoded struct {
 		item string
 		v    T
@@ -100,6 +107,9 @@ func DecodeSorted[T any](rs *Records) ([]T, error) {
 		if err := json.Unmarshal(r.Data, &v); err != nil {
 			bad = fmt.Errorf("record %s: %w", r.Item, err)
 			break
+		}
+		if trim != nil {
+			trim(&v)
 		}
 		out = append(out, decoded{r.Item, v})
 	}
