@@ -798,18 +798,19 @@ func ReadRunSlim(dir string) (*rundir.Manifest, []rundir.Record, []rundir.Record
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	recs, places, _, err := ReadRecordsSlim(dir, nil)
+	recs, places, _, err := ReadRecordsSlim(dir, -1, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return m, recs, places, nil
 }
 
-// ReadRecordsSlim is ReadRunSlim's records and places, with each record
+// ReadRecordsSlim is ReadRunSlim's records and places, those of the
+// records file's first size bytes (all when size < 0), with each record
 // seen by each as it is read (rundir.ReadRecordsSlimAt), and where the
 // records read end in the file.
-func ReadRecordsSlim(dir string, each func(*rundir.Record) error) ([]rundir.Record, []rundir.RecordPlace, int64, error) {
-	recs, places, good, err := rundir.ReadRecordsSlimAt(filepath.Join(dir, rundir.RecordsFile), each)
+func ReadRecordsSlim(dir string, size int64, each func(*rundir.Record) error) ([]rundir.Record, []rundir.RecordPlace, int64, error) {
+	recs, places, good, err := rundir.ReadRecordsSlimAt(filepath.Join(dir, rundir.RecordsFile), size, each)
 	if err != nil {
 		return nil, nil, 0, err
 	}

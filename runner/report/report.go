@@ -61,8 +61,10 @@ type Rebuilder func(m *rundir.Manifest) (engine.Suite, error)
 // Every record's flags (summary.Flags) are read for the sample browser.
 // Records are held without their transcripts and their data (what a
 // report's memory grows with); a record's are read when it is shown
-// (readWhole). The summary reads the records once more, one at a time
-// (engine.Summarize).
+// (readWhole). The summary is made first, from the records read one at a
+// time (engine.Summarize), then the records are read for the browser, up
+// to where the summary's reading ended: the report's memory holds one or
+// the other.
 func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	m, err := rundir.ReadManifest(dir)
 	if err != nil {
@@ -70,13 +72,20 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	}
 	var suite engine.Suite
 	var serr error
+	var sum *summary.Summary
+	end := int64(-1)
 	if rebuild != nil {
 		if suite, serr = rebuild(m); serr != nil {
 			suite = engine.Suite{}
+		} else {
+			src := rundir.RecordsIn(filepath.Join(dir, rundir.RecordsFile))
+			if sum, _, serr = engine.Summarize(suite, m, src); serr == nil {
+				end = src.End()
+			}
 		}
 	}
 	var fileFlags []summary.Flags // in the file's order
-	recs, places, good, err := engine.ReadRecordsSlim(dir, func(rec *rundir.Record) error {
+	recs, places, _, err := engine.ReadRecordsSlim(dir, end, func(rec *rundir.Record) error {
 		f, err := summary.RecordFlags(suite.Flag, *rec)
 		if err != nil {
 			return err
@@ -108,11 +117,7 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 			return nil, err
 		}
 	}
-	if rebuild != nil && len(recs) > 0 {
-		var sum *summary.Summary
-		if serr == nil {
-			sum, _, serr = engine.Summarize(suite, m, rundir.RecordsUpTo(filepath.Join(dir, rundir.RecordsFile), good))
-		}
+	if rebuild != nil && len(recs) > 0 { // a run with no record has no summary yet
 		if serr == nil {
 			r.Summary, r.Regenerated = sum, true
 		} else {

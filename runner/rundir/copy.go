@@ -130,11 +130,12 @@ func CopyRecords(path string, dirs []string, states []RecordsState, places []Rec
 // ReadRecordsSlimAt is ReadRecordsSlim with each record's place in the
 // file (run 0), each call keeping its prompt's hash: a report holds a
 // run's records without their transcripts, groups them by prompt, and
-// reads a record whole (RecordsAt) only to show it. each, when not nil,
-// sees each record as read and may take out what is not to be kept (a
-// report keeps no record's data); good is where the whole records end.
-func ReadRecordsSlimAt(path string, each func(*Record) error) (recs []Record, places []RecordPlace, good int64, err error) {
-	good, err = eachRecordLine(path, decodeSlim(true), func(r Record, off int64, line []byte) error {
+// reads a record whole (RecordsAt) only to show it. It reads the file's
+// first size bytes (all of it when size < 0). each, when not nil, sees
+// each record as read and may take out what is not to be kept (a report
+// keeps no record's data); good is where the whole records end.
+func ReadRecordsSlimAt(path string, size int64, each func(*Record) error) (recs []Record, places []RecordPlace, good int64, err error) {
+	good, err = eachRecordLineUpTo(path, size, decodeSlim(true), func(r Record, off int64, line []byte) error {
 		if each != nil {
 			if err := each(&r); err != nil {
 				return err

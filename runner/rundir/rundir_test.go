@@ -220,7 +220,7 @@ func TestSlimDecodingKeepsEveryOtherField(t *testing.T) {
 	if err != nil || len(slim) != 1 || !reflect.DeepEqual(slim[0], slimOf(false)) {
 		t.Errorf("ReadRecordsSlim (%v):\n%+v\nwant\n%+v", err, slim, slimOf(false))
 	}
-	at, places, _, err := ReadRecordsSlimAt(p, nil)
+	at, places, _, err := ReadRecordsSlimAt(p, -1, nil)
 	if err != nil || len(at) != 1 || !reflect.DeepEqual(at[0], slimOf(true)) || places[0].N != len(b)+1 {
 		t.Errorf("ReadRecordsSlimAt (%v):\n%+v\nwant\n%+v", err, at, slimOf(true))
 	}
@@ -308,11 +308,25 @@ func TestRecordsInAFile(t *testing.T) {
 	if err != nil || fmt.Sprint(ns) != "[{2} {6} {4} {0}]" {
 		t.Errorf("decoded %v, %v", ns, err)
 	}
+	if rs.End() != int64(body.Len()) {
+		t.Errorf("end %d after a whole reading, want %d", rs.End(), body.Len())
+	}
 	for range rs.All() {
 		break
 	}
-	if rs.Err() != nil {
-		t.Errorf("a loop that stopped: %v", rs.Err())
+	if rs.Err() != nil || rs.End() != -1 {
+		t.Errorf("a loop that stopped: %v, end %d", rs.Err(), rs.End())
+	}
+	// Another reading up to where a whole one ended reads what it read,
+	// whatever was appended since.
+	rs.Sorted()
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintf(f, "{\"format\":%d,\"item\":\"z\",\"data\":{}}\n", FormatVersion)
+	f.Close()
+	upTo, _, _, err := ReadRecordsSlimAt(p, rs.End(), nil)
+	all, _, _, _ := ReadRecordsSlimAt(p, -1, nil)
+	if err != nil || len(upTo) != 4 || len(all) != 5 {
+		t.Errorf("up to the end read: %d records (%v), the whole file %d; want 4, 5", len(upTo), err, len(all))
 	}
 	lines := strings.SplitAfter(body.String(), "\n")
 	os.WriteFile(p, []byte(lines[0]+"{oops\n"+lines[1]), 0o644)

@@ -18,11 +18,12 @@ import (
 type Records struct {
 	each func(yield func(Record) bool) error
 	err  error
+	end  int64
 }
 
 // RecordsOf are recs, in their order.
 func RecordsOf(recs []Record) *Records {
-	return &Records{each: func(yield func(Record) bool) error {
+	return &Records{end: -1, each: func(yield func(Record) bool) error {
 		for _, r := range recs {
 			if !yield(r) {
 				break
@@ -42,8 +43,10 @@ func RecordsIn(path string) *Records { return RecordsUpTo(path, -1) }
 // them when size < 0): the records another reading of the file read, when
 // a run may be appending more.
 func RecordsUpTo(path string, size int64) *Records {
-	return &Records{each: func(yield func(Record) bool) error {
-		_, err := eachRecordLineUpTo(path, size, decodeSlim(false), func(r Record, _ int64, _ []byte) error {
+	rs := &Records{end: -1}
+	rs.each = func(yield func(Record) bool) error {
+		rs.end = -1
+		good, err := eachRecordLineUpTo(path, size, decodeSlim(false), func(r Record, _ int64, _ []byte) error {
 			if !yield(r) {
 				return errStop
 			}
@@ -52,8 +55,12 @@ func RecordsUpTo(path string, size int64) *Records {
 		if err != nil && !errors.Is(err, errStop) {
 			return err
 		}
+		if err == nil {
+			rs.end = good
+		}
 		return nil
-	}}
+	}
+	return rs
 }
 
 // errStop stops a reading of records its reader has no more use for.
@@ -62,7 +69,7 @@ var errStop = errors.New("no more records wanted")
 // RecordsFunc are the records each yields, in its order: each returns an
 // error when it could not yield them all.
 func RecordsFunc(each func(yield func(Record) bool) error) *Records {
-	return &Records{each: each}
+	return &Records{each: each, end: -1}
 }
 
 // All ranges over the records; Err says after whether it read them all.
@@ -75,6 +82,12 @@ func (rs *Records) All() iter.Seq[Record] {
 // Err is the error that stopped the last ranging over All, nil when it
 // read every record (or was stopped by its loop).
 func (rs *Records) Err() error { return rs.err }
+
+// End is where in their file the records the last ranging read end, when
+// it read them all from a file (RecordsIn): another reading of the file
+// reads the same records up to there (ReadRecordsSlimAt), whatever a run
+// appended since. -1 otherwise.
+func (rs *Records) End() int64 { return rs.end }
 
 // Sorted are the records, sorted by item (those of one item in their
 // order): a summary's order, the same whatever order the items finished in.
