@@ -163,9 +163,9 @@ func newCompareCmd() *cobra.Command {
 }
 
 // runOutcomes reads a run and its per-unit outcomes (from its records
-// without their transcripts: no outcome reads them).
+// without their transcripts, one at a time: no outcome reads them).
 func runOutcomes(dir string) (*rundir.Manifest, []summary.Outcome, error) {
-	m, recs, _, err := engine.ReadRunSlim(dir)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,7 +176,7 @@ func runOutcomes(dir string) (*rundir.Manifest, []summary.Outcome, error) {
 	if s.Outcomes == nil {
 		return nil, nil, usagef("compare: suite %s has no per-unit outcomes", m.Suite)
 	}
-	o, err := s.Outcomes(recs)
+	o, err := s.Outcomes(rundir.RecordsIn(filepath.Join(dir, rundir.RecordsFile)))
 	if err != nil {
 		return nil, nil, fmt.Errorf("run %s: %w", dir, err)
 	}

@@ -192,11 +192,11 @@ func verification(s engine.Suite, dir, out string, recs []rundir.Record) (*rundi
 	if s.Outcomes == nil {
 		return v, nil
 	}
-	a, err := s.Outcomes(recs)
+	a, err := s.Outcomes(rundir.RecordsOf(recs))
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
-	b, err := s.Outcomes(again)
+	b, err := s.Outcomes(rundir.RecordsOf(again))
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", out, err)
 	}

@@ -300,8 +300,8 @@ func TestVerifyRefusesOtherWeights(t *testing.T) {
 	}
 }
 
-// A run's end summarises its records without their transcripts
-// (rundir.ReadRecordsSlim): for a run of every suite (testdata/runs-v1),
+// A run's end summarises its records without their transcripts, read
+// from its records file one at a time (rundir.RecordsIn): for a run of every suite (testdata/runs-v1),
 // the summary made from the slim records is the one made from the whole
 // records, byte for byte — no table, note, card or measure reads a
 // prompt's text, a reply as written or the options sent.
@@ -329,15 +329,11 @@ func TestSlimRecordsSummariseAlike(t *testing.T) {
 			t.Logf("%s: not rebuilt here (%v)", dir, err)
 			continue
 		}
-		slim, _, err := rundir.ReadRecordsSlim(filepath.Join(dir, rundir.RecordsFile))
-		if err != nil {
-			t.Fatal(err)
-		}
 		whole, _, err := engine.Summarize(s, m, rundir.RecordsOf(recs))
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		thin, _, err := engine.Summarize(s, m, rundir.RecordsOf(slim))
+		thin, _, err := engine.Summarize(s, m, rundir.RecordsIn(filepath.Join(dir, rundir.RecordsFile)))
 		if err != nil {
 			t.Fatalf("%s: slim: %v", dir, err)
 		}

@@ -7,9 +7,9 @@ import (
 
 // Outcomes gives, per question and format, whether the answer hallucinated
 // (binary; unscored answers are left out).
-func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+func (s *Suite) Outcomes(recs *rundir.Records) ([]summary.Outcome, error) {
 	var out []summary.Outcome
-	decoded, err := rundir.DecodeRecords[Answer](recs)
+	decoded, err := rundir.DecodeSorted[Answer](recs, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -173,7 +173,7 @@ type Suite struct {
 	// (summary.RecordFlags).
 	Flag func(rec rundir.Record) (summary.Flags, error)
 	// Outcomes are its records' outcomes unit by unit, for halu compare.
-	Outcomes func(recs []rundir.Record) ([]summary.Outcome, error)
+	Outcomes func(recs *rundir.Records) ([]summary.Outcome, error)
 	// Close closes the stores it opened (an index, a graph), on every way
 	// out of a run.
 	Close func() error
@@ -789,26 +789,12 @@ func ReadRun(dir string) (*rundir.Manifest, []rundir.Record, error) {
 	return m, sortRecords(recs), nil
 }
 
-// ReadRunSlim is ReadRun with each record without its transcripts
-// (rundir.ReadRecordsSlim) and with its place in the records file, where
-// rundir.RecordsAt reads it whole; records and places sorted by item
-// alike.
-func ReadRunSlim(dir string) (*rundir.Manifest, []rundir.Record, []rundir.RecordPlace, error) {
-	m, err := rundir.ReadManifest(dir)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	recs, places, _, err := ReadRecordsSlim(dir, -1, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return m, recs, places, nil
-}
-
-// ReadRecordsSlim is ReadRunSlim's records and places, those of the
-// records file's first size bytes (all when size < 0), with each record
-// seen by each as it is read (rundir.ReadRecordsSlimAt), and where the
-// records read end in the file.
+// ReadRecordsSlim reads the records of the run in dir without their
+// transcripts (rundir.ReadRecordsSlimAt), each with its place in the
+// records file, where rundir.RecordsAt reads it whole: those of the
+// file's first size bytes (all when size < 0), each seen by each as it is
+// read, records and places sorted by item alike; and where the records
+// read end in the file.
 func ReadRecordsSlim(dir string, size int64, each func(*rundir.Record) error) ([]rundir.Record, []rundir.RecordPlace, int64, error) {
 	recs, places, good, err := rundir.ReadRecordsSlimAt(filepath.Join(dir, rundir.RecordsFile), size, each)
 	if err != nil {

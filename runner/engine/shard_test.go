@@ -50,11 +50,11 @@ func TestCopyRecordsAsWrittenInItemOrder(t *testing.T) {
 	}
 }
 
-// ReadRunSlim sorts records by item as ReadRun does (stable: two records
+// ReadRecordsSlim sorts records by item as ReadRun does (stable: two records
 // of one item keep the file's order) and each place moves with its
 // record: the record read whole at its place is the one beside it, with
 // its transcripts, which the slim record leaves out.
-func TestReadRunSlimPlacesMoveWithTheirRecords(t *testing.T) {
+func TestReadRecordsSlimPlacesMoveWithTheirRecords(t *testing.T) {
 	dir := t.TempDir()
 	if err := rundir.WriteManifest(dir, &rundir.Manifest{Suite: "s", Format: rundir.FormatVersion}); err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestReadRunSlimPlacesMoveWithTheirRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, recs, places, err := ReadRunSlim(dir)
+	recs, places, _, err := ReadRecordsSlim(dir, -1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

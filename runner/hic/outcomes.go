@@ -12,9 +12,9 @@ import (
 // Outcomes gives, per question and (strategy, temperature), the IH and DH
 // ratios over its scored answers (the unit of HIC-Bench's B.3 permutation
 // test) and the panel-mean Originality, Feasibility and Value.
-func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+func (s *Suite) Outcomes(recs *rundir.Records) ([]summary.Outcome, error) {
 	var out []summary.Outcome
-	decoded, err := rundir.DecodeRecords[ItemResult](recs)
+	decoded, err := rundir.DecodeSorted[ItemResult](recs, nil)
 	if err != nil {
 		return nil, err
 	}

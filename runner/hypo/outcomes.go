@@ -10,9 +10,9 @@ import (
 // Outcomes gives, per hypothesis item and knowledge setting, whether the
 // greedy hypothesis names the gold relation (binary) and its KnowHD
 // groundedness per source (score).
-func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+func (s *Suite) Outcomes(recs *rundir.Records) ([]summary.Outcome, error) {
 	var out []summary.Outcome
-	decoded, err := rundir.DecodeRecords[Result](recs)
+	decoded, err := rundir.DecodeSorted[Result](recs, nil)
 	if err != nil {
 		return nil, err
 	}

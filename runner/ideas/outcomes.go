@@ -8,9 +8,9 @@ import (
 
 // Outcomes gives, per keyword, the mean originality, feasibility and
 // clarity of the model's scored ideas and its mean fluency grade.
-func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+func (s *Suite) Outcomes(recs *rundir.Records) ([]summary.Outcome, error) {
 	var out []summary.Outcome
-	decoded, err := rundir.DecodeRecords[ItemResult](recs)
+	decoded, err := rundir.DecodeSorted[ItemResult](recs, nil)
 	if err != nil {
 		return nil, err
 	}

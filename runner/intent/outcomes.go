@@ -7,9 +7,9 @@ import (
 
 // Outcomes gives, per query, the Constraint Score (score), whether the
 // response is Perfect (binary) and the 1–10 baseline (score).
-func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+func (s *Suite) Outcomes(recs *rundir.Records) ([]summary.Outcome, error) {
 	var out []summary.Outcome
-	decoded, err := rundir.DecodeRecords[ItemResult](recs)
+	decoded, err := rundir.DecodeSorted[ItemResult](recs, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -127,8 +127,9 @@ func CopyRecords(path string, dirs []string, states []RecordsState, places []Rec
 	return changed()
 }
 
-// ReadRecordsSlimAt is ReadRecordsSlim with each record's place in the
-// file (run 0), each call keeping its prompt's hash: a report holds a
+// ReadRecordsSlimAt reads a records file's records without their
+// transcripts (decodeSlim), each with its place in the file (run 0) and
+// each call keeping its prompt's hash: a report holds a
 // run's records without their transcripts, groups them by prompt, and
 // reads a record whole (RecordsAt) only to show it. It reads the file's
 // first size bytes (all of it when size < 0). each, when not nil, sees

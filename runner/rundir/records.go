@@ -161,30 +161,14 @@ func ReadRecords(path string) (recs []Record, good int64, err error) {
 	return recs, good, nil
 }
 
-// ReadRecordsSlim reads a records file as a run's summary reads it: each
-// record without its transcripts — the prompts' text, each call's reply
-// as written, its prompt's hash and the options it sent — which only a
-// report's sample browser and exports show. A run's end summarises
-// hundreds of thousands of records: the transcripts are most of each
-// one's memory.
-func ReadRecordsSlim(path string) ([]Record, int64, error) {
-	var recs []Record
-	good, err := eachRecordLine(path, decodeSlim(false), func(r Record, _ int64, _ []byte) error {
-		recs = append(recs, r)
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return recs, good, nil
-}
-
 // decodeWhole decodes a record's line whole.
 func decodeWhole(line []byte, r *Record) error { return json.Unmarshal(line, r) }
 
-// decodeSlim decodes a record's line without its transcripts
-// (ReadRecordsSlim) — with keepHash, each call keeps its prompt's hash
-// (CallLog.Prompt) — never building them: the line is decoded into
+// decodeSlim decodes a record's line without its transcripts — the
+// prompts' text, each call's reply as written, its prompt's hash and the
+// options it sent, which only a report's sample browser and exports show
+// — or, with keepHash, with each call's prompt hash (CallLog.Prompt),
+// never building them: the line is decoded into
 // slimRecord, whose calls have no field for a reply or the options sent
 // and which has none for the prompts, so the decoder passes over their
 // bytes. The transcripts are most of a record's bytes, and building them

@@ -118,7 +118,11 @@ func TestReadRecordsALineAtATime(t *testing.T) {
 		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, read := range []func(string) ([]Record, int64, error){ReadRecords, ReadRecordsSlim} {
+		slim := func(p string) ([]Record, int64, error) {
+			recs, _, good, err := ReadRecordsSlimAt(p, -1, nil)
+			return recs, good, err
+		}
+		for _, read := range []func(string) ([]Record, int64, error){ReadRecords, slim} {
 			recs, good, err := read(p)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
@@ -141,7 +145,7 @@ func TestReadRecordsALineAtATime(t *testing.T) {
 	p := filepath.Join(t.TempDir(), RecordsFile)
 	os.WriteFile(p, []byte(whole), 0o644)
 	full, _, _ := ReadRecords(p)
-	slim, _, _ := ReadRecordsSlim(p)
+	slim, _ := RecordsIn(p).Sorted()
 	f, s := full[0], slim[0]
 	if s.Prompts != nil || s.Calls[0].Reply != "" || s.Calls[0].Prompt != "" || s.Calls[0].Options != nil {
 		t.Errorf("slim record keeps a transcript: %+v", s)
@@ -176,7 +180,7 @@ func TestDecodeRecordsInOrder(t *testing.T) {
 	}
 }
 
-// A slim read (ReadRecordsSlim, ReadRecordsSlimAt) leaves out the
+// A slim read (RecordsIn, ReadRecordsSlimAt) leaves out the
 // transcripts and nothing else: a record with every field set, written
 // and read back, is the whole record read with only its prompts, each
 // call's reply and options (and, without keepHash, its prompt's hash)
@@ -216,9 +220,9 @@ func TestSlimDecodingKeepsEveryOtherField(t *testing.T) {
 	if !reflect.DeepEqual(whole[0], rec) {
 		t.Fatalf("the whole record does not read back:\n%+v\n%+v", whole[0], rec)
 	}
-	slim, _, err := ReadRecordsSlim(p)
+	slim, err := RecordsIn(p).Sorted()
 	if err != nil || len(slim) != 1 || !reflect.DeepEqual(slim[0], slimOf(false)) {
-		t.Errorf("ReadRecordsSlim (%v):\n%+v\nwant\n%+v", err, slim, slimOf(false))
+		t.Errorf("RecordsIn (%v):\n%+v\nwant\n%+v", err, slim, slimOf(false))
 	}
 	at, places, _, err := ReadRecordsSlimAt(p, -1, nil)
 	if err != nil || len(at) != 1 || !reflect.DeepEqual(at[0], slimOf(true)) || places[0].N != len(b)+1 {

@@ -34,19 +34,14 @@ func RecordsOf(recs []Record) *Records {
 }
 
 // RecordsIn are the records of the records file path without their
-// transcripts (ReadRecordsSlim), in the file's order, read again each time
+// transcripts (decodeSlim), in the file's order, read again each time
 // they are ranged over. A last line cut short by a crash is left out, as
 // ReadRecords leaves it.
-func RecordsIn(path string) *Records { return RecordsUpTo(path, -1) }
-
-// RecordsUpTo are RecordsIn those of the file's first size bytes (all of
-// them when size < 0): the records another reading of the file read, when
-// a run may be appending more.
-func RecordsUpTo(path string, size int64) *Records {
+func RecordsIn(path string) *Records {
 	rs := &Records{end: -1}
 	rs.each = func(yield func(Record) bool) error {
 		rs.end = -1
-		good, err := eachRecordLineUpTo(path, size, decodeSlim(false), func(r Record, _ int64, _ []byte) error {
+		good, err := eachRecordLine(path, decodeSlim(false), func(r Record, _ int64, _ []byte) error {
 			if !yield(r) {
 				return errStop
 			}

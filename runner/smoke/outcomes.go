@@ -8,9 +8,9 @@ import (
 
 // Outcomes gives, per question, the judges' mean score and whether their
 // majority found the answer hallucinated (a tie counts as not).
-func (s *Suite) Outcomes(recs []rundir.Record) ([]summary.Outcome, error) {
+func (s *Suite) Outcomes(recs *rundir.Records) ([]summary.Outcome, error) {
 	var out []summary.Outcome
-	decoded, err := rundir.DecodeRecords[Result](recs)
+	decoded, err := rundir.DecodeSorted[Result](recs, nil)
 	if err != nil {
 		return nil, err
 	}

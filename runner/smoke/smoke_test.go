@@ -241,7 +241,7 @@ func TestEveryPartOfATask(t *testing.T) {
 			return want(err == nil && f.Hallucinated, "flags %+v, %v", f, err)
 		},
 		"Outcomes": func() error {
-			o, err := task.Outcomes(recs)
+			o, err := task.Outcomes(rundir.RecordsOf(recs))
 			return want(err == nil && len(o) == 4, "outcomes %v, %v", o, err)
 		},
 		"Close": func() error { return want(closed > 0, "closed %d times", closed) },
