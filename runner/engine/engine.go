@@ -572,6 +572,7 @@ func (e *Engine) workInto(ctx context.Context, r *run, s Suite, rerun *Rerun) (i
 	r.judgeBase = e.judgeTimes()
 	failed, runErr := e.work(ctx, s, r.todo, w, ew, rerun)
 	s.close() // stores a suite opened (index, knowledge graph)
+	r.records += w.Appended()
 	cerr := w.Close()
 	ew.Close()
 	if runErr == nil && cerr != nil {
@@ -584,10 +585,7 @@ func (e *Engine) workInto(ctx context.Context, r *run, s Suite, rerun *Rerun) (i
 // totals, its status — and writes the summary of every record.
 func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error) (*Result, error) {
 	man := r.man
-	n, err := rundir.CountRecords(r.recPath)
-	if err != nil {
-		return nil, err
-	}
+	n := r.records
 	e.book(r, spec, n, failed)
 	// The items are booked and not read again: their memory (payloads,
 	// prompts' parts) goes to the summary.
@@ -607,6 +605,7 @@ func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error)
 		recs := rundir.RecordsIn(r.recPath)
 		var ms rundir.Measured
 		var view []rundir.Record
+		var err error
 		sum, ms, view, err = summarize(s, man, recs)
 		if err != nil {
 			if view, verr := viewOf(recs); verr == nil {

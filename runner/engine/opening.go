@@ -74,9 +74,11 @@ type run struct {
 	fresh bool
 	man   *rundir.Manifest
 	// done are the items already recorded; goodSize is the length of
-	// records.jsonl up to its last whole line.
+	// records.jsonl up to its last whole line; records is how many whole
+	// records it holds (those read on opening, then those appended).
 	done     map[string]bool
 	goodSize int64
+	records  int
 	// items are the run's items (its shard's), todo those not done.
 	items, todo []Item
 	// The session's start, the books before it (a resume adds to them),
@@ -142,14 +144,15 @@ func (e *Engine) reopen(r *run, s Suite, spec RunSpec) error {
 		}
 	}
 	r.man = m
-	recs, good, err := rundir.ReadRecords(r.recPath)
+	good, err := rundir.EachRecord(r.recPath, func(rec rundir.Record) error {
+		r.done[rec.Item] = true
+		r.records++
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	r.goodSize = good
-	for _, rec := range recs {
-		r.done[rec.Item] = true
-	}
 	if r.man.Readers == "" {
 		r.man.Readers = judging.ReadersPaper
 	}

@@ -418,6 +418,7 @@ type RecordWriter struct {
 	w         *bufio.Writer
 	lastSync  time.Time
 	syncEvery time.Duration
+	appended  int
 }
 
 func OpenRecordWriter(path string, truncateAt int64, syncEvery time.Duration) (*RecordWriter, error) {
@@ -452,11 +453,19 @@ func (w *RecordWriter) Append(v any) error {
 	if err := w.w.Flush(); err != nil {
 		return err
 	}
+	w.appended++
 	if time.Since(w.lastSync) >= w.syncEvery {
 		w.lastSync = time.Now()
 		return w.f.Sync()
 	}
 	return nil
+}
+
+// Appended is the number of records appended whole.
+func (w *RecordWriter) Appended() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.appended
 }
 
 func (w *RecordWriter) Close() error {
