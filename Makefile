@@ -78,9 +78,12 @@ BENCH_N ?= 100000
 BENCH_KG_ROWS ?= 2000000
 # FTS5 queries to time (0: all 1,000; FTS5 takes seconds a query at 1M).
 BENCH_FTS_QUERIES ?= 0
+# grow: remixed documents also carry made-up words of a vocabulary that
+# grows with the corpus as PubMed's does (Heaps' law, exponent 0.8).
+BENCH_VOCAB ?=
 bench-index: build
 	@command -v sqlite3 >/dev/null || (apt-get install -y -qq sqlite3 >/dev/null 2>&1 || { echo "bench-index needs sqlite3 (apt-get install sqlite3)"; exit 1; })
-	HALU_BENCH_N=$(BENCH_N) HALU_BENCH_KG_ROWS=$(BENCH_KG_ROWS) HALU_BENCH_FTS_QUERIES=$(BENCH_FTS_QUERIES) HALU_BENCH_HALU=$(abspath $(BIN)) $(GO) test -count=1 -timeout 2h -run 'TestBenchIndex|TestBenchKGImport' -v ./index/ | grep -v '^=== RUN\|^--- \|^PASS\|^ok'
+	HALU_BENCH_N=$(BENCH_N) HALU_BENCH_VOCAB=$(BENCH_VOCAB) HALU_BENCH_KG_ROWS=$(BENCH_KG_ROWS) HALU_BENCH_FTS_QUERIES=$(BENCH_FTS_QUERIES) HALU_BENCH_HALU=$(abspath $(BIN)) $(GO) test -count=1 -timeout 2h -run 'TestBenchIndex|TestBenchKGImport' -v ./index/ | grep -v '^=== RUN\|^--- \|^PASS\|^ok'
 
 # halu's engine side by side with a minimal direct client and with
 # promptfoo (installed into ~/.cache/halu by npm the first time) on private

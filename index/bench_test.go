@@ -29,7 +29,9 @@ import (
 // (PubMedQA conclusions), pruned against exhaustive scoring, then does the
 // same with SQLite FTS5 and its bm25() on the same documents and queries,
 // and reports the top-10 overlap of the two rankings. It runs only when
-// HALU_BENCH_N is set; HALU_BENCH_HALU names the halu binary.
+// HALU_BENCH_N is set; HALU_BENCH_HALU names the halu binary. With
+// HALU_BENCH_VOCAB=grow, each remixed document also carries terms of a
+// vocabulary that grows with the corpus as PubMed's does (vocabTail).
 func TestBenchIndex(t *testing.T) {
 	nStr := os.Getenv("HALU_BENCH_N")
 	if nStr == "" {
@@ -78,6 +80,8 @@ func TestBenchIndex(t *testing.T) {
 	fmt.Fprintln(sw, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")
 	fmt.Fprintln(sw, "CREATE VIRTUAL TABLE docs USING fts5(pmid UNINDEXED, text, tokenize='porter');")
 	fmt.Fprintln(sw, "BEGIN;")
+	grow := os.Getenv("HALU_BENCH_VOCAB") == "grow"
+	tail := map[uint64]bool{} // the synthetic terms drawn
 	for i := 0; i < n; i++ {
 		if i*stages/n == len(docFiles) {
 			if bw != nil {
@@ -89,6 +93,9 @@ func TestBenchIndex(t *testing.T) {
 			bw = bufio.NewWriterSize(f, 1<<20)
 		}
 		a := benchDoc(base, sentences, i)
+		if grow && i >= len(base) {
+			a.Abstract += " " + vocabTail(i, tail)
+		}
 		line, _ := json.Marshal(a)
 		bw.Write(append(line, '\n'))
 		fmt.Fprintf(sw, "INSERT INTO docs VALUES(%d,'%s');\n", a.PMID, strings.ReplaceAll(docText(a), "'", "''"))
@@ -304,6 +311,9 @@ func TestBenchIndex(t *testing.T) {
 	haluRate := float64(n) / haluBuild.Seconds()
 	ftsRate := float64(n) / ftsBuild.Seconds()
 	fmt.Printf("\nindex benchmark: %d documents (%d real abstracts, then abstracts remixed from their sentences), %d queries (PubMedQA conclusions)\n", n, len(base), len(queries))
+	if grow {
+		fmt.Printf("vocabulary growing (HALU_BENCH_VOCAB=grow): %d terms a remixed document drawn from a Zipf law (s = %g), %d distinct synthetic terms besides the real abstracts' words\n", tailTerms, tailZipf, len(tail))
+	}
 	fmt.Printf("%-22s %12s %14s %14s %10s %10s\n", "engine", "ingest doc/s", "bytes/doc", "peak RSS MiB", "p50 ms", "p95 ms")
 	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "halu (bleve+BM25)", haluRate, float64(st.SizeBytes)/float64(n), float64(haluRSS)/1024, ms(p(lat, 0.5)), ms(p(lat, 0.95)))
 	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "SQLite FTS5 bm25()", ftsRate, float64(ftsSize)/float64(n), float64(ftsRSS)/1024, ms(p(ftsLat, 0.5)), ms(p(ftsLat, 0.95)))
@@ -359,6 +369,45 @@ func benchDoc(base []Article, sentences [][]string, i int) Article {
 	a.Abstract = strings.TrimSpace(b.String())
 	a.PMID = 100_000_000 + uint64(i-len(base))
 	return a
+}
+
+// The growing vocabulary (HALU_BENCH_VOCAB=grow): tailTerms terms a
+// document, each a made-up word drawn from a Zipf law of exponent tailZipf
+// over an unbounded list of them. Distinct terms then grow with the
+// corpus as N^(1/s) — Heaps' law, exponent 0.8, as PubMed's vocabulary
+// grows: 1.6 M distinct made-up words over 1 M documents (45 a document:
+// ~1.8 M, about PubMed's at that size), where the real abstracts' words
+// stop at ~70 k whatever the corpus's size, and no index cost that grows
+// with the vocabulary (the terms' dictionary, the stems remembered, the
+// merges) could show.
+const (
+	tailTerms = 45
+	tailZipf  = 1.25
+)
+
+// vocabTail is the i-th document's made-up words (the same for the same
+// i), each added to seen. A word is "zq" and its rank in consonants only
+// (no vowel, y or s), which the analyzer keeps whole: Porter's stemmer
+// changes no word without a vowel, and none is an English stop word.
+func vocabTail(i int, seen map[uint64]bool) string {
+	const letters = "bcdfghjklmnpqrtvwxz"
+	z := rand.NewZipf(rand.New(rand.NewSource(int64(i)+1<<40)), tailZipf, 1, 1<<40)
+	var b strings.Builder
+	for k := range tailTerms {
+		r := z.Uint64()
+		seen[r] = true
+		if k > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("zq")
+		for {
+			b.WriteByte(letters[r%uint64(len(letters))])
+			if r /= uint64(len(letters)); r == 0 {
+				break
+			}
+		}
+	}
+	return b.String()
 }
 
 // peakRSS runs cmd and returns its combined output and its peak resident
