@@ -18,6 +18,8 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	zap "github.com/blevesearch/zapx/v17"
 	"golang.org/x/sync/errgroup"
+
+	"halu/index/internal/zapv17"
 )
 
 // The index's identity and soundness by content. bleve keeps no checksum a
@@ -239,12 +241,30 @@ func (l *Literature) verifySegment(zs *zap.Segment) error {
 	if len(mem) < 4 {
 		return fmt.Errorf("%w: index %s: segment %s is cut short", ErrDamaged, l.dir, filepath.Base(zs.Path()))
 	}
-	if got := crc32.ChecksumIEEE(mem[:len(mem)-4]); got != zs.CRC() {
+	if got := checksum(mem[:len(mem)-4]); got != zs.CRC() {
 		return fmt.Errorf("%w: index %s: segment %s does not match its checksum (CRC-32 %08x, its footer %08x): a byte of it changed on disk — rebuild the index (halu index build --out NEWDIR FILE...)",
 			ErrDamaged, l.dir, filepath.Base(zs.Path()), got, zs.CRC())
 	}
 	l.verified.Store(zs.Path(), true)
 	return nil
+}
+
+// checksumChunk is how much of a segment checksum reads before it releases
+// what it read: a multiple of any page size.
+const checksumChunk = 16 << 20
+
+// checksum is the CRC-32 (IEEE) of mem, a segment's mapped data, whose
+// pages it releases as it goes (zapv17.ReleasePages): a build's seal and a
+// run's check of the index read every segment, and held the whole index
+// in resident memory after (2.2 GiB of the 1M-document build's 2.5 GiB).
+func checksum(mem []byte) uint32 {
+	var crc uint32
+	for off := 0; off < len(mem); off += checksumChunk {
+		part := mem[off:min(off+checksumChunk, len(mem))]
+		crc = crc32.Update(crc, crc32.IEEETable, part)
+		zapv17.ReleasePages(part)
+	}
+	return crc
 }
 
 // Verify checks every live segment's data against its checksum, on all

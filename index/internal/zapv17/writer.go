@@ -26,14 +26,25 @@ import (
 // are zap v17 files, read, merged and recorded as zap's own (Type "zap",
 // Version 17); a batch the builder does not handle goes to zap.
 // TestSegmentBuilderWritesZapsBytes holds the two to the same bytes.
-type Plugin struct{ *zap.ZapPlugin }
+//
+// Its merges are zap's, with the merged segments' mapped pages handed back
+// to the kernel as the merge goes (releaseWhile): zap merges by reading
+// its inputs through their memory maps, and every page a merge touched
+// stayed in the process's resident memory until the inputs were closed
+// after it — a merge of the 1M-document index's segments grew a build by
+// the size of their files.
+type Plugin struct {
+	*zap.ZapPlugin
+	// stock has zap's own builder write new segments (Install(false)).
+	stock bool
+}
 
 // NewPlugin is halu's zap v17 segment writer.
-func NewPlugin() Plugin { return Plugin{&zap.ZapPlugin{}} }
+func NewPlugin() Plugin { return Plugin{ZapPlugin: &zap.ZapPlugin{}} }
 
 var (
 	installMu sync.Mutex
-	installed = "zap" // scorch's own, until Install says otherwise
+	installed = "" // scorch's own zap, until Install puts halu's Plugin
 )
 
 // CheckedZapx is the zapx/v17 release whose layout this package writes
@@ -45,7 +56,8 @@ var (
 // and intDecoder.go, then update this.
 const CheckedZapx = "v17.2.3"
 
-// Installed is the writer Install put in the registry: "halu" or "zap".
+// Installed is the writer Install put in the registry: "halu" or "zap"
+// ("" before the first Install).
 func Installed() string {
 	installMu.Lock()
 	defer installMu.Unlock()
@@ -65,11 +77,7 @@ func Install(halu bool) {
 	if installed == want {
 		return
 	}
-	if halu {
-		scorch.RegisterSegmentPlugin(NewPlugin(), true)
-	} else {
-		scorch.RegisterSegmentPlugin(&zap.ZapPlugin{}, true)
-	}
+	scorch.RegisterSegmentPlugin(Plugin{ZapPlugin: &zap.ZapPlugin{}, stock: !halu}, true)
 	installed = want
 }
 
@@ -88,10 +96,24 @@ func (p Plugin) New(results []bindex.Document) (segment.Segment, uint64, error) 
 // NewUsing builds a segment from documents with scorch's configuration.
 func (p Plugin) NewUsing(results []bindex.Document, config map[string]interface{}) (segment.Segment, uint64, error) {
 	var b segmentBuilder
-	if !b.read(results) {
+	if p.stock || !b.read(results) {
 		return p.ZapPlugin.NewUsing(results, config)
 	}
 	return b.build(config)
+}
+
+// Merge is zap's merge of segments into one at path, with the inputs'
+// mapped pages released as it reads them.
+func (p Plugin) Merge(segments []segment.Segment, drops []*roaring.Bitmap, path string,
+	closeCh chan struct{}, s segment.StatsReporter) ([][]uint64, uint64, error) {
+	return p.MergeUsing(segments, drops, path, closeCh, s, nil)
+}
+
+// MergeUsing is Merge with scorch's configuration.
+func (p Plugin) MergeUsing(segments []segment.Segment, drops []*roaring.Bitmap, path string,
+	closeCh chan struct{}, s segment.StatsReporter, config map[string]interface{}) ([][]uint64, uint64, error) {
+	defer releaseWhile(segments)()
+	return p.ZapPlugin.MergeUsing(segments, drops, path, closeCh, s, config)
 }
 
 // TermCount is a term of an analysed field and how often it occurs.
