@@ -40,6 +40,11 @@ func releaseWhile(segs []segment.Segment) func() {
 	if len(maps) == 0 {
 		return func() {}
 	}
+	release := func() {
+		for _, m := range maps {
+			ReleasePages(m)
+		}
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -50,14 +55,10 @@ func releaseWhile(segs []segment.Segment) func() {
 		for {
 			select {
 			case <-stop:
-				for _, m := range maps {
-					ReleasePages(m)
-				}
+				release()
 				return
 			case <-tick.C:
-				for _, m := range maps {
-					ReleasePages(m)
-				}
+				release()
 			}
 		}
 	}()
