@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -25,7 +29,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 func newIndexBuildCmd(g *globals) *cobra.Command {
 	var out string
 	var batch int
-	var writer string
+	var writer, memory string
 	build := &cobra.Command{
 		Use:   "build --out DIR INPUT...",
 		Short: "Add PubMed XML (.xml, .xml.gz) and JSONL files to the index, in order (updates and deletions apply)",
@@ -41,6 +45,13 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 				opts = append(opts, index.StockSegments())
 			default:
 				return usagef("index build: --segment-writer %q (want halu or zap)", writer)
+			}
+			limit, err := buildMemoryLimit(memory, cmd.Flags().Changed("memory-limit"), os.Getenv("GOMEMLIMIT"))
+			if err != nil {
+				return usagef("index build: --memory-limit: %v", err)
+			}
+			if limit > 0 {
+				defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
 			}
 			l, err := index.OpenLiterature(out, true, opts...)
 			if err != nil {
@@ -66,8 +77,58 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 	}
 	build.Flags().StringVar(&out, "out", "", "index directory (created, or added to)")
 	build.Flags().IntVar(&batch, "batch", 2000, "records per index batch")
+	build.Flags().StringVar(&memory, "memory-limit", defaultBuildMemory, "a soft bound on the memory the build's Go runtime holds, its heap mostly (Go's memory limit: it collects garbage more often near it; GOMEMLIMIT in the environment wins unless this flag is given); the pages of the index's own files the kernel maps come on top; 0: no bound")
 	build.Flags().StringVar(&writer, "segment-writer", "halu", "who writes the index's segments, in bleve's zap v17 format: halu (its own builder, the same bytes, faster) or zap (bleve's)")
 	return build
+}
+
+// defaultBuildMemory is index build's --memory-limit. Unbounded, Go's
+// collector lets the heap grow to twice what is live, and the one large
+// merge of a 5M-document build (ten segments of ~475 MB into one) held
+// 553–586 MiB of heap for ~263 MB live, its peak RSS 939–1,110 MiB with
+// the file pages; bounded here, 868 and 934 MiB, at 1.08–1.22× that
+// stage's wall time (docs/benchmarks.md). A build whose live heap outgrows
+// the bound goes on: Go's limit is soft, and caps the collector's share
+// of the CPU.
+const defaultBuildMemory = "384MiB"
+
+// buildMemoryLimit is the Go memory limit, in bytes, index build sets
+// from --memory-limit: none (0) when the flag is "0", or when it was not
+// given and GOMEMLIMIT names the limit in the environment (the runtime
+// has applied it already).
+func buildMemoryLimit(flag string, given bool, env string) (int64, error) {
+	if !given && env != "" {
+		return 0, nil
+	}
+	n, err := parseBytes(flag)
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 && n < 64<<20 {
+		return 0, fmt.Errorf("%q is under 64MiB: the build's heap alone needs more (0 for no bound)", flag)
+	}
+	return n, nil
+}
+
+// parseBytes reads a size as Go's GOMEMLIMIT spells it: a whole number
+// of bytes, or one with a unit B, KiB, MiB, GiB or TiB.
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		shift  uint
+	}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+	num, shift := s, uint(0)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			num, shift = strings.TrimSuffix(s, u.suffix), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("%q is not a size (a whole number of bytes, or with B, KiB, MiB, GiB or TiB: 384MiB)", s)
+	}
+	return n << shift, nil
 }
 
 // printBuild writes what a build applied, input by input, and returns how

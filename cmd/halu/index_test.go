@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestBuildMemoryLimitReadsSizes(t *testing.T) {
+	tests := []struct {
+		flag  string
+		given bool
+		env   string
+		want  int64
+		err   string
+	}{
+		{defaultBuildMemory, false, "", 384 << 20, ""},
+		{"1GiB", true, "", 1 << 30, ""},
+		{"100000000", true, "", 100000000, ""},
+		{"200000KiB", true, "", 200000 << 10, ""},
+		{"0", true, "", 0, ""},
+		{defaultBuildMemory, false, "2GiB", 0, ""}, // the runtime applied GOMEMLIMIT
+		{"512MiB", true, "2GiB", 512 << 20, ""},    // the flag given wins
+		{"1.5GiB", true, "", 0, "not a size"},
+		{"1GB", true, "", 0, "not a size"},
+		{"-1", true, "", 0, "not a size"},
+		{"MiB", true, "", 0, "not a size"},
+		{"9000000TiB", true, "", 0, "not a size"},
+		{"32MiB", true, "", 0, "under 64MiB"},
+	}
+	for _, tc := range tests {
+		got, err := buildMemoryLimit(tc.flag, tc.given, tc.env)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("buildMemoryLimit(%q, %v, %q) = %d, %v; want an error with %q", tc.flag, tc.given, tc.env, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("buildMemoryLimit(%q, %v, %q) = %d, %v; want %d", tc.flag, tc.given, tc.env, got, err, tc.want)
+		}
+	}
+}
+
+// TestIndexBuildHoldsItsMemoryLimit runs index build as the binary does
+// and watches Go's memory limit while it runs: the build's own while it
+// builds (the default, or --memory-limit), the process's before it and
+// after; none set when GOMEMLIMIT is and the flag is not; a bad size is a
+// usage error before the index is made.
+func TestIndexBuildHoldsItsMemoryLimit(t *testing.T) {
+	const before = 3 << 30
+	prev := debug.SetMemoryLimit(before)
+	defer debug.SetMemoryLimit(prev)
+	input := "../../testdata/pubmed/pubmedqa_contexts.jsonl"
+	tests := []struct {
+		args []string
+		env  string
+		want int64
+	}{
+		{nil, "", 384 << 20},
+		{[]string{"--memory-limit", "1GiB"}, "", 1 << 30},
+		{[]string{"--memory-limit", "0"}, "", before},
+		{nil, "2GiB", before},
+		{[]string{"--memory-limit", "512MiB"}, "2GiB", 512 << 20},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " ")+" GOMEMLIMIT="+tc.env, func(t *testing.T) {
+			t.Setenv("GOMEMLIMIT", tc.env)
+			ix := filepath.Join(t.TempDir(), "ix")
+			var seen atomic.Int64
+			done := make(chan result)
+			go func() {
+				done <- haluOffline(append(append([]string{"index", "build", "--out", ix}, tc.args...), input)...)
+			}()
+			var r result
+		watch:
+			for {
+				select {
+				case r = <-done:
+					break watch
+				default:
+					if l := debug.SetMemoryLimit(-1); l != before {
+						seen.Store(l)
+					}
+				}
+			}
+			if r.code != exitOK {
+				t.Fatalf("index build: exit %d\n%s", r.code, r.stderr)
+			}
+			got := seen.Load()
+			if got == 0 {
+				got = before
+			}
+			if got != tc.want {
+				t.Errorf("memory limit during the build %d, want %d", got, tc.want)
+			}
+			if l := debug.SetMemoryLimit(-1); l != before {
+				t.Errorf("memory limit after the build %d, want the process's %d back", l, before)
+			}
+		})
+	}
+	ix := filepath.Join(t.TempDir(), "ix")
+	r := haluOffline("index", "build", "--out", ix, "--memory-limit", "12GB", input)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--memory-limit") || !strings.Contains(r.stderr, `"12GB" is not a size`) {
+		t.Errorf("--memory-limit 12GB: exit %d, stderr %q; want a usage error naming the flag and the value", r.code, r.stderr)
+	}
+	if _, err := os.Stat(ix); !os.IsNotExist(err) {
+		t.Errorf("a bad --memory-limit made the index directory: %v", err)
+	}
+}
+
+// haluOffline runs halu's command line in this process, as main does, for
+// a command that calls no model server.
+func haluOffline(args ...string) result {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
