@@ -46,11 +46,11 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 			default:
 				return usagef("index build: --segment-writer %q (want halu or zap)", writer)
 			}
-			limit, err := buildMemoryLimit(memory, cmd.Flags().Changed("memory-limit"), os.Getenv("GOMEMLIMIT"))
+			limit, set, err := buildMemoryLimit(memory, cmd.Flags().Changed("memory-limit"), os.Getenv("GOMEMLIMIT"))
 			if err != nil {
 				return usagef("index build: --memory-limit: %v", err)
 			}
-			if limit > 0 {
+			if set {
 				defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
 			}
 			l, err := index.OpenLiterature(out, true, opts...)
@@ -93,21 +93,24 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 const defaultBuildMemory = "384MiB"
 
 // buildMemoryLimit is the Go memory limit, in bytes, index build sets
-// from --memory-limit: none (0) when the flag is "0", or when it was not
-// given and GOMEMLIMIT names the limit in the environment (the runtime
-// has applied it already).
-func buildMemoryLimit(flag string, given bool, env string) (int64, error) {
+// from --memory-limit (math.MaxInt64, the runtime's own "none", for "0"),
+// and whether it sets one: not when the flag was not given and GOMEMLIMIT
+// names a limit in the environment (the runtime has applied it already).
+func buildMemoryLimit(flag string, given bool, env string) (limit int64, set bool, err error) {
 	if !given && env != "" {
-		return 0, nil
+		return 0, false, nil
 	}
 	n, err := parseBytes(flag)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if n > 0 && n < 64<<20 {
-		return 0, fmt.Errorf("%q is under 64MiB: the build's heap alone needs more (0 for no bound)", flag)
+	if n == 0 {
+		return math.MaxInt64, true, nil
 	}
-	return n, nil
+	if n < 64<<20 {
+		return 0, false, fmt.Errorf("%q is under 64MiB: the build's heap alone needs more (0 for no bound)", flag)
+	}
+	return n, true, nil
 }
 
 // parseBytes reads a size as Go's GOMEMLIMIT spells it: a whole number

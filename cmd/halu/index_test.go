@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -11,20 +12,22 @@ import (
 )
 
 func TestBuildMemoryLimitReadsSizes(t *testing.T) {
+	const none = math.MaxInt64
 	tests := []struct {
 		flag  string
 		given bool
 		env   string
-		want  int64
+		want  int64 // -1: none set
 		err   string
 	}{
 		{defaultBuildMemory, false, "", 384 << 20, ""},
 		{"1GiB", true, "", 1 << 30, ""},
 		{"100000000", true, "", 100000000, ""},
 		{"200000KiB", true, "", 200000 << 10, ""},
-		{"0", true, "", 0, ""},
-		{defaultBuildMemory, false, "2GiB", 0, ""}, // the runtime applied GOMEMLIMIT
-		{"512MiB", true, "2GiB", 512 << 20, ""},    // the flag given wins
+		{"0", true, "", none, ""},
+		{defaultBuildMemory, false, "2GiB", -1, ""}, // the runtime applied GOMEMLIMIT
+		{"512MiB", true, "2GiB", 512 << 20, ""},     // the flag given wins
+		{"0", true, "2GiB", none, ""},               // "no bound" given wins too
 		{"1.5GiB", true, "", 0, "not a size"},
 		{"1GB", true, "", 0, "not a size"},
 		{"-1", true, "", 0, "not a size"},
@@ -33,15 +36,18 @@ func TestBuildMemoryLimitReadsSizes(t *testing.T) {
 		{"32MiB", true, "", 0, "under 64MiB"},
 	}
 	for _, tc := range tests {
-		got, err := buildMemoryLimit(tc.flag, tc.given, tc.env)
+		got, set, err := buildMemoryLimit(tc.flag, tc.given, tc.env)
 		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("buildMemoryLimit(%q, %v, %q) = %d, %v; want an error with %q", tc.flag, tc.given, tc.env, got, err, tc.err)
+			if err == nil || set || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("buildMemoryLimit(%q, %v, %q) = %d, %v, %v; want an error with %q", tc.flag, tc.given, tc.env, got, set, err, tc.err)
 			}
 			continue
 		}
+		if !set {
+			got = -1
+		}
 		if err != nil || got != tc.want {
-			t.Errorf("buildMemoryLimit(%q, %v, %q) = %d, %v; want %d", tc.flag, tc.given, tc.env, got, err, tc.want)
+			t.Errorf("buildMemoryLimit(%q, %v, %q) = %d, %v, %v; want %d", tc.flag, tc.given, tc.env, got, set, err, tc.want)
 		}
 	}
 }
@@ -63,9 +69,10 @@ func TestIndexBuildHoldsItsMemoryLimit(t *testing.T) {
 	}{
 		{nil, "", 384 << 20},
 		{[]string{"--memory-limit", "1GiB"}, "", 1 << 30},
-		{[]string{"--memory-limit", "0"}, "", before},
+		{[]string{"--memory-limit", "0"}, "", math.MaxInt64},
 		{nil, "2GiB", before},
 		{[]string{"--memory-limit", "512MiB"}, "2GiB", 512 << 20},
+		{[]string{"--memory-limit", "0"}, "2GiB", math.MaxInt64},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " ")+" GOMEMLIMIT="+tc.env, func(t *testing.T) {
