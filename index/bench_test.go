@@ -132,6 +132,7 @@ func TestBenchIndex(t *testing.T) {
 	type point struct {
 		docs       float64
 		build, p50 time.Duration
+		mem        memPeak         // this quarter's build
 		rounds     []time.Duration // each round's p50
 	}
 	const stageRounds = 3
@@ -144,7 +145,7 @@ func TestBenchIndex(t *testing.T) {
 			t.Fatalf("halu index build: %v\n%s", err, out)
 		}
 		haluBuild += time.Since(t0)
-		haluRSS = max(haluRSS, peak) // KiB
+		haluRSS = max(haluRSS, peak.HWM) // KiB
 		l, err := OpenLiterature(ixDir, false)
 		if err != nil {
 			t.Fatal(err)
@@ -175,7 +176,7 @@ func TestBenchIndex(t *testing.T) {
 		}
 		st, _ := l.Stats(ctx)
 		l.Close()
-		points = append(points, point{float64(st.Docs), haluBuild, pct(lat, 0.5), rounds})
+		points = append(points, point{float64(st.Docs), haluBuild, pct(lat, 0.5), peak, rounds})
 	}
 	l, err := OpenLiterature(ixDir, false)
 	if err != nil {
@@ -235,7 +236,7 @@ func TestBenchIndex(t *testing.T) {
 	t0 = time.Now()
 	load := exec.Command("sqlite3", db)
 	load.Stdin, _ = os.Open(sqlPath)
-	out, ftsRSS, err := peakRSS(load)
+	out, ftsPeak, err := peakRSS(load)
 	if err != nil {
 		t.Fatalf("sqlite3 load: %v\n%s", err, out)
 	}
@@ -316,7 +317,7 @@ func TestBenchIndex(t *testing.T) {
 	}
 	fmt.Printf("%-22s %12s %14s %14s %10s %10s\n", "engine", "ingest doc/s", "bytes/doc", "peak RSS MiB", "p50 ms", "p95 ms")
 	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "halu (bleve+BM25)", haluRate, float64(st.SizeBytes)/float64(n), float64(haluRSS)/1024, ms(p(lat, 0.5)), ms(p(lat, 0.95)))
-	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "SQLite FTS5 bm25()", ftsRate, float64(ftsSize)/float64(n), float64(ftsRSS)/1024, ms(p(ftsLat, 0.5)), ms(p(ftsLat, 0.95)))
+	fmt.Printf("%-22s %12.0f %14.0f %14.1f %10.2f %10.2f\n", "SQLite FTS5 bm25()", ftsRate, float64(ftsSize)/float64(n), float64(ftsPeak.HWM)/1024, ms(p(ftsLat, 0.5)), ms(p(ftsLat, 0.95)))
 	fmt.Printf("top-10 overlap halu vs FTS5 (%d queries): %.1f%%\n", len(ftsTop), 100*overlap)
 	fmt.Printf("halu top 10, %d queries interleaved: pruned (MaxScore, all cores) p50 %.2f ms, p95 %.2f ms; exhaustive p50 %.2f ms, p95 %.2f ms (%.1f× at p50); in batches of 10: %.2f ms per query\n",
 		len(pruned), ms(p(pruned, 0.5)), ms(p(pruned, 0.95)), ms(p(exhaustive, 0.5)), ms(p(exhaustive, 0.95)), float64(p(exhaustive, 0.5))/float64(p(pruned, 0.5)), ms(batchPer))
@@ -332,8 +333,9 @@ func TestBenchIndex(t *testing.T) {
 		for _, r := range pt.rounds {
 			each = append(each, fmt.Sprintf("%.2f", ms(r)))
 		}
-		fmt.Printf("  at %8.0f documents: this quarter's build %.0f docs/s (cumulative %.1f s), pruned query p50 %.2f ms (%d queries × %d rounds; rounds' p50 %s ms)\n",
-			pt.docs, (pt.docs-prev.docs)/(pt.build-prev.build).Seconds(), pt.build.Seconds(), ms(pt.p50), len(queries), len(pt.rounds), strings.Join(each, ", "))
+		fmt.Printf("  at %8.0f documents: this quarter's build %.0f docs/s (cumulative %.1f s), peak RSS %.0f MiB (at most %.0f MiB anonymous, %.0f MiB of mapped files), pruned query p50 %.2f ms (%d queries × %d rounds; rounds' p50 %s ms)\n",
+			pt.docs, (pt.docs-prev.docs)/(pt.build-prev.build).Seconds(), pt.build.Seconds(), float64(pt.mem.HWM)/1024, float64(pt.mem.Anon)/1024, float64(pt.mem.File)/1024,
+			ms(pt.p50), len(queries), len(pt.rounds), strings.Join(each, ", "))
 		xs, lat50 = append(xs, pt.docs), append(lat50, ms(pt.p50))
 		prev = pt
 	}
@@ -410,20 +412,23 @@ func vocabTail(i int, seen map[uint64]bool) string {
 	return b.String()
 }
 
-// peakRSS runs cmd and returns its combined output and its peak resident
-// set (KiB), read from /proc/PID/status (VmHWM) every 20 ms while it runs.
-// The rusage of wait4 is not used: Go starts a child on the parent's
-// address space (vfork), and Linux carries the parent's high-water mark
-// into the child's at exec, so a big test process made every child look as
-// big as itself.
-func peakRSS(cmd *exec.Cmd) ([]byte, int64, error) {
+// peakRSS runs cmd and returns its combined output and its memory at its
+// highest (KiB), read from /proc/PID/status every 20 ms while it runs: the
+// peak resident set (VmHWM), and the highest of its two parts sampled —
+// anonymous pages (RssAnon: the Go heap, stacks) and pages of mapped files
+// (RssFile: the binary, the index's own segment files) — which need not
+// peak together. The rusage of wait4 is not used: Go starts a child on the
+// parent's address space (vfork), and Linux carries the parent's
+// high-water mark into the child's at exec, so a big test process made
+// every child look as big as itself.
+func peakRSS(cmd *exec.Cmd) ([]byte, memPeak, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		return nil, 0, err
+		return nil, memPeak{}, err
 	}
 	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
-	var peak int64
+	var peak memPeak
 	stop := make(chan struct{})
 	polled := make(chan struct{})
 	go func() {
@@ -432,13 +437,7 @@ func peakRSS(cmd *exec.Cmd) ([]byte, int64, error) {
 		defer tick.Stop()
 		for {
 			if b, err := os.ReadFile(status); err == nil {
-				for _, line := range strings.Split(string(b), "\n") {
-					if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-						if v, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-							peak = max(peak, v)
-						}
-					}
-				}
+				peak.read(string(b))
 			}
 			select {
 			case <-stop:
@@ -451,6 +450,34 @@ func peakRSS(cmd *exec.Cmd) ([]byte, int64, error) {
 	close(stop)
 	<-polled
 	return out.Bytes(), peak, err
+}
+
+// memPeak is a process's memory at its highest, in KiB (peakRSS).
+type memPeak struct {
+	HWM, Anon, File int64
+}
+
+// read takes the highest of each figure from one read of
+// /proc/PID/status.
+func (m *memPeak) read(status string) {
+	for _, line := range strings.Split(status, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "VmHWM:":
+			m.HWM = max(m.HWM, v)
+		case "RssAnon:":
+			m.Anon = max(m.Anon, v)
+		case "RssFile:":
+			m.File = max(m.File, v)
+		}
+	}
 }
 
 // pct is the q-quantile of d (nearest rank below).
@@ -526,7 +553,8 @@ func TestBenchKGImport(t *testing.T) {
 	f.Close()
 	t0 := time.Now()
 	cmd := exec.Command(haluBin, "kg", "import", "--out", filepath.Join(work, "kg"), rel)
-	out, rss, err := peakRSS(cmd) // KiB
+	out, peak, err := peakRSS(cmd)
+	rss := peak.HWM // KiB
 	if err != nil {
 		t.Fatalf("halu kg import: %v\n%s", err, out)
 	}
