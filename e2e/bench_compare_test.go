@@ -92,7 +92,8 @@ func compareFigure(fig string, this, ref []map[string]string) (string, bool) {
 	}
 	mean := func(x []float64) float64 { return (x[0] + x[1]) / 2 }
 	spread := func(x []float64) float64 { return math.Abs(x[0]-x[1]) / mean(x) }
-	noise := max(spread(a), spread(b))
+	measured := max(spread(a), spread(b))
+	noise := max(measured, noiseFloor(fig))
 	ratio := mean(a) / mean(b)
 	lessIsBetter := strings.HasSuffix(fig, " s") || strings.Contains(fig, "wall ratio")
 	verdict := "within the noise"
@@ -100,13 +101,19 @@ func compareFigure(fig string, this, ref []map[string]string) (string, bool) {
 	switch {
 	case !lessIsBetter:
 		verdict = "(more is better)"
-	case min(a[0], a[1]) > max(b[0], b[1])*(1+max(noise, noiseFloor(fig))):
+	case min(a[0], a[1]) > max(b[0], b[1])*(1+noise):
 		verdict, worse = "SLOWER beyond the noise", true
-	case max(a[0], a[1])*(1+max(noise, noiseFloor(fig))) < min(b[0], b[1]):
+	case max(a[0], a[1])*(1+noise) < min(b[0], b[1]):
 		verdict = "faster beyond the noise"
 	}
-	return fmt.Sprintf("compare %s: this %.3f (%.3f, %.3f) · reference %.3f (%.3f, %.3f) · ratio this÷reference %.3f (pairs %.3f, %.3f) · noise %.0f%% · %s",
-		fig, mean(a), a[0], a[1], mean(b), b[0], b[1], ratio, a[0]/b[0], a[1]/b[1], 100*noise, verdict), worse
+	// The noise printed is the one judged with; the spread measured
+	// beside it when the floor stood in for it.
+	judged := fmt.Sprintf("noise %.0f%%", 100*noise)
+	if noise > measured {
+		judged = fmt.Sprintf("noise %.0f%% (the floor for this figure; measured spread %.0f%%)", 100*noise, 100*measured)
+	}
+	return fmt.Sprintf("compare %s: this %.3f (%.3f, %.3f) · reference %.3f (%.3f, %.3f) · ratio this÷reference %.3f (pairs %.3f, %.3f) · %s · %s",
+		fig, mean(a), a[0], a[1], mean(b), b[0], b[1], ratio, a[0]/b[0], a[1]/b[1], judged, verdict), worse
 }
 
 // noiseFloor is the least noise a figure is judged with, whatever its two
@@ -128,4 +135,43 @@ func values(ms []map[string]string, fig string) []string {
 		out = append(out, m[fig])
 	}
 	return out
+}
+
+// TestCompareFigureJudgesByTheNoiseItPrints: each line's verdict follows
+// the noise the line prints — the floor where the two measurements'
+// spread is under it, the spread where it is over.
+func TestCompareFigureJudgesByTheNoiseItPrints(t *testing.T) {
+	ms := func(v ...string) []map[string]string {
+		var out []map[string]string
+		for _, x := range v {
+			out = append(out, map[string]string{"cached rerun CPU s": x, "promptfoo wall ratio": x})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		fig       string
+		this, ref []string
+		noise     string // as printed
+		verdict   string
+		worse     bool
+	}{
+		// Spread 2%: the floor, 10%, judges; 1.08 over 1.00 is inside it.
+		{"cached rerun CPU s", []string{"1.08", "1.10"}, []string{"1.00", "1.01"}, "noise 10% (the floor for this figure; measured spread 2%)", "within the noise", false},
+		// 1.20 and 1.22 against at most 1.01·1.1 = 1.111: slower.
+		{"cached rerun CPU s", []string{"1.20", "1.22"}, []string{"1.00", "1.01"}, "noise 10% (the floor for this figure; measured spread 2%)", "SLOWER beyond the noise", true},
+		// Spread 40% (0.6 and 0.9 about 0.75): the spread judges; 1.22 is
+		// under 0.9·1.4 = 1.26.
+		{"cached rerun CPU s", []string{"1.22", "1.24"}, []string{"0.6", "0.9"}, "noise 40%", "within the noise", false},
+		// The promptfoo floor is 25%: 1.2 over 1.0 is inside it.
+		{"promptfoo wall ratio", []string{"0.96", "0.97"}, []string{"0.78", "0.79"}, "noise 25% (the floor for this figure; measured spread 1%)", "within the noise", false},
+		{"promptfoo wall ratio", []string{"0.60", "0.61"}, []string{"0.78", "0.79"}, "noise 25% (the floor for this figure; measured spread 2%)", "faster beyond the noise", false},
+	} {
+		line, worse := compareFigure(tc.fig, ms(tc.this...), ms(tc.ref...))
+		if !strings.Contains(line, "· "+tc.noise+" · "+tc.verdict) || worse != tc.worse {
+			t.Errorf("%s %v against %v:\n%s (slower %v)\nwant %q, %q, slower %v", tc.fig, tc.this, tc.ref, line, worse, tc.noise, tc.verdict, tc.worse)
+		}
+	}
+	if line, worse := compareFigure("cached rerun CPU s", ms("1.0"), ms("1.0", "1.0")); worse || !strings.Contains(line, ": – (not measured") {
+		t.Errorf("one measurement: %s", line)
+	}
 }
