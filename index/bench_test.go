@@ -333,8 +333,8 @@ func TestBenchIndex(t *testing.T) {
 		for _, r := range pt.rounds {
 			each = append(each, fmt.Sprintf("%.2f", ms(r)))
 		}
-		fmt.Printf("  at %8.0f documents: this quarter's build %.0f docs/s (cumulative %.1f s), peak RSS %.0f MiB (at most %.0f MiB anonymous, %.0f MiB of mapped files), pruned query p50 %.2f ms (%d queries × %d rounds; rounds' p50 %s ms)\n",
-			pt.docs, (pt.docs-prev.docs)/(pt.build-prev.build).Seconds(), pt.build.Seconds(), float64(pt.mem.HWM)/1024, float64(pt.mem.Anon)/1024, float64(pt.mem.File)/1024,
+		fmt.Printf("  at %8.0f documents: this quarter's build %.0f docs/s (cumulative %.1f s), peak RSS %s (at most %s anonymous, %s of mapped files), pruned query p50 %.2f ms (%d queries × %d rounds; rounds' p50 %s ms)\n",
+			pt.docs, (pt.docs-prev.docs)/(pt.build-prev.build).Seconds(), pt.build.Seconds(), mib(pt.mem.HWM), mib(pt.mem.Anon), mib(pt.mem.File),
 			ms(pt.p50), len(queries), len(pt.rounds), strings.Join(each, ", "))
 		xs, lat50 = append(xs, pt.docs), append(lat50, ms(pt.p50))
 		prev = pt
@@ -450,6 +450,14 @@ func peakRSS(cmd *exec.Cmd) ([]byte, memPeak, error) {
 	close(stop)
 	<-polled
 	return out.Bytes(), peak, err
+}
+
+// mib prints a figure in KiB as MiB, "–" when it was never sampled.
+func mib(kib int64) string {
+	if kib <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(kib)/1024)
 }
 
 // memPeak is a process's memory at its highest, in KiB (peakRSS).
