@@ -462,14 +462,18 @@ func TestPrunedTopKIsExhaustive(t *testing.T) {
 	// cut into 3 ranges walked at once, and whole segments read through
 	// zap's iterator.
 	// Windows of 64 and of 1 document cross window edges on every list.
+	// With blocks, every list read directly has block bounds (a list this
+	// small is not dense enough for them), in windows of 4096, 64 and 1.
 	type walkCut struct {
 		parts       int
 		split       uint64
 		zapIterator bool
 		window      int
+		blocks      bool
 	}
-	for _, cut := range []walkCut{{}, {3, 1, false, 0}, {0, 0, true, 0}, {3, 1, false, 64}, {0, 0, false, 1}} {
-		l.walkParts, l.walkSplit, l.zapIterator, l.walkWindow = cut.parts, cut.split, cut.zapIterator, cut.window
+	for _, cut := range []walkCut{{}, {3, 1, false, 0, false}, {0, 0, true, 0, false}, {3, 1, false, 64, false}, {0, 0, false, 1, false},
+		{0, 0, false, 0, true}, {3, 1, false, 64, true}, {0, 0, false, 1, true}} {
+		l.walkParts, l.walkSplit, l.zapIterator, l.walkWindow, l.blockAll = cut.parts, cut.split, cut.zapIterator, cut.window, cut.blocks
 		for _, opt := range []SearchOptions{{K: 10}, {K: 10, BM25: PyseriniBM25}, {K: 10, BelowPMID: cutoff}} {
 			for n, q := range qs {
 				terms := unique(l.terms(q.LongAnswer))

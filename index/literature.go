@@ -156,6 +156,11 @@ type Literature struct {
 	// zapIterator, when set, has the pruned walk read every postings
 	// list through zap's iterator, not directly (tests compare the two).
 	zapIterator bool
+	// blockAll, when set, gives every list read directly block bounds,
+	// dense or not (tests walk small indexes with them).
+	blockAll bool
+	// bounds are the block bounds of dense lists read so far (blockmax.go).
+	bounds blockCache
 
 	// verified holds the segment files whose data matched their CRC in
 	// this process (verifySegment); seal is the index's seal, checked

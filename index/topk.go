@@ -138,6 +138,10 @@ type cursor struct {
 	doc     uint64 // current document; done at the end
 	freq    int
 	dl      int // the document's length
+	// blocks are the term's block bounds in the segment walked (nil:
+	// ub in every block); wb is its bound in the window being walked.
+	blocks []blockMax
+	wb     float64
 }
 
 // done is the document a source gives at its end.
@@ -220,23 +224,20 @@ func byBound(cs []*cursor) []float64 {
 // shares computes a term's share of a document's score for pruning, in a
 // form equal to TermScore's but for the order of its operations (a few
 // ulps apart, far inside the margin of bar.b); a document is kept on its
-// exact score. wt[i] is cs[i]'s idf·(k1+1).
+// exact score. A term's weight is its cursor's ub, idf·(k1+1).
 type shares struct {
-	wt     []float64
 	c0, c1 float64 // k1·(1−b) and k1·b/avgdl
 }
 
-func (w *walk) shares(cs []*cursor) shares {
-	sh := shares{wt: make([]float64, len(cs)), c0: w.p.K1 * (1 - w.p.B), c1: w.p.K1 * w.p.B / w.avg}
-	for i, c := range cs {
-		sh.wt[i] = c.idf * (w.p.K1 + 1)
-	}
-	return sh
+func (w *walk) shares() shares {
+	return shares{c0: w.p.K1 * (1 - w.p.B), c1: w.p.K1 * w.p.B / w.avg}
 }
 
-func (sh *shares) of(i, freq, dl int) float64 {
+// of is the share of a term of weight wt at frequency freq in a document
+// of length dl.
+func (sh *shares) of(wt float64, freq, dl int) float64 {
 	f := float64(freq)
-	return sh.wt[i] * f / (f + sh.c0 + sh.c1*float64(dl))
+	return wt * f / (f + sh.c0 + sh.c1*float64(dl))
 }
 
 // complete adds to score, document d's sum over the essential terms
@@ -253,10 +254,39 @@ func (sh *shares) complete(cs []*cursor, cum []float64, essential int, b float64
 			return score, false, err
 		}
 		if c.doc == d {
-			score += sh.of(i, c.freq, dl)
+			score += sh.of(c.ub, c.freq, dl)
 		}
 	}
 	return score, score >= b, nil
+}
+
+// blockCum sets cum[i+1] to the sum of the bounds of cs[:i+1] in block
+// blk: a term's share at the block's highest frequency and least length
+// where it has block bounds (none there: 0), else its whole-list bound.
+// Each is at least the share of any of the term's postings in the block
+// (TermScore rises with the frequency and falls with the length).
+func (sh *shares) blockCum(cs []*cursor, blk uint64, cum []float64) {
+	for i, c := range cs {
+		b := c.ub
+		if c.blocks != nil {
+			b = c.blocks[blk].bound(sh, c.ub)
+		}
+		cum[i+1] = cum[i] + b
+	}
+}
+
+// windowBound is c's bound over documents lo to end (not included): its
+// share at the highest frequency and least length of the blocks they
+// span, or its whole-list bound.
+func (sh *shares) windowBound(c *cursor, lo, end uint64) float64 {
+	if c.blocks == nil {
+		return c.ub
+	}
+	var all blockMax
+	for _, m := range c.blocks[lo>>blockShift : (end-1)>>blockShift+1] {
+		all = all.merge(m)
+	}
+	return all.bound(sh, c.ub)
 }
 
 // exact is a document's score, the terms in query order as Score sums
@@ -306,7 +336,7 @@ func (w *walk) offer(top *topHeap, theta float64, d uint64, exact float64, dl in
 // and readers that are not segments; segment ranges take runWindows.
 func (w *walk) run(ctx context.Context, cs []*cursor, hi uint64, pmidOf func(uint64) (uint64, error)) (topHeap, error) {
 	cum := byBound(cs)
-	sh := w.shares(cs)
+	sh := w.shares()
 	byTerm := sortedByTerm(cs)
 	var top topHeap
 	th := newBar()
@@ -353,7 +383,7 @@ func (w *walk) run(ctx context.Context, cs []*cursor, hi uint64, pmidOf func(uin
 					dl = c.dl
 				}
 				tf[c.term] = c.freq
-				score += sh.of(e, c.freq, dl)
+				score += sh.of(c.ub, c.freq, dl)
 				if err := c.next(); err != nil {
 					return nil, err
 				}
@@ -406,51 +436,82 @@ func newWindow(size int) *window {
 // partial scores, and then each document that holds one, in order, is
 // completed from the non-essential lists while their bounds can still lift
 // it over the k-th score. A query of 20–40 terms makes about a third of
-// all documents candidates (34% of the benchmark's 1M documents over the
-// 1,000 PubMedQA queries, 39% of 250k; bounds per window of documents
-// took the 39% only to 34–36% and bought no time, exact per-list bounds
-// none either), so the cost is per candidate: summing a term's postings
-// into an array saves finding, for each candidate, the least document
-// among 15–20 essential cursors and which of them stand on it. The
-// partition into essential and non-essential terms is made again at each
-// window, as the k-th score rises.
+// all documents candidates (35% of the benchmark's 1M documents over the
+// 1,000 PubMedQA queries), so the cost is per candidate: summing a term's
+// postings into an array saves finding, for each candidate, the least
+// document among 15–20 essential cursors and which of them stand on it.
+// The partition into essential and non-essential terms is made again at
+// each window, by the terms' bounds in that window where their lists have
+// block bounds (blockmax.go), and each candidate is completed against its
+// own block's bounds: the whole-list bounds let two thirds of the
+// candidates through to be completed, for 170 that came near the top k.
 func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *window, pmidOf func(uint64) (uint64, error)) (topHeap, error) {
-	cum := byBound(cs)
-	sh := w.shares(cs)
+	cum := byBound(cs) // cs, by whole-list bounds
+	sh := w.shares()
 	byTerm := sortedByTerm(cs)
 	for len(win.hits) < len(cs) {
 		win.hits = append(win.hits, nil)
 	}
 	var top topHeap
 	th := newBar()
-	essential := 0
+	global := 0 // cs[global:] are essential by whole-list bounds
 	tf := make([]int, w.nterms)
 	ptrs := make([]int, len(cs)) // per cursor: its next hit to read
+	cumB := make([]float64, len(cs)+1)
+	order := make([]*cursor, len(cs)) // the window's, by its bounds
 	size := uint64(len(win.acc))
+	var from uint64 // the windows walked end before it
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		th.read(w.theta)
-		for essential < len(cs) && cum[essential+1] < th.b {
-			essential++
+		for global < len(cs) && cum[global+1] < th.b {
+			global++
 		}
-		if essential == len(cs) {
+		if global == len(cs) {
 			break // no document can still enter
 		}
-		// The window starts at the least document of the essential terms
-		// (each was walked in every earlier window: the essential terms
-		// only ever lose members).
+		// A document that holds none of the terms essential by their
+		// whole-list bounds cannot enter: the window starts at the least
+		// of theirs past the windows walked.
 		lo := uint64(done)
-		for _, c := range cs[essential:] {
+		for _, c := range cs[global:] {
+			if err := c.advance(from); err != nil {
+				return nil, err
+			}
 			lo = min(lo, c.doc)
 		}
 		if lo >= hi {
 			break
 		}
 		end := min(hi, lo+size)
+		from = end
+		// The partition again in this window, by each term's bound over
+		// the window's blocks (windowBound).
+		for _, c := range cs {
+			c.wb = sh.windowBound(c, lo, end)
+		}
+		copy(order, cs)
+		for i := 1; i < len(order); i++ { // stable: insertion
+			for j := i; j > 0 && order[j].wb < order[j-1].wb; j-- {
+				order[j], order[j-1] = order[j-1], order[j]
+			}
+		}
+		essential, below := 0, 0.0
+		for essential < len(order) && below+order[essential].wb < th.b {
+			below += order[essential].wb
+			essential++
+		}
+		if essential == len(order) {
+			continue // nothing in this window can enter
+		}
+		cs := order
 		for e := essential; e < len(cs); e++ {
 			c := cs[e]
+			if err := c.advance(lo); err != nil {
+				return nil, err
+			}
 			h := win.hits[e][:0]
 			for c.doc < end {
 				at := c.doc - lo
@@ -458,7 +519,7 @@ func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *win
 					win.seen[at>>6] |= 1 << (at & 63)
 					win.acc[at], win.dl[at] = 0, c.dl
 				}
-				win.acc[at] += sh.of(e, c.freq, c.dl)
+				win.acc[at] += sh.of(c.ub, c.freq, c.dl)
 				h = append(h, hit{int32(at), int32(c.freq)})
 				if err := c.next(); err != nil {
 					return nil, err
@@ -467,8 +528,10 @@ func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *win
 			win.hits[e] = h
 		}
 		// The candidates in document order; each essential term's hits
-		// are read in step for the few that are scored exactly.
+		// are read in step for the few that are scored exactly. A
+		// candidate is completed against its block's bounds (blockCum).
 		clear(ptrs)
+		blk := uint64(done)
 		for wi := range int((end - lo + 63) / 64) {
 			word := win.seen[wi]
 			win.seen[wi] = 0
@@ -476,8 +539,12 @@ func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *win
 				at := wi*64 + bits.TrailingZeros64(word)
 				word &= word - 1
 				d, score, dl := lo+uint64(at), win.acc[at], win.dl[at]
+				if d>>blockShift != blk {
+					blk = d >> blockShift
+					sh.blockCum(cs[:essential], blk, cumB)
+				}
 				th.read(w.theta)
-				if _, ok, err := sh.complete(cs, cum, essential, th.b, d, dl, score); err != nil {
+				if _, ok, err := sh.complete(cs, cumB, essential, th.b, d, dl, score); err != nil {
 					return nil, err
 				} else if !ok {
 					continue
@@ -629,6 +696,9 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 type termList struct {
 	pl segment.PostingsList
 	zp *zapv17.Postings
+	// bounds are zp's block bounds (blockmax.go); nil: its whole-list
+	// bound only.
+	bounds []blockMax
 }
 
 // segmentLists reads every segment's postings lists of terms first: the
@@ -639,6 +709,7 @@ type termList struct {
 func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string) ([][]termList, []uint64, error) {
 	lists := make([][]termList, len(segs))
 	dfs := make([]uint64, len(terms))
+	var bounded []blockList
 	for s, ss := range segs {
 		if zs, ok := ss.Segment().(*zap.Segment); ok {
 			// Its data against its checksum, before anything is read
@@ -667,9 +738,15 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 				zp, live, err := zd.Postings([]byte(t), ss.Deleted())
 				if err == nil && zp != nil && live == pl.Count() {
 					lists[s][i].zp = zp
+					if n := ss.Segment().Count(); l.blockAll || blockDense(live, n) {
+						bounded = append(bounded, blockList{seg: ss.Segment(), term: t, p: zp, n: n, into: &lists[s][i].bounds})
+					}
 				}
 			}
 		}
+	}
+	if err := l.bounds.load(l.dir, bounded); err != nil {
+		return nil, nil, err // guard names the index
 	}
 	return lists, dfs, nil
 }
@@ -718,7 +795,7 @@ func (w *walk) walkRange(ctx context.Context, t walkTask, seg segment.Segment, l
 		if tl.pl == nil {
 			continue
 		}
-		c := &cursor{term: i, idf: idf[i]}
+		c := &cursor{term: i, idf: idf[i], blocks: tl.bounds}
 		if tl.zp != nil {
 			c.src = tl.zp.Source()
 		} else {
