@@ -141,11 +141,14 @@ func (c *blockCache) get(dir string, seg any, term string, p *zapv17.Postings, n
 	return e.bounds, e.err
 }
 
-// readBlockBounds reads every live posting of p, in a segment of n
-// document numbers, into its block's bound.
+// readBlockBounds reads every posting of p, in a segment of n document
+// numbers, into its block's bound — deleted documents' too: the bounds
+// are the segment's, whose deletions grow from one snapshot to the next,
+// and a search on an older snapshot may still see a document a newer one
+// deleted.
 func readBlockBounds(p *zapv17.Postings, n uint64) ([]blockMax, error) {
 	out := make([]blockMax, n>>blockShift+1)
-	src := p.Source()
+	src := p.WithDeleted().Source()
 	for {
 		doc, freq, dl, err := src.Next()
 		if err != nil {

@@ -222,6 +222,14 @@ func (p *Postings) Chunks() int { return len(p.ends) }
 // Documents is the list's documents, deleted ones too.
 func (p *Postings) Documents() *roaring.Bitmap { return p.all }
 
+// WithDeleted is the same list with its deleted documents read too: what
+// the segment file holds, whichever snapshot's deletions p leaves out.
+func (p *Postings) WithDeleted() *Postings {
+	q := *p
+	q.deleted = nil
+	return &q
+}
+
 // Source walks a Postings: its documents with their ranks from the
 // serialized bitmap (rbCursor), and the frequency entries of the documents
 // it passes over skipped by counting varint ends eight bytes at a time, not
