@@ -93,16 +93,53 @@ func readPostings(t *testing.T, s source, advances []uint64) []posting {
 	}
 }
 
+// fillPostings reads s as the pruned walk reads an essential term's list
+// (cursor.fill), windows of random sizes at a time, with random jumps
+// between some; skipped collects the ranges jumped over.
+func fillPostings(t *testing.T, s source, rng *rand.Rand, jumps bool) (out []posting, skipped [][2]uint64) {
+	t.Helper()
+	c := &cursor{src: s}
+	if err := c.next(); err != nil {
+		t.Fatal(err)
+	}
+	var ps []zapv17.Posting
+	for c.doc != done {
+		if jumps && rng.Intn(4) == 0 {
+			to := c.doc + 1 + uint64(rng.Intn(3000))
+			skipped = append(skipped, [2]uint64{c.doc, to})
+			if err := c.advance(to); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		end := c.doc + 1 + uint64(rng.Intn(700))
+		var err error
+		if ps, err = c.fill(end, ps[:0]); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			out = append(out, posting{uint64(p.Doc), int(p.Freq), int(p.Len)})
+		}
+		if c.doc < end {
+			t.Fatalf("a fill to %d left the cursor at %d", end, c.doc)
+		}
+	}
+	return out, skipped
+}
+
 // TestZapPostingsAsZapReadsThem holds the direct reader of zap postings to
 // zap's own iterator: every term of every segment, with the segment's
-// deletions and with random ones, read one by one and with random jumps.
+// deletions, with random ones and with none, read one by one and with random jumps,
+// and a window at a time as the pruned walk reads them (with and without
+// jumps). 5,000 documents: the commonest terms' lists hold bitmap
+// containers (more than 4,096 documents of 65,536) as well as arrays.
 func TestZapPostingsAsZapReadsThem(t *testing.T) {
-	l := persistedIndex(t, 3000)
+	l := persistedIndex(t, 5000)
 	defer l.Close()
 	snap := snapshot(t, l)
 	defer snap.Close()
 	rng := rand.New(rand.NewSource(1))
-	var lists, chunked, withDeleted int
+	var lists, chunked, withDeleted, bitmaps int
 	for _, ss := range snap.Segments() {
 		seg := ss.Segment()
 		zd, err := zapv17.OpenDict(seg, fieldText)
@@ -124,7 +161,7 @@ func TestZapPostingsAsZapReadsThem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, del := range []*roaring.Bitmap{ss.Deleted(), random} {
+			for _, del := range []*roaring.Bitmap{ss.Deleted(), random, nil} {
 				pl, err := dict.PostingsList([]byte(e.Term), del, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -149,6 +186,9 @@ func TestZapPostingsAsZapReadsThem(t *testing.T) {
 				if del != nil && del.AndCardinality(zp.Documents()) > 0 {
 					withDeleted++
 				}
+				if del == nil && zp.Documents().Stats().BitmapContainers > 0 {
+					bitmaps++
+				}
 				// Jumps: to random documents ahead, short and long.
 				advances := make([]uint64, 64)
 				for i := range advances {
@@ -166,14 +206,36 @@ func TestZapPostingsAsZapReadsThem(t *testing.T) {
 						}
 					}
 				}
+				all := readPostings(t, segmentSource{it: pl.Iterator(true, true, false, nil)}, nil)
+				for _, jumps := range []bool{false, true} {
+					got, skipped := fillPostings(t, zp.Source(), rng, jumps)
+					var want []posting
+					for _, p := range all {
+						in := false
+						for _, r := range skipped {
+							in = in || r[0] <= p.doc && p.doc < r[1]
+						}
+						if !in {
+							want = append(want, p)
+						}
+					}
+					if len(got) != len(want) {
+						t.Fatalf("term %q, filled (jumps %v): %d postings read, zap reads %d", e.Term, jumps, len(got), len(want))
+					}
+					for i := range got {
+						if got[i] != want[i] {
+							t.Fatalf("term %q, filled (jumps %v), posting %d: %+v, zap reads %+v", e.Term, jumps, i, got[i], want[i])
+						}
+					}
+				}
 			}
 		}
 	}
 	// The test is worth as much as what it reached.
-	if lists < 1000 || chunked == 0 || withDeleted == 0 {
-		t.Fatalf("lists %d, with several chunks %d, with deletions %d", lists, chunked, withDeleted)
+	if lists < 1000 || chunked == 0 || withDeleted == 0 || bitmaps == 0 {
+		t.Fatalf("lists %d, with several chunks %d, with deletions %d, with bitmap containers %d", lists, chunked, withDeleted, bitmaps)
 	}
-	t.Logf("%d lists, %d with several frequency chunks, %d with deletions", lists, chunked, withDeleted)
+	t.Logf("%d lists, %d with several frequency chunks, %d with deletions, %d with bitmap containers", lists, chunked, withDeleted, bitmaps)
 }
 
 // TestZapPostingsRefusesOthers: anything but a persisted zap v17 segment is

@@ -161,6 +161,26 @@ func (c *cursor) advance(target uint64) (err error) {
 	return err
 }
 
+// fill appends to ps the cursor's postings before end, its current one
+// first, and moves it to the first at or after end: a zap list's in bulk
+// (zapv17.Source.Fill), another's one by one.
+func (c *cursor) fill(end uint64, ps []zapv17.Posting) (_ []zapv17.Posting, err error) {
+	if c.doc >= end {
+		return ps, nil
+	}
+	ps = append(ps, zapv17.Posting{Doc: uint32(c.doc), Freq: int32(c.freq), Len: int32(c.dl)})
+	if z, ok := c.src.(*zapv17.Source); ok {
+		ps, c.doc, c.freq, c.dl, err = z.Fill(end, ps)
+		return ps, err
+	}
+	for {
+		if err := c.next(); err != nil || c.doc >= end {
+			return ps, err
+		}
+		ps = append(ps, zapv17.Posting{Doc: uint32(c.doc), Freq: int32(c.freq), Len: int32(c.dl)})
+	}
+}
+
 // sharedTheta is the best k-th score any walk of a query holds: k
 // documents score at least that much, so no document below it can enter.
 type sharedTheta struct{ bits atomic.Uint64 }
@@ -418,13 +438,9 @@ const windowSize = 4096
 type window struct {
 	acc  []float64
 	dl   []int
-	seen []uint64 // bit i: document lo+i holds an essential term
-	hits [][]hit  // per cursor: its postings in the window
+	seen []uint64           // bit i: document lo+i holds an essential term
+	hits [][]zapv17.Posting // per cursor: its postings in the window
 }
-
-// hit is one posting in a window: the document's offset and the term's
-// frequency in it.
-type hit struct{ at, freq int32 }
 
 func newWindow(size int) *window {
 	return &window{acc: make([]float64, size), dl: make([]int, size), seen: make([]uint64, (size+63)/64)}
@@ -512,18 +528,17 @@ func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *win
 			if err := c.advance(lo); err != nil {
 				return nil, err
 			}
-			h := win.hits[e][:0]
-			for c.doc < end {
-				at := c.doc - lo
+			h, err := c.fill(end, win.hits[e][:0])
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range h {
+				at := uint64(p.Doc) - lo
 				if win.seen[at>>6]&(1<<(at&63)) == 0 {
 					win.seen[at>>6] |= 1 << (at & 63)
-					win.acc[at], win.dl[at] = 0, c.dl
+					win.acc[at], win.dl[at] = 0, int(p.Len)
 				}
-				win.acc[at] += sh.of(c.ub, c.freq, c.dl)
-				h = append(h, hit{int32(at), int32(c.freq)})
-				if err := c.next(); err != nil {
-					return nil, err
-				}
+				win.acc[at] += sh.of(c.ub, int(p.Freq), int(p.Len))
 			}
 			win.hits[e] = h
 		}
@@ -544,6 +559,9 @@ func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *win
 					sh.blockCum(cs[:essential], blk, cumB)
 				}
 				th.read(w.theta)
+				if score+cumB[essential] < th.b {
+					continue // complete's first test, without the call
+				}
 				if _, ok, err := sh.complete(cs, cumB, essential, th.b, d, dl, score); err != nil {
 					return nil, err
 				} else if !ok {
@@ -559,12 +577,12 @@ func (w *walk) runWindows(ctx context.Context, cs []*cursor, hi uint64, win *win
 				}
 				for e := essential; e < len(cs); e++ {
 					h, j := win.hits[e], ptrs[e]
-					for j < len(h) && int(h[j].at) < at {
+					for j < len(h) && uint64(h[j].Doc) < d {
 						j++
 					}
 					ptrs[e] = j
-					if j < len(h) && int(h[j].at) == at {
-						tf[cs[e].term] = int(h[j].freq)
+					if j < len(h) && uint64(h[j].Doc) == d {
+						tf[cs[e].term] = int(h[j].Freq)
 					}
 				}
 				if err := w.offer(&top, th.theta, d, w.exact(byTerm, tf, dl), dl, tf, pmidOf); err != nil {

@@ -383,3 +383,141 @@ func uvarintAt(mem []byte, off uint64) (uint64, int) {
 	}
 	return binary.Uvarint(mem[off:])
 }
+
+// Posting is one posting as Fill gives it: a document of the segment, the
+// term's frequency in it and the field's length.
+type Posting struct {
+	Doc       uint32
+	Freq, Len int32
+}
+
+// Fill appends to ps every live posting before end that Next would give
+// one by one from here, and returns the first at or after end as Next
+// gives it. It is the walk's read of an essential term's postings in a
+// window of documents: where the list has no deletions, the documents of
+// an array or bitmap container are read in order and their entries one
+// after the other, not each found again by a seek and its entry placed by
+// its rank (scan) — about a third of a query's time went there.
+func (s *Source) Fill(end uint64, ps []Posting) ([]Posting, uint64, int, int, error) {
+	for {
+		doc, freq, dl, err := s.scan(0)
+		if err != nil || doc >= end {
+			return ps, doc, freq, dl, err
+		}
+		ps = append(ps, Posting{Doc: uint32(doc), Freq: int32(freq), Len: int32(dl)})
+		if s.p.deleted != nil || s.p.ends == nil {
+			continue
+		}
+		// The entry of doc was the last read: the container's next
+		// documents' entries follow it.
+		if ps, err = s.fillContainer(end, ps); err != nil {
+			return ps, Done, 0, 0, err
+		}
+	}
+}
+
+// fillContainer appends the postings before end that follow the one just
+// read in its container, when that is an array or a bitmap, and leaves the
+// cursor where scan goes on from.
+func (s *Source) fillContainer(end uint64, ps []Posting) ([]Posting, error) {
+	rb := &s.rb
+	ct := &rb.cs[rb.ci]
+	d := ct.data
+	switch ct.kind {
+	case rbArray:
+		j := rb.i + 1
+		for ; j < ct.card; j++ {
+			doc := ct.key | uint64(binary.LittleEndian.Uint16(d[2*j:]))
+			if doc >= end {
+				break
+			}
+			freq, dl, err := s.nextEntry(doc)
+			if err != nil {
+				return ps, err
+			}
+			ps = append(ps, Posting{Doc: uint32(doc), Freq: freq, Len: dl})
+			s.from = doc + 1
+		}
+		rb.i = j
+	case rbBitmap:
+		// rb.i is the word of the document just read, rb.rank the
+		// count of the words before it.
+		lo := s.from - ct.key // the next document's offset
+		for lo < 1<<16 {
+			wi := int(lo >> 6)
+			if wi != rb.i {
+				rb.rank += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(d[8*rb.i:])))
+				rb.i = wi
+			}
+			w := binary.LittleEndian.Uint64(d[8*wi:]) & (^uint64(0) << (lo & 63))
+			for w != 0 {
+				doc := ct.key | uint64(wi<<6+bits.TrailingZeros64(w))
+				if doc >= end {
+					return ps, nil
+				}
+				w &= w - 1
+				freq, dl, err := s.nextEntry(doc)
+				if err != nil {
+					return ps, err
+				}
+				ps = append(ps, Posting{Doc: uint32(doc), Freq: freq, Len: dl})
+				s.from = doc + 1
+			}
+			lo = uint64(wi+1) << 6
+			if ct.key|lo >= end {
+				return ps, nil
+			}
+		}
+	}
+	return ps, nil
+}
+
+// nextEntry reads the entry after the last one read, document doc's: the
+// walk in order over a list without deletions.
+func (s *Source) nextEntry(doc uint64) (int32, int32, error) {
+	p := s.p
+	if c := doc / p.chunkSize; c != s.chunk {
+		// doc is the chunk's first document: its entry is the chunk's
+		// first.
+		if c >= uint64(len(p.ends)) {
+			return 0, 0, fmt.Errorf("%w: chunk %d of %d", ErrLayout, c, len(p.ends))
+		}
+		var start uint64
+		if c > 0 {
+			start = p.ends[c-1]
+		}
+		s.chunk, s.buf, s.at = c, p.data[start:p.ends[c]], 0
+	}
+	fl, at := uvarintIn(s.buf, s.at)
+	if at < 0 || fl>>1 == 0 {
+		return 0, 0, ErrLayout
+	}
+	length, at := uvarintIn(s.buf, at)
+	if at < 0 {
+		return 0, 0, ErrLayout
+	}
+	s.at = at
+	s.read++
+	return int32(fl >> 1), int32(zapLen(length)), nil
+}
+
+// uvarintIn reads the uvarint at at in b and returns the offset past it
+// (−1 when it cannot): one and two bytes, most entries' fields, read
+// without a call.
+func uvarintIn(b []byte, at int) (uint64, int) {
+	if at+1 < len(b) {
+		if x := b[at]; x < 0x80 {
+			return uint64(x), at + 1
+		} else if y := b[at+1]; y < 0x80 {
+			return uint64(x&0x7f) | uint64(y)<<7, at + 2
+		}
+	}
+	if at > len(b) {
+		return 0, -1
+	}
+	v, w := binary.Uvarint(b[at:])
+	if w <= 0 {
+		return 0, -1
+	}
+	return v, at + w
+}
