@@ -26,7 +26,7 @@ test:
 	@echo "make test: passed — unit tests of every package (race detector, -short), the index's build on one core, and every fuzz target"
 
 test-slow:
-	$(GO) test -race -count=1 -run 'TestPrunedTopKIsExhaustive|TestAnalyzerMatchesEnglish' -v ./index
+	$(GO) test -race -count=1 -run 'TestPrunedTopKIsExhaustive|TestDenseListsGetBlockBounds|TestAnalyzerMatchesEnglish' -v ./index
 	$(GO) test -count=1 -run 'TestKappaCoverageWhereLabelsAreRare|TestRateCoverageWhereLabelsAreRare|TestAlphaCoverageWhereLabelsAreRare' -v ./metrics
 
 # End-to-end: a real Ollama server on a free loopback port with its own

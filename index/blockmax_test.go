@@ -1,6 +1,9 @@
 package index
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // TestBlockBoundIsAboveEveryShare: a block's bound, its postings merged
 // in any order, is at least the share of each of them — past the 8 bits
@@ -44,5 +47,58 @@ func TestBlockBoundIsAboveEveryShare(t *testing.T) {
 		if b := blockMax(0).bound(&sh, ub); b != 0 {
 			t.Errorf("an empty block bounds at %v, want 0", b)
 		}
+	}
+}
+
+// TestDenseListsGetBlockBounds: on an index whose segment is large enough
+// (9,000 documents, deletions in it) the walk's default choice gives the
+// dense lists block bounds, read with the query's setting and so used as
+// exact maxima, and the pruned top 10 is the exhaustive one for each of
+// 100 PubMedQA conclusions with both BM25 settings.
+func TestDenseListsGetBlockBounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow under -race (a minute): make test-slow runs it, and CI")
+	}
+	l := persistedIndex(t, 9000)
+	defer l.Close()
+	r := snapshot(t, l)
+	defer r.Close()
+	st := l.corpus()
+	ctx := context.Background()
+	qs := pubmedQAConclusions(t)[:100]
+	for _, p := range []BM25Params{TextbookBM25, PyseriniBM25} {
+		l.bounds = blockCache{}
+		opt := SearchOptions{K: 10, BM25: p}
+		for n, q := range qs {
+			terms := unique(l.terms(q.LongAnswer))
+			got, _, err := l.topK(ctx, r, terms, opt.K, opt, st, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, _, err := l.topK(ctx, r, terms, opt.K, opt, st, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(all) {
+				t.Fatalf("%v query %d: pruned %d documents, exhaustive %d", p, n+1, len(got), len(all))
+			}
+			for i := range got {
+				if got[i].pmid != all[i].pmid || got[i].score != all[i].score {
+					t.Fatalf("%v query %d rank %d: pruned PMID %d (%v), exhaustive PMID %d (%v)", p, n+1, i+1, got[i].pmid, got[i].score, all[i].pmid, all[i].score)
+				}
+			}
+		}
+		w := &walk{p: p, avg: st.AvgLen()}
+		var lists, exact int
+		for _, e := range l.bounds.m {
+			lists++
+			if e.bounds.exactFor(w.shares()) != nil {
+				exact++
+			}
+		}
+		if lists == 0 || exact != lists {
+			t.Fatalf("%v: %d lists with block bounds, %d with exact maxima for the setting", p, lists, exact)
+		}
+		t.Logf("%v: %d lists with block bounds", p, lists)
 	}
 }

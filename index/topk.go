@@ -139,8 +139,10 @@ type cursor struct {
 	freq    int
 	dl      int // the document's length
 	// blocks are the term's block bounds in the segment walked (nil:
-	// ub in every block); wb is its bound in the window being walked.
+	// ub in every block), exact their exact maxima for the walk's
+	// setting (nil: the pairs'); wb is its bound in the window walked.
 	blocks []blockMax
+	exact  []float32
 	wb     float64
 }
 
@@ -288,7 +290,10 @@ func (sh *shares) complete(cs []*cursor, cum []float64, essential int, b float64
 func (sh *shares) blockCum(cs []*cursor, blk uint64, cum []float64) {
 	for i, c := range cs {
 		b := c.ub
-		if c.blocks != nil {
+		switch {
+		case c.exact != nil:
+			b = c.ub * float64(c.exact[blk])
+		case c.blocks != nil:
 			b = c.blocks[blk].bound(sh, c.ub)
 		}
 		cum[i+1] = cum[i] + b
@@ -299,6 +304,13 @@ func (sh *shares) blockCum(cs []*cursor, blk uint64, cum []float64) {
 // share at the highest frequency and least length of the blocks they
 // span, or its whole-list bound.
 func (sh *shares) windowBound(c *cursor, lo, end uint64) float64 {
+	if c.exact != nil {
+		var m float32
+		for _, e := range c.exact[lo>>blockShift : (end-1)>>blockShift+1] {
+			m = max(m, e)
+		}
+		return c.ub * float64(m)
+	}
 	if c.blocks == nil {
 		return c.ub
 	}
@@ -661,7 +673,7 @@ const splitMin = 1 << 16
 // cut into one range of documents per core, run on all cores.
 func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot, terms []string, w *walk, st CorpusStats) ([]*scoredDoc, map[string]uint64, error) {
 	segs := snap.Segments()
-	lists, dfs, err := l.segmentLists(segs, terms)
+	lists, dfs, err := l.segmentLists(segs, terms, w.shares())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -716,7 +728,7 @@ type termList struct {
 	zp *zapv17.Postings
 	// bounds are zp's block bounds (blockmax.go); nil: its whole-list
 	// bound only.
-	bounds []blockMax
+	bounds *blockBounds
 }
 
 // segmentLists reads every segment's postings lists of terms first: the
@@ -724,7 +736,7 @@ type termList struct {
 // idf. Each list is read directly from the segment file where its layout
 // is understood and its count agrees with zap's (postings.go), else
 // through zap's iterator.
-func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string) ([][]termList, []uint64, error) {
+func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string, sh shares) ([][]termList, []uint64, error) {
 	lists := make([][]termList, len(segs))
 	dfs := make([]uint64, len(terms))
 	var bounded []blockList
@@ -763,7 +775,7 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 			}
 		}
 	}
-	if err := l.bounds.load(l.dir, bounded); err != nil {
+	if err := l.bounds.load(l.dir, bounded, sh); err != nil {
 		return nil, nil, err // guard names the index
 	}
 	return lists, dfs, nil
@@ -813,7 +825,10 @@ func (w *walk) walkRange(ctx context.Context, t walkTask, seg segment.Segment, l
 		if tl.pl == nil {
 			continue
 		}
-		c := &cursor{term: i, idf: idf[i], blocks: tl.bounds}
+		c := &cursor{term: i, idf: idf[i]}
+		if tl.bounds != nil {
+			c.blocks, c.exact = tl.bounds.pairs, tl.bounds.exactFor(w.shares())
+		}
 		if tl.zp != nil {
 			c.src = tl.zp.Source()
 		} else {
