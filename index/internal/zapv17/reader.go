@@ -464,7 +464,7 @@ func (s *Source) fillContainer(end uint64, ps []Posting) ([]Posting, error) {
 				s.from = doc + 1
 			}
 			lo = uint64(wi+1) << 6
-			if ct.key|lo >= end {
+			if ct.key+lo >= end {
 				return ps, nil
 			}
 		}
