@@ -1,7 +1,7 @@
 package index
 
 import (
-	"context"
+	"fmt"
 	"testing"
 )
 
@@ -64,29 +64,12 @@ func TestDenseListsGetBlockBounds(t *testing.T) {
 	r := snapshot(t, l)
 	defer r.Close()
 	st := l.corpus()
-	ctx := context.Background()
 	qs := pubmedQAConclusions(t)[:100]
 	for _, p := range []BM25Params{TextbookBM25, PyseriniBM25} {
 		l.bounds = blockCache{}
 		opt := SearchOptions{K: 10, BM25: p}
 		for n, q := range qs {
-			terms := unique(l.terms(q.LongAnswer))
-			got, _, err := l.topK(ctx, r, terms, opt.K, opt, st, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all, _, err := l.topK(ctx, r, terms, opt.K, opt, st, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(all) {
-				t.Fatalf("%v query %d: pruned %d documents, exhaustive %d", p, n+1, len(got), len(all))
-			}
-			for i := range got {
-				if got[i].pmid != all[i].pmid || got[i].score != all[i].score {
-					t.Fatalf("%v query %d rank %d: pruned PMID %d (%v), exhaustive PMID %d (%v)", p, n+1, i+1, got[i].pmid, got[i].score, all[i].pmid, all[i].score)
-				}
-			}
+			prunedIsExhaustive(t, l, r, unique(l.terms(q.LongAnswer)), opt, st, fmt.Sprintf("%v query %d", p, n+1))
 		}
 		w := &walk{p: p, avg: st.AvgLen()}
 		var lists, exact int

@@ -446,7 +446,6 @@ func TestPrunedTopKIsExhaustive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	ctx := context.Background()
 	r := snapshot(t, l)
 	defer r.Close()
 	for _, ss := range r.Segments() {
@@ -485,25 +484,7 @@ func TestPrunedTopKIsExhaustive(t *testing.T) {
 			}
 			for n, q := range qs {
 				terms := unique(l.terms(q.LongAnswer))
-				got, df, err := l.topK(ctx, r, terms, opt.K, opt, st, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				all, _, err := l.topK(ctx, r, terms, opt.K, opt, st, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(got) != len(all) {
-					t.Fatalf("%+v %+v query %d: pruned %d documents, exhaustive %d", cut, opt, n+1, len(got), len(all))
-				}
-				for i := range got {
-					if got[i].pmid != all[i].pmid || got[i].score != all[i].score {
-						t.Fatalf("%+v %+v query %d rank %d: pruned PMID %d (%v), exhaustive PMID %d (%v)", cut, opt, n+1, i+1, got[i].pmid, got[i].score, all[i].pmid, all[i].score)
-					}
-					if opt.BelowPMID > 0 && got[i].pmid >= opt.BelowPMID {
-						t.Fatalf("PMID %d above the cutoff %d", got[i].pmid, opt.BelowPMID)
-					}
-				}
+				got, df := prunedIsExhaustive(t, l, r, terms, opt, st, fmt.Sprintf("%+v %+v query %d", cut, opt, n+1))
 				if n < 50 {
 					for _, d := range got {
 						if stored := storedLen(t, r, d.pmid); stored != d.dl {
@@ -523,6 +504,35 @@ func TestPrunedTopKIsExhaustive(t *testing.T) {
 		}
 	}
 	t.Logf("%d queries: pruned and exhaustive top 10 identical", compared)
+}
+
+// prunedIsExhaustive fails unless the pruned top k of terms is the
+// exhaustive one (the same documents in the same order with the same
+// scores, none at or above a PMID cutoff), and returns it with the terms'
+// document frequencies; what names the query in a failure.
+func prunedIsExhaustive(t *testing.T, l *Literature, r bindex.IndexReader, terms []string, opt SearchOptions, st CorpusStats, what string) ([]*scoredDoc, map[string]uint64) {
+	t.Helper()
+	ctx := context.Background()
+	got, df, err := l.topK(ctx, r, terms, opt.K, opt, st, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _, err := l.topK(ctx, r, terms, opt.K, opt, st, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(all) {
+		t.Fatalf("%s: pruned %d documents, exhaustive %d", what, len(got), len(all))
+	}
+	for i := range got {
+		if got[i].pmid != all[i].pmid || got[i].score != all[i].score {
+			t.Fatalf("%s rank %d: pruned PMID %d (%v), exhaustive PMID %d (%v)", what, i+1, got[i].pmid, got[i].score, all[i].pmid, all[i].score)
+		}
+		if opt.BelowPMID > 0 && got[i].pmid >= opt.BelowPMID {
+			t.Fatalf("%s: PMID %d above the cutoff %d", what, got[i].pmid, opt.BelowPMID)
+		}
+	}
+	return got, df
 }
 
 func storedLen(t *testing.T, r bindex.IndexReader, pmid uint64) int {

@@ -261,14 +261,13 @@ func (s *Source) entry(doc, pos uint64) (int, uint64, error) {
 		return 1, p.oneLen, nil
 	}
 	if c := doc / p.chunkSize; c != s.chunk {
-		if c >= uint64(len(p.ends)) {
-			return 0, 0, fmt.Errorf("%w: chunk %d of %d", ErrLayout, c, len(p.ends))
+		if err := s.openChunk(c); err != nil {
+			return 0, 0, err
 		}
-		var start, first uint64
+		s.read = 0
 		if c > 0 {
-			start, first = p.ends[c-1], p.all.Rank(uint32(c*p.chunkSize-1))
+			s.read = p.all.Rank(uint32(c*p.chunkSize - 1))
 		}
-		s.chunk, s.buf, s.at, s.read = c, p.data[start:p.ends[c]], 0, first
 	}
 	var ok bool
 	if s.at, ok = skipUvarints(s.buf, s.at, 2*(pos-s.read)); !ok {
@@ -286,6 +285,20 @@ func (s *Source) entry(doc, pos uint64) (int, uint64, error) {
 	s.at += w
 	s.read = pos + 1
 	return int(fl >> 1), norm, nil
+}
+
+// openChunk moves the source to the start of frequency chunk c.
+func (s *Source) openChunk(c uint64) error {
+	p := s.p
+	if c >= uint64(len(p.ends)) {
+		return fmt.Errorf("%w: chunk %d of %d", ErrLayout, c, len(p.ends))
+	}
+	var start uint64
+	if c > 0 {
+		start = p.ends[c-1]
+	}
+	s.chunk, s.buf, s.at = c, p.data[start:p.ends[c]], 0
+	return nil
 }
 
 // skipUvarints returns the offset in b past n more uvarints from at, a
@@ -478,15 +491,10 @@ func (s *Source) nextEntry(doc uint64) (int32, int32, error) {
 	p := s.p
 	if c := doc / p.chunkSize; c != s.chunk {
 		// doc is the chunk's first document: its entry is the chunk's
-		// first.
-		if c >= uint64(len(p.ends)) {
-			return 0, 0, fmt.Errorf("%w: chunk %d of %d", ErrLayout, c, len(p.ends))
+		// first, and s.read its rank already.
+		if err := s.openChunk(c); err != nil {
+			return 0, 0, err
 		}
-		var start uint64
-		if c > 0 {
-			start = p.ends[c-1]
-		}
-		s.chunk, s.buf, s.at = c, p.data[start:p.ends[c]], 0
 	}
 	fl, at := uvarintIn(s.buf, s.at)
 	if at < 0 || fl>>1 == 0 {
