@@ -245,6 +245,51 @@ func TestScoresIndependentOfSegments(t *testing.T) {
 	}
 }
 
+// A segment that gains deletions after a search is searched with them:
+// the lists looked up before (listCache) are not those of its later
+// snapshots. One batch makes one segment; a deletion alone leaves that
+// segment in place with a deletion more.
+func TestSearchSeesLaterDeletions(t *testing.T) {
+	q := "liver fibrosis"
+	l := build(t, t.TempDir(), 1000, writeJSONL(t, append(tiny, Article{PMID: 4, Title: "Liver fibrosis liver fibrosis kidney"})...))
+	defer l.Close()
+	before := snapshot(t, l)
+	defer before.Close()
+	hits, err := l.Search(context.Background(), q, SearchOptions{K: 5})
+	if err != nil || len(hits) != 3 || hits[0].PMID != 4 {
+		t.Fatalf("before the deletion: %+v %v", hits, err)
+	}
+	del := filepath.Join(t.TempDir(), "del.xml")
+	os.WriteFile(del, []byte(`<PubmedArticleSet><DeleteCitation><PMID>4</PMID></DeleteCitation></PubmedArticleSet>`), 0o644)
+	if _, err := l.Build(context.Background(), []string{del}, BuildOptions{BatchSize: 1}); err != nil {
+		t.Fatal(err)
+	}
+	after := snapshot(t, l)
+	defer after.Close()
+	if len(before.Segments()) != 1 || len(after.Segments()) != 1 || before.Segments()[0].Segment() != after.Segments()[0].Segment() ||
+		after.Segments()[0].Deleted().GetCardinality() != 1 {
+		t.Fatalf("not one segment gaining a deletion: %d segments, then %d", len(before.Segments()), len(after.Segments()))
+	}
+	fresh := build(t, t.TempDir(), 1000, writeJSONL(t, tiny...))
+	defer fresh.Close()
+	want, err := fresh.Search(context.Background(), q, SearchOptions{K: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Search(context.Background(), q, SearchOptions{K: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d hits after the deletion, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range got {
+		if got[i].PMID != want[i].PMID || got[i].Score != want[i].Score {
+			t.Fatalf("hit %d after the deletion: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
 func TestBuildRealDataTitleQueryAndCutoff(t *testing.T) {
 	dir := t.TempDir()
 	inputs, _ := filepath.Glob("../testdata/pubmed/biopython/*.xml")

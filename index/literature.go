@@ -161,6 +161,8 @@ type Literature struct {
 	blockAll bool
 	// bounds are the block bounds of dense lists read so far (blockmax.go).
 	bounds blockCache
+	// lists are the postings lists looked up so far (listcache.go).
+	lists listCache
 
 	// verified holds the segment files whose data matched their CRC in
 	// this process (verifySegment); seal is the index's seal, checked

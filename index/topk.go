@@ -748,29 +748,35 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 				return nil, nil, err
 			}
 		}
-		dict, err := ss.Segment().Dictionary(fieldText)
-		if err != nil {
-			return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
-		}
-		zd, _ := zapv17.OpenDict(ss.Segment(), fieldText) // nil: through zap's iterator
+		var dict segment.TermDictionary
+		var zd *zapv17.Dict // nil: through zap's iterator
 		lists[s] = make([]termList, len(terms))
 		for i, t := range terms {
-			pl, err := dict.PostingsList([]byte(t), ss.Deleted(), nil)
-			if err != nil {
-				return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
+			k := listKey{seg: ss.Segment(), deleted: ss.Deleted(), term: t}
+			e, ok := l.lists.get(k)
+			if !ok {
+				if dict == nil {
+					var err error
+					if dict, err = ss.Segment().Dictionary(fieldText); err != nil {
+						return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
+					}
+					zd, _ = zapv17.OpenDict(ss.Segment(), fieldText)
+				}
+				var err error
+				if e, err = lookUpList(dict, zd, k); err != nil {
+					return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
+				}
+				l.lists.put(k, e)
 			}
-			if pl == nil || pl.Count() == 0 {
+			if e.pl == nil {
 				continue
 			}
-			lists[s][i].pl = pl
-			dfs[i] += pl.Count()
-			if zd != nil && !l.zapIterator {
-				zp, live, err := zd.Postings([]byte(t), ss.Deleted())
-				if err == nil && zp != nil && live == pl.Count() {
-					lists[s][i].zp = zp
-					if n := ss.Segment().Count(); l.blockAll || blockDense(live, n) {
-						bounded = append(bounded, blockList{seg: ss.Segment(), term: t, p: zp, n: n, into: &lists[s][i].bounds})
-					}
+			lists[s][i].pl = e.pl
+			dfs[i] += e.live
+			if e.zp != nil && !l.zapIterator {
+				lists[s][i].zp = e.zp
+				if n := ss.Segment().Count(); l.blockAll || blockDense(e.live, n) {
+					bounded = append(bounded, blockList{seg: ss.Segment(), term: t, p: e.zp, n: n, into: &lists[s][i].bounds})
 				}
 			}
 		}
@@ -779,6 +785,27 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 		return nil, nil, err // guard names the index
 	}
 	return lists, dfs, nil
+}
+
+// lookUpList finds k's list in dict, zap's dictionary of k's segment, and
+// in zd, the same read directly (nil: not understood), kept only where
+// the two count the same live postings.
+func lookUpList(dict segment.TermDictionary, zd *zapv17.Dict, k listKey) (listEntry, error) {
+	pl, err := dict.PostingsList([]byte(k.term), k.deleted, nil)
+	if err != nil {
+		return listEntry{}, err
+	}
+	if pl == nil || pl.Count() == 0 {
+		return listEntry{}, nil
+	}
+	e := listEntry{pl: pl, live: pl.Count()}
+	if zd != nil {
+		zp, live, err := zd.Postings([]byte(k.term), k.deleted)
+		if err == nil && zp != nil && live == e.live {
+			e.zp = zp
+		}
+	}
+	return e, nil
 }
 
 // walkTask is one range of a segment's documents to walk; base is the

@@ -216,6 +216,15 @@ type Postings struct {
 	containers []rbContainer
 }
 
+// Size estimates the bytes p holds beside the segment's own (its chunk
+// ends, its containers read here and by the roaring bitmap); 0 for nil.
+func (p *Postings) Size() int {
+	if p == nil {
+		return 0
+	}
+	return 128 + 8*len(p.ends) + 2*72*len(p.containers)
+}
+
 // Chunks is how many frequency chunks the list's entries are in.
 func (p *Postings) Chunks() int { return len(p.ends) }
 
