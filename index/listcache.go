@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	segment "github.com/blevesearch/scorch_segment_api/v2"
 
 	"halu/index/internal/zapv17"
 )
@@ -19,22 +18,22 @@ type listKey struct {
 	term    string
 }
 
-// listEntry is what segmentLists found for a key: zap's list (nil: no
-// live postings), its live count, and the direct reader of it where the
-// segment's layout is understood and the reader's count agreed with
-// zap's (nil: through zap's iterator).
+// listEntry is what looking a key's list up found: its live postings
+// (0: none), and the direct reader of it where the segment's layout is
+// understood and the reader counted the same as zap's dictionary (nil:
+// through zap's iterator).
 type listEntry struct {
-	pl   segment.PostingsList
 	live uint64
 	zp   *zapv17.Postings
 }
 
-// listCache holds the lists segmentLists looked up, up to listCacheMax
-// bytes by estimate; past it, they are dropped and looked up again. A
-// query's terms are looked up one segment after another before its walks
-// start, on one core: looking up the same common terms for every query
-// twice (zap's dictionary for the list and its count, the direct reader
-// beside it) was a sixth of a query's time at 1M documents.
+// listCache holds the lists looked up so far, up to listCacheMax bytes by
+// estimate; past it, they are dropped and looked up again. A query's lists
+// are looked up on one core before its walks start: looking each up in
+// zap's dictionary for its count and again directly, for every query, was
+// 7% of a query's CPU at 1M documents, most of it for the same common
+// terms query after query. A list read directly is looked up once for a
+// segment and its deletions, a term the segment lacks too.
 type listCache struct {
 	mu    sync.Mutex
 	m     map[listKey]listEntry
@@ -55,7 +54,7 @@ func (c *listCache) get(k listKey) (listEntry, bool) {
 
 // put keeps e for k.
 func (c *listCache) put(k listKey, e listEntry) {
-	size := 256 + len(k.term) + e.zp.Size()
+	size := 96 + len(k.term) + e.zp.Size()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	limit := c.max

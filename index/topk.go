@@ -721,8 +721,8 @@ func (l *Literature) segmentTopK(ctx context.Context, snap *scorch.IndexSnapshot
 	return best(tops, w.k), df, nil
 }
 
-// termList is one term's postings list in one segment, and the direct
-// reader of it (nil: through zap's iterator).
+// termList is one term's postings list in one segment: the direct reader
+// of it, or (zp nil) zap's list, read through zap's iterator.
 type termList struct {
 	pl segment.PostingsList
 	zp *zapv17.Postings
@@ -748,13 +748,22 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 				return nil, nil, err
 			}
 		}
+		// Each opened when first needed: zap's dictionary and the same
+		// read directly (nil: through zap's iterator).
 		var dict segment.TermDictionary
-		var zd *zapv17.Dict // nil: through zap's iterator
+		var zd *zapv17.Dict
 		lists[s] = make([]termList, len(terms))
 		for i, t := range terms {
 			k := listKey{seg: ss.Segment(), deleted: ss.Deleted(), term: t}
-			e, ok := l.lists.get(k)
-			if !ok {
+			e, known := l.lists.get(k)
+			if known && e.live == 0 {
+				continue
+			}
+			tl := &lists[s][i]
+			if !l.zapIterator {
+				tl.zp = e.zp
+			}
+			if tl.zp == nil {
 				if dict == nil {
 					var err error
 					if dict, err = ss.Segment().Dictionary(fieldText); err != nil {
@@ -762,21 +771,26 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 					}
 					zd, _ = zapv17.OpenDict(ss.Segment(), fieldText)
 				}
-				var err error
-				if e, err = lookUpList(dict, zd, k); err != nil {
+				pl, zp, live, err := lookUpList(dict, zd, k)
+				if err != nil {
 					return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
 				}
-				l.lists.put(k, e)
+				if !known {
+					e = listEntry{live: live, zp: zp}
+					l.lists.put(k, e)
+				}
+				if live == 0 {
+					continue
+				}
+				tl.pl = pl
+				if !l.zapIterator {
+					tl.zp = zp
+				}
 			}
-			if e.pl == nil {
-				continue
-			}
-			lists[s][i].pl = e.pl
 			dfs[i] += e.live
-			if e.zp != nil && !l.zapIterator {
-				lists[s][i].zp = e.zp
+			if tl.zp != nil {
 				if n := ss.Segment().Count(); l.blockAll || blockDense(e.live, n) {
-					bounded = append(bounded, blockList{seg: ss.Segment(), term: t, p: e.zp, n: n, into: &lists[s][i].bounds})
+					bounded = append(bounded, blockList{seg: ss.Segment(), term: t, p: tl.zp, n: n, into: &tl.bounds})
 				}
 			}
 		}
@@ -787,25 +801,23 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 	return lists, dfs, nil
 }
 
-// lookUpList finds k's list in dict, zap's dictionary of k's segment, and
-// in zd, the same read directly (nil: not understood), kept only where
-// the two count the same live postings.
-func lookUpList(dict segment.TermDictionary, zd *zapv17.Dict, k listKey) (listEntry, error) {
+// lookUpList finds k's list in dict, zap's dictionary of k's segment, with
+// its live count, and in zd, the same read directly (nil: not understood),
+// returned only where the two count the same live postings.
+func lookUpList(dict segment.TermDictionary, zd *zapv17.Dict, k listKey) (segment.PostingsList, *zapv17.Postings, uint64, error) {
 	pl, err := dict.PostingsList([]byte(k.term), k.deleted, nil)
-	if err != nil {
-		return listEntry{}, err
+	if err != nil || pl == nil {
+		return nil, nil, 0, err
 	}
-	if pl == nil || pl.Count() == 0 {
-		return listEntry{}, nil
+	n := pl.Count()
+	if n == 0 || zd == nil {
+		return pl, nil, n, nil
 	}
-	e := listEntry{pl: pl, live: pl.Count()}
-	if zd != nil {
-		zp, live, err := zd.Postings([]byte(k.term), k.deleted)
-		if err == nil && zp != nil && live == e.live {
-			e.zp = zp
-		}
+	zp, live, err := zd.Postings([]byte(k.term), k.deleted)
+	if err != nil || zp == nil || live != n {
+		return pl, nil, n, nil
 	}
-	return e, nil
+	return pl, zp, n, nil
 }
 
 // walkTask is one range of a segment's documents to walk; base is the
@@ -849,7 +861,7 @@ func (l *Literature) walkRanges(segs []*scorch.SegmentSnapshot) ([]walkTask, int
 func (w *walk) walkRange(ctx context.Context, t walkTask, seg segment.Segment, lists []termList, idf []float64, win *window) (topHeap, error) {
 	var cs []*cursor
 	for i, tl := range lists {
-		if tl.pl == nil {
+		if tl.pl == nil && tl.zp == nil {
 			continue
 		}
 		c := &cursor{term: i, idf: idf[i]}
