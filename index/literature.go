@@ -163,6 +163,8 @@ type Literature struct {
 	bounds blockCache
 	// lists are the postings lists looked up so far (listcache.go).
 	lists listCache
+	// windows are the pruned walk's scratch, kept between queries.
+	windows windows
 
 	// verified holds the segment files whose data matched their CRC in
 	// this process (verifySegment); seal is the index's seal, checked
