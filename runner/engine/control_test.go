@@ -247,7 +247,9 @@ func TestAliasesShareTheSlots(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var mu sync.Mutex
 			inflight := map[string]int{}
-			mixed, peak := false, 0
+			mixed, peak, gens := false, 0, 0
+			judged := make(chan struct{})
+			var firstJudge sync.Once
 			srv := fakeollama.New(func(r fakeollama.ChatRequest) fakeollama.Reply {
 				mu.Lock()
 				inflight[r.Model]++
@@ -255,14 +257,29 @@ func TestAliasesShareTheSlots(t *testing.T) {
 					mixed = true
 				}
 				peak = max(peak, inflight["gen"]+inflight["judge"])
+				if r.Model == "gen" {
+					gens++
+				}
+				last := r.Model == "gen" && gens > 13
 				mu.Unlock()
-				// Calls take 20–140 ms, as real ones differ in length: long
-				// beside the time a request can take to reach the server on
-				// a loaded machine. At 5–35 ms, "two files" once saw no
-				// generation and judge call at the server together, in a
-				// make test run beside a CI run; a judge call admitted
-				// beside the last generation calls but slow to arrive is
-				// the likely cause (not shown).
+				if r.Model == "judge" {
+					firstJudge.Do(func() { close(judged) })
+				}
+				// The last three generation calls to arrive are held
+				// until a judge call has (5 s at most): with two files,
+				// the judge calls are admitted once generation has
+				// nothing waiting, into the slot the one other call in
+				// flight frees — so they meet at the server however
+				// late a request reaches it on a loaded machine. Held
+				// only by timing (calls of 20–140 ms), "two files" twice
+				// saw none together in make test runs.
+				if last {
+					select {
+					case <-judged:
+					case <-time.After(5 * time.Second):
+					}
+				}
+				// Calls take 20–140 ms, as real ones differ in length.
 				h := fnv.New32a()
 				h.Write([]byte(r.LastUser()))
 				time.Sleep(time.Duration(20+h.Sum32()%4*40) * time.Millisecond)
