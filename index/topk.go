@@ -461,10 +461,11 @@ func newWindow(size int) *window {
 
 // windows keeps the windows of walks that ended, with the room their
 // hits grew to, for the walks of later queries: a query's windows and
-// hits made afresh were two thirds of the bytes it allocated, and the
-// collections they called for ~5% of its time. A window is put back only
-// by a walk that ended without error, so its seen bits are all clear
-// (runWindows clears each word it reads).
+// hits made afresh were two thirds of the bytes it allocated (the index
+// bench's queries at 1M: 3,870 MiB and 73–75 collections, against 1,253
+// MiB and 28 kept). A window is put back only by a walk that ended
+// without error, so its seen bits are all clear (runWindows clears each
+// word it reads).
 type windows struct{ pool sync.Pool }
 
 // get returns a window of size documents.
