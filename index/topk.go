@@ -792,7 +792,14 @@ func (l *Literature) segmentLists(segs []*scorch.SegmentSnapshot, terms []string
 					}
 					zd, _ = zapv17.OpenDict(ss.Segment(), fieldText)
 				}
-				pl, zp, live, err := lookUpList(dict, zd, k)
+				// A list known not to be read directly (or under the
+				// zap-iterator cut) needs zap's alone: its count and
+				// the direct reader's check are kept.
+				dz := zd
+				if known {
+					dz = nil
+				}
+				pl, zp, live, err := lookUpList(dict, dz, k)
 				if err != nil {
 					return nil, nil, fmt.Errorf("index %s: %w", l.dir, err)
 				}
