@@ -32,7 +32,7 @@ func (e *Engine) book(r *run, spec RunSpec, records int, failed int) {
 	}
 	delta := session.Add(r.prev)
 	man.Counts = rundir.Counts{
-		Items:          len(r.items),
+		Items:          r.items,
 		Completed:      records,
 		Failed:         failed,
 		ModelCalls:     delta.ModelCalls,

@@ -63,44 +63,43 @@ type Item struct {
 // aliases of one set of weights — one load — are one group, and their
 // items that share a prompt (one question for each alias) start together.
 // Only the start order changes: shards and records do not depend on it.
-func feedOrder(todo []Item, group func(string) string) []Item {
-	first, firstShare := map[string]int{}, map[[2]string]int{}
-	groups := make([]string, len(todo))
+// It returns todo's positions in that order (todo is left as it is).
+func feedOrder(todo []Item, group func(string) string) []int32 {
+	// Each item's place: its group's first item, and its Share's first
+	// item within the group (its own when it has no Share).
+	type place struct{ group, share int32 }
+	first, firstShare := map[string]int32{}, map[[2]string]int32{}
+	at := make([]place, len(todo))
 	for i, it := range todo {
 		g := group(it.Group)
-		groups[i] = g
-		if _, ok := first[g]; !ok {
-			first[g] = i
+		p := place{int32(i), int32(i)}
+		if f, ok := first[g]; ok {
+			p.group = f
+		} else {
+			first[g] = p.group
 		}
-		if _, ok := firstShare[[2]string{g, it.Share}]; !ok && it.Share != "" {
-			firstShare[[2]string{g, it.Share}] = i
+		if it.Share != "" {
+			k := [2]string{g, it.Share}
+			if f, ok := firstShare[k]; ok {
+				p.share = f
+			} else {
+				firstShare[k] = p.share
+			}
 		}
+		at[i] = p
 	}
-	at := func(i int, it Item) int {
-		if it.Share == "" {
-			return i
+	order := make([]int32, len(todo))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := at[order[i]], at[order[j]]
+		if a.group != b.group {
+			return a.group < b.group
 		}
-		return firstShare[[2]string{groups[i], it.Share}]
-	}
-	type placed struct {
-		it           Item
-		group, share int
-	}
-	ps := make([]placed, len(todo))
-	for i, it := range todo {
-		ps[i] = placed{it, first[groups[i]], at(i, it)}
-	}
-	sort.SliceStable(ps, func(i, j int) bool {
-		if ps[i].group != ps[j].group {
-			return ps[i].group < ps[j].group
-		}
-		return ps[i].share < ps[j].share
+		return a.share < b.share
 	})
-	out := make([]Item, len(ps))
-	for i, p := range ps {
-		out[i] = p.it
-	}
-	return out
+	return order
 }
 
 // Suite is one benchmark as the engine runs it — the suite's contract as
@@ -513,17 +512,24 @@ func (r *run) plan(ctx context.Context, s Suite) error {
 	if err != nil {
 		return fmt.Errorf("%s: items: %w", s.Name, err)
 	}
-	r.items = shardOf(r.man.Shard, items)
-	seen := map[string]bool{}
-	for _, it := range r.items {
+	items = shardOf(r.man.Shard, items)
+	r.items = len(items)
+	// The items not done are kept in the list's own room (each is moved to
+	// a place at or before its own, already read): a run holds its items
+	// once.
+	seen := make(map[string]bool, len(items))
+	todo := items[:0]
+	for _, it := range items {
 		if seen[it.ID] {
 			return fmt.Errorf("%s: item ID %q appears twice", s.Name, it.ID)
 		}
 		seen[it.ID] = true
 		if !r.done[it.ID] {
-			r.todo = append(r.todo, it)
+			todo = append(todo, it)
 		}
 	}
+	clear(items[len(todo):]) // the done items' payloads go
+	r.todo = todo
 	return nil
 }
 
@@ -539,7 +545,7 @@ func (e *Engine) start(r *run, spec RunSpec) error {
 		r.prev = man.Counts
 	}
 	man.Status = "running"
-	man.Counts.Items = len(r.items)
+	man.Counts.Items = r.items
 	man.Ended = nil
 	if err := rundir.WriteManifest(r.dir, man); err != nil {
 		return fmt.Errorf("run %s: %w", r.dir, err)
@@ -550,7 +556,7 @@ func (e *Engine) start(r *run, spec RunSpec) error {
 		}
 	}
 	if spec.Resume {
-		fmt.Fprintf(e.Log, "resuming %s: %d of %d items already done\n", r.dir, len(r.items)-len(r.todo), len(r.items))
+		fmt.Fprintf(e.Log, "resuming %s: %d of %d items already done\n", r.dir, r.items-len(r.todo), r.items)
 	}
 	return nil
 }
@@ -589,8 +595,8 @@ func (e *Engine) finish(r *run, s Suite, spec RunSpec, failed int, runErr error)
 	e.book(r, spec, n, failed)
 	// The items are booked and not read again: their memory (payloads,
 	// prompts' parts) goes to the summary.
-	items := len(r.items)
-	r.items, r.todo, r.done = nil, nil, nil
+	items := r.items
+	r.todo, r.done = nil, nil
 	switch {
 	case errors.Is(runErr, ErrInterrupted):
 		man.Status = "interrupted"
@@ -729,9 +735,9 @@ func (e *Engine) work(ctx context.Context, s Suite, todo []Item, w *rundir.Recor
 	}
 	spawn(workers)
 feed:
-	for _, it := range feedOrder(todo, e.groupOf) {
+	for _, i := range feedOrder(todo, e.groupOf) {
 		select {
-		case jobs <- it:
+		case jobs <- todo[i]:
 		case <-ctx.Done():
 			break feed
 		}

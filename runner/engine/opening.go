@@ -79,8 +79,10 @@ type run struct {
 	done     map[string]bool
 	goodSize int64
 	records  int
-	// items are the run's items (its shard's), todo those not done.
-	items, todo []Item
+	// items is how many items the run has (its shard's), todo those not
+	// done.
+	items int
+	todo  []Item
 	// The session's start, the books before it (a resume adds to them),
 	// the engine's counters when it started.
 	sessionStart time.Time

@@ -162,8 +162,8 @@ func TestSchedulerLoads(t *testing.T) {
 func TestFeedOrder(t *testing.T) {
 	in := []Item{{ID: "q1/a", Group: "a"}, {ID: "q1/b", Group: "b"}, {ID: "x"}, {ID: "q2/a", Group: "a"}, {ID: "q2/b", Group: "b"}, {ID: "y"}}
 	var got []string
-	for _, it := range feedOrder(in, func(g string) string { return g }) {
-		got = append(got, it.ID)
+	for _, i := range feedOrder(in, func(g string) string { return g }) {
+		got = append(got, in[i].ID)
 	}
 	want := "q1/a q2/a q1/b q2/b x y"
 	if g := strings.Join(got, " "); g != want {
@@ -178,8 +178,8 @@ func TestFeedOrder(t *testing.T) {
 	in = []Item{{ID: "a/T1/q1", Group: "a", Share: "q1"}, {ID: "a/T1/q2", Group: "a", Share: "q2"}, {ID: "a/x", Group: "a"},
 		{ID: "a/T2/q1", Group: "a", Share: "q1"}, {ID: "b/T1/q1", Group: "b", Share: "q1"}, {ID: "a/T2/q2", Group: "a", Share: "q2"}, {ID: "b/T2/q1", Group: "b", Share: "q1"}}
 	got = nil
-	for _, it := range feedOrder(in, func(g string) string { return g }) {
-		got = append(got, it.ID)
+	for _, i := range feedOrder(in, func(g string) string { return g }) {
+		got = append(got, in[i].ID)
 	}
 	want = "a/T1/q1 a/T2/q1 a/T1/q2 a/T2/q2 a/x b/T1/q1 b/T2/q1"
 	if g := strings.Join(got, " "); g != want {
@@ -195,8 +195,8 @@ func TestFeedOrder(t *testing.T) {
 	in = []Item{{ID: "a/q1", Group: "a", Share: "q1"}, {ID: "a/q2", Group: "a", Share: "q2"}, {ID: "b/q1", Group: "b", Share: "q1"},
 		{ID: "b/q2", Group: "b", Share: "q2"}, {ID: "c/q1", Group: "c", Share: "q1"}, {ID: "z", Group: "no model"}}
 	got = nil
-	for _, it := range feedOrder(in, e.groupOf) {
-		got = append(got, it.ID)
+	for _, i := range feedOrder(in, e.groupOf) {
+		got = append(got, in[i].ID)
 	}
 	want = "a/q1 b/q1 a/q2 b/q2 c/q1 z"
 	if g := strings.Join(got, " "); g != want {

@@ -32,7 +32,16 @@ func TestConfidenceUnits(t *testing.T) {
 		{Gold: "pos", Greedy: &Hypothesis{Parsed: false}, Candidates: []Hypothesis{{Parsed: true, Label: "pos"}, {Parsed: true, Label: "neg"}}},
 		{Greedy: &Hypothesis{Parsed: true, Label: "pos"}},
 	}
-	units := confidenceUnits(rs, false)
+	unitsOf := func(unreadWrong bool) []summary.ConfidenceUnit {
+		var us []summary.ConfidenceUnit
+		for i := range rs {
+			if u, ok := confidenceUnit(&rs[i], unreadWrong); ok {
+				us = append(us, u)
+			}
+		}
+		return us
+	}
+	units := unitsOf(false)
 	if len(units) != 2 || !units[0].Correct || units[1].Correct {
 		t.Fatalf("units %+v", units)
 	}
@@ -40,7 +49,7 @@ func TestConfidenceUnits(t *testing.T) {
 	// unit with its candidates' entropy (ln 2 ÷ ln 2 = 1), but no
 	// agreement: an unread answer has no meaning to agree with; nor a
 	// weighted entropy: its candidates' probabilities are not known.
-	all := confidenceUnits(rs, true)
+	all := unitsOf(true)
 	if len(all) != 3 || all[2].Correct {
 		t.Fatalf("unreadable wrong: units %+v", all)
 	}

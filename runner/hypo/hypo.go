@@ -603,8 +603,19 @@ func (s *Suite) Datasets() []string {
 
 type payload struct {
 	model, setting string
-	item           TestItem
-	open           *OpenInput
+	// item is the test item (the suite's own, shared by every model's and
+	// setting's payload of it), open the open-ended input: one is set.
+	item *TestItem
+	open *OpenInput
+}
+
+// background is what the hypothesis is asked about: the open-ended
+// input's background, or the test item's question.
+func (p payload) background() string {
+	if p.open != nil {
+		return p.open.Background
+	}
+	return p.item.Question
 }
 
 func taskName(relType string) string {
@@ -634,7 +645,8 @@ func (s *Suite) Items(context.Context) ([]engine.Item, error) {
 				}
 				continue
 			}
-			for _, it := range s.items {
+			for i := range s.items {
+				it := &s.items[i]
 				items = append(items, engine.Item{ID: fmt.Sprintf("%s/%s/%s/%s/%s", m, st, taskName(it.RelType), it.XID, it.YID), Payload: payload{model: m, setting: st, item: it}, Group: m})
 			}
 		}
@@ -764,10 +776,10 @@ func (s *Suite) Process(ctx context.Context, c *engine.Calls, it engine.Item) (a
 	}
 	p := it.Payload.(payload)
 	res := Result{Model: p.model, Setting: p.setting}
-	background := p.item.Question
+	background := p.background()
 	var labels []string
 	if p.open != nil {
-		background, res.OpenID = p.open.Background, p.open.ID
+		res.OpenID = p.open.ID
 	} else {
 		res.Task, res.XID, res.YID, res.Gold = taskName(p.item.RelType), p.item.XID, p.item.YID, p.item.Relation
 		labels = Labels(p.item.RelType)

@@ -434,6 +434,16 @@ func TestTable2AverageIsOverItems(t *testing.T) {
 	}
 }
 
+// readings are what s's summary reads of rs.
+func readings(s *Suite, rs []Result) []reading {
+	read := s.reader()
+	var gs []reading
+	for i := range rs {
+		gs = append(gs, read(&rs[i]))
+	}
+	return gs
+}
+
 // Coverage counts the items whose prompt held KG knowledge or documents, and
 // flags a setting where most held none.
 func TestCoverage(t *testing.T) {
@@ -445,17 +455,18 @@ func TestCoverage(t *testing.T) {
 		{Greedy: h},
 		{Greedy: h},
 	}
-	if coverage("parametric", rs) != nil {
+	gs := readings(&Suite{}, rs)
+	if coverage("parametric", gs) != nil {
 		t.Error("parametric has no coverage row")
 	}
-	c := coverage("kg+lit", rs)
+	c := coverage("kg+lit", gs)
 	notes := strings.Join(c.notes, "\n")
 	if strings.Join(c.row, "|") != "kg+lit|5|2 (40%)|1 (20%)|2 (40%)|0.6 of up to 32|1|0" || len(c.notes) != 3 ||
 		!strings.Contains(notes, "only 2 of 5 items had KG knowledge") || !strings.Contains(notes, "only 2 of 5 items had a retrieved document") ||
 		!strings.Contains(notes, "1 of 5 items had retrieved knowledge left out") {
 		t.Fatalf("coverage %+v", c)
 	}
-	if c := coverage("kg", rs); strings.Join(c.row, "|") != "kg|5|2 (40%)|1 (20%)|–|–|1|0" {
+	if c := coverage("kg", gs); strings.Join(c.row, "|") != "kg|5|2 (40%)|1 (20%)|–|–|1|0" {
 		t.Fatalf("kg coverage %+v", c)
 	}
 }
@@ -586,7 +597,7 @@ func TestUnparseableIsUnscored(t *testing.T) {
 	if row := sum.Tables[0].Rows[0]; row[4] != "–" || row[5] != "–" {
 		t.Errorf("Table 2 row %v: dis-gene should read –", row)
 	}
-	if c := coverage("lit", []Result{{}}); strings.Join(c.row[:4], "|") != "lit|0|–|–" {
+	if c := coverage("lit", readings(&Suite{}, []Result{{}})); strings.Join(c.row[:4], "|") != "lit|0|–|–" {
 		t.Errorf("coverage of nothing: %v", c.row)
 	}
 }
@@ -872,12 +883,12 @@ func TestSelectionRowOfNothingRead(t *testing.T) {
 		{Gold: "stimulate", Greedy: &Hypothesis{}, Candidates: []Hypothesis{{}, {}}},
 		{Gold: "inhibit", Greedy: &Hypothesis{}, Candidates: []Hypothesis{{}, {}}},
 	}
-	row := s.selectionRow("m", "parametric", rs)
+	row := s.selectionRow("m", "parametric", readings(s, rs))
 	if row[2] != "–" || row[3] != "–" || row[7] != "2" {
 		t.Errorf("row %v: want – for greedy and majority, 2 unread", row)
 	}
 	rs[0].Greedy = &Hypothesis{Parsed: true, Label: "stimulate"}
-	if row := s.selectionRow("m", "parametric", rs); row[2] == "–" {
+	if row := s.selectionRow("m", "parametric", readings(s, rs)); row[2] == "–" {
 		t.Errorf("row %v: one greedy hypothesis read, a figure is due", row)
 	}
 }

@@ -18,20 +18,38 @@ import (
 // highest-groundedness selection); in open-ended mode, the most and least
 // grounded hypothesis per input.
 func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
-	type key struct{ m, st string }
-	by := map[key][]Result{}
-	var open []Result
-	decoded, err := rundir.DecodeSorted(recs, dropReplies)
+	rs, err := rundir.ReadSorted(recs, s.reader())
 	if err != nil {
 		return nil, err
 	}
-	for _, res := range decoded {
-		if res.OpenID != "" {
-			open = append(open, res)
-			continue
+	// Group by model and setting, each group's readings in item order: a
+	// stable sort puts each group's together, and the tables read their
+	// stretch of one slice.
+	order := map[string]int{"parametric": 0, "kg": 1, "lit": 2, "kg+lit": 3}
+	less := func(a, b *reading) bool {
+		if (a.open == nil) != (b.open == nil) {
+			return a.open != nil
 		}
-		k := key{res.Model, res.Setting}
-		by[k] = append(by[k], res)
+		if a.model != b.model {
+			return a.model < b.model
+		}
+		if order[a.setting] != order[b.setting] {
+			return order[a.setting] < order[b.setting]
+		}
+		return a.setting < b.setting
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return less(&rs[i], &rs[j]) })
+	var open []Result
+	for len(rs) > 0 && rs[0].open != nil {
+		open, rs = append(open, *rs[0].open), rs[1:]
+	}
+	var groups [][]reading
+	for i := 0; i < len(rs); {
+		j := i + 1
+		for j < len(rs) && rs[j].model == rs[i].model && rs[j].setting == rs[i].setting {
+			j++
+		}
+		groups, i = append(groups, rs[i:j]), j
 	}
 	sum := &summary.Summary{Suite: "hypo", Metrics: map[string]float64{}, Glossary: []summary.Term{
 		{Abbr: "Acc", Meaning: "relation-level accuracy: the share of hypotheses whose relation is the gold one"},
@@ -42,38 +60,27 @@ func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	if len(open) > 0 {
 		sum.Tables = append(sum.Tables, s.openTable(open))
 	}
-	var keys []key
-	for k := range by {
-		keys = append(keys, k)
-	}
-	order := map[string]int{"parametric": 0, "kg": 1, "lit": 2, "kg+lit": 3}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].m != keys[j].m {
-			return keys[i].m < keys[j].m
-		}
-		return order[keys[i].st] < order[keys[j].st]
-	})
 	t := newTables(s.cfg.unreadWrong())
-	for _, k := range keys {
-		rs := by[k]
-		t.accuracyBar(k.m, k.st, rs)
-		t.table2(sum, k.m, k.st, rs)
-		if cov := coverage(k.st, rs); cov != nil {
-			t.cov.Rows = append(t.cov.Rows, append([]string{k.m}, cov.row...))
+	for _, g := range groups {
+		m, st := g[0].model, g[0].setting
+		t.accuracyBar(m, st, g)
+		t.table2(sum, m, st, g)
+		if cov := coverage(st, g); cov != nil {
+			t.cov.Rows = append(t.cov.Rows, append([]string{m}, cov.row...))
 			t.covNotes = append(t.covNotes, cov.notes...)
 			sum.ContentCut += cov.cut
 		}
-		for _, src := range s.cfg.KnowHD {
-			t.groundedness(sum, k.m, k.st, src, rs)
+		for i, src := range s.cfg.KnowHD {
+			t.groundedness(sum, m, st, src, i, g)
 		}
 		if s.cfg.Candidates > 0 {
-			t.f4.Rows = append(t.f4.Rows, s.selectionRow(k.m, k.st, rs))
+			t.f4.Rows = append(t.f4.Rows, s.selectionRow(m, st, g))
 		}
 	}
 	t.add(sum, len(s.cfg.KnowHD) > 0)
 	var conf []summary.ConfidenceGroup
-	for _, k := range keys {
-		conf = append(conf, summary.ConfidenceGroup{Model: k.m, Setting: k.st, Units: confidenceUnits(by[k], s.cfg.unreadWrong())})
+	for _, g := range groups {
+		conf = append(conf, summary.ConfidenceGroup{Model: g[0].model, Setting: g[0].setting, Units: confidenceUnits(g)})
 	}
 	sum.AddConfidence("TruthHypo's link labels (the greedy hypothesis's relation against the gold one)", conf)
 	if s.cfg.Candidates >= 2 {
@@ -87,6 +94,103 @@ func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 			s.cfg.BelowPMID, s.cfg.BM25, s.bm25(), litK, claimK, s.cfg.MinScore, maxKGEdges, maxHops, s.cfg.KGChains, edgeK, maxClaims),
 		unreadableNote(s.cfg.unreadWrong()))
 	return sum, nil
+}
+
+// reading is what Summarize reads of one result: its group, task and gold
+// relation, its greedy hypothesis's relation as read, the knowledge its
+// prompt held, its claims' counts and groundedness per KnowHD source, how
+// its candidates chose, and its confidence unit. A summary holds one per
+// record, not the result: its knowledge, claims and replies would make a
+// summary's memory grow with the records' text. The strings are shared
+// between readings (one copy of each model, setting, task and label).
+type reading struct {
+	model, setting, task, gold string
+	// open is the whole result of an open-ended input (§5), whose table
+	// shows its hypotheses; nil otherwise.
+	open *Result
+	// greedy: a greedy hypothesis was made; parsed: its relation was
+	// read, as label.
+	greedy, parsed bool
+	label          string
+	// candidates: candidates were drawn; majority: their majority vote is
+	// the gold relation; selected: the most grounded candidate (against
+	// the selection source) was read as the gold relation.
+	candidates, majority, selected bool
+	// What the prompt held (coverage): documents kept, knowledge dropped
+	// to fit the window, a prompt over it anyway, KG lines, KG lines from
+	// chains, documents.
+	docsKept                                        int
+	dropped, overflow, withKG, fromChains, withDocs bool
+	// grounding is the greedy hypothesis's KnowHD reading per source, in
+	// the order of --knowhd.
+	grounding []groundReading
+	// unit is the confidence unit the result makes, when isUnit.
+	unit   summary.ConfidenceUnit
+	isUnit bool
+}
+
+// right is whether the greedy hypothesis was read as the gold relation.
+func (r *reading) right() bool { return r.parsed && r.label == r.gold }
+
+// groundReading is a greedy hypothesis's KnowHD verdict for one source:
+// whether it was checked against it (present), its claims and those
+// supported, whether its claims came from the fallback, and its
+// groundedness when scored.
+type groundReading struct {
+	present, scored, fallback bool
+	claims, supported         int
+	groundedness              float64
+}
+
+// reader makes the readings of a run's results (rundir.ReadSorted).
+func (s *Suite) reader() func(*Result) reading {
+	shared := map[string]string{}
+	share := func(x string) string {
+		if y, ok := shared[x]; ok {
+			return y
+		}
+		shared[x] = x
+		return x
+	}
+	src, unreadWrong := s.selectionSource(), s.cfg.unreadWrong()
+	return func(r *Result) reading {
+		g := reading{model: share(r.Model), setting: share(r.Setting)}
+		if r.OpenID != "" {
+			dropReplies(r)
+			g.open = r
+			return g
+		}
+		g.task, g.gold = share(r.Task), share(r.Gold)
+		g.unit, g.isUnit = confidenceUnit(r, unreadWrong)
+		if r.Greedy == nil {
+			return g
+		}
+		g.greedy, g.parsed, g.label = true, r.Greedy.Parsed, share(r.Greedy.Label)
+		if len(r.Candidates) > 0 {
+			g.candidates = true
+			g.majority = r.Majority != "" && r.Majority == r.Gold
+			if src != "" {
+				best := mostGrounded(r.Candidates, src, true)
+				g.selected = best != nil && best.Parsed && best.Label == r.Gold
+			}
+		}
+		f := r.Knowledge.Fit
+		g.docsKept, g.dropped, g.overflow = f.DocsKept, f.DocsDropped+f.EdgesDropped > 0, f.Overflow
+		g.withKG, g.fromChains, g.withDocs = len(r.Knowledge.Edges) > 0, r.Knowledge.KGSource != "nodes", len(r.Knowledge.PMIDs) > 0
+		for _, src := range s.cfg.KnowHD {
+			var gr groundReading
+			if h := r.Greedy.Grounding[src]; h != nil {
+				gr = groundReading{present: true, scored: h.Scored, fallback: h.ClaimsFallback, claims: len(h.Claims), groundedness: h.Groundedness}
+				for _, c := range h.Claims {
+					if c.Supported {
+						gr.supported++
+					}
+				}
+			}
+			g.grounding = append(g.grounding, gr)
+		}
+		return g
+	}
 }
 
 // dropReplies takes each hypothesis's reply as written (Raw) out of r: no
@@ -170,11 +274,11 @@ func (t *tables) add(sum *summary.Summary, knowhd bool) {
 
 // accuracyBar adds the pooled accuracy of a model's greedy hypotheses in
 // one setting to the chart.
-func (t *tables) accuracyBar(model, setting string, rs []Result) {
+func (t *tables) accuracyBar(model, setting string, rs []reading) {
 	var acc summary.Tally
-	for _, r := range rs {
-		if r.Greedy != nil && r.Gold != "" && (r.Greedy.Parsed || t.unreadWrong) {
-			acc.Hit(r.Greedy.Parsed && r.Greedy.Label == r.Gold)
+	for i := range rs {
+		if r := &rs[i]; r.greedy && r.gold != "" && (r.parsed || t.unreadWrong) {
+			acc.Hit(r.right())
 		}
 	}
 	if acc.N() > 0 {
@@ -187,7 +291,7 @@ func (t *tables) accuracyBar(model, setting string, rs []Result) {
 // link-level F1 and accuracy over the hypotheses whose label was read (an
 // unread one is unscored: counted, left out, never read as wrong or as
 // "no link"), then their averages.
-func (t *tables) table2(sum *summary.Summary, model, setting string, rs []Result) {
+func (t *tables) table2(sum *summary.Summary, model, setting string, rs []reading) {
 	row := []string{model, setting}
 	var f1s []float64
 	var pooled summary.Tally
@@ -196,11 +300,12 @@ func (t *tables) table2(sum *summary.Summary, model, setting string, rs []Result
 		var pred, gold []string
 		var acc summary.Tally
 		unread := 0
-		for _, r := range rs {
-			if r.Task != task || r.Greedy == nil {
+		for i := range rs {
+			r := &rs[i]
+			if r.task != task || !r.greedy {
 				continue
 			}
-			if !r.Greedy.Parsed {
+			if !r.parsed {
 				unread++
 				if !t.unreadWrong {
 					acc.Skip()
@@ -208,12 +313,12 @@ func (t *tables) table2(sum *summary.Summary, model, setting string, rs []Result
 				}
 				// The paper's measures are over every item: no label
 				// read matches none and predicts no link.
-				pred, gold = append(pred, ""), append(gold, r.Gold)
+				pred, gold = append(pred, ""), append(gold, r.gold)
 				acc.Hit(false)
 				continue
 			}
-			pred, gold = append(pred, r.Greedy.Label), append(gold, r.Gold)
-			acc.Hit(r.Greedy.Label == r.Gold)
+			pred, gold = append(pred, r.label), append(gold, r.gold)
+			acc.Hit(r.label == r.gold)
 		}
 		pooled.Merge(acc)
 		allUnread += unread
@@ -272,34 +377,31 @@ func unreadIn(wrong bool, unread int) int {
 }
 
 // groundedness adds a model's KnowHD groundedness in one setting against
-// source src: Table 3 per task, then pooled, its figure, and Fig. 3's
-// accuracy by groundedness level.
-func (t *tables) groundedness(sum *summary.Summary, model, setting, src string, rs []Result) {
+// source src (the i-th of --knowhd): Table 3 per task, then pooled, its
+// figure, and Fig. 3's accuracy by groundedness level.
+func (t *tables) groundedness(sum *summary.Summary, model, setting, src string, i int, rs []reading) {
 	var gs, bgs []float64
 	var correct []bool
 	for _, task := range append(append([]string(nil), tasks...), "") {
 		var tgs []float64
 		claims, supported, fallbacks := 0, 0, 0
-		for _, r := range rs {
-			if r.Greedy == nil || r.Greedy.Grounding[src] == nil || task != "" && r.Task != task {
+		for j := range rs {
+			r := &rs[j]
+			if !r.greedy || !r.grounding[i].present || task != "" && r.task != task {
 				continue
 			}
-			g := r.Greedy.Grounding[src]
-			for _, c := range g.Claims {
-				claims++
-				if c.Supported {
-					supported++
-				}
-			}
-			if g.ClaimsFallback {
+			g := r.grounding[i]
+			claims += g.claims
+			supported += g.supported
+			if g.fallback {
 				fallbacks++
 			}
-			if g.Scored {
-				tgs = append(tgs, g.Groundedness)
+			if g.scored {
+				tgs = append(tgs, g.groundedness)
 				if task == "" {
-					gs = append(gs, g.Groundedness)
-					if r.Greedy.Parsed { // accuracy by level: scored hypotheses only
-						bgs, correct = append(bgs, g.Groundedness), append(correct, r.Greedy.Label == r.Gold)
+					gs = append(gs, g.groundedness)
+					if r.parsed { // accuracy by level: scored hypotheses only
+						bgs, correct = append(bgs, g.groundedness), append(correct, r.label == r.gold)
 					}
 				}
 			}
@@ -312,7 +414,7 @@ func (t *tables) groundedness(sum *summary.Summary, model, setting, src string, 
 		}
 		t.t3.Rows = append(t.t3.Rows, []string{model, setting, name, src, pct(metrics.Mean(tgs)), fmt.Sprint(len(tgs)), fmt.Sprint(claims), fmt.Sprint(supported), fmt.Sprint(fallbacks)})
 	}
-	gf := summary.MeanFigure(model, setting, "groundedness ("+src+")", fmt.Sprintf("%s/%s.groundedness_%s", model, setting, src), gs, ungrounded(rs, src))
+	gf := summary.MeanFigure(model, setting, "groundedness ("+src+")", fmt.Sprintf("%s/%s.groundedness_%s", model, setting, src), gs, ungrounded(rs, i))
 	gf = gf.Clip(0, 1)
 	gf.Percent, gf.Headline = true, true
 	sum.AddFigure(gf)
@@ -330,28 +432,25 @@ func (t *tables) groundedness(sum *summary.Summary, model, setting, src string, 
 // selectionRow is a model's Fig. 4 row in one setting: the accuracy of the
 // greedy hypothesis, of the majority vote and of the most grounded
 // candidate, over the items whose greedy hypothesis was read.
-func (s *Suite) selectionRow(model, setting string, rs []Result) []string {
+func (s *Suite) selectionRow(model, setting string, rs []reading) []string {
 	src := s.selectionSource()
 	var greedy, major, grounded []bool
 	unread := 0
-	for _, r := range rs {
-		if r.Greedy == nil || len(r.Candidates) == 0 {
+	for i := range rs {
+		r := &rs[i]
+		if !r.greedy || !r.candidates {
 			continue
 		}
-		if !r.Greedy.Parsed {
+		if !r.parsed {
 			unread++
 			if !s.cfg.unreadWrong() {
 				continue // unscored: the item leaves the comparison
 			}
 		}
-		greedy = append(greedy, r.Greedy.Parsed && r.Greedy.Label == r.Gold)
-		major = append(major, r.Majority != "" && r.Majority == r.Gold)
+		greedy = append(greedy, r.right())
+		major = append(major, r.majority)
 		if src != "" {
-			if best := mostGrounded(r.Candidates, src, true); best != nil {
-				grounded = append(grounded, best.Parsed && best.Label == r.Gold)
-			} else {
-				grounded = append(grounded, false)
-			}
+			grounded = append(grounded, r.selected)
 		}
 	}
 	gsel := "n/a (no --knowhd)"
@@ -447,33 +546,33 @@ const lowCoverage = 0.5
 // knowledge and any document (nil for the parametric setting). An offline
 // KG that links few test entities makes "+KG" rows a measurement of the
 // parametric model; the note says so.
-func coverage(setting string, rs []Result) *coverageRow {
+func coverage(setting string, rs []reading) *coverageRow {
 	kg, lit := strings.Contains(setting, "kg"), strings.Contains(setting, "lit")
 	if !kg && !lit {
 		return nil
 	}
 	n, withKG, withChains, withDocs, dropped, overflow := 0, 0, 0, 0, 0, 0
 	var kept []float64
-	for _, r := range rs {
-		if r.Greedy == nil {
+	for i := range rs {
+		r := &rs[i]
+		if !r.greedy {
 			continue
 		}
 		n++
-		f := r.Knowledge.Fit
-		kept = append(kept, float64(f.DocsKept))
-		if f.DocsDropped+f.EdgesDropped > 0 {
+		kept = append(kept, float64(r.docsKept))
+		if r.dropped {
 			dropped++
 		}
-		if f.Overflow {
+		if r.overflow {
 			overflow++
 		}
-		if len(r.Knowledge.Edges) > 0 {
+		if r.withKG {
 			withKG++
-			if r.Knowledge.KGSource != "nodes" {
+			if r.fromChains {
 				withChains++
 			}
 		}
-		if len(r.Knowledge.PMIDs) > 0 {
+		if r.withDocs {
 			withDocs++
 		}
 	}
@@ -507,12 +606,12 @@ func coverage(setting string, rs []Result) *coverageRow {
 	return c
 }
 
-// ungrounded counts greedy hypotheses whose KnowHD score from src was not
-// computed (its claims or verdicts never read).
-func ungrounded(rs []Result, src string) int {
+// ungrounded counts greedy hypotheses whose KnowHD score from the i-th
+// source was not computed (its claims or verdicts never read).
+func ungrounded(rs []reading, i int) int {
 	n := 0
-	for _, r := range rs {
-		if r.Greedy != nil && r.Greedy.Grounding[src] != nil && !r.Greedy.Grounding[src].Scored {
+	for j := range rs {
+		if r := &rs[j]; r.greedy && r.grounding[i].present && !r.grounding[i].scored {
 			n++
 		}
 	}
@@ -599,9 +698,21 @@ func (s *Suite) OtherReading(recs *rundir.Records) *rundir.Records {
 	})
 }
 
-// confidenceUnits are the items with a gold relation, their greedy
-// hypothesis checked against it — an unreadable one wrong when
-// unreadWrong (--unreadable wrong, as accuracy counts it), else left out —
+// confidenceUnits are the confidence units of a group's readings, in item
+// order.
+func confidenceUnits(rs []reading) []summary.ConfidenceUnit {
+	var units []summary.ConfidenceUnit
+	for i := range rs {
+		if rs[i].isUnit {
+			units = append(units, rs[i].unit)
+		}
+	}
+	return units
+}
+
+// confidenceUnit is the confidence unit of a result with a gold relation,
+// its greedy hypothesis checked against it — an unreadable one wrong when
+// unreadWrong (--unreadable wrong, as accuracy counts it), else none —
 // with the model-side confidence scores it has: its tokens' (--logprobs)
 // and, with two or more candidates, the candidates' semantic entropy (both
 // forms, ÷ ln k, k the candidates drawn) and their agreement with it.
@@ -610,40 +721,36 @@ func (s *Suite) OtherReading(recs *rundir.Records) *rundir.Records {
 // meaning of its own — it agrees with no other, and k stays the samples
 // drawn — rather than dropped, which would make k, and so the bounds,
 // differ between items.
-func confidenceUnits(rs []Result, unreadWrong bool) []summary.ConfidenceUnit {
-	var units []summary.ConfidenceUnit
-	for _, r := range rs {
-		if r.Greedy == nil || r.Gold == "" || !r.Greedy.Parsed && !unreadWrong {
-			continue
-		}
-		u := summary.ConfidenceUnit{Correct: r.Greedy.Parsed && r.Greedy.Label == r.Gold, Scores: summary.TokenScores(r.Greedy.Confidence)}
-		if cs := r.Candidates; len(cs) >= 2 {
-			if u.Scores == nil {
-				u.Scores = map[string]float64{}
-			}
-			same := func(i, j int) bool { return cs[i].Parsed && cs[j].Parsed && cs[i].Label == cs[j].Label }
-			sets := metrics.SemanticSets(len(cs), same)
-			lps := make([]float64, len(cs))
-			for i, c := range cs {
-				lps[i] = summary.MeanLogprob(c.Confidence)
-			}
-			u.Scores[summary.ScoreNegSemanticEntropy.Key] = -metrics.NormalizedSemanticEntropy(sets)
-			if w := metrics.WeightedSemanticEntropy(sets, lps); !math.IsNaN(w) {
-				u.Scores[summary.ScoreNegWeightedSemanticEntropy.Key] = -w
-			}
-			if r.Greedy.Parsed {
-				// An unread hypothesis has no meaning to agree with: no
-				// agreement score, not a zero.
-				agree := 0
-				for _, c := range cs {
-					if c.Parsed && c.Label == r.Greedy.Label {
-						agree++
-					}
-				}
-				u.Scores[summary.ScoreAgreement.Key] = float64(agree) / float64(len(cs))
-			}
-		}
-		units = append(units, u)
+func confidenceUnit(r *Result, unreadWrong bool) (summary.ConfidenceUnit, bool) {
+	if r.Greedy == nil || r.Gold == "" || !r.Greedy.Parsed && !unreadWrong {
+		return summary.ConfidenceUnit{}, false
 	}
-	return units
+	u := summary.ConfidenceUnit{Correct: r.Greedy.Parsed && r.Greedy.Label == r.Gold, Scores: summary.TokenScores(r.Greedy.Confidence)}
+	if cs := r.Candidates; len(cs) >= 2 {
+		if u.Scores == nil {
+			u.Scores = map[string]float64{}
+		}
+		same := func(i, j int) bool { return cs[i].Parsed && cs[j].Parsed && cs[i].Label == cs[j].Label }
+		sets := metrics.SemanticSets(len(cs), same)
+		lps := make([]float64, len(cs))
+		for i, c := range cs {
+			lps[i] = summary.MeanLogprob(c.Confidence)
+		}
+		u.Scores[summary.ScoreNegSemanticEntropy.Key] = -metrics.NormalizedSemanticEntropy(sets)
+		if w := metrics.WeightedSemanticEntropy(sets, lps); !math.IsNaN(w) {
+			u.Scores[summary.ScoreNegWeightedSemanticEntropy.Key] = -w
+		}
+		if r.Greedy.Parsed {
+			// An unread hypothesis has no meaning to agree with: no
+			// agreement score, not a zero.
+			agree := 0
+			for _, c := range cs {
+				if c.Parsed && c.Label == r.Greedy.Label {
+					agree++
+				}
+			}
+			u.Scores[summary.ScoreAgreement.Key] = float64(agree) / float64(len(cs))
+		}
+	}
+	return u, true
 }

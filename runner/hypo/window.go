@@ -38,10 +38,7 @@ func (s *Suite) Window(ctx context.Context, c *engine.Calls) (int, error) {
 		if (lit || kg) && drop {
 			continue // fitted by leaving out what does not fit
 		}
-		background := p.item.Question
-		if p.open != nil {
-			background = p.open.Background
-		}
+		background := p.background()
 		var parts []string
 		if lit {
 			d, ok := docs[background]

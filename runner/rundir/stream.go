@@ -104,11 +104,24 @@ func (rs *Records) Sorted() ([]Record, error) {
 // summary does not read (a reply's text, which a real model makes most of
 // a record). An error names the record that does not decode.
 func DecodeSorted[T any](rs *Records, trim func(*T)) ([]T, error) {
-	type decoded struct {
+	return ReadSorted(rs, func(v *T) T {
+		if trim != nil {
+			trim(v)
+		}
+		return *v
+	})
+}
+
+// ReadSorted decodes every record's data into a T and keeps only what read
+// makes of it, in the records' item order (Sorted): a summary that reads a
+// few counts and labels of each record holds those, not the records nor
+// their decoded data. An error names the record that does not decode.
+func ReadSorted[T, F any](rs *Records, read func(*T) F) ([]F, error) {
+	type kept struct {
 		item string
-		v    T
+		f    F
 	}
-	var out []decoded
+	var out []kept
 	var bad error
 	for r := range rs.All() {
 		var v T
@@ -116,10 +129,7 @@ func DecodeSorted[T any](rs *Records, trim func(*T)) ([]T, error) {
 			bad = fmt.Errorf("record %s: %w", r.Item, err)
 			break
 		}
-		if trim != nil {
-			trim(&v)
-		}
-		out = append(out, decoded{r.Item, v})
+		out = append(out, kept{r.Item, read(&v)})
 	}
 	if err := rs.Err(); err != nil {
 		return nil, err
@@ -128,11 +138,11 @@ func DecodeSorted[T any](rs *Records, trim func(*T)) ([]T, error) {
 		return nil, bad
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].item < out[j].item })
-	vs := make([]T, len(out))
+	fs := make([]F, len(out))
 	for i := range out {
-		vs[i] = out[i].v
+		fs[i] = out[i].f
 	}
-	return vs, nil
+	return fs, nil
 }
 
 // MapRecords are rs with each record's data, decoded as T, put through f
