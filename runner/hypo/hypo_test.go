@@ -434,12 +434,12 @@ func TestTable2AverageIsOverItems(t *testing.T) {
 	}
 }
 
-// readings are what s's summary reads of rs.
-func readings(s *Suite, rs []Result) []reading {
-	read := s.reader()
+// readingsOf are what s's summary reads of rs.
+func readingsOf(s *Suite, rs []Result) []reading {
+	rd := s.reader()
 	var gs []reading
 	for i := range rs {
-		gs = append(gs, read(&rs[i]))
+		gs = append(gs, rd.read(&rs[i]))
 	}
 	return gs
 }
@@ -455,7 +455,7 @@ func TestCoverage(t *testing.T) {
 		{Greedy: h},
 		{Greedy: h},
 	}
-	gs := readings(&Suite{}, rs)
+	gs := readingsOf(&Suite{}, rs)
 	if coverage("parametric", gs) != nil {
 		t.Error("parametric has no coverage row")
 	}
@@ -597,7 +597,7 @@ func TestUnparseableIsUnscored(t *testing.T) {
 	if row := sum.Tables[0].Rows[0]; row[4] != "–" || row[5] != "–" {
 		t.Errorf("Table 2 row %v: dis-gene should read –", row)
 	}
-	if c := coverage("lit", readings(&Suite{}, []Result{{}})); strings.Join(c.row[:4], "|") != "lit|0|–|–" {
+	if c := coverage("lit", readingsOf(&Suite{}, []Result{{}})); strings.Join(c.row[:4], "|") != "lit|0|–|–" {
 		t.Errorf("coverage of nothing: %v", c.row)
 	}
 }
@@ -883,12 +883,12 @@ func TestSelectionRowOfNothingRead(t *testing.T) {
 		{Gold: "stimulate", Greedy: &Hypothesis{}, Candidates: []Hypothesis{{}, {}}},
 		{Gold: "inhibit", Greedy: &Hypothesis{}, Candidates: []Hypothesis{{}, {}}},
 	}
-	row := s.selectionRow("m", "parametric", readings(s, rs))
+	row := s.selectionRow("m", "parametric", readingsOf(s, rs))
 	if row[2] != "–" || row[3] != "–" || row[7] != "2" {
 		t.Errorf("row %v: want – for greedy and majority, 2 unread", row)
 	}
 	rs[0].Greedy = &Hypothesis{Parsed: true, Label: "stimulate"}
-	if row := s.selectionRow("m", "parametric", readings(s, rs)); row[2] == "–" {
+	if row := s.selectionRow("m", "parametric", readingsOf(s, rs)); row[2] == "–" {
 		t.Errorf("row %v: one greedy hypothesis read, a figure is due", row)
 	}
 }

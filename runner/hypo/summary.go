@@ -1,6 +1,7 @@
 package hypo
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -18,38 +19,29 @@ import (
 // highest-groundedness selection); in open-ended mode, the most and least
 // grounded hypothesis per input.
 func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
-	rs, err := rundir.ReadSorted(recs, s.reader())
+	rb, err := s.readAll(recs)
 	if err != nil {
 		return nil, err
 	}
-	// Group by model and setting, each group's readings in item order: a
-	// stable sort puts each group's together, and the tables read their
-	// stretch of one slice.
-	order := map[string]int{"parametric": 0, "kg": 1, "lit": 2, "kg+lit": 3}
-	less := func(a, b *reading) bool {
-		if (a.open == nil) != (b.open == nil) {
-			return a.open != nil
-		}
-		if a.model != b.model {
-			return a.model < b.model
-		}
-		if order[a.setting] != order[b.setting] {
-			return order[a.setting] < order[b.setting]
-		}
-		return a.setting < b.setting
-	}
-	sort.SliceStable(rs, func(i, j int) bool { return less(&rs[i], &rs[j]) })
 	var open []Result
-	for len(rs) > 0 && rs[0].open != nil {
-		open, rs = append(open, *rs[0].open), rs[1:]
-	}
 	var groups [][]reading
-	for i := 0; i < len(rs); {
+	for i, rs := 0, rb.rs; i < len(rs); {
 		j := i + 1
-		for j < len(rs) && rs[j].model == rs[i].model && rs[j].setting == rs[i].setting {
+		for j < len(rs) && rs[j].group == rs[i].group {
 			j++
 		}
-		groups, i = append(groups, rs[i:j]), j
+		if g := rb.groups[rs[i].group]; g.open {
+			for _, r := range rs[i:j] {
+				open = append(open, *r.extra.open)
+			}
+		} else {
+			groups = append(groups, rs[i:j])
+		}
+		i = j
+	}
+	name := func(g []reading) (model, setting string) {
+		k := rb.groups[g[0].group]
+		return k.model, k.setting
 	}
 	sum := &summary.Summary{Suite: "hypo", Metrics: map[string]float64{}, Glossary: []summary.Term{
 		{Abbr: "Acc", Meaning: "relation-level accuracy: the share of hypotheses whose relation is the gold one"},
@@ -62,7 +54,7 @@ func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	}
 	t := newTables(s.cfg.unreadWrong())
 	for _, g := range groups {
-		m, st := g[0].model, g[0].setting
+		m, st := name(g)
 		t.accuracyBar(m, st, g)
 		t.table2(sum, m, st, g)
 		if cov := coverage(st, g); cov != nil {
@@ -80,7 +72,8 @@ func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	t.add(sum, len(s.cfg.KnowHD) > 0)
 	var conf []summary.ConfidenceGroup
 	for _, g := range groups {
-		conf = append(conf, summary.ConfidenceGroup{Model: g[0].model, Setting: g[0].setting, Units: confidenceUnits(g)})
+		m, st := name(g)
+		conf = append(conf, summary.ConfidenceGroup{Model: m, Setting: st, Units: confidenceUnits(g)})
 	}
 	sum.AddConfidence("TruthHypo's link labels (the greedy hypothesis's relation against the gold one)", conf)
 	if s.cfg.Candidates >= 2 {
@@ -96,41 +89,59 @@ func (s *Suite) Summarize(recs *rundir.Records) (*summary.Summary, error) {
 	return sum, nil
 }
 
-// reading is what Summarize reads of one result: its group, task and gold
-// relation, its greedy hypothesis's relation as read, the knowledge its
-// prompt held, its claims' counts and groundedness per KnowHD source, how
-// its candidates chose, and its confidence unit. A summary holds one per
-// record, not the result: its knowledge, claims and replies would make a
-// summary's memory grow with the records' text. The strings are shared
-// between readings (one copy of each model, setting, task and label).
+// reading is what Summarize reads of one result: its group (model and
+// setting), task and gold relation, its greedy hypothesis's relation as
+// read, the knowledge its prompt held, how its candidates chose, and
+// (extra, when it has any) its claims' counts and groundedness per KnowHD
+// source and its confidence scores. A summary holds one per record, not
+// the result — its knowledge, claims and replies would make a summary's
+// memory grow with the records' text — and shares their strings: one copy
+// of each label, and of each item's ID past its model and setting (the
+// same test item for every model and setting).
 type reading struct {
-	model, setting, task, gold string
-	// open is the whole result of an open-ended input (§5), whose table
-	// shows its hypotheses; nil otherwise.
-	open *Result
+	// item is the record's item past "model/setting/": within a group,
+	// its order is the items' order.
+	item  string
+	group int32 // in readings.groups
+	task  int8  // in tasks; -1: another or none
 	// greedy: a greedy hypothesis was made; parsed: its relation was
 	// read, as label.
 	greedy, parsed bool
-	label          string
 	// candidates: candidates were drawn; majority: their majority vote is
 	// the gold relation; selected: the most grounded candidate (against
 	// the selection source) was read as the gold relation.
 	candidates, majority, selected bool
-	// What the prompt held (coverage): documents kept, knowledge dropped
-	// to fit the window, a prompt over it anyway, KG lines, KG lines from
-	// chains, documents.
-	docsKept                                        int
+	// What the prompt held (coverage): knowledge dropped to fit the
+	// window, a prompt over it anyway, KG lines, KG lines from chains,
+	// documents, and the documents kept.
 	dropped, overflow, withKG, fromChains, withDocs bool
-	// grounding is the greedy hypothesis's KnowHD reading per source, in
-	// the order of --knowhd.
+	// isUnit: the result is a confidence unit (confidenceUnit).
+	isUnit      bool
+	docsKept    int32
+	gold, label string
+	extra       *readingExtra
+}
+
+// readingExtra is what a reading holds beyond counts and labels, when the
+// run made it: an open-ended input's whole result (§5), whose table shows
+// its hypotheses; the greedy hypothesis's KnowHD reading per source (in
+// the order of --knowhd); its confidence scores.
+type readingExtra struct {
+	open      *Result
 	grounding []groundReading
-	// unit is the confidence unit the result makes, when isUnit.
-	unit   summary.ConfidenceUnit
-	isUnit bool
+	scores    map[string]float64
 }
 
 // right is whether the greedy hypothesis was read as the gold relation.
 func (r *reading) right() bool { return r.parsed && r.label == r.gold }
+
+// ground is r's KnowHD reading from the i-th source.
+func (r *reading) ground(i int) groundReading {
+	if r.extra == nil || i >= len(r.extra.grounding) {
+		return groundReading{}
+	}
+	return r.extra.grounding[i]
+}
 
 // groundReading is a greedy hypothesis's KnowHD verdict for one source:
 // whether it was checked against it (present), its claims and those
@@ -142,42 +153,142 @@ type groundReading struct {
 	groundedness              float64
 }
 
-// reader makes the readings of a run's results (rundir.ReadSorted).
-func (s *Suite) reader() func(*Result) reading {
-	shared := map[string]string{}
-	share := func(x string) string {
-		if y, ok := shared[x]; ok {
-			return y
+// readings are a run's readings, group by group in the tables' order
+// (model, then setting in the paper's order; open-ended inputs first),
+// each group's in item order.
+type readings struct {
+	rs     []reading
+	groups []groupKey
+}
+
+// groupKey is a reading's group: its model and setting, and whether its
+// results are of open-ended inputs.
+type groupKey struct {
+	model, setting string
+	open           bool
+}
+
+// readAll reads every record of recs into readings.
+func (s *Suite) readAll(recs *rundir.Records) (*readings, error) {
+	rb := &readings{}
+	at := map[groupKey]int32{}
+	rd := s.reader()
+	var bad error
+	for rec := range recs.All() {
+		var r Result
+		if err := json.Unmarshal(rec.Data, &r); err != nil {
+			bad = fmt.Errorf("record %s: %w", rec.Item, err)
+			break
 		}
-		shared[x] = x
-		return x
+		k := groupKey{r.Model, r.Setting, r.OpenID != ""}
+		gi, ok := at[k]
+		if !ok {
+			gi = int32(len(rb.groups))
+			at[k] = gi
+			rb.groups = append(rb.groups, k)
+		}
+		g := rd.read(&r)
+		g.group = gi
+		g.item = rd.share(strings.TrimPrefix(rec.Item, k.model+"/"+k.setting+"/"))
+		rb.rs = append(rb.rs, g)
 	}
-	src, unreadWrong := s.selectionSource(), s.cfg.unreadWrong()
-	return func(r *Result) reading {
-		g := reading{model: share(r.Model), setting: share(r.Setting)}
-		if r.OpenID != "" {
-			dropReplies(r)
-			g.open = r
-			return g
+	if err := recs.Err(); err != nil {
+		return nil, err
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	// The groups' order, then each group's readings in item order (those
+	// of one item as read).
+	order := map[string]int{"parametric": 0, "kg": 1, "lit": 2, "kg+lit": 3}
+	rank := make([]int, len(rb.groups))
+	byName := make([]int, len(rb.groups))
+	for i := range byName {
+		byName[i] = i
+	}
+	sort.Slice(byName, func(i, j int) bool {
+		a, b := rb.groups[byName[i]], rb.groups[byName[j]]
+		if a.open != b.open {
+			return a.open
 		}
-		g.task, g.gold = share(r.Task), share(r.Gold)
-		g.unit, g.isUnit = confidenceUnit(r, unreadWrong)
-		if r.Greedy == nil {
-			return g
+		if a.model != b.model {
+			return a.model < b.model
 		}
-		g.greedy, g.parsed, g.label = true, r.Greedy.Parsed, share(r.Greedy.Label)
+		if order[a.setting] != order[b.setting] {
+			return order[a.setting] < order[b.setting]
+		}
+		return a.setting < b.setting
+	})
+	for r, g := range byName {
+		rank[g] = r
+	}
+	sort.SliceStable(rb.rs, func(i, j int) bool {
+		a, b := &rb.rs[i], &rb.rs[j]
+		if a.group != b.group {
+			return rank[a.group] < rank[b.group]
+		}
+		return a.item < b.item
+	})
+	return rb, nil
+}
+
+// reader makes the readings of a run's results (group and item left to
+// the caller), sharing their strings.
+type reader struct {
+	s           *Suite
+	shared      map[string]string
+	src         string
+	unreadWrong bool
+}
+
+func (s *Suite) reader() *reader {
+	return &reader{s: s, shared: map[string]string{}, src: s.selectionSource(), unreadWrong: s.cfg.unreadWrong()}
+}
+
+// share is x, one copy of it for every reading.
+func (rd *reader) share(x string) string {
+	if y, ok := rd.shared[x]; ok {
+		return y
+	}
+	rd.shared[x] = x
+	return x
+}
+
+// read is the reading of r.
+func (rd *reader) read(r *Result) reading {
+	g := reading{task: -1}
+	if r.OpenID != "" {
+		dropReplies(r)
+		g.extra = &readingExtra{open: r}
+		return g
+	}
+	for i, t := range tasks {
+		if r.Task == t {
+			g.task = int8(i)
+		}
+	}
+	g.gold = rd.share(r.Gold)
+	var scores map[string]float64
+	var unit summary.ConfidenceUnit
+	unit, g.isUnit = confidenceUnit(r, rd.unreadWrong)
+	scores = unit.Scores
+	if r.Greedy != nil {
+		g.greedy, g.parsed, g.label = true, r.Greedy.Parsed, rd.share(r.Greedy.Label)
 		if len(r.Candidates) > 0 {
 			g.candidates = true
 			g.majority = r.Majority != "" && r.Majority == r.Gold
-			if src != "" {
-				best := mostGrounded(r.Candidates, src, true)
+			if rd.src != "" {
+				best := mostGrounded(r.Candidates, rd.src, true)
 				g.selected = best != nil && best.Parsed && best.Label == r.Gold
 			}
 		}
 		f := r.Knowledge.Fit
-		g.docsKept, g.dropped, g.overflow = f.DocsKept, f.DocsDropped+f.EdgesDropped > 0, f.Overflow
+		g.docsKept, g.dropped, g.overflow = int32(f.DocsKept), f.DocsDropped+f.EdgesDropped > 0, f.Overflow
 		g.withKG, g.fromChains, g.withDocs = len(r.Knowledge.Edges) > 0, r.Knowledge.KGSource != "nodes", len(r.Knowledge.PMIDs) > 0
-		for _, src := range s.cfg.KnowHD {
+	}
+	var grounding []groundReading
+	if r.Greedy != nil && len(rd.s.cfg.KnowHD) > 0 {
+		for _, src := range rd.s.cfg.KnowHD {
 			var gr groundReading
 			if h := r.Greedy.Grounding[src]; h != nil {
 				gr = groundReading{present: true, scored: h.Scored, fallback: h.ClaimsFallback, claims: len(h.Claims), groundedness: h.Groundedness}
@@ -187,10 +298,13 @@ func (s *Suite) reader() func(*Result) reading {
 					}
 				}
 			}
-			g.grounding = append(g.grounding, gr)
+			grounding = append(grounding, gr)
 		}
-		return g
 	}
+	if grounding != nil || scores != nil {
+		g.extra = &readingExtra{grounding: grounding, scores: scores}
+	}
+	return g
 }
 
 // dropReplies takes each hypothesis's reply as written (Raw) out of r: no
@@ -296,13 +410,13 @@ func (t *tables) table2(sum *summary.Summary, model, setting string, rs []readin
 	var f1s []float64
 	var pooled summary.Tally
 	allUnread := 0
-	for _, task := range tasks {
+	for ti, task := range tasks {
 		var pred, gold []string
 		var acc summary.Tally
 		unread := 0
 		for i := range rs {
 			r := &rs[i]
-			if r.task != task || !r.greedy {
+			if int(r.task) != ti || !r.greedy {
 				continue
 			}
 			if !r.parsed {
@@ -382,15 +496,15 @@ func unreadIn(wrong bool, unread int) int {
 func (t *tables) groundedness(sum *summary.Summary, model, setting, src string, i int, rs []reading) {
 	var gs, bgs []float64
 	var correct []bool
-	for _, task := range append(append([]string(nil), tasks...), "") {
+	for ti, task := range append(append([]string(nil), tasks...), "") {
 		var tgs []float64
 		claims, supported, fallbacks := 0, 0, 0
 		for j := range rs {
 			r := &rs[j]
-			if !r.greedy || !r.grounding[i].present || task != "" && r.task != task {
+			g := r.ground(i)
+			if !r.greedy || !g.present || task != "" && int(r.task) != ti {
 				continue
 			}
-			g := r.grounding[i]
 			claims += g.claims
 			supported += g.supported
 			if g.fallback {
@@ -611,7 +725,7 @@ func coverage(setting string, rs []reading) *coverageRow {
 func ungrounded(rs []reading, i int) int {
 	n := 0
 	for j := range rs {
-		if r := &rs[j]; r.greedy && r.grounding[i].present && !r.grounding[i].scored {
+		if r := &rs[j]; r.greedy && r.ground(i).present && !r.ground(i).scored {
 			n++
 		}
 	}
@@ -703,8 +817,12 @@ func (s *Suite) OtherReading(recs *rundir.Records) *rundir.Records {
 func confidenceUnits(rs []reading) []summary.ConfidenceUnit {
 	var units []summary.ConfidenceUnit
 	for i := range rs {
-		if rs[i].isUnit {
-			units = append(units, rs[i].unit)
+		if r := &rs[i]; r.isUnit {
+			u := summary.ConfidenceUnit{Correct: r.right()}
+			if r.extra != nil {
+				u.Scores = r.extra.scores
+			}
+			units = append(units, u)
 		}
 	}
 	return units

@@ -80,7 +80,7 @@ func (rs *Records) Err() error { return rs.err }
 
 // End is where in their file the records the last ranging read end, when
 // it read them all from a file (RecordsIn): another reading of the file
-// reads the same records up to there (ReadRecordsSlimAt), whatever a run
+// reads the same records up to there (ReadRecordPlaces), whatever a run
 // appended since. -1 otherwise.
 func (rs *Records) End() int64 { return rs.end }
 
@@ -104,24 +104,11 @@ func (rs *Records) Sorted() ([]Record, error) {
 // summary does not read (a reply's text, which a real model makes most of
 // a record). An error names the record that does not decode.
 func DecodeSorted[T any](rs *Records, trim func(*T)) ([]T, error) {
-	return ReadSorted(rs, func(v *T) T {
-		if trim != nil {
-			trim(v)
-		}
-		return *v
-	})
-}
-
-// ReadSorted decodes every record's data into a T and keeps only what read
-// makes of it, in the records' item order (Sorted): a summary that reads a
-// few counts and labels of each record holds those, not the records nor
-// their decoded data. An error names the record that does not decode.
-func ReadSorted[T, F any](rs *Records, read func(*T) F) ([]F, error) {
-	type kept struct {
+	type decoded struct {
 		item string
-		f    F
+		v    T
 	}
-	var out []kept
+	var out []decoded
 	var bad error
 	for r := range rs.All() {
 		var v T
@@ -129,7 +116,10 @@ func ReadSorted[T, F any](rs *Records, read func(*T) F) ([]F, error) {
 			bad = fmt.Errorf("record %s: %w", r.Item, err)
 			break
 		}
-		out = append(out, kept{r.Item, read(&v)})
+		if trim != nil {
+			trim(&v)
+		}
+		out = append(out, decoded{r.Item, v})
 	}
 	if err := rs.Err(); err != nil {
 		return nil, err
@@ -138,11 +128,11 @@ func ReadSorted[T, F any](rs *Records, read func(*T) F) ([]F, error) {
 		return nil, bad
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].item < out[j].item })
-	fs := make([]F, len(out))
+	vs := make([]T, len(out))
 	for i := range out {
-		fs[i] = out[i].f
+		vs[i] = out[i].v
 	}
-	return fs, nil
+	return vs, nil
 }
 
 // MapRecords are rs with each record's data, decoded as T, put through f
