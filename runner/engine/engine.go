@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -792,47 +791,6 @@ func ReadRun(dir string) (*rundir.Manifest, []rundir.Record, error) {
 		return nil, nil, err
 	}
 	return m, sortRecords(recs), nil
-}
-
-// ReadRecordsSlim reads the records of the run in dir without their
-// transcripts (rundir.ReadRecordsSlimAt), each with its place in the
-// records file, where rundir.RecordsAt reads it whole: those of the
-// file's first size bytes (all when size < 0), each seen by each as it is
-// read, records and places sorted by item alike; and where the records
-// read end in the file.
-func ReadRecordsSlim(dir string, size int64, each func(*rundir.Record) error) ([]rundir.Record, []rundir.RecordPlace, int64, error) {
-	recs, places, good, err := rundir.ReadRecordsSlimAt(filepath.Join(dir, rundir.RecordsFile), size, each)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	sortPlaced(recs, places)
-	return recs, places, good, nil
-}
-
-// sortPlaced sorts records and their places by item alike (stable):
-// an order of indices is sorted, then both slices permuted in place along
-// its cycles, each record moved once.
-func sortPlaced(recs []rundir.Record, places []rundir.RecordPlace) {
-	order := make([]int, len(recs)) // order[k]: where the k-th record in item order is now
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(recs[a].Item, recs[b].Item) })
-	for start := range order {
-		if order[start] < 0 || order[start] == start {
-			continue
-		}
-		rec, place := recs[start], places[start]
-		k := start
-		for order[k] != start {
-			j := order[k]
-			recs[k], places[k] = recs[j], places[j]
-			order[k] = -1
-			k = j
-		}
-		recs[k], places[k] = rec, place
-		order[k] = -1
-	}
 }
 
 // Stats returns the engine's running totals: model calls, cache hits,

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,55 +46,5 @@ func TestCopyRecordsAsWrittenInItemOrder(t *testing.T) {
 	os.Chtimes(p, time.Now(), time.Now().Add(time.Second))
 	if err := sh.copyRecords(filepath.Join(t.TempDir(), rundir.RecordsFile)); !errors.Is(err, ErrShards) || !errors.Is(err, rundir.ErrRecordsChanged) || !strings.Contains(err.Error(), "changed while it was merged") {
 		t.Fatalf("a shard changed since it was read: %v", err)
-	}
-}
-
-// ReadRecordsSlim sorts records by item as ReadRun does (stable: two records
-// of one item keep the file's order) and each place moves with its
-// record: the record read whole at its place is the one beside it, with
-// its transcripts, which the slim record leaves out.
-func TestReadRecordsSlimPlacesMoveWithTheirRecords(t *testing.T) {
-	dir := t.TempDir()
-	if err := rundir.WriteManifest(dir, &rundir.Manifest{Suite: "s", Format: rundir.FormatVersion}); err != nil {
-		t.Fatal(err)
-	}
-	items := []string{"e", "b", "d", "a", "b", "c", "a", "f", "b"}
-	var lines []string
-	for i, it := range items {
-		lines = append(lines, fmt.Sprintf(`{"format":1,"suite":"s","item":%q,"data":{"n":%d},"calls":[{"stage":"g","kind":"chat","model":"m","digest":"d","key":"k","reply":"reply %d"}]}`+"\n", it, i, i))
-	}
-	if err := os.WriteFile(filepath.Join(dir, rundir.RecordsFile), []byte(strings.Join(lines, "")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, whole, err := ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, places, _, err := ReadRecordsSlim(dir, -1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := rundir.OpenRecordsAt(filepath.Join(dir, rundir.RecordsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer at.Close()
-	var order []string
-	for i, r := range recs {
-		order = append(order, r.Item+string(r.Data))
-		if r.Calls[0].Reply != "" {
-			t.Errorf("record %d holds its reply", i)
-		}
-		w, err := at.Record(places[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w.Item != r.Item || string(w.Data) != string(r.Data) || w.Calls[0].Reply != whole[i].Calls[0].Reply || string(whole[i].Data) != string(r.Data) {
-			t.Errorf("place %d: %s %s %q, record %s %s, ReadRun's %s %s", i, w.Item, w.Data, w.Calls[0].Reply, r.Item, r.Data, whole[i].Item, whole[i].Data)
-		}
-	}
-	want := `a{"n":3} a{"n":6} b{"n":1} b{"n":4} b{"n":8} c{"n":5} d{"n":2} e{"n":0} f{"n":7}`
-	if got := strings.Join(order, " "); got != want {
-		t.Errorf("order %s, want %s", got, want)
 	}
 }

@@ -83,8 +83,8 @@ type SampleCall struct {
 // sampleRow is rec, the i-th record of r (whole), as a SampleRow.
 func sampleRow(r *Run, i int, rec rundir.Record) SampleRow {
 	row := SampleRow{Run: r.Name(), Suite: r.Manifest.Suite, Item: rec.Item, Failures: rec.Failures, Data: rec.Data}
-	if i < len(r.Flags) {
-		row.Flags = r.Flags[i]
+	if i < len(r.records) {
+		row.Flags = r.records[i].flags
 	}
 	for _, c := range rec.Calls {
 		if c.Kind == "embed" {
@@ -112,7 +112,7 @@ func WriteSamples(w io.Writer, runs []*Run) error {
 // writeSamples writes every record of r (WriteSamples).
 func writeSamples(enc *json.Encoder, r *Run) error {
 	return r.readWhole(func(whole *wholeRecords) error {
-		for i := range r.Records {
+		for i := range r.records {
 			rec, err := whole.record(i)
 			if err != nil {
 				return err
@@ -232,24 +232,16 @@ func Browsers(runs []*Run) ([]Browser, error) {
 // browse adds r's records to b (groupAt: b's groups by key).
 func browse(b *Browser, groupAt map[string]int, r *Run) error {
 	return r.readWhole(func(whole *wholeRecords) error {
-		for i, slim := range r.Records {
+		for i, e := range r.records {
 			b.Records++
-			// The group is the first generation's prompt, by its hash: the
-			// whole prompt, not the clipped text the page shows.
-			key := slim.Item + "\x00"
-			for _, c := range slim.Calls {
-				if c.Kind == "chat" && c.Prompt != "" {
-					key = "\x00" + c.Prompt
-					break
-				}
-			}
+			key := e.group // browserGroup
 			gi, ok := groupAt[key]
 			if !ok {
 				b.Total++
 				gi = -1
 				if len(b.Groups) < browserLimit && b.Records-b.Unshown <= browserRecords {
 					gi = len(b.Groups)
-					b.Groups = append(b.Groups, SampleGroup{Anchor: fmt.Sprintf("%s-%d", b.Anchor, gi+1), Label: slim.Item})
+					b.Groups = append(b.Groups, SampleGroup{Anchor: fmt.Sprintf("%s-%d", b.Anchor, gi+1), Label: e.place.Item})
 				}
 				groupAt[key] = gi
 			}

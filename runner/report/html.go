@@ -122,8 +122,8 @@ func runView(i int, r *Run) (runData, error) {
 		v := ref.Prove(r.Facts)
 		d.References = append(d.References, RefView{Reference: ref, Verdict: v, Why: v.Headline(), Proof: v.ProofTable()})
 	}
-	d.Failures = failureGroups(r.Records, 3)
-	d.Calls = callRows(r.Records)
+	d.Failures = r.failures
+	d.Calls = r.calls
 	var keys []string
 	for k := range m.Flags {
 		keys = append(keys, k)

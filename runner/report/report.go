@@ -29,12 +29,18 @@ import (
 type Run struct {
 	Dir      string
 	Manifest *rundir.Manifest
-	// Records are the run's records without their transcripts (what the
-	// tables are made from), sorted by item; the sample browser and
-	// --samples read each one whole at its place (places, same index).
-	Records []rundir.Record
-	places  []rundir.RecordPlace
-	Summary *summary.Summary
+	// records are where the run's records are in its records file, sorted
+	// by item, each with what the report shows of it without reading it
+	// again; the sample browser and --samples read each one whole at its
+	// place.
+	records []recordEntry
+	// failures are the run's unscored judgements by stage and model (at
+	// most failureExamples examples each, the first in item order), calls
+	// its model calls by stage and model: both gathered as its records
+	// were read.
+	failures []FailureGroup
+	calls    []callRow
+	Summary  *summary.Summary
 	// Regenerated is true when Summary was recomputed from the records;
 	// false when the suite could not be rebuilt here (its input files are
 	// elsewhere) and the run's own summary.json was used, named in Note.
@@ -43,8 +49,6 @@ type Run struct {
 	// Verified is the run's last halu verify in a line (VerifiedLine), ""
 	// when it was never verified.
 	Verified string
-	// Flags are each record's (same index), for the sample browser.
-	Flags []summary.Flags
 	// Facts are what the run's numbers rest on, for comparison with
 	// published tables (Reference.Prove).
 	Facts RunFacts
@@ -55,16 +59,26 @@ type Run struct {
 // not on this machine).
 type Rebuilder func(m *rundir.Manifest) (engine.Suite, error)
 
+// recordEntry is one record as a report holds it: its place in the records
+// file (with its item), its flags (summary.Flags) and its group in the
+// sample browser (browserGroup).
+type recordEntry struct {
+	place rundir.RecordPlace
+	flags summary.Flags
+	group string
+}
+
 // Load reads the run in dir. The summary is recomputed from the records by
 // the suite rebuild makes when it can be, so a report shows the current
 // tables and charts for any run; otherwise the run's summary.json is used.
-// Every record's flags (summary.Flags) are read for the sample browser.
-// Records are held without their transcripts and their data (what a
-// report's memory grows with); a record's are read when it is shown
-// (readWhole). The summary is made first, from the records read one at a
-// time (engine.Summarize), then the records are read for the browser, up
-// to where the summary's reading ended: the report's memory holds one or
-// the other.
+// The summary is made first, from the records read one at a time
+// (engine.Summarize); then the records are read again, one at a time and
+// without their transcripts, up to where the summary's reading ended: what
+// the page shows of all of them (unscored judgements, calls, the judge
+// replies read) is gathered as they pass, and each is held as its place,
+// flags (summary.Flags) and browser group only (recordEntry), so that a
+// report's memory does not hold its records; a record is read whole only
+// to be shown (readWhole).
 func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	m, err := rundir.ReadManifest(dir)
 	if err != nil {
@@ -84,32 +98,39 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 			}
 		}
 	}
-	var fileFlags []summary.Flags // in the file's order
-	recs, places, _, err := engine.ReadRecordsSlim(dir, end, func(rec *rundir.Record) error {
+	// One pass over the records (without their transcripts and data):
+	// what the page shows of all of them is gathered, and each is kept as
+	// its place, flags and browser group only.
+	var entries []recordEntry // in the file's order
+	failures := newFailureBook(failureExamples)
+	calls := callBook{}
+	stages := summary.StageReplies{}
+	repairs := 0
+	groups := map[string]string{} // one copy of each group's key
+	_, err = rundir.ReadRecordPlaces(filepath.Join(dir, rundir.RecordsFile), end, func(rec *rundir.Record, at rundir.RecordPlace) error {
 		f, err := summary.RecordFlags(suite.Flag, *rec)
 		if err != nil {
 			return err
 		}
-		fileFlags = append(fileFlags, f)
-		rec.Data = nil
+		failures.add(rec, len(entries))
+		calls.add(rec)
+		stages.Add(rec)
+		repairs += uncountedRepairs(rec)
+		g := browserGroup(rec)
+		if k, ok := groups[g]; ok {
+			g = k
+		} else {
+			groups[g] = g
+		}
+		entries = append(entries, recordEntry{place: at, flags: f, group: g})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	// Records are sorted by item; their lines' offsets rise in the file's
-	// order, so a record's rank by offset is where its flags are.
-	offs := make([]int64, len(places))
-	for i, p := range places {
-		offs[i] = p.Off
-	}
-	slices.Sort(offs)
-	flags := make([]summary.Flags, len(places))
-	for i, p := range places {
-		j, _ := slices.BinarySearch(offs, p.Off)
-		flags[i] = fileFlags[j]
-	}
-	r := &Run{Dir: dir, Manifest: m, Records: recs, places: places, Flags: flags}
+	// Item order (stable: one item's records keep the file's).
+	slices.SortStableFunc(entries, func(a, b recordEntry) int { return strings.Compare(a.place.Item, b.place.Item) })
+	r := &Run{Dir: dir, Manifest: m, records: entries, failures: failures.groups(), calls: calls.rows()}
 	if v, err := rundir.ReadVerification(dir); err != nil {
 		return nil, err
 	} else if v != nil {
@@ -117,7 +138,7 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 			return nil, err
 		}
 	}
-	if rebuild != nil && len(recs) > 0 { // a run with no record has no summary yet
+	if rebuild != nil && len(entries) > 0 { // a run with no record has no summary yet
 		if serr == nil {
 			r.Summary, r.Regenerated = sum, true
 		} else {
@@ -140,33 +161,43 @@ func Load(dir string, rebuild Rebuilder) (*Run, error) {
 	}
 	r.Summary.Counts = m.Counts
 	r.Summary.TinyModel = r.Summary.TinyModel || m.TinyModel
-	if m.Status == "complete" && len(recs) > 0 {
+	if m.Status == "complete" && len(entries) > 0 {
 		// What the run measured, from the tables shown (a run booked
 		// before halu recorded it, or reported by a newer reader, says
 		// the same as one booked now).
-		ms := summary.Measure(r.Summary, recs)
+		ms := summary.MeasureReplies(r.Summary, stages)
 		m.Measured = &ms
 	}
 	if err := addLabels(dir, r.Summary); err != nil {
 		return nil, err
 	}
 	r.Facts = Facts(m, r.Summary)
-	r.Facts.UncountedRepairs = uncountedRepairs(recs)
+	r.Facts.UncountedRepairs = repairs
 	return r, nil
 }
 
-// uncountedRepairs counts the repair turns in recs logged before halu
+// uncountedRepairs counts the repair turns in rec logged before halu
 // counted the verdicts read from them (rundir.CallLog.Counted).
-func uncountedRepairs(recs []rundir.Record) int {
+func uncountedRepairs(rec *rundir.Record) int {
 	n := 0
-	for _, rec := range recs {
-		for _, c := range rec.Calls {
-			if c.Kind == "repair" && !c.Counted {
-				n++
-			}
+	for _, c := range rec.Calls {
+		if c.Kind == "repair" && !c.Counted {
+			n++
 		}
 	}
 	return n
+}
+
+// browserGroup is the sample browser's group of rec: its first
+// generation's prompt, by its hash (the whole prompt, not the clipped text
+// the page shows), or its item when it has none.
+func browserGroup(rec *rundir.Record) string {
+	for _, c := range rec.Calls {
+		if c.Kind == "chat" && c.Prompt != "" {
+			return "\x00" + c.Prompt
+		}
+	}
+	return rec.Item + "\x00"
 }
 
 // addLabels appends to sum what people's labels of the run's own texts
@@ -206,8 +237,8 @@ func (r *Run) Name() string {
 	return r.Manifest.Suite + " — " + filepath.Base(filepath.Clean(r.Dir))
 }
 
-// JudgeFailures groups a run's unscored judgements by stage and model, in
-// a stable order, with at most keep examples each.
+// FailureGroup is a run's unscored judgements of one stage and model: how
+// many, and the first few in item order with their items.
 type FailureGroup struct {
 	Stage, Model string
 	Count        int
@@ -215,26 +246,75 @@ type FailureGroup struct {
 	Items        []string
 }
 
-func failureGroups(recs []rundir.Record, keep int) []FailureGroup {
-	idx := map[[2]string]*FailureGroup{}
-	for _, rec := range recs {
-		for _, f := range rec.Failures {
-			k := [2]string{f.Stage, f.Model}
-			g := idx[k]
-			if g == nil {
-				g = &FailureGroup{Stage: f.Stage, Model: f.Model}
-				idx[k] = g
-			}
-			g.Count++
-			if len(g.Examples) < keep {
-				g.Examples = append(g.Examples, f)
-				g.Items = append(g.Items, rec.Item)
+// failureExamples is how many unscored judgements a failure group shows.
+const failureExamples = 3
+
+// failureBook gathers a run's unscored judgements by stage and model as
+// its records are read, in any order: it counts them and keeps, of each
+// group, the keep first in item order (those of one item in the order
+// read).
+type failureBook struct {
+	keep int
+	at   map[[2]string]*failureKept
+}
+
+type failureKept struct {
+	count int
+	kept  []keptFailure
+}
+
+type keptFailure struct {
+	item string
+	seq  int // the record's place in the reading, then the failure's in it
+	sub  int
+	f    rundir.Failure
+}
+
+func newFailureBook(keep int) *failureBook {
+	return &failureBook{keep: keep, at: map[[2]string]*failureKept{}}
+}
+
+// add books rec's failures; seq is rec's place in the reading.
+func (b *failureBook) add(rec *rundir.Record, seq int) {
+	for i, f := range rec.Failures {
+		k := [2]string{f.Stage, f.Model}
+		g := b.at[k]
+		if g == nil {
+			g = &failureKept{}
+			b.at[k] = g
+		}
+		g.count++
+		kf := keptFailure{item: rec.Item, seq: seq, sub: i, f: f}
+		at := sort.Search(len(g.kept), func(j int) bool { return kf.before(g.kept[j]) })
+		if at < b.keep {
+			g.kept = slices.Insert(g.kept, at, kf)
+			if len(g.kept) > b.keep {
+				g.kept = g.kept[:b.keep]
 			}
 		}
 	}
+}
+
+// before orders kept failures by item, then as read.
+func (a keptFailure) before(b keptFailure) bool {
+	if a.item != b.item {
+		return a.item < b.item
+	}
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	return a.sub < b.sub
+}
+
+// groups are the failure groups by stage, then model.
+func (b *failureBook) groups() []FailureGroup {
 	var out []FailureGroup
-	for _, g := range idx {
-		out = append(out, *g)
+	for k, g := range b.at {
+		fg := FailureGroup{Stage: k[0], Model: k[1], Count: g.count}
+		for _, kf := range g.kept {
+			fg.Examples, fg.Items = append(fg.Examples, kf.f), append(fg.Items, kf.item)
+		}
+		out = append(out, fg)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Stage != out[j].Stage {
@@ -253,32 +333,37 @@ type callRow struct {
 	Truncated, NearWindow int
 }
 
-func callRows(recs []rundir.Record) []callRow {
-	idx := map[[2]string]*callRow{}
-	for _, rec := range recs {
-		for _, c := range rec.Calls {
-			k := [2]string{c.Stage, c.Model}
-			r := idx[k]
-			if r == nil {
-				r = &callRow{Stage: c.Stage, Model: c.Model}
-				idx[k] = r
-			}
-			r.Calls++
-			if c.Kind == "repair" {
-				r.Repairs++
-			}
-			r.PromptTokens += c.PromptTokens
-			r.Tokens += c.EvalTokens
-			if localmodels.CutShort(c.DoneReason) {
-				r.Truncated++
-			}
-			if c.NearContext > 0 {
-				r.NearWindow++
-			}
+// callBook gathers a run's call rows as its records are read.
+type callBook map[[2]string]*callRow
+
+// add counts rec's calls.
+func (b callBook) add(rec *rundir.Record) {
+	for _, c := range rec.Calls {
+		k := [2]string{c.Stage, c.Model}
+		r := b[k]
+		if r == nil {
+			r = &callRow{Stage: c.Stage, Model: c.Model}
+			b[k] = r
+		}
+		r.Calls++
+		if c.Kind == "repair" {
+			r.Repairs++
+		}
+		r.PromptTokens += c.PromptTokens
+		r.Tokens += c.EvalTokens
+		if localmodels.CutShort(c.DoneReason) {
+			r.Truncated++
+		}
+		if c.NearContext > 0 {
+			r.NearWindow++
 		}
 	}
+}
+
+// rows are the call rows by model, then stage.
+func (b callBook) rows() []callRow {
 	var out []callRow
-	for _, r := range idx {
+	for _, r := range b {
 		out = append(out, *r)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -375,7 +460,7 @@ type wholeRecords struct {
 // readWhole calls fn with r's records file open for reading records
 // whole (not when the run has no record).
 func (r *Run) readWhole(fn func(*wholeRecords) error) error {
-	if len(r.Records) == 0 {
+	if len(r.records) == 0 {
 		return nil
 	}
 	at, err := rundir.OpenRecordsAt(filepath.Join(r.Dir, rundir.RecordsFile))
@@ -386,9 +471,9 @@ func (r *Run) readWhole(fn func(*wholeRecords) error) error {
 	return fn(&wholeRecords{run: r, at: at})
 }
 
-// record is the run's i-th record (r.Records' order) whole.
+// record is the run's i-th record (r.records' order) whole.
 func (w *wholeRecords) record(i int) (rundir.Record, error) {
-	rec, err := w.at.Record(w.run.places[i])
+	rec, err := w.at.Record(w.run.records[i].place)
 	if err != nil {
 		return rec, fmt.Errorf("%s: %w (report again)", w.run.Dir, err)
 	}

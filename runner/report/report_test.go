@@ -485,7 +485,7 @@ func TestBrowserGroupsByPrompt(t *testing.T) {
 	}
 	// Units people labelled: the ones a judge read otherwise are listed.
 	lab := run("c", rec("u1/j", "Is it true?", 1, false), rec("u2/j", "Is it so?", 1, false))
-	lab.Flags = []summary.Flags{{Labelled: true, AgainstPeople: true}, {Labelled: true}}
+	lab.records[0].flags, lab.records[1].flags = summary.Flags{Labelled: true, AgainstPeople: true}, summary.Flags{Labelled: true}
 	listed := false
 	lb, err := Browsers([]*Run{lab})
 	if err != nil {
@@ -547,9 +547,6 @@ func TestBrowserShowsABoundedSample(t *testing.T) {
 		}
 	}
 	run := writtenRun(t, filepath.Join(t.TempDir(), "big"), recs...)
-	if run.Records[0].Calls[0].Reply != "" {
-		t.Fatalf("a report holds its records with their transcripts")
-	}
 	bs, err := Browsers([]*Run{run})
 	if err != nil {
 		t.Fatal(err)
@@ -1125,5 +1122,78 @@ func TestReportNamesThePaper(t *testing.T) {
 	}
 	if n := strings.Count(md.String(), "Paper: "); n != 1 || !strings.Contains(md.String(), "Heaven-Sent or Hell-Bent?") {
 		t.Errorf("the Markdown names a paper %d times, want once:\n%s", n, md.String())
+	}
+}
+
+// A report holds its records in item order (stable: two records of one
+// item keep the file's order), and a record read whole at its place is the
+// one read there, with its transcripts.
+func TestLoadHoldsRecordsInItemOrder(t *testing.T) {
+	dir := t.TempDir()
+	if err := rundir.WriteManifest(dir, &rundir.Manifest{Suite: "s", Format: rundir.FormatVersion}); err != nil {
+		t.Fatal(err)
+	}
+	items := []string{"e", "b", "d", "a", "b", "c", "a", "f", "b"}
+	var lines []string
+	for i, it := range items {
+		lines = append(lines, fmt.Sprintf(`{"format":1,"suite":"s","item":%q,"data":{"n":%d},"calls":[{"stage":"g","kind":"chat","model":"m","digest":"d","key":"k","reply":"reply %d"}]}`+"\n", it, i, i))
+	}
+	if err := os.WriteFile(filepath.Join(dir, rundir.RecordsFile), []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	err = r.readWhole(func(w *wholeRecords) error {
+		for i := range r.records {
+			rec, err := w.record(i)
+			if err != nil {
+				return err
+			}
+			n := strings.TrimSuffix(strings.TrimPrefix(string(rec.Data), `{"n":`), "}")
+			if rec.Item != r.records[i].place.Item || rec.Calls[0].Reply != "reply "+n {
+				t.Errorf("place %d (%s): record %s %s %q", i, r.records[i].place.Item, rec.Item, rec.Data, rec.Calls[0].Reply)
+			}
+			order = append(order, rec.Item+string(rec.Data))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `a{"n":3} a{"n":6} b{"n":1} b{"n":4} b{"n":8} c{"n":5} d{"n":2} e{"n":0} f{"n":7}`
+	if got := strings.Join(order, " "); got != want {
+		t.Errorf("order %s, want %s", got, want)
+	}
+}
+
+// The failure groups keep, of each stage and model, the first unscored
+// judgements in item order (those of one item as read), whatever order the
+// records were read in, and count them all.
+func TestFailureBookKeepsTheFirstInItemOrder(t *testing.T) {
+	fail := func(item string, reasons ...string) *rundir.Record {
+		r := &rundir.Record{Item: item}
+		for _, why := range reasons {
+			r.Failures = append(r.Failures, rundir.Failure{Stage: "judge", Model: "j", Reason: why})
+		}
+		return r
+	}
+	b := newFailureBook(3)
+	for i, r := range []*rundir.Record{fail("d", "d1"), fail("b", "b1", "b2"), fail("c", "c1"), fail("a"), fail("b", "b3"), fail("a", "a1")} {
+		b.add(r, i)
+	}
+	b.add(&rundir.Record{Item: "0", Failures: []rundir.Failure{{Stage: "judge", Model: "k", Reason: "k1"}}}, 6)
+	gs := b.groups()
+	if len(gs) != 2 || gs[0].Model != "j" || gs[0].Count != 6 || gs[1].Model != "k" || gs[1].Count != 1 {
+		t.Fatalf("groups %+v", gs)
+	}
+	var got []string
+	for i, f := range gs[0].Examples {
+		got = append(got, gs[0].Items[i]+":"+f.Reason)
+	}
+	if g := strings.Join(got, " "); g != "a:a1 b:b1 b:b2" {
+		t.Errorf("kept %s, want a:a1 b:b1 b:b2", g)
 	}
 }

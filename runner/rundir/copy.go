@@ -127,29 +127,17 @@ func CopyRecords(path string, dirs []string, states []RecordsState, places []Rec
 	return changed()
 }
 
-// ReadRecordsSlimAt reads a records file's records without their
-// transcripts (decodeSlim), each with its place in the file (run 0) and
-// each call keeping its prompt's hash: a report holds a
-// run's records without their transcripts, groups them by prompt, and
-// reads a record whole (RecordsAt) only to show it. It reads the file's
-// first size bytes (all of it when size < 0). each, when not nil, sees
-// each record as read and may take out what is not to be kept (a report
-// keeps no record's data); good is where the whole records end.
-func ReadRecordsSlimAt(path string, size int64, each func(*Record) error) (recs []Record, places []RecordPlace, good int64, err error) {
-	good, err = eachRecordLineUpTo(path, size, decodeSlim(true), func(r Record, off int64, line []byte) error {
-		if each != nil {
-			if err := each(&r); err != nil {
-				return err
-			}
-		}
-		places = append(places, placeOf(r, 0, off, line))
-		recs = append(recs, r)
-		return nil
+// ReadRecordPlaces reads a records file's records without their
+// transcripts (decodeSlim, each call keeping its prompt's hash) and gives
+// each to each as read, in the file's order, with its place in the file
+// (run 0), where RecordsAt reads it whole: a report gathers what it shows
+// of every record as it passes, keeps each one's place, and reads a record
+// whole only to show it. It reads the file's first size bytes (all of it
+// when size < 0); good is where the whole records end.
+func ReadRecordPlaces(path string, size int64, each func(*Record, RecordPlace) error) (good int64, err error) {
+	return eachRecordLineUpTo(path, size, decodeSlim(true), func(r Record, off int64, line []byte) error {
+		return each(&r, placeOf(r, 0, off, line))
 	})
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	return recs, places, good, nil
 }
 
 // RecordsAt reads whole records of one records file at their places,
@@ -160,7 +148,7 @@ type RecordsAt struct {
 }
 
 // OpenRecordsAt opens the records file path for reading records at their
-// places (ReadRecordsSlimAt); Close it after.
+// places (ReadRecordPlaces); Close it after.
 func OpenRecordsAt(path string) (*RecordsAt, error) {
 	f, err := os.Open(path)
 	if err != nil {

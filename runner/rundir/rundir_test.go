@@ -119,7 +119,14 @@ func TestReadRecordsALineAtATime(t *testing.T) {
 			t.Fatal(err)
 		}
 		slim := func(p string) ([]Record, int64, error) {
-			recs, _, good, err := ReadRecordsSlimAt(p, -1, nil)
+			var recs []Record
+			good, err := ReadRecordPlaces(p, -1, func(r *Record, at RecordPlace) error {
+				if at.Item != r.Item {
+					t.Errorf("the place of %s names %s", r.Item, at.Item)
+				}
+				recs = append(recs, *r)
+				return nil
+			})
 			return recs, good, err
 		}
 		for _, read := range []func(string) ([]Record, int64, error){ReadRecords, slim} {
@@ -180,7 +187,7 @@ func TestDecodeRecordsInOrder(t *testing.T) {
 	}
 }
 
-// A slim read (RecordsIn, ReadRecordsSlimAt) leaves out the
+// A slim read (RecordsIn, ReadRecordPlaces) leaves out the
 // transcripts and nothing else: a record with every field set, written
 // and read back, is the whole record read with only its prompts, each
 // call's reply and options (and, without keepHash, its prompt's hash)
@@ -224,9 +231,14 @@ func TestSlimDecodingKeepsEveryOtherField(t *testing.T) {
 	if err != nil || len(slim) != 1 || !reflect.DeepEqual(slim[0], slimOf(false)) {
 		t.Errorf("RecordsIn (%v):\n%+v\nwant\n%+v", err, slim, slimOf(false))
 	}
-	at, places, _, err := ReadRecordsSlimAt(p, -1, nil)
+	var at []Record
+	var places []RecordPlace
+	_, err = ReadRecordPlaces(p, -1, func(r *Record, pl RecordPlace) error {
+		at, places = append(at, *r), append(places, pl)
+		return nil
+	})
 	if err != nil || len(at) != 1 || !reflect.DeepEqual(at[0], slimOf(true)) || places[0].N != len(b)+1 {
-		t.Errorf("ReadRecordsSlimAt (%v):\n%+v\nwant\n%+v", err, at, slimOf(true))
+		t.Errorf("ReadRecordPlaces (%v):\n%+v\nwant\n%+v", err, at, slimOf(true))
 	}
 }
 
@@ -327,10 +339,15 @@ func TestRecordsInAFile(t *testing.T) {
 	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 	fmt.Fprintf(f, "{\"format\":%d,\"item\":\"z\",\"data\":{}}\n", FormatVersion)
 	f.Close()
-	upTo, _, _, err := ReadRecordsSlimAt(p, rs.End(), nil)
-	all, _, _, _ := ReadRecordsSlimAt(p, -1, nil)
-	if err != nil || len(upTo) != 4 || len(all) != 5 {
-		t.Errorf("up to the end read: %d records (%v), the whole file %d; want 4, 5", len(upTo), err, len(all))
+	count := func(size int64) (int, error) {
+		n := 0
+		_, err := ReadRecordPlaces(p, size, func(*Record, RecordPlace) error { n++; return nil })
+		return n, err
+	}
+	upTo, err := count(rs.End())
+	all, _ := count(-1)
+	if err != nil || upTo != 4 || all != 5 {
+		t.Errorf("up to the end read: %d records (%v), the whole file %d; want 4, 5", upTo, err, all)
 	}
 	lines := strings.SplitAfter(body.String(), "\n")
 	os.WriteFile(p, []byte(lines[0]+"{oops\n"+lines[1]), 0o644)

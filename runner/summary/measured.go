@@ -17,6 +17,47 @@ import (
 // says so and exits with its own status instead of reporting a
 // measurement.
 func Measure(sum *Summary, recs []rundir.Record) rundir.Measured {
+	stages := StageReplies{}
+	for i := range recs {
+		stages.Add(&recs[i])
+	}
+	return MeasureReplies(sum, stages)
+}
+
+// StageReplies are, per judging stage, the judge replies records hold
+// (repair turns too), those read, and the judgements left unscored: what
+// Measure reads of records, gathered one record at a time (Add).
+type StageReplies map[string]*StageReply
+
+// StageReply is one stage's count (StageReplies).
+type StageReply struct{ Replies, Read, Unscored int }
+
+// Add counts r's judge replies and unscored judgements.
+func (st StageReplies) Add(r *rundir.Record) {
+	at := func(name string) *StageReply {
+		if st[name] == nil {
+			st[name] = &StageReply{}
+		}
+		return st[name]
+	}
+	for _, c := range r.Calls {
+		if c.Kind != "judge" && c.Kind != "repair" {
+			continue
+		}
+		s := at(c.Stage)
+		s.Replies++
+		if c.Parsed != "" {
+			s.Read++
+		}
+	}
+	for _, f := range r.Failures {
+		at(f.Stage).Unscored++
+	}
+}
+
+// MeasureReplies is Measure with the records' judge replies counted
+// (StageReplies).
+func MeasureReplies(sum *Summary, stages StageReplies) rundir.Measured {
 	var m rundir.Measured
 	figs := headline(sum.Figures)
 	for _, f := range figs {
@@ -67,29 +108,6 @@ func Measure(sum *Summary, recs []rundir.Record) rundir.Measured {
 			m.Nothing = append(m.Nothing, fmt.Sprintf("%s: %s rest on no scored unit (%d unscored)", p.name, strings.Join(p.metrics, ", "), p.unscored))
 		}
 	}
-	type stage struct{ replies, read, unscored int }
-	stages := map[string]*stage{}
-	at := func(name string) *stage {
-		if stages[name] == nil {
-			stages[name] = &stage{}
-		}
-		return stages[name]
-	}
-	for _, r := range recs {
-		for _, c := range r.Calls {
-			if c.Kind != "judge" && c.Kind != "repair" {
-				continue
-			}
-			s := at(c.Stage)
-			s.replies++
-			if c.Parsed != "" {
-				s.read++
-			}
-		}
-		for _, f := range r.Failures {
-			at(f.Stage).unscored++
-		}
-	}
 	names := make([]string, 0, len(stages))
 	for n := range stages {
 		names = append(names, n)
@@ -98,8 +116,8 @@ func Measure(sum *Summary, recs []rundir.Record) rundir.Measured {
 	stageNothing := false
 	for _, n := range names {
 		s := stages[n]
-		if s.replies > 0 && s.read == 0 && s.unscored > 0 {
-			m.Nothing = append(m.Nothing, fmt.Sprintf("stage %s read none of its %d judge replies (%d judgements unscored)", n, s.replies, s.unscored))
+		if s.Replies > 0 && s.Read == 0 && s.Unscored > 0 {
+			m.Nothing = append(m.Nothing, fmt.Sprintf("stage %s read none of its %d judge replies (%d judgements unscored)", n, s.Replies, s.Unscored))
 			stageNothing = true
 		}
 	}
