@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -107,10 +108,29 @@ func TestShardsMergeToTheWholeRun(t *testing.T) {
 	if r := halu(t, f, t.TempDir(), append(args, "--shard", "2/2", "--logprobs", "2", "--out", withLogprobs)...); r.code != exitOK {
 		t.Fatalf("logprobs shard: exit %d: %s", r.code, r.stderr)
 	}
+	// Shard 2 holding a record of shard 1's too.
+	dup := filepath.Join(dir, "dup2")
+	if err := os.CopyFS(dup, os.DirFS(shards[1])); err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.ReadFile(filepath.Join(shards[0], rundir.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := first[:bytes.IndexByte(first, '\n')+1]
+	f2, err := os.OpenFile(filepath.Join(dup, rundir.RecordsFile), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2.Write(line)
+	f2.Close()
+	var one struct{ Item string }
+	json.Unmarshal(line, &one)
 	for _, tc := range []struct {
 		dirs []string
 		want string
 	}{
+		{[]string{shards[0], dup}, fmt.Sprintf("item %s is in %s and in %s", one.Item, shards[0], dup)},
 		{[]string{shards[0], legacy}, "items ordered by shard seed 1 vs 0"},
 		{[]string{shards[0], withLogprobs}, "engine settings: --logprobs 0 vs 2"},
 		{[]string{shards[0]}, "shard 2/2 missing"},

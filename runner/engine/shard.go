@@ -141,7 +141,6 @@ func readShards(s Suite, dirs []string) (*shards, error) {
 	}
 	sh := &shards{dirs: dirs}
 	seenShard := map[int]string{}
-	seenItem := map[string]int{}
 	for i, d := range dirs {
 		m, err := rundir.ReadManifest(d)
 		if err != nil {
@@ -166,13 +165,7 @@ func readShards(s Suite, dirs []string) (*shards, error) {
 			return nil, fmt.Errorf("%w: shard %s (%s) is %s: finish it first (halu run --resume %s)", ErrShards, m.Shard, d, m.Status, d)
 		}
 		var st rundir.RecordsState
-		sh.places, st, err = rundir.PlaceRecords(d, i, sh.places, func(r rundir.Record) error {
-			if prev, ok := seenItem[r.Item]; ok {
-				return fmt.Errorf("%w: item %s is in %s and in %s", ErrShards, r.Item, dirs[prev], d)
-			}
-			seenItem[r.Item] = i
-			return nil
-		})
+		sh.places, st, err = rundir.PlaceRecords(d, i, sh.places)
 		if err != nil {
 			return nil, err
 		}
@@ -188,14 +181,28 @@ func readShards(s Suite, dirs []string) (*shards, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: shard %s missing", ErrShards, strings.Join(missing, ", "))
 	}
+	// An item in two shards: in item order (stable: shards in the order
+	// given), its places are side by side.
+	sh.sort()
+	for k := 1; k < len(sh.places); k++ {
+		if a, b := sh.places[k-1], sh.places[k]; a.Item == b.Item && a.Run != b.Run {
+			return nil, fmt.Errorf("%w: item %s is in %s and in %s", ErrShards, a.Item, dirs[a.Run], dirs[b.Run])
+		}
+	}
 	return sh, nil
+}
+
+// sort puts the shards' places in item order (stable: one item's in the
+// order read).
+func (sh *shards) sort() {
+	sort.SliceStable(sh.places, func(i, j int) bool { return sh.places[i].Item < sh.places[j].Item })
 }
 
 // copyRecords writes the shards' records, in item order, into the records
 // file path, each line copied as written (rundir.CopyRecords); a shard
 // changed since it was read is refused.
 func (sh *shards) copyRecords(path string) error {
-	sort.SliceStable(sh.places, func(i, j int) bool { return sh.places[i].Item < sh.places[j].Item })
+	sh.sort()
 	err := rundir.CopyRecords(path, sh.dirs, sh.states, sh.places)
 	if errors.Is(err, rundir.ErrRecordsChanged) {
 		return fmt.Errorf("%w: a shard changed while it was merged (%w): merge again", ErrShards, err)

@@ -27,7 +27,7 @@ func TestCopyRecordsAsWrittenInItemOrder(t *testing.T) {
 		}
 		var st rundir.RecordsState
 		var err error
-		if sh.places, st, err = rundir.PlaceRecords(d, i, sh.places, func(rundir.Record) error { return nil }); err != nil {
+		if sh.places, st, err = rundir.PlaceRecords(d, i, sh.places); err != nil {
 			t.Fatal(err)
 		}
 		sh.states = append(sh.states, st)

@@ -58,19 +58,18 @@ type RecordsState struct {
 // since its places were read.
 var ErrRecordsChanged = errors.New("records changed since they were read")
 
-// PlaceRecords reads the records of the run in dir one at a time, hands
-// each to check (an error stops the reading), and appends each record's
-// place (run i) to places; it returns them with the file's state as read.
-func PlaceRecords(dir string, i int, places []RecordPlace, check func(Record) error) ([]RecordPlace, RecordsState, error) {
+// PlaceRecords reads the records of the run in dir one at a time and
+// appends each record's place (run i) to places; it returns them with the
+// file's state as read. Of a record it decodes only what its place holds
+// (its format and item: decodeItem), so that a merge of a million records
+// builds none of them.
+func PlaceRecords(dir string, i int, places []RecordPlace) ([]RecordPlace, RecordsState, error) {
 	path := filepath.Join(dir, RecordsFile)
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, RecordsState{}, err
 	}
-	_, err = eachRecordLine(path, decodeWhole, func(r Record, off int64, line []byte) error {
-		if err := check(r); err != nil {
-			return err
-		}
+	_, err = eachRecordLine(path, decodeItem, func(r Record, off int64, line []byte) error {
 		places = append(places, placeOf(r, i, off, line))
 		return nil
 	})
