@@ -94,7 +94,8 @@ bench-engine: build ollama
 	HALU_BENCH_ENGINE=1 HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" HALU_SHARED="$(SHARED)" $(GO) test -tags e2e -count=1 -timeout 2h -run '^TestBenchEngine$$' -v ./e2e/ | grep --line-buffered -v '^=== RUN\|^--- \|^PASS\|^ok'
 
 # What a run costs as it grows (10,120 to 101,200 items against an
-# instant fake server): peak memory and CPU per call, one process a run.
+# instant fake server): peak memory and CPU per call, one process a run,
+# medians of three rounds (HALU_BENCH_SCALE_ROUNDS); about three minutes.
 bench-scale: build ollama
 	HALU_BENCH_SCALE=1 HALU_OLLAMA_BIN="$$(scripts/ollama-bin.sh)" $(GO) test -tags e2e -count=1 -timeout 1h -run '^TestBenchScale$$' -v ./e2e/ | grep --line-buffered -v '^=== RUN\|^--- \|^PASS\|^ok'
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,68 +23,109 @@ import (
 // its own whose peak resident memory (through e2e/peakrss, which keeps
 // this test's own memory out of the figure) and CPU time are read from the
 // kernel; then the same run in two shards (from the cache), merged, and
-// reported (Markdown and HTML), each measured alike. One line per figure; the
-// ratio of a 40,480-item step's peak to the 10,120-item one's says whether
+// reported (Markdown and HTML), each measured alike. Three rounds, each
+// taking every size in turn (so a machine's drift weighs on all sizes
+// alike; HALU_BENCH_SCALE_ROUNDS sets how many): one line per figure with
+// its median and range over the rounds, and the ratio of the medians of a
+// 40,480-item step's peak and the 10,120-item one's, which says whether
 // memory grows with the records.
 func TestBenchScale(t *testing.T) {
 	if os.Getenv("HALU_BENCH_SCALE") == "" {
 		t.Skip("run by make bench-scale")
 	}
-	rss := map[string]map[int]float64{} // by what ran: peak MiB by items
-	peak := func(what string, items int, mib float64) {
-		if rss[what] == nil {
-			rss[what] = map[int]float64{}
-		}
-		rss[what][items] = mib
+	rounds := 3
+	if n, err := strconv.Atoi(os.Getenv("HALU_BENCH_SCALE_ROUNDS")); err == nil && n > 0 {
+		rounds = n
 	}
-	for _, gens := range []int{5, 20, 50} {
-		var models []fakeollama.Model
-		var names []string
-		for i := 1; i <= gens; i++ {
-			models = append(models, fakeollama.Model{Name: fmt.Sprintf("g%d:latest", i), Digest: fmt.Sprintf("d%d", i), ParameterCount: 1e9})
-			names = append(names, fmt.Sprintf("g%d", i))
+	type key struct {
+		what  string
+		items int
+	}
+	rss := map[key][]float64{} // peak MiB
+	cpu := map[key][]float64{} // CPU seconds
+	perCall := map[int][]float64{}
+	var order []key
+	add := func(what string, items int, r result) {
+		k := key{what, items}
+		if rss[k] == nil {
+			order = append(order, k)
 		}
-		fake := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
-			return fakeollama.Reply{Content: "Reasoning.\n```json\n{\"proposed_hypothesis\": \"positive_correlate\"}\n```"}
-		}, models...)
-		work := t.TempDir()
-		out := filepath.Join(work, "run")
-		r := peakHalu(t, fake.Host(), "--parallel", "64", "--items-in-flight", "256", "run", "hypo", "--models", strings.Join(names, ","), "--setting", "parametric", "--candidates", "0",
-			"--cache", filepath.Join(work, "cache"), "--out", out)
-		fake.Close()
-		m, _, err := engine.ReadRun(out)
-		if err != nil {
-			t.Fatal(err)
+		rss[k] = append(rss[k], r.rssMiB)
+		cpu[k] = append(cpu[k], r.cpu.Seconds())
+	}
+	pages := map[int]float64{}
+	for round := 1; round <= rounds; round++ {
+		for _, gens := range []int{5, 20, 50} {
+			var models []fakeollama.Model
+			var names []string
+			for i := 1; i <= gens; i++ {
+				models = append(models, fakeollama.Model{Name: fmt.Sprintf("g%d:latest", i), Digest: fmt.Sprintf("d%d", i), ParameterCount: 1e9})
+				names = append(names, fmt.Sprintf("g%d", i))
+			}
+			fake := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
+				return fakeollama.Reply{Content: "Reasoning.\n```json\n{\"proposed_hypothesis\": \"positive_correlate\"}\n```"}
+			}, models...)
+			work := t.TempDir()
+			out := filepath.Join(work, "run")
+			r := peakHalu(t, fake.Host(), "--parallel", "64", "--items-in-flight", "256", "run", "hypo", "--models", strings.Join(names, ","), "--setting", "parametric", "--candidates", "0",
+				"--cache", filepath.Join(work, "cache"), "--out", out)
+			fake.Close()
+			m, _, err := engine.ReadRun(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items := m.Counts.Items
+			add("run", items, r)
+			perCall[items] = append(perCall[items], 1000*r.cpu.Seconds()/float64(max(1, m.Counts.ModelCalls)))
+			fmt.Printf("round %d, %d items: run %.0f MiB, CPU %.2f s (%d model calls)", round, items, r.rssMiB, r.cpu.Seconds(), m.Counts.ModelCalls)
+			// The same run split in two shards (from the cache, the server
+			// gone), merged, and reported.
+			var shards []string
+			for i := 1; i <= 2; i++ {
+				d := filepath.Join(work, fmt.Sprintf("shard%d", i))
+				mustHalu(t, fake.Host(), "--parallel", "64", "--items-in-flight", "256", "run", "hypo", "--models", strings.Join(names, ","), "--setting", "parametric", "--candidates", "0",
+					"--cache", filepath.Join(work, "cache"), "--shard", fmt.Sprintf("%d/2", i), "--out", d)
+				shards = append(shards, d)
+			}
+			merged := filepath.Join(work, "merged")
+			r = peakHalu(t, fake.Host(), "merge", shards[0], shards[1], "--out", merged)
+			add("2-shard merge", items, r)
+			fmt.Printf("; merge %.0f", r.rssMiB)
+			r = peakHalu(t, fake.Host(), "report", merged, "--md")
+			add("report --md", items, r)
+			fmt.Printf("; --md %.0f", r.rssMiB)
+			page := filepath.Join(work, "report.html")
+			r = peakHalu(t, fake.Host(), "report", merged, "--html", page)
+			add("report --html", items, r)
+			st, _ := os.Stat(page)
+			pages[items] = float64(st.Size()) / 1e6
+			fmt.Printf("; --html %.0f\n", r.rssMiB)
 		}
-		items := m.Counts.Items
-		peak("run", items, r.rssMiB)
-		figure(fmt.Sprintf("run peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB),
-			fmt.Sprintf("%d model calls; CPU %.2f s, %.3f ms a call", m.Counts.ModelCalls, r.cpu.Seconds(), 1000*r.cpu.Seconds()/float64(max(1, m.Counts.ModelCalls))))
-		// The same run split in two shards (from the cache, the server
-		// gone), merged, and reported.
-		var shards []string
-		for i := 1; i <= 2; i++ {
-			d := filepath.Join(work, fmt.Sprintf("shard%d", i))
-			mustHalu(t, fake.Host(), "--parallel", "64", "--items-in-flight", "256", "run", "hypo", "--models", strings.Join(names, ","), "--setting", "parametric", "--candidates", "0",
-				"--cache", filepath.Join(work, "cache"), "--shard", fmt.Sprintf("%d/2", i), "--out", d)
-			shards = append(shards, d)
+	}
+	spread := func(xs []float64, format string) string {
+		return fmt.Sprintf(format+" ("+format+"–"+format+")", medianF(xs), slices.Min(xs), slices.Max(xs))
+	}
+	for _, k := range order {
+		detail := fmt.Sprintf("CPU %s s", spread(cpu[k], "%.2f"))
+		switch k.what {
+		case "run":
+			detail += fmt.Sprintf(", %s ms a model call", spread(perCall[k.items], "%.3f"))
+		case "report --md":
+			detail = "every table as Markdown; " + detail
+		case "report --html":
+			detail = fmt.Sprintf("a page of %.1f MB; %s", pages[k.items], detail)
 		}
-		merged := filepath.Join(work, "merged")
-		r = peakHalu(t, fake.Host(), "merge", shards[0], shards[1], "--out", merged)
-		peak("2-shard merge", items, r.rssMiB)
-		figure(fmt.Sprintf("2-shard merge peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("CPU %.2f s", r.cpu.Seconds()))
-		r = peakHalu(t, fake.Host(), "report", merged, "--md")
-		peak("report --md", items, r.rssMiB)
-		figure(fmt.Sprintf("report --md peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("every table as Markdown; CPU %.2f s", r.cpu.Seconds()))
-		page := filepath.Join(work, "report.html")
-		r = peakHalu(t, fake.Host(), "report", merged, "--html", page)
-		peak("report --html", items, r.rssMiB)
-		st, _ := os.Stat(page)
-		figure(fmt.Sprintf("report --html peak RSS MiB %d items", items), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("a page of %.1f MB; CPU %.2f s", float64(st.Size())/1e6, r.cpu.Seconds()))
+		figure(fmt.Sprintf("%s peak RSS MiB %d items", k.what, k.items), spread(rss[k], "%.0f"), fmt.Sprintf("median (range) of %d rounds; %s", rounds, detail))
 	}
 	for _, what := range []string{"run", "2-shard merge", "report --md", "report --html"} {
-		if a, b := rss[what][40480], rss[what][10120]; a > 0 && b > 0 {
-			figure(what+" peak RSS ratio 40480 ÷ 10120 items", fmt.Sprintf("%.2f", a/b))
+		a, b := rss[key{what, 40480}], rss[key{what, 10120}]
+		if len(a) == 0 || len(b) == 0 {
+			continue
 		}
+		var each []string
+		for i := range min(len(a), len(b)) {
+			each = append(each, fmt.Sprintf("%.2f", a[i]/b[i]))
+		}
+		figure(what+" peak RSS ratio 40480 ÷ 10120 items", fmt.Sprintf("%.2f", medianF(a)/medianF(b)), "the medians' ratio; each round's: "+strings.Join(each, ", "))
 	}
 }

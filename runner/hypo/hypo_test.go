@@ -17,6 +17,7 @@ import (
 	"halu/index"
 	"halu/index/kg"
 	"halu/localmodels/fakeollama"
+	"halu/metrics"
 	"halu/runner/engine"
 	"halu/runner/engine/enginetest"
 	"halu/runner/rundir"
@@ -997,5 +998,93 @@ func TestHypothesisFormatLabels(t *testing.T) {
 		if err := c.Settings().Validate(); err == nil || !strings.Contains(err.Error(), "hypothesis-format") {
 			t.Errorf("labels with KnowHD or open-ended backgrounds: %v", err)
 		}
+	}
+}
+
+// A summary is the same whatever order the records were written in: its
+// groups in the tables' order (model, then setting in the paper's order),
+// each group's results in item order, so that a mean of groundedness sums
+// its values in one order — the items' — whichever finished first.
+func TestSummaryIsTheSameInAnyRecordOrder(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.KnowHD = []string{"kg"}
+	s := &Suite{cfg: cfg}
+	var recs []rundir.Record
+	want := map[string][]float64{} // model/setting: groundedness in item order
+	for _, m := range []string{"b", "a"} {
+		for _, st := range []string{"kg", "parametric"} {
+			for i := range 40 {
+				task := tasks[i%3]
+				claims := []ClaimCheck{}
+				sup := 0
+				for c := range 1 + i%7 {
+					ok := (i*c)%3 != 0
+					if ok {
+						sup++
+					}
+					claims = append(claims, ClaimCheck{Claim: "c", Scored: true, Supported: ok})
+				}
+				g := float64(sup) / float64(len(claims))
+				want[m+"/"+st] = append(want[m+"/"+st], g)
+				label := []string{"positive_correlate", "negative_correlate"}[i%2]
+				b, _ := json.Marshal(Result{Model: m, Setting: st, Task: task, XID: fmt.Sprintf("x%02d", i), YID: "y", Gold: "positive_correlate",
+					Greedy: &Hypothesis{Label: label, Parsed: i%5 != 0, Grounding: map[string]*Grounding{"kg": {Claims: claims, Groundedness: g, Scored: true}}}})
+				recs = append(recs, rundir.Record{Item: fmt.Sprintf("%s/%s/%s/x%02d/y", m, st, task, i), Data: b})
+			}
+		}
+	}
+	summarize := func(recs []rundir.Record) []byte {
+		sum, err := s.Summarize(rundir.RecordsOf(recs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(sum)
+		return b
+	}
+	first := summarize(recs)
+	shuffled := slices.Clone(recs)
+	for i := range shuffled {
+		j := (i*37 + 11) % len(shuffled)
+		shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+	}
+	slices.Reverse(recs)
+	if string(summarize(recs)) != string(first) || string(summarize(shuffled)) != string(first) {
+		t.Fatal("the summary changes with the records' order")
+	}
+	var sum summary.Summary
+	json.Unmarshal(first, &sum)
+	var rows []string
+	for _, r := range sum.Tables[0].Rows {
+		rows = append(rows, r[0]+" "+r[1])
+	}
+	if got := strings.Join(rows, ", "); got != "a parametric, a kg, b parametric, b kg" {
+		t.Errorf("Table 2 rows %s", got)
+	}
+	checked := 0
+	for _, f := range sum.Figures {
+		if f.Metric != "groundedness (kg)" {
+			continue
+		}
+		checked++
+		// Item order within a group is the x IDs' (the tasks interleave).
+		byItem := map[string]float64{}
+		for i, g := range want[f.Model+"/"+f.Group] {
+			byItem[fmt.Sprintf("%s/x%02d", tasks[i%3], i)] = g
+		}
+		var keys []string
+		for k := range byItem {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var gs []float64
+		for _, k := range keys {
+			gs = append(gs, byItem[k])
+		}
+		if mean := metrics.Mean(gs); float64(f.Estimate) != mean {
+			t.Errorf("%s %s groundedness %v, the mean in item order %v", f.Model, f.Group, f.Estimate, mean)
+		}
+	}
+	if checked != 4 {
+		t.Errorf("%d groundedness figures, want 4", checked)
 	}
 }
