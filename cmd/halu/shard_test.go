@@ -126,11 +126,23 @@ func TestShardsMergeToTheWholeRun(t *testing.T) {
 	f2.Close()
 	var one struct{ Item string }
 	json.Unmarshal(line, &one)
+	// Shard 1 holding one of its records twice.
+	twice := filepath.Join(dir, "twice1")
+	if err := os.CopyFS(twice, os.DirFS(shards[0])); err != nil {
+		t.Fatal(err)
+	}
+	f1, err := os.OpenFile(filepath.Join(twice, rundir.RecordsFile), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f1.Write(line)
+	f1.Close()
 	for _, tc := range []struct {
 		dirs []string
 		want string
 	}{
 		{[]string{shards[0], dup}, fmt.Sprintf("item %s is in %s and in %s", one.Item, shards[0], dup)},
+		{[]string{twice, shards[1]}, fmt.Sprintf("item %s is in %s and in %s", one.Item, twice, twice)},
 		{[]string{shards[0], legacy}, "items ordered by shard seed 1 vs 0"},
 		{[]string{shards[0], withLogprobs}, "engine settings: --logprobs 0 vs 2"},
 		{[]string{shards[0]}, "shard 2/2 missing"},

@@ -181,11 +181,12 @@ func readShards(s Suite, dirs []string) (*shards, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: shard %s missing", ErrShards, strings.Join(missing, ", "))
 	}
-	// An item in two shards: in item order (stable: shards in the order
-	// given), its places are side by side.
+	// An item recorded twice (in two shards, or twice in one): in item
+	// order (stable: shards in the order given), its places are side by
+	// side.
 	sh.sort()
 	for k := 1; k < len(sh.places); k++ {
-		if a, b := sh.places[k-1], sh.places[k]; a.Item == b.Item && a.Run != b.Run {
+		if a, b := sh.places[k-1], sh.places[k]; a.Item == b.Item {
 			return nil, fmt.Errorf("%w: item %s is in %s and in %s", ErrShards, a.Item, dirs[a.Run], dirs[b.Run])
 		}
 	}
