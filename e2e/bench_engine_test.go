@@ -95,20 +95,27 @@ func figure(name, value string, detail ...string) {
 	}
 }
 
+// hypoFake is an instant in-process fake server of gens generators
+// (g1 … gN, each a model of its own) that answer every TruthHypo question
+// with one relation, and the generators' names.
+func hypoFake(gens int) (*fakeollama.Server, []string) {
+	var models []fakeollama.Model
+	var names []string
+	for i := 1; i <= gens; i++ {
+		models = append(models, fakeollama.Model{Name: fmt.Sprintf("g%d:latest", i), Digest: fmt.Sprintf("d%d", i), ParameterCount: 1e9})
+		names = append(names, fmt.Sprintf("g%d", i))
+	}
+	return fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
+		return fakeollama.Reply{Content: "Reasoning.\n```json\n{\"proposed_hypothesis\": \"positive_correlate\"}\n```"}
+	}, models...), names
+}
+
 // benchCachedRerun: TruthHypo's 2,024 items for five generators (10,120
 // items, one generation each) answered once by an in-process fake server,
 // which then stops; the same command rerun from the cache with no server
 // running, timed whole (process start to exit).
 func benchCachedRerun(t *testing.T) {
-	var models []fakeollama.Model
-	var names []string
-	for i := 1; i <= 5; i++ {
-		models = append(models, fakeollama.Model{Name: fmt.Sprintf("g%d:latest", i), Digest: fmt.Sprintf("d%d", i), ParameterCount: 1e9})
-		names = append(names, fmt.Sprintf("g%d", i))
-	}
-	fake := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
-		return fakeollama.Reply{Content: "Reasoning.\n```json\n{\"proposed_hypothesis\": \"positive_correlate\"}\n```"}
-	}, models...)
+	fake, names := hypoFake(5)
 	host := fake.Host()
 	work := t.TempDir()
 	args := []string{"run", "hypo", "--models", strings.Join(names, ","), "--setting", "parametric", "--candidates", "0", "--cache", filepath.Join(work, "cache")}

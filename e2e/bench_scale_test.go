@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"halu/localmodels/fakeollama"
 	"halu/runner/engine"
 )
 
@@ -56,15 +55,7 @@ func TestBenchScale(t *testing.T) {
 	pages := map[int]float64{}
 	for round := 1; round <= rounds; round++ {
 		for _, gens := range []int{5, 20, 50} {
-			var models []fakeollama.Model
-			var names []string
-			for i := 1; i <= gens; i++ {
-				models = append(models, fakeollama.Model{Name: fmt.Sprintf("g%d:latest", i), Digest: fmt.Sprintf("d%d", i), ParameterCount: 1e9})
-				names = append(names, fmt.Sprintf("g%d", i))
-			}
-			fake := fakeollama.New(func(fakeollama.ChatRequest) fakeollama.Reply {
-				return fakeollama.Reply{Content: "Reasoning.\n```json\n{\"proposed_hypothesis\": \"positive_correlate\"}\n```"}
-			}, models...)
+			fake, names := hypoFake(gens)
 			work := t.TempDir()
 			out := filepath.Join(work, "run")
 			r := peakHalu(t, fake.Host(), "--parallel", "64", "--items-in-flight", "256", "run", "hypo", "--models", strings.Join(names, ","), "--setting", "parametric", "--candidates", "0",
