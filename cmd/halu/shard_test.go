@@ -137,6 +137,32 @@ func TestShardsMergeToTheWholeRun(t *testing.T) {
 	}
 	f1.Write(line)
 	f1.Close()
+	// Shard 2 holding a record whose calls are not a list: refused as
+	// damaged, naming the shard's file, before anything is written.
+	damaged := filepath.Join(dir, "damaged2")
+	if err := os.CopyFS(damaged, os.DirFS(shards[1])); err != nil {
+		t.Fatal(err)
+	}
+	var bad map[string]any
+	json.Unmarshal(line, &bad)
+	bad["item"], bad["calls"] = "zz-extra", "oops"
+	badLine, _ := json.Marshal(bad)
+	rest, err := os.ReadFile(filepath.Join(damaged, rundir.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// First, not last: a last line that does not decode is read as one
+	// cut short by a crash, and left out.
+	if err := os.WriteFile(filepath.Join(damaged, rundir.RecordsFile), append(append(badLine, '\n'), rest...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "m")
+	if r := halu(t, f, t.TempDir(), "merge", shards[0], damaged, "--out", out); r.code == exitOK || !strings.Contains(r.stderr, filepath.Join(damaged, rundir.RecordsFile)+":1: damaged record") {
+		t.Errorf("merge with a damaged record: exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused merge left %s (%v)", out, err)
+	}
 	for _, tc := range []struct {
 		dirs []string
 		want string

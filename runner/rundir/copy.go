@@ -60,16 +60,16 @@ var ErrRecordsChanged = errors.New("records changed since they were read")
 
 // PlaceRecords reads the records of the run in dir one at a time and
 // appends each record's place (run i) to places; it returns them with the
-// file's state as read. Of a record it decodes only what its place holds
-// (its format and item: decodeItem), so that a merge of a million records
-// builds none of them.
+// file's state as read. Each record is decoded whole, so that a damaged
+// one (a field of the wrong type too) stops a merge before it writes
+// anything, naming its file and line.
 func PlaceRecords(dir string, i int, places []RecordPlace) ([]RecordPlace, RecordsState, error) {
 	path := filepath.Join(dir, RecordsFile)
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, RecordsState{}, err
 	}
-	_, err = eachRecordLine(path, decodeItem, func(r Record, off int64, line []byte) error {
+	_, err = eachRecordLine(path, decodeWhole, func(r Record, off int64, line []byte) error {
 		places = append(places, placeOf(r, i, off, line))
 		return nil
 	})

@@ -164,20 +164,6 @@ func ReadRecords(path string) (recs []Record, good int64, err error) {
 // decodeWhole decodes a record's line whole.
 func decodeWhole(line []byte, r *Record) error { return json.Unmarshal(line, r) }
 
-// decodeItem decodes of a record's line its format and item only: the
-// decoder checks the whole line is JSON, and builds nothing else.
-func decodeItem(line []byte, r *Record) error {
-	var s struct {
-		Format int    `json:"format"`
-		Item   string `json:"item"`
-	}
-	if err := json.Unmarshal(line, &s); err != nil {
-		return err
-	}
-	*r = Record{Format: s.Format, Item: s.Item}
-	return nil
-}
-
 // decodeSlim decodes a record's line without its transcripts — the
 // prompts' text, each call's reply as written, its prompt's hash and the
 // options it sent, which only a report's sample browser and exports show
