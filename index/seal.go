@@ -170,6 +170,9 @@ func ReadSeal(dir string) (Seal, error) {
 	var s Seal
 	b, err := os.ReadFile(SealPath(dir))
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, merr := os.Stat(filepath.Join(dir, compactingFile)); merr == nil {
+			return s, fmt.Errorf("%w: index %s: its compaction did not end: `halu index compact %s` finishes and seals it", ErrUnsealed, dir, dir)
+		}
 		return s, fmt.Errorf("%w: index %s: no %s beside it — its last build did not end, or an older halu built it: `halu index build --out %s` with its inputs finishes and seals it (or build it again into a new directory)",
 			ErrUnsealed, dir, SealFile, dir)
 	}

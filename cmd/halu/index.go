@@ -21,7 +21,7 @@ import (
 
 func newIndexCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "index", Short: "Build and query the on-disk BM25 index of PubMed"}
-	cmd.AddCommand(newIndexBuildCmd(g), newIndexSearchCmd(), newIndexStatsCmd())
+	cmd.AddCommand(newIndexBuildCmd(g), newIndexCompactCmd(), newIndexSearchCmd(), newIndexStatsCmd())
 	return cmd
 }
 
@@ -80,6 +80,34 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 	build.Flags().StringVar(&memory, "memory-limit", defaultBuildMemory, "a soft bound on the memory the build's Go runtime holds, its heap mostly (Go's memory limit: it collects garbage more often near it; GOMEMLIMIT in the environment wins unless this flag is given); the pages of the index's own files the kernel maps come on top; 0: no bound")
 	build.Flags().StringVar(&writer, "segment-writer", "halu", "who writes the index's segments, in bleve's zap v17 format: halu (its own builder, the same bytes, faster) or zap (bleve's)")
 	return build
+}
+
+// newIndexCompactCmd is halu index compact.
+func newIndexCompactCmd() *cobra.Command {
+	var memory string
+	compact := &cobra.Command{
+		Use:   "compact DIR",
+		Short: "Merge a built index's segments into one, for faster queries (reads and writes the whole index; seals it anew)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			limit, set, err := buildMemoryLimit(memory, cmd.Flags().Changed("memory-limit"), os.Getenv("GOMEMLIMIT"))
+			if err != nil {
+				return usagef("index compact: --memory-limit: %v", err)
+			}
+			if set {
+				defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+			}
+			info, err := index.Compact(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "compacted %d segments into %d (%d documents) in %.1f s; the index's seal is new: %s\n",
+				info.SegmentsBefore, info.SegmentsAfter, info.Docs, info.Took.Seconds(), index.SealPath(args[0]))
+			return nil
+		},
+	}
+	compact.Flags().StringVar(&memory, "memory-limit", defaultBuildMemory, "a soft bound on the memory the merge's Go runtime holds, as index build's; 0: no bound")
+	return compact
 }
 
 // defaultBuildMemory is index build's --memory-limit. Unbounded, Go's

@@ -127,3 +127,37 @@ func haluOffline(args ...string) result {
 	code := run(args, &out, &errb)
 	return result{code, out.String(), errb.String()}
 }
+
+// halu index compact: a built index compacted says what it merged, a
+// search reads the same after it, and a directory with no index is an
+// error that makes no index.
+func TestIndexCompactCommand(t *testing.T) {
+	ix := filepath.Join(t.TempDir(), "ix")
+	const input = "../../testdata/pubmed/pubmedqa_contexts.jsonl"
+	if r := haluOffline("index", "build", "--out", ix, "--batch", "100", input); r.code != exitOK {
+		t.Fatalf("index build: exit %d: %s", r.code, r.stderr)
+	}
+	search := func() string {
+		t.Helper()
+		r := haluOffline("index", "search", ix, "--k", "10", "--json", "Preoperative statin therapy is associated with lower mortality")
+		if r.code != exitOK || len(r.stdout) < 100 {
+			t.Fatalf("index search: exit %d: %q %s", r.code, r.stdout, r.stderr)
+		}
+		return r.stdout
+	}
+	before := search()
+	r := haluOffline("index", "compact", ix)
+	if r.code != exitOK || !strings.Contains(r.stdout, "into 1 (1000 documents)") || !strings.Contains(r.stdout, "the index's seal is new") {
+		t.Fatalf("index compact: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if after := search(); after != before {
+		t.Errorf("a search after compaction:\n%s\nbefore:\n%s", after, before)
+	}
+	none := filepath.Join(t.TempDir(), "none")
+	if r := haluOffline("index", "compact", none); r.code == exitOK || !strings.Contains(r.stderr, "no index here") {
+		t.Errorf("index compact of no index: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(none); !os.IsNotExist(err) {
+		t.Errorf("index compact made a directory: %v", err)
+	}
+}
