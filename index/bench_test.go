@@ -150,30 +150,7 @@ func TestBenchIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Every query, three times over, after one unmeasured pass over
-		// a fifth of them (the freshly built files into the page cache):
-		// one pass of 200 queries gave 20.1 ms at 750k documents in one
-		// run and 29.3 ms in the next, and a fit carried 26× further
-		// magnifies that.
-		for i := 0; i < len(queries); i += 5 {
-			if _, err := l.Search(ctx, queries[i], SearchOptions{K: 10}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var lat []time.Duration
-		var rounds []time.Duration
-		for r := 0; r < stageRounds; r++ {
-			var round []time.Duration
-			for _, q := range queries {
-				t0 := time.Now()
-				if _, err := l.Search(ctx, q, SearchOptions{K: 10}); err != nil {
-					t.Fatal(err)
-				}
-				round = append(round, time.Since(t0))
-			}
-			rounds = append(rounds, pct(round, 0.5))
-			lat = append(lat, round...)
-		}
+		lat, rounds := queryRounds(t, l, queries, stageRounds)
 		st, _ := l.Stats(ctx)
 		l.Close()
 		points = append(points, point{float64(st.Docs), haluBuild, pct(lat, 0.5), peak, rounds})
@@ -192,24 +169,7 @@ func TestBenchIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var compactLat, compactRounds []time.Duration
-	for i := 0; i < len(queries); i += 5 {
-		if _, err := cl.Search(ctx, queries[i], SearchOptions{K: 10}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range stageRounds {
-		var round []time.Duration
-		for _, q := range queries {
-			t0 := time.Now()
-			if _, err := cl.Search(ctx, q, SearchOptions{K: 10}); err != nil {
-				t.Fatal(err)
-			}
-			round = append(round, time.Since(t0))
-		}
-		compactRounds = append(compactRounds, pct(round, 0.5))
-		compactLat = append(compactLat, round...)
-	}
+	compactLat, compactRounds := queryRounds(t, cl, queries, stageRounds)
 	cl.Close()
 	l, err := OpenLiterature(ixDir, false)
 	if err != nil {
@@ -383,6 +343,34 @@ func TestBenchIndex(t *testing.T) {
 	qa, qb := powerFit(xs, lat50)
 	fmt.Printf("fitted query p50 = %.3g·N^%.2f ms (a power law through the %d measured sizes, least squares on logarithms) → %.0f ms at %d documents\n",
 		qa, qb, len(points), qa*math.Pow(full, qb), full)
+}
+
+// queryRounds times every query's pruned top 10 on l, rounds times over,
+// after one unmeasured pass over a fifth of them (the freshly built files
+// into the page cache: one pass of 200 queries gave 20.1 ms at 750k
+// documents in one run and 29.3 ms in the next, and a fit carried 26×
+// further magnifies that). It returns every latency and each round's p50.
+func queryRounds(t *testing.T, l *Literature, queries []string, rounds int) (lat, p50s []time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < len(queries); i += 5 {
+		if _, err := l.Search(ctx, queries[i], SearchOptions{K: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range rounds {
+		var round []time.Duration
+		for _, q := range queries {
+			t0 := time.Now()
+			if _, err := l.Search(ctx, q, SearchOptions{K: 10}); err != nil {
+				t.Fatal(err)
+			}
+			round = append(round, time.Since(t0))
+		}
+		p50s = append(p50s, pct(round, 0.5))
+		lat = append(lat, round...)
+	}
+	return lat, p50s
 }
 
 // benchDoc is the i-th document of the benchmark corpus: the real abstracts

@@ -46,13 +46,11 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 			default:
 				return usagef("index build: --segment-writer %q (want halu or zap)", writer)
 			}
-			limit, set, err := buildMemoryLimit(memory, cmd.Flags().Changed("memory-limit"), os.Getenv("GOMEMLIMIT"))
+			restore, err := setBuildMemory(cmd, "index build", memory)
 			if err != nil {
-				return usagef("index build: --memory-limit: %v", err)
+				return err
 			}
-			if set {
-				defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
-			}
+			defer restore()
 			l, err := index.OpenLiterature(out, true, opts...)
 			if err != nil {
 				return err
@@ -90,13 +88,11 @@ func newIndexCompactCmd() *cobra.Command {
 		Short: "Merge a built index's segments into one, for faster queries (reads and writes the whole index; seals it anew)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			limit, set, err := buildMemoryLimit(memory, cmd.Flags().Changed("memory-limit"), os.Getenv("GOMEMLIMIT"))
+			restore, err := setBuildMemory(cmd, "index compact", memory)
 			if err != nil {
-				return usagef("index compact: --memory-limit: %v", err)
+				return err
 			}
-			if set {
-				defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
-			}
+			defer restore()
 			info, err := index.Compact(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -119,6 +115,21 @@ func newIndexCompactCmd() *cobra.Command {
 // the bound goes on: Go's limit is soft, and caps the collector's share
 // of the CPU.
 const defaultBuildMemory = "384MiB"
+
+// setBuildMemory sets the process's Go memory limit from the command's
+// --memory-limit (buildMemoryLimit) and returns what puts the limit before
+// it back; a bad value is a usage error naming the command and the flag.
+func setBuildMemory(cmd *cobra.Command, what, flag string) (restore func(), err error) {
+	limit, set, err := buildMemoryLimit(flag, cmd.Flags().Changed("memory-limit"), os.Getenv("GOMEMLIMIT"))
+	if err != nil {
+		return nil, usagef("%s: --memory-limit: %v", what, err)
+	}
+	if !set {
+		return func() {}, nil
+	}
+	before := debug.SetMemoryLimit(limit)
+	return func() { debug.SetMemoryLimit(before) }, nil
+}
 
 // buildMemoryLimit is the Go memory limit, in bytes, index build sets
 // from --memory-limit (math.MaxInt64, the runtime's own "none", for "0"),
