@@ -78,6 +78,12 @@ func TestIndexBuildSurvivesKill(t *testing.T) {
 		cmd.Wait()
 		var st index.Stats
 		r := halu(t, "127.0.0.1:1", "index", "stats", dir)
+		if r.code != 0 && strings.Contains(r.stderr, "no index here") {
+			// Killed before its index was made (it is made whole, under
+			// another name, then renamed into place): nothing to read.
+			t.Logf("kill %d at %.0f%% of a clean build's time: before the index was made", i+1, 100*frac)
+			continue
+		}
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
 			t.Fatalf("stats after kill %d: exit %d\n%s%s", i+1, r.code, r.stdout, r.stderr)
 		}

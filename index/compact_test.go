@@ -212,3 +212,36 @@ func copyTree(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// A new index is made whole under another name and renamed into place: a
+// build killed while bleve wrote its first files leaves only that
+// temporary (here, one cut short), which the next build removes and
+// starts over from.
+func TestCreateLeavesNoHalfMadeIndex(t *testing.T) {
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, bleveDir+".creating")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "index_meta.json"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenLiterature(dir, false); err == nil || !strings.Contains(err.Error(), "no index here") {
+		t.Errorf("a directory holding only the temporary, opened to search: %v", err)
+	}
+	l := build(t, dir, 500, "../testdata/pubmed/pubmedqa_contexts.jsonl")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary is still there: %v", err)
+	}
+	l, err := OpenLiterature(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if st, err := l.Stats(context.Background()); err != nil || st.Docs != 1000 {
+		t.Errorf("the index built after: %+v, %v", st, err)
+	}
+}

@@ -243,7 +243,7 @@ func OpenLiterature(dir string, create bool, opts ...Option) (*Literature, error
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("index %s: %w", dir, err)
 		}
-		idx, err = bleve.New(bd, newMapping())
+		idx, err = createBleve(bd)
 	} else {
 		// Opened to search, the index is read-only: bleve merges nothing
 		// and rewrites nothing, so the segments stay the ones sealed.
@@ -338,6 +338,29 @@ func (l *Literature) writeMeta() error {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(l.dir, metaFile))
+}
+
+// createBleve makes a new, empty bleve index in bd and opens it. It is made
+// under another name and renamed into place: a build killed while bleve
+// wrote its first files left an index_meta.json cut short, an index no
+// command could open or build on; now it leaves only the temporary, which
+// the next build removes.
+func createBleve(bd string) (bleve.Index, error) {
+	tmp := bd + ".creating"
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, err
+	}
+	idx, err := bleve.New(tmp, newMapping())
+	if err != nil {
+		return nil, err
+	}
+	if err := idx.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, bd); err != nil {
+		return nil, err
+	}
+	return openBleve(bd, false)
 }
 
 // openBleve opens the bleve index in bd. zap panics on some damaged
